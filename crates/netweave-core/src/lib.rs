@@ -1,0 +1,20 @@
+//! netweave-core: the engine behind netweave, an interconnect lab for HPC cluster networks.
+//!
+//! The modules follow the pipeline, each depending only on those before it:
+//!
+//! ```text
+//! topology ──► routing ──► traffic ──► analysis
+//! ```
+//!
+//! - [`topology`]: one [`Topology`](topology::Topology) type, its generators, metrics and files.
+//! - [`routing`]: destination-based forwarding tables (the InfiniBand LFT model).
+//! - [`traffic`]: schedules of messages between ranks, and their placement on hosts.
+//! - [`analysis`]: exact per-phase link loads and the figures derived from them.
+
+pub mod error;
+pub mod topology;
+pub mod routing;
+pub mod traffic;
+pub mod analysis;
+
+pub use error::{NetweaveError, Result};

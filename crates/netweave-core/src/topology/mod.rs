@@ -1,0 +1,544 @@
+//! Topology: switches and hosts joined by full-duplex links — the first pipeline stage.
+//!
+//! One type, [`Topology`], is shared by every later stage. Nodes are numbered `0..num_nodes()`;
+//! ports are numbered from 1 as in InfiniBand (port 0 is the switch itself). Every link is
+//! full-duplex and owns two directed *channels* with integer ids: link `l` carries channel
+//! `2l` from its `a` end to its `b` end and channel `2l + 1` back. Adjacency is stored flat
+//! (CSR) so hot loops in routing and evaluation never chase pointers.
+//!
+//! ```
+//! use netweave_core::topology::{TopologyBuilder, LinkSpec};
+//! let mut b = TopologyBuilder::new("two hosts on a switch");
+//! let s = b.add_switch("sw", 4);
+//! let h0 = b.add_host("h0");
+//! let h1 = b.add_host("h1");
+//! b.connect(h0, s, LinkSpec::default()).unwrap();
+//! b.connect(h1, s, LinkSpec::default()).unwrap();
+//! let topo = b.build().unwrap();
+//! assert_eq!(topo.num_hosts(), 2);
+//! assert_eq!(topo.num_channels(), 4);
+//! ```
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{NetweaveError, Result};
+
+pub mod dragonfly;
+pub mod ethernet;
+pub mod fat_tree;
+pub mod galois;
+pub mod grid;
+pub mod io;
+pub mod lsft;
+pub mod metrics;
+pub mod plane;
+pub mod random;
+
+/// Index of a node (host or switch) in a [`Topology`].
+pub type NodeId = u32;
+/// Index of a full-duplex link.
+pub type LinkId = u32;
+/// Index of a directed channel: `2 * link` (a→b) or `2 * link + 1` (b→a).
+pub type ChannelId = u32;
+/// A physical port number, 1-based.
+pub type Port = u16;
+
+/// Sentinel for "no channel" in flat port tables.
+pub const NO_CHANNEL: ChannelId = ChannelId::MAX;
+
+/// Whether a node is an end host (HCA / NIC) or a switch / router.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NodeKind {
+    Host,
+    Switch,
+}
+
+/// Bandwidth and latency of one link, the same in both directions.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LinkSpec {
+    /// Data rate per direction in Gbit/s.
+    pub bandwidth_gbps: f64,
+    /// One-way propagation latency in nanoseconds.
+    pub latency_ns: f64,
+}
+
+impl Default for LinkSpec {
+    /// 100 Gbit/s and 100 ns: a modern HPC link, used where a generator is given nothing else.
+    fn default() -> Self {
+        LinkSpec { bandwidth_gbps: 100.0, latency_ns: 100.0 }
+    }
+}
+
+impl LinkSpec {
+    /// A link spec, checking that bandwidth is positive and latency non-negative.
+    pub fn new(bandwidth_gbps: f64, latency_ns: f64) -> Result<Self> {
+        if !(bandwidth_gbps.is_finite() && bandwidth_gbps > 0.0) {
+            return crate::invalid!("bandwidth must be a positive number of Gbit/s, got {bandwidth_gbps}");
+        }
+        if !(latency_ns.is_finite() && latency_ns >= 0.0) {
+            return crate::invalid!("latency must be a non-negative number of ns, got {latency_ns}");
+        }
+        Ok(LinkSpec { bandwidth_gbps, latency_ns })
+    }
+}
+
+/// One end of a link.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Endpoint {
+    pub node: NodeId,
+    pub port: Port,
+}
+
+/// A full-duplex link between two ports.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Link {
+    pub a: Endpoint,
+    pub b: Endpoint,
+    pub spec: LinkSpec,
+}
+
+/// One entry of a node's adjacency list: leaving `port`, channel `channel` reaches
+/// `neighbor` on its port `neighbor_port`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Adjacent {
+    pub port: Port,
+    pub neighbor: NodeId,
+    pub neighbor_port: Port,
+    pub channel: ChannelId,
+}
+
+/// A network: hosts and switches with numbered ports, full-duplex links, flat adjacency.
+///
+/// Build one with a generator (`fat_tree::fat_tree`, `lsft::latin_square_fat_tree`, …), a
+/// file reader in [`io`], or a [`TopologyBuilder`].
+#[derive(Clone, Debug)]
+pub struct Topology {
+    name: String,
+    /// Generator family and parameters, kept so later stages (and files) know the structure.
+    family: String,
+    params: BTreeMap<String, serde_json::Value>,
+    kinds: Vec<NodeKind>,
+    labels: Vec<String>,
+    radix: Vec<Port>,
+    coords: Vec<Option<Vec<i64>>>,
+    links: Vec<Link>,
+    hosts: Vec<NodeId>,
+    switches: Vec<NodeId>,
+    /// Position of each node in `hosts` or `switches`.
+    kind_index: Vec<u32>,
+    adj_offsets: Vec<u32>,
+    adj: Vec<Adjacent>,
+    /// `port_channel[port_base[n] + p - 1]` is the channel leaving node `n` on port `p`.
+    port_base: Vec<u32>,
+    port_channel: Vec<ChannelId>,
+}
+
+impl Topology {
+    /// Human-readable name ("lsft(q=3)").
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    /// Generator family ("lsft", "torus", "file", …).
+    pub fn family(&self) -> &str {
+        &self.family
+    }
+    /// Generator parameters as JSON values (`order`, `dims`, …).
+    pub fn params(&self) -> &BTreeMap<String, serde_json::Value> {
+        &self.params
+    }
+    pub fn num_nodes(&self) -> usize {
+        self.kinds.len()
+    }
+    pub fn num_hosts(&self) -> usize {
+        self.hosts.len()
+    }
+    pub fn num_switches(&self) -> usize {
+        self.switches.len()
+    }
+    pub fn num_links(&self) -> usize {
+        self.links.len()
+    }
+    pub fn num_channels(&self) -> usize {
+        2 * self.links.len()
+    }
+    /// Host node ids in host order; "host index" elsewhere means a position in this list.
+    pub fn hosts(&self) -> &[NodeId] {
+        &self.hosts
+    }
+    /// Switch node ids in switch order.
+    pub fn switches(&self) -> &[NodeId] {
+        &self.switches
+    }
+    pub fn kind(&self, node: NodeId) -> NodeKind {
+        self.kinds[node as usize]
+    }
+    pub fn is_host(&self, node: NodeId) -> bool {
+        self.kinds[node as usize] == NodeKind::Host
+    }
+    /// Position of `node` within [`hosts`](Self::hosts) or [`switches`](Self::switches).
+    pub fn kind_index(&self, node: NodeId) -> usize {
+        self.kind_index[node as usize] as usize
+    }
+    pub fn label(&self, node: NodeId) -> &str {
+        &self.labels[node as usize]
+    }
+    /// Number of ports of `node` (connected or not).
+    pub fn radix(&self, node: NodeId) -> Port {
+        self.radix[node as usize]
+    }
+    pub fn coords(&self, node: NodeId) -> Option<&[i64]> {
+        self.coords[node as usize].as_deref()
+    }
+    pub fn links(&self) -> &[Link] {
+        &self.links
+    }
+    pub fn link(&self, link: LinkId) -> &Link {
+        &self.links[link as usize]
+    }
+    /// The link a channel belongs to.
+    pub fn channel_link(channel: ChannelId) -> LinkId {
+        channel / 2
+    }
+    /// Source and destination endpoints of a directed channel.
+    pub fn channel_ends(&self, channel: ChannelId) -> (Endpoint, Endpoint) {
+        let l = &self.links[(channel / 2) as usize];
+        if channel % 2 == 0 {
+            (l.a, l.b)
+        } else {
+            (l.b, l.a)
+        }
+    }
+    /// Connected ports of `node`, sorted by port number.
+    pub fn neighbors(&self, node: NodeId) -> &[Adjacent] {
+        let lo = self.adj_offsets[node as usize] as usize;
+        let hi = self.adj_offsets[node as usize + 1] as usize;
+        &self.adj[lo..hi]
+    }
+    /// Number of connected ports of `node`.
+    pub fn degree(&self, node: NodeId) -> usize {
+        self.neighbors(node).len()
+    }
+    /// Channel leaving `node` on `port`, if that port is connected.
+    pub fn out_channel(&self, node: NodeId, port: Port) -> Option<ChannelId> {
+        if port == 0 || port > self.radix[node as usize] {
+            return None;
+        }
+        let c = self.port_channel[self.port_base[node as usize] as usize + port as usize - 1];
+        (c != NO_CHANNEL).then_some(c)
+    }
+    /// The switch a host is attached to through its lowest connected port.
+    pub fn host_switch(&self, host: NodeId) -> Option<NodeId> {
+        self.neighbors(host).iter().map(|a| a.neighbor).find(|&n| !self.is_host(n))
+    }
+    /// Flat CSR arrays `(offsets, adjacency)` for hot loops.
+    pub fn csr(&self) -> (&[u32], &[Adjacent]) {
+        (&self.adj_offsets, &self.adj)
+    }
+    /// Node id with this label, if any (linear scan; for tests and file import).
+    pub fn find_label(&self, label: &str) -> Option<NodeId> {
+        self.labels.iter().position(|l| l == label).map(|i| i as NodeId)
+    }
+
+    /// Set every link's bandwidth and latency (the CLI's `--bandwidth/--latency`).
+    pub fn set_all_links(&mut self, spec: LinkSpec) {
+        for l in &mut self.links {
+            l.spec = spec;
+        }
+    }
+
+    /// Rename the topology.
+    pub fn set_name(&mut self, name: impl Into<String>) {
+        self.name = name.into();
+    }
+
+    /// A builder holding a copy of this topology, to extend or modify it.
+    pub fn to_builder(&self) -> TopologyBuilder {
+        TopologyBuilder {
+            name: self.name.clone(),
+            family: self.family.clone(),
+            params: self.params.clone(),
+            kinds: self.kinds.clone(),
+            labels: self.labels.clone(),
+            radix: self.radix.clone(),
+            coords: self.coords.clone(),
+            links: self.links.clone(),
+        }
+    }
+}
+
+/// Collects nodes and links, then checks them and builds the flat [`Topology`].
+///
+/// Ports may be given explicitly ([`connect_ports`](Self::connect_ports)) or taken as the
+/// lowest free port ([`connect`](Self::connect)). Hosts get one port unless
+/// [`add_host_with_ports`](Self::add_host_with_ports) says otherwise.
+#[derive(Clone, Debug, Default)]
+pub struct TopologyBuilder {
+    name: String,
+    family: String,
+    params: BTreeMap<String, serde_json::Value>,
+    kinds: Vec<NodeKind>,
+    labels: Vec<String>,
+    radix: Vec<Port>,
+    coords: Vec<Option<Vec<i64>>>,
+    links: Vec<Link>,
+}
+
+impl TopologyBuilder {
+    pub fn new(name: impl Into<String>) -> Self {
+        TopologyBuilder { name: name.into(), family: "custom".into(), ..Default::default() }
+    }
+
+    /// Record the generator family and a parameter (kept in files and `topo info`).
+    pub fn family(&mut self, family: &str) -> &mut Self {
+        self.family = family.to_string();
+        self
+    }
+    pub fn param(&mut self, key: &str, value: impl Into<serde_json::Value>) -> &mut Self {
+        self.params.insert(key.to_string(), value.into());
+        self
+    }
+
+    pub fn num_nodes(&self) -> usize {
+        self.kinds.len()
+    }
+
+    /// Add a switch with `radix` ports.
+    pub fn add_switch(&mut self, label: impl Into<String>, radix: Port) -> NodeId {
+        self.add_node(NodeKind::Switch, label.into(), radix)
+    }
+    /// Add a host with one port.
+    pub fn add_host(&mut self, label: impl Into<String>) -> NodeId {
+        self.add_node(NodeKind::Host, label.into(), 1)
+    }
+    /// Add a host with several ports (multi-rail).
+    pub fn add_host_with_ports(&mut self, label: impl Into<String>, ports: Port) -> NodeId {
+        self.add_node(NodeKind::Host, label.into(), ports)
+    }
+    pub fn add_node(&mut self, kind: NodeKind, label: String, radix: Port) -> NodeId {
+        self.kinds.push(kind);
+        self.labels.push(label);
+        self.radix.push(radix);
+        self.coords.push(None);
+        (self.kinds.len() - 1) as NodeId
+    }
+    pub fn set_coords(&mut self, node: NodeId, coords: Vec<i64>) {
+        self.coords[node as usize] = Some(coords);
+    }
+    /// Grow a node's port count (used by readers that learn ports as they go).
+    pub fn ensure_radix(&mut self, node: NodeId, radix: Port) {
+        let r = &mut self.radix[node as usize];
+        *r = (*r).max(radix);
+    }
+
+    /// Link `a`'s port `pa` to `b`'s port `pb`. Port conflicts are reported by [`build`](Self::build).
+    pub fn connect_ports(&mut self, a: NodeId, pa: Port, b: NodeId, pb: Port, spec: LinkSpec) -> LinkId {
+        self.links.push(Link {
+            a: Endpoint { node: a, port: pa },
+            b: Endpoint { node: b, port: pb },
+            spec,
+        });
+        (self.links.len() - 1) as LinkId
+    }
+
+    /// Link the lowest free ports of `a` and `b`; errors if either node has none left.
+    pub fn connect(&mut self, a: NodeId, b: NodeId, spec: LinkSpec) -> Result<LinkId> {
+        let pa = self.free_port(a)?;
+        let pb = self.free_port(b)?;
+        Ok(self.connect_ports(a, pa, b, pb, spec))
+    }
+
+    /// Lowest unused port of `node` (linear in its link count; generators use explicit ports
+    /// where that matters).
+    fn free_port(&self, node: NodeId) -> Result<Port> {
+        let radix = self.radix[node as usize];
+        let mut used = vec![false; radix as usize + 1];
+        for l in &self.links {
+            for e in [l.a, l.b] {
+                if e.node == node && (e.port as usize) < used.len() {
+                    used[e.port as usize] = true;
+                }
+            }
+        }
+        (1..=radix).find(|&p| !used[p as usize]).ok_or_else(|| {
+            NetweaveError::InvalidTopology(format!(
+                "node {} ({}) has no free port left (radix {radix})",
+                node, self.labels[node as usize]
+            ))
+        })
+    }
+
+    /// Check ports and endpoints, then build the flat topology.
+    pub fn build(self) -> Result<Topology> {
+        let n = self.kinds.len();
+        let bad = |m: String| Err(NetweaveError::InvalidTopology(m));
+        let mut port_base = Vec::with_capacity(n + 1);
+        let mut total = 0u32;
+        for &r in &self.radix {
+            port_base.push(total);
+            total += r as u32;
+        }
+        port_base.push(total);
+        let mut port_channel = vec![NO_CHANNEL; total as usize];
+        let mut degree = vec![0u32; n];
+        for (li, l) in self.links.iter().enumerate() {
+            if !l.spec.bandwidth_gbps.is_finite() || l.spec.bandwidth_gbps <= 0.0 {
+                return bad(format!("link {li} has non-positive bandwidth {}", l.spec.bandwidth_gbps));
+            }
+            if !l.spec.latency_ns.is_finite() || l.spec.latency_ns < 0.0 {
+                return bad(format!("link {li} has negative latency {}", l.spec.latency_ns));
+            }
+            if l.a.node == l.b.node {
+                return bad(format!("link {li} connects node {} to itself", l.a.node));
+            }
+            for (dir, e) in [(0u32, l.a), (1u32, l.b)] {
+                if e.node as usize >= n {
+                    return bad(format!("link {li} names node {} but there are only {n} nodes", e.node));
+                }
+                let radix = self.radix[e.node as usize];
+                if e.port == 0 || e.port > radix {
+                    return bad(format!(
+                        "link {li} uses port {} of node {} ({}), which has ports 1..{radix}",
+                        e.port, e.node, self.labels[e.node as usize]
+                    ));
+                }
+                let slot = &mut port_channel[(port_base[e.node as usize] + e.port as u32 - 1) as usize];
+                if *slot != NO_CHANNEL {
+                    return bad(format!(
+                        "port {} of node {} ({}) is used by two links",
+                        e.port, e.node, self.labels[e.node as usize]
+                    ));
+                }
+                *slot = 2 * li as u32 + dir;
+                degree[e.node as usize] += 1;
+            }
+        }
+        let mut adj_offsets = Vec::with_capacity(n + 1);
+        let mut acc = 0u32;
+        for d in &degree {
+            adj_offsets.push(acc);
+            acc += d;
+        }
+        adj_offsets.push(acc);
+        // Fill adjacency in port order by walking each node's port table.
+        let mut adj = Vec::with_capacity(acc as usize);
+        for node in 0..n {
+            for p in 0..self.radix[node] as u32 {
+                let c = port_channel[(port_base[node] + p) as usize];
+                if c == NO_CHANNEL {
+                    continue;
+                }
+                let l = &self.links[(c / 2) as usize];
+                let far = if c % 2 == 0 { l.b } else { l.a };
+                adj.push(Adjacent { port: (p + 1) as Port, neighbor: far.node, neighbor_port: far.port, channel: c });
+            }
+        }
+        let mut hosts = Vec::new();
+        let mut switches = Vec::new();
+        let mut kind_index = Vec::with_capacity(n);
+        for (i, k) in self.kinds.iter().enumerate() {
+            match k {
+                NodeKind::Host => {
+                    kind_index.push(hosts.len() as u32);
+                    hosts.push(i as NodeId);
+                }
+                NodeKind::Switch => {
+                    kind_index.push(switches.len() as u32);
+                    switches.push(i as NodeId);
+                }
+            }
+        }
+        Ok(Topology {
+            name: self.name,
+            family: self.family,
+            params: self.params,
+            kinds: self.kinds,
+            labels: self.labels,
+            radix: self.radix,
+            coords: self.coords,
+            links: self.links,
+            hosts,
+            switches,
+            kind_index,
+            adj_offsets,
+            adj,
+            port_base,
+            port_channel,
+        })
+    }
+}
+
+/// Check a size parameter is at least `min`, with a message naming it.
+pub(crate) fn require_at_least(name: &str, value: u64, min: u64) -> Result<()> {
+    if value < min {
+        return crate::invalid!("{name} must be at least {min}, got {value}");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn star(hosts: usize) -> Topology {
+        let mut b = TopologyBuilder::new("star");
+        let s = b.add_switch("s", hosts as Port);
+        for i in 0..hosts {
+            let h = b.add_host(format!("h{i}"));
+            b.connect(h, s, LinkSpec::default()).unwrap();
+        }
+        b.build().unwrap()
+    }
+
+    #[test]
+    fn channels_pair_up_per_link() {
+        let t = star(3);
+        assert_eq!(t.num_links(), 3);
+        for c in 0..t.num_channels() as ChannelId {
+            let (from, to) = t.channel_ends(c);
+            let (back_from, back_to) = t.channel_ends(c ^ 1);
+            assert_eq!((from, to), (back_to, back_from));
+            assert_eq!(t.out_channel(from.node, from.port), Some(c));
+        }
+    }
+
+    #[test]
+    fn csr_lists_neighbours_in_port_order() {
+        let t = star(4);
+        let s = t.switches()[0];
+        let ports: Vec<Port> = t.neighbors(s).iter().map(|a| a.port).collect();
+        assert_eq!(ports, vec![1, 2, 3, 4]);
+        assert_eq!(t.host_switch(t.hosts()[2]), Some(s));
+    }
+
+    #[test]
+    fn port_reuse_is_rejected() {
+        let mut b = TopologyBuilder::new("bad");
+        let s = b.add_switch("s", 2);
+        let h0 = b.add_host("a");
+        let h1 = b.add_host("b");
+        b.connect_ports(h0, 1, s, 1, LinkSpec::default());
+        b.connect_ports(h1, 1, s, 1, LinkSpec::default());
+        let err = b.build().unwrap_err().to_string();
+        assert!(err.contains("used by two links"), "{err}");
+    }
+
+    #[test]
+    fn full_switch_reports_no_free_port() {
+        let mut b = TopologyBuilder::new("full");
+        let s = b.add_switch("s", 1);
+        let h0 = b.add_host("a");
+        let h1 = b.add_host("b");
+        b.connect(h0, s, LinkSpec::default()).unwrap();
+        assert!(b.connect(h1, s, LinkSpec::default()).is_err());
+    }
+
+    #[test]
+    fn bad_link_spec_is_rejected() {
+        assert!(LinkSpec::new(0.0, 1.0).is_err());
+        assert!(LinkSpec::new(10.0, -1.0).is_err());
+        assert!(LinkSpec::new(f64::NAN, 1.0).is_err());
+    }
+}
