@@ -1,0 +1,48 @@
+# netweave — two commands do everything on a fresh machine:
+#   make plan   set up, then run `netweave plan` on the built-in example cluster
+#   make test   set up, then run the whole test suite (Rust, Python, tool integration)
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.netweave-installed
+SOURCES := $(shell find crates python -name '*.rs' -o -name '*.py' -o -name 'Cargo.toml') Cargo.toml pyproject.toml
+
+# Debian packages the integration tests drive (the real InfiniBand simulator and diagnostics).
+SYSTEM_PACKAGES := ibsim-utils infiniband-diags
+
+.PHONY: plan test setup system-deps test-rust test-python bench clean
+
+plan: setup
+	$(BIN)/netweave plan
+
+test: setup system-deps test-rust test-python
+
+setup: $(STAMP)
+
+$(STAMP): $(SOURCES) requirements-dev.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+	VIRTUAL_ENV=$(abspath $(VENV)) $(BIN)/maturin develop --release --quiet
+	touch $@
+
+system-deps:
+	@missing=""; for p in $(SYSTEM_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=""; elif command -v sudo >/dev/null; then SUDO=sudo; else \
+	    echo "missing Debian packages:$$missing (install them as root)"; exit 1; fi; \
+	  echo "installing$$missing"; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
+	fi
+
+test-rust:
+	cargo test -p netweave-core
+
+test-python: setup
+	$(BIN)/pytest -q
+
+bench: setup
+	cargo bench -p netweave-core --bench topology
+
+clean:
+	rm -rf $(VENV) target

@@ -1,0 +1,78 @@
+"""Report: render a plan as terminal text, Markdown, JSON and CSV."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+
+def _bytes(n: int) -> str:
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size and n % size == 0:
+            return f"{n // size} {unit}"
+    return f"{n} B"
+
+
+def summary_lines(plan: dict[str, Any]) -> list[str]:
+    """The plan as short human-readable lines (shared by terminal and Markdown output)."""
+    t = plan["topology"]
+    job = plan["job"]
+    lines = [
+        f"topology  {t['name']}: {t['hosts']} hosts, {t['switches']} switches, {t['links']} links, "
+        f"diameter {t['diameter']} switch hops",
+        f"routing   {plan['routing']['engine']} ({plan['routing']['vcs']} VC)",
+        f"job       {job['collective']} over {job['ranks']} ranks, {_bytes(job['bytes_per_pair'])} per pair",
+    ]
+    for s in plan["schedules"]:
+        verdict = "contention-free" if s["contention_free"] else "contended"
+        lines.append(
+            f"schedule  {s['name']}: {s['phases']} phases, max link congestion {s['max_congestion']}, "
+            f"throughput ratio {s['throughput_ratio']:.4f} ({verdict})"
+        )
+    return lines
+
+
+def to_text(plan: dict[str, Any]) -> str:
+    return "\n".join(summary_lines(plan)) + "\n"
+
+
+def to_markdown(plan: dict[str, Any]) -> str:
+    out = ["# netweave plan", ""]
+    out += [f"- {line}" for line in summary_lines(plan)]
+    out += ["", "Throughput ratio: mean over flows and phases of 1 / (max load on the flow's path);",
+            "1.0 means no link carries two flows of the same phase.", ""]
+    return "\n".join(out)
+
+
+def phases_csv(plan: dict[str, Any]) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["schedule", "phase", "flows", "max_load", "contended_channels", "throughput_ratio"])
+    for s in plan["schedules"]:
+        for i, p in enumerate(s["phase_loads"]):
+            w.writerow([s["name"], i, p["flows"], p["max_load"], p["contended_channels"], f"{p['throughput_ratio']:.6f}"])
+    return buf.getvalue()
+
+
+def to_json(plan: dict[str, Any]) -> str:
+    return json.dumps(plan, indent=2, sort_keys=True) + "\n"
+
+
+def write_files(plan: dict[str, Any], out_dir: Path, topology_json: str) -> list[Path]:
+    """Write report.json, report.md, phases.csv and topology.json into `out_dir`."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    files = {
+        "report.json": to_json(plan),
+        "report.md": to_markdown(plan),
+        "phases.csv": phases_csv(plan),
+        "topology.json": topology_json,
+    }
+    written = []
+    for name, text in files.items():
+        path = out_dir / name
+        path.write_text(text)
+        written.append(path)
+    return written

@@ -1,0 +1,196 @@
+"""Topology: generators, files, metrics and networkx conversion.
+
+Every generator returns a :class:`netweave.Topology` (built by the Rust core)::
+
+    >>> from netweave import topology
+    >>> t = topology.latin_square_fat_tree(3)
+    >>> t.num_hosts, t.num_switches
+    (52, 26)
+    >>> topology.torus([4, 4], hosts_per_router=4).num_hosts
+    64
+
+Files: ``load``/``save`` pick the format from the extension (``.json``, ``.net``/``.ibnet``
+for ibnetdiscover/ibsim, ``.anynet`` for BookSim, ``.dot``/``.gv`` for Graphviz).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from netweave import _core
+from netweave._core import ProjectivePlane, Topology
+
+latin_square_fat_tree = _core.latin_square_fat_tree
+lsft = _core.latin_square_fat_tree
+fat_tree = _core.fat_tree
+k_ary_n_tree = _core.k_ary_n_tree
+pgft = _core.pgft
+cost_table = _core.cost_table
+mesh = _core.mesh
+torus = _core.torus
+hypercube = _core.hypercube
+hyperx = _core.hyperx
+dragonfly = _core.dragonfly
+random_regular = _core.random_regular
+irregular = _core.irregular
+switch_tree = _core.switch_tree
+multi_cluster = _core.multi_cluster
+
+#: File formats by name.
+FORMATS = ("json", "ibnet", "anynet", "dot")
+
+__all__ = [
+    "FORMATS",
+    "ProjectivePlane",
+    "Topology",
+    "cost_table",
+    "dragonfly",
+    "example_cluster",
+    "fat_tree",
+    "from_networkx",
+    "hypercube",
+    "hyperx",
+    "info",
+    "irregular",
+    "k_ary_n_tree",
+    "latin_square_fat_tree",
+    "load",
+    "lsft",
+    "mesh",
+    "multi_cluster",
+    "parse_dims",
+    "pgft",
+    "random_regular",
+    "save",
+    "switch_tree",
+    "to_networkx",
+    "torus",
+]
+
+
+def example_cluster() -> Topology:
+    """The built-in example: the Latin-square fat-tree of order 3 (52 servers, paper 000)."""
+    return latin_square_fat_tree(3)
+
+
+def parse_dims(text: str) -> list[int]:
+    """Parse ``"16x16x16"`` (or ``"4,4"``) into ``[16, 16, 16]``; one-line error otherwise."""
+    parts = text.replace(",", "x").lower().split("x")
+    try:
+        dims = [int(p) for p in parts]
+    except ValueError:
+        raise _core.NetweaveError(f"dimensions must look like 4x4 or 16x16x16, got '{text}'") from None
+    if any(d <= 0 for d in dims):
+        raise _core.NetweaveError(f"every dimension must be at least 1, got '{text}'")
+    return dims
+
+
+def load(path: str | Path, format: str | None = None) -> Topology:
+    """Read a topology file; the format comes from the extension unless given."""
+    path = Path(path)
+    fmt = format or _core.format_from_path(str(path))
+    try:
+        text = path.read_text()
+    except UnicodeDecodeError:
+        raise _core.NetweaveError(f"{path} is not a text file") from None
+    return _core.read_topology(text, fmt)
+
+
+def save(topo: Topology, path: str | Path, format: str | None = None) -> Path:
+    """Write a topology file; the format comes from the extension unless given."""
+    path = Path(path)
+    fmt = format or _core.format_from_path(str(path))
+    text = topo.to_text(fmt)
+    if path.parent != Path(""):
+        path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def info(topo: Topology) -> dict[str, Any]:
+    """Name, family, parameters and structural metrics (`hosts`, `switches`, `links`,
+    `diameter`, `average_distance`, degrees…) as one dict."""
+    return {"name": topo.name, "family": topo.family, "params": topo.params, **topo.stats()}
+
+
+def to_networkx(topo: Topology):
+    """A ``networkx.MultiGraph``: node attributes ``kind``, ``label``, ``ports``, ``coords``;
+    edge attributes ``ports`` (a dict node → port), ``bandwidth_gbps``, ``latency_ns``."""
+    import networkx as nx
+
+    g = nx.MultiGraph(name=topo.name, family=topo.family, params=topo.params)
+    for node in range(topo.num_nodes):
+        attrs = {
+            "kind": "host" if topo.is_host(node) else "switch",
+            "label": topo.label(node),
+            "ports": topo.radix(node),
+        }
+        coords = topo.coords(node)
+        if coords is not None:
+            attrs["coords"] = coords
+        g.add_node(node, **attrs)
+    for (a, pa, b, pb), (bw, lat) in zip(topo.link_array().tolist(), topo.link_specs().tolist()):
+        g.add_edge(a, b, ports={a: pa, b: pb}, bandwidth_gbps=bw, latency_ns=lat)
+    return g
+
+
+def from_networkx(g, default_bandwidth_gbps: float = 100.0, default_latency_ns: float = 100.0) -> Topology:
+    """Build a topology from a networkx graph.
+
+    Nodes need a ``kind`` of ``"host"`` or ``"switch"`` (default ``"switch"``); ``label``,
+    ``ports`` and ``coords`` are optional. Edges may carry ``ports`` ({node: port}),
+    ``bandwidth_gbps`` and ``latency_ns``; missing ports are assigned lowest-free first.
+    """
+    nodes = list(g.nodes)
+    index = {n: i for i, n in enumerate(nodes)}
+    used: list[set[int]] = [set() for _ in nodes]
+    edges = list(g.edges(data=True))
+    for a, b, data in edges:
+        for n in (a, b):
+            port = (data.get("ports") or {}).get(n)
+            if port is not None:
+                used[index[n]].add(int(port))
+
+    def next_free(i: int) -> int:
+        p = 1
+        while p in used[i]:
+            p += 1
+        used[i].add(p)
+        return p
+
+    links = []
+    for a, b, data in edges:
+        ports = data.get("ports") or {}
+        pa = int(ports[a]) if a in ports else next_free(index[a])
+        pb = int(ports[b]) if b in ports else next_free(index[b])
+        links.append(
+            {
+                "a": [index[a], pa],
+                "b": [index[b], pb],
+                "bandwidth_gbps": float(data.get("bandwidth_gbps", default_bandwidth_gbps)),
+                "latency_ns": float(data.get("latency_ns", default_latency_ns)),
+            }
+        )
+    node_docs = []
+    for i, n in enumerate(nodes):
+        attrs = g.nodes[n]
+        doc = {
+            "kind": attrs.get("kind", "switch"),
+            "label": str(attrs.get("label", n)),
+            "ports": int(attrs.get("ports", max(used[i], default=0) or 1)),
+        }
+        if attrs.get("coords") is not None:
+            doc["coords"] = [int(c) for c in attrs["coords"]]
+        node_docs.append(doc)
+    doc = {
+        "format": "netweave-topology",
+        "version": 1,
+        "name": str(g.graph.get("name") or "networkx"),
+        "family": str(g.graph.get("family", "networkx")),
+        "params": g.graph.get("params", {}) or {},
+        "nodes": node_docs,
+        "links": links,
+    }
+    return _core.read_topology(json.dumps(doc), "json")

@@ -1,0 +1,88 @@
+"""End-to-end: `netweave plan`, the main job."""
+
+import json
+
+import networkx as nx
+import pytest
+
+import netweave
+from netweave import plan, topology
+from conftest import run_cli
+
+
+def test_plan_on_builtin_cluster_reports_contended_shift():
+    proc = run_cli("plan")
+    assert "lsft(q=3)" in proc.stdout
+    assert "throughput ratio" in proc.stdout
+    data = json.loads(run_cli("plan", "--json").stdout)
+    assert data["topology"]["hosts"] == 52
+    shift = data["schedules"][0]
+    assert shift["name"] == "shift"
+    assert shift["max_congestion"] > 1
+    assert 0 < shift["throughput_ratio"] < 1.0
+    assert shift["flows"] == 52 * 51
+
+
+def test_plan_is_deterministic(tmp_path):
+    first = run_cli("plan", "--json", "--out", str(tmp_path / "a")).stdout
+    second = run_cli("plan", "--json", "--out", str(tmp_path / "b")).stdout
+    assert first == second
+    for name in ("report.json", "report.md", "phases.csv", "topology.json"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+
+
+def test_plan_accepts_a_topology_file(tmp_path):
+    path = tmp_path / "fabric.json"
+    run_cli("topo", "fattree", "--degree", "4", "-o", str(path))
+    data = json.loads(run_cli("plan", str(path), "--json").stdout)
+    assert data["topology"]["hosts"] == 16
+    assert data["schedules"][0]["flows"] == 16 * 15
+
+
+def _reference_ratio(topo) -> float:
+    """Paper 000's throughput ratio (self-sends excluded) computed independently with
+    networkx: on an LSFT the leaf-spine-leaf path is unique, so shortest paths are the routes."""
+    g = topology.to_networkx(topo)
+    hosts = [int(h) for h in topo.hosts]
+    n = len(hosts)
+    path = {}
+    for s in hosts:
+        for d in hosts:
+            if s != d:
+                p = nx.shortest_path(g, s, d)
+                path[s, d] = list(zip(p, p[1:]))
+    total = 0.0
+    for i in range(1, n):
+        flows = [path[hosts[k], hosts[(k + i) % n]] for k in range(n)]
+        load = {}
+        for f in flows:
+            for e in f:
+                load[e] = load.get(e, 0) + 1
+        total += sum(1.0 / max(load[e] for e in f) for f in flows)
+    return total / (n * (n - 1))
+
+
+@pytest.mark.parametrize("order", [2, 3])
+def test_shift_ratio_matches_independent_reference(order):
+    topo = topology.latin_square_fat_tree(order)
+    got = plan.plan(topo)["schedules"][0]["throughput_ratio"]
+    assert got == pytest.approx(_reference_ratio(topo), abs=1e-12)
+
+
+def test_shift_ratio_on_lsft_order_2_matches_extraction_estimate():
+    # Extraction §4.1: S1 (LSFT q=2, 21 servers) shift ≈ 0.565 with self-sends counted as 1.
+    topo = topology.latin_square_fat_tree(2)
+    n = topo.num_hosts
+    excl = plan.plan(topo)["schedules"][0]["throughput_ratio"]
+    incl = (n + n * (n - 1) * excl) / (n * n)
+    assert incl == pytest.approx(0.565, abs=0.0006)
+
+
+def test_shift_ratio_on_lsft_order_17_matches_paper():
+    # Paper 000 §4.2: shift on L6 (q = 17, 5,526 servers, 30.5 M flows) gives 0.108.
+    topo = topology.latin_square_fat_tree(17)
+    assert topo.num_hosts == 5526
+    routes = topo.route("shortest-path")
+    report = routes.analyze(netweave.traffic.alltoall(topo.num_hosts, 1))
+    assert report["flows"] == 5526 * 5525
+    assert report["throughput_ratio"] == pytest.approx(0.108, abs=0.0005)
