@@ -5,12 +5,10 @@
 
 use netweave_core::analysis;
 use netweave_core::routing::{self, RoutingTable};
-use netweave_core::topology::{
-    dragonfly, ethernet, fat_tree, grid, io, lsft, metrics, plane, random, LinkSpec, Topology,
-};
+use netweave_core::topology::{self as nt, ethernet, io, metrics, plane, LinkSpec, Topology};
 use netweave_core::traffic::{Message, Schedule};
 use netweave_core::NetweaveError;
-use numpy::{PyArray1, PyArray2};
+use numpy::{PyArray1, PyArray2, PyArrayMethods};
 use pyo3::create_exception;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -166,67 +164,67 @@ fn format_from_path(path: &str) -> PyResult<String> {
 #[pyfunction]
 #[pyo3(signature = (order, two_sided=false, reduced=false))]
 fn latin_square_fat_tree(order: u32, two_sided: bool, reduced: bool) -> PyResult<PyTopology> {
-    wrap(lsft::latin_square_fat_tree(order, two_sided, reduced))
+    wrap(nt::lsft::latin_square_fat_tree(order, two_sided, reduced))
 }
 
 #[pyfunction]
 #[pyo3(signature = (degree, levels=2, two_sided=false))]
 fn fat_tree(degree: u32, levels: u32, two_sided: bool) -> PyResult<PyTopology> {
-    wrap(fat_tree::fat_tree(degree, levels, two_sided))
+    wrap(nt::fat_tree::fat_tree(degree, levels, two_sided))
 }
 
 #[pyfunction]
 fn k_ary_n_tree(k: u32, n: u32) -> PyResult<PyTopology> {
-    wrap(fat_tree::k_ary_n_tree(k, n))
+    wrap(nt::fat_tree::k_ary_n_tree(k, n))
 }
 
 #[pyfunction]
 fn pgft(spec: &str) -> PyResult<PyTopology> {
-    let spec = fat_tree::PgftSpec::parse(spec).map_err(err)?;
-    wrap(fat_tree::pgft(&spec))
+    let spec = nt::fat_tree::PgftSpec::parse(spec).map_err(err)?;
+    wrap(nt::fat_tree::pgft(&spec))
 }
 
 /// Paper 000's cost table for switches of this degree.
 #[pyfunction]
 fn cost_table(py: Python<'_>, degree: u32) -> PyResult<PyObject> {
-    to_py(py, &fat_tree::cost_table(degree))
+    to_py(py, &nt::fat_tree::cost_table(degree))
 }
 
 #[pyfunction]
 #[pyo3(signature = (dims, hosts_per_router=1))]
 fn mesh(dims: Vec<u32>, hosts_per_router: u32) -> PyResult<PyTopology> {
-    wrap(grid::mesh(&dims, hosts_per_router))
+    wrap(nt::grid::mesh(&dims, hosts_per_router))
 }
 
 #[pyfunction]
 #[pyo3(signature = (dims, hosts_per_router=1))]
 fn torus(dims: Vec<u32>, hosts_per_router: u32) -> PyResult<PyTopology> {
-    wrap(grid::torus(&dims, hosts_per_router))
+    wrap(nt::grid::torus(&dims, hosts_per_router))
 }
 
 #[pyfunction]
 #[pyo3(signature = (dim, hosts_per_router=1))]
 fn hypercube(dim: u32, hosts_per_router: u32) -> PyResult<PyTopology> {
-    wrap(grid::hypercube(dim, hosts_per_router))
+    wrap(nt::grid::hypercube(dim, hosts_per_router))
 }
 
 #[pyfunction]
 #[pyo3(signature = (dims, trunking=1, hosts_per_router=1))]
 fn hyperx(dims: Vec<u32>, trunking: u32, hosts_per_router: u32) -> PyResult<PyTopology> {
-    wrap(grid::hyperx(&dims, trunking, hosts_per_router))
+    wrap(nt::grid::hyperx(&dims, trunking, hosts_per_router))
 }
 
 #[pyfunction]
 #[pyo3(signature = (a, p, h, g=None, arrangement="absolute"))]
 fn dragonfly(a: u32, p: u32, h: u32, g: Option<u32>, arrangement: &str) -> PyResult<PyTopology> {
-    let arr = dragonfly::GlobalArrangement::from_name(arrangement).map_err(err)?;
-    wrap(dragonfly::dragonfly(a, p, h, g, arr))
+    let arr = nt::dragonfly::GlobalArrangement::from_name(arrangement).map_err(err)?;
+    wrap(nt::dragonfly::dragonfly(a, p, h, g, arr))
 }
 
 #[pyfunction]
 #[pyo3(signature = (switches, degree, hosts_per_switch=1, seed=0))]
 fn random_regular(switches: u32, degree: u32, hosts_per_switch: u32, seed: u64) -> PyResult<PyTopology> {
-    wrap(random::random_regular(switches, degree, hosts_per_switch, seed))
+    wrap(nt::random::random_regular(switches, degree, hosts_per_switch, seed))
 }
 
 #[pyfunction]
@@ -238,7 +236,7 @@ fn irregular(
     hosts_per_switch: u32,
     seed: u64,
 ) -> PyResult<PyTopology> {
-    wrap(random::irregular(switches, max_switch_links, diameter, hosts_per_switch, seed))
+    wrap(nt::random::irregular(switches, max_switch_links, diameter, hosts_per_switch, seed))
 }
 
 /// A tree of Ethernet switches: `fanouts[i]` children per switch at depth i, hosts on the edge.
@@ -273,7 +271,7 @@ fn multi_cluster(clusters: &str, wan_latency_ns: Option<f64>) -> PyResult<PyTopo
     } else {
         ethernet::parse_clusters(clusters).map_err(err)?
     };
-    let mut wan = ethernet::default_wan();
+    let mut wan = ethernet::intrigger_wan();
     if let Some(l) = wan_latency_ns {
         wan = LinkSpec::new(wan.bandwidth_gbps, l).map_err(err)?;
     }

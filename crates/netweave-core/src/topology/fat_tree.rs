@@ -322,7 +322,7 @@ fn build_pgft(spec: &PgftSpec, radix_floor: u64, family: &str) -> Result<Topolog
 }
 
 /// One row of paper 000's cost comparison (§2.4) for switches of degree d.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct CostRow {
     /// "2-level fat-tree", "3-level fat-tree" or "Latin square fat-tree".
     pub family: String,

@@ -63,7 +63,7 @@ pub fn prime_power(q: u32) -> Option<(u32, u32)> {
     // leaves 1.
     let p = smallest_prime_factor(q);
     let (mut rest, mut k) = (q, 0);
-    while rest % p == 0 {
+    while rest.checked_rem(p) == Some(0) {
         rest /= p;
         k += 1;
     }
@@ -72,14 +72,12 @@ pub fn prime_power(q: u32) -> Option<(u32, u32)> {
 
 /// Smallest prime factor of `n >= 2` by trial division (n ≤ 2^32, so at most 2^16 trials).
 fn smallest_prime_factor(n: u32) -> u32 {
-    let mut d = 2u32;
-    while (d as u64) * (d as u64) <= n as u64 {
-        if n % d == 0 {
-            return d;
-        }
-        d += 1;
-    }
-    n
+    // `checked_rem(..) == Some(0)` rather than `% == 0`: clippy suggests `is_multiple_of`,
+    // which is newer than the workspace's rust-version.
+    (2..)
+        .take_while(|&d: &u32| (d as u64) * (d as u64) <= n as u64)
+        .find(|&d| n.checked_rem(d) == Some(0))
+        .unwrap_or(n)
 }
 
 /// Distinct prime factors of `n >= 1`, ascending.
@@ -88,7 +86,7 @@ fn prime_factors(mut n: u32) -> Vec<u32> {
     while n > 1 {
         let p = smallest_prime_factor(n);
         out.push(p);
-        while n % p == 0 {
+        while n.checked_rem(p) == Some(0) {
             n /= p;
         }
     }
@@ -254,7 +252,7 @@ impl GaloisField {
     }
 
     /// Inverse of [`digits`](Self::digits); extra high digits must be zero.
-    fn from_digits(&self, d: &[u32]) -> u32 {
+    fn encode_digits(&self, d: &[u32]) -> u32 {
         d.iter().rev().fold(0u32, |acc, &x| acc * self.p + x)
     }
 
@@ -279,7 +277,7 @@ impl GaloisField {
     /// Coefficient-wise negation mod p, without tables.
     fn neg_digits(&self, a: u32) -> u32 {
         let d: Vec<u32> = self.digits(a).iter().map(|&x| (self.p - x) % self.p).collect();
-        self.from_digits(&d)
+        self.encode_digits(&d)
     }
 
     /// Schoolbook polynomial product reduced by the modulus; only used while building tables.
@@ -305,7 +303,7 @@ impl GaloisField {
             }
         }
         let low: Vec<u32> = prod[..k].iter().map(|&x| x as u32).collect();
-        self.from_digits(&low)
+        self.encode_digits(&low)
     }
 
     fn pow_poly(&self, mut base: u32, mut e: u64) -> u32 {

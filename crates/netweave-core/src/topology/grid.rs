@@ -43,6 +43,11 @@ pub(crate) fn check_capacity(family: &str, nodes: u64, links: u64, total_ports: 
     Ok(())
 }
 
+/// Total ports `routers·radix + hosts`, saturating so absurd sizes reach [`check_capacity`].
+fn sat_ports(routers: u64, radix: u64, hosts: u64) -> u64 {
+    routers.saturating_mul(radix).saturating_add(hosts)
+}
+
 /// `(1,2,3)`: the coordinate part of a label.
 fn fmt_coords(x: &[u32]) -> String {
     let mut s = String::with_capacity(2 + 4 * x.len());
@@ -179,24 +184,14 @@ fn grid(family: &str, dims: &[u32], hosts_per_router: u32, wrap: bool) -> Result
     let h = hosts_per_router as u64;
     let n = dims.len() as u64;
     let routers = lat.routers as u64;
-    let radix = h + 2 * n;
-    let router_links: u64 = dims
-        .iter()
-        .map(|&k| {
-            let k = k as u64;
-            if wrap {
-                if k >= 2 {
-                    routers
-                } else {
-                    0
-                }
-            } else {
-                (k - 1) * (routers / k)
-            }
-        })
-        .sum();
+    let radix = h.saturating_add(n.saturating_mul(2));
+    let router_links = dims.iter().fold(0u64, |acc, &k| {
+        let k = k as u64;
+        let in_dim = if wrap { if k >= 2 { routers } else { 0 } } else { (k - 1) * (routers / k) };
+        acc.saturating_add(in_dim)
+    });
     let hosts = routers * h;
-    check_capacity(family, routers + hosts, router_links + hosts, routers * radix + hosts, radix)?;
+    check_capacity(family, routers + hosts, router_links.saturating_add(hosts), sat_ports(routers, radix, hosts), radix)?;
 
     let mut b = TopologyBuilder::new(format!("{family}({},hosts={hosts_per_router})", fmt_dims(dims)));
     b.family(family).param("dims", dims.to_vec()).param("hosts_per_router", hosts_per_router);
@@ -245,7 +240,7 @@ pub fn hypercube(dim: u32, hosts_per_router: u32) -> Result<Topology> {
     let h = hosts_per_router as u64;
     let radix = h + dim as u64;
     let hosts = routers * h;
-    check_capacity("hypercube", routers + hosts, routers * dim as u64 / 2 + hosts, routers * radix + hosts, radix)?;
+    check_capacity("hypercube", routers + hosts, routers * dim as u64 / 2 + hosts, sat_ports(routers, radix, hosts), radix)?;
 
     let mut b = TopologyBuilder::new(format!("hypercube(dim={dim},hosts={hosts_per_router})"));
     b.family("hypercube").param("dim", dim).param("hosts_per_router", hosts_per_router);
@@ -287,10 +282,11 @@ pub fn hyperx(dims: &[u32], trunking: u32, hosts_per_router: u32) -> Result<Topo
     let routers = lat.routers as u64;
     let h = hosts_per_router as u64;
     let t = trunking as u64;
-    let peers: u64 = dims.iter().map(|&k| k as u64 - 1).sum();
-    let radix = h + t * peers;
+    let peers = dims.iter().fold(0u64, |acc, &k| acc.saturating_add(k as u64 - 1));
+    let radix = h.saturating_add(t.saturating_mul(peers));
     let hosts = routers * h;
-    check_capacity("hyperx", routers + hosts, routers * peers * t / 2 + hosts, routers * radix + hosts, radix)?;
+    let links = (routers.saturating_mul(peers).saturating_mul(t) / 2).saturating_add(hosts);
+    check_capacity("hyperx", routers + hosts, links, sat_ports(routers, radix, hosts), radix)?;
 
     let mut b = TopologyBuilder::new(format!("hyperx({},trunking={trunking},hosts={hosts_per_router})", fmt_dims(dims)));
     b.family("hyperx")
@@ -486,6 +482,11 @@ mod tests {
         assert!(hypercube(0, 1).is_err());
         assert!(hypercube(32, 0).is_err());
         assert!(hyperx(&[4, 4], 0, 1).is_err());
+        // Extreme values are errors, never arithmetic overflow.
+        assert!(mesh(&[65535, 65535], u32::MAX).is_err());
+        assert!(torus(&[1; 64], u32::MAX).is_err());
+        assert!(hyperx(&[65535, 65535], u32::MAX, u32::MAX).is_err());
+        assert!(hypercube(31, u32::MAX).is_err());
     }
 
     #[test]

@@ -1,0 +1,232 @@
+"""The ibsim export against the real InfiniBand stack.
+
+A fabric exported with ``netweave topo … -o FILE.net`` is loaded by the real simulator,
+``ibsim -s -n FILE.net``; then the real ``ibnetdiscover`` runs against it through
+umad2sim (``LD_PRELOAD=libumad2sim.so``, what ``ibsim-run`` does) and its output is
+imported with ``netweave topo convert discovered.txt out.json --from ibnet``. The
+discovered fabric must have the exported one's hosts, switches, links and diameter, the
+same node descriptions (netweave writes labels into them) and, node for node, the same
+links on the same ports.
+
+The simulator and the client meet on an abstract unix socket named by ``IBSIM_SOCKNAME``;
+each test picks a fresh name, so runs in parallel do not meet each other's simulator.
+Every subprocess has a hard timeout (``ibnetdiscover`` blocks forever when no simulator
+answers) and the simulator is always stopped in a ``finally``.
+
+Without ``ibsim``, ``ibnetdiscover``, ``libumad2sim.so`` (Debian: ibsim-utils,
+infiniband-diags) or the ``netweave`` command the tests skip, or fail when ``CI`` is set.
+``NETWEAVE_CLI`` may name the ``netweave`` executable to use.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator, Optional
+
+import pytest
+
+CLI_TIMEOUT = 300  # s, one netweave command
+IBSIM_READY_TIMEOUT = 30  # s, for ibsim to parse the file and open its socket
+DISCOVER_TIMEOUT = 120  # s, ibnetdiscover over the simulated fabric
+
+# ibsim's built-in limits (sim.h); raised with -N/-S/-P when a fabric needs more.
+IBSIM_DEFAULT_NODES, IBSIM_DEFAULT_SWITCHES, IBSIM_DEFAULT_PORTS = 2048, 256, 256 * 36 + 2048 * 2
+# ibsim keeps 63 bytes of a node description (the InfiniBand NodeDescription is 64).
+DESCRIPTION_BYTES = 63
+
+
+def _which(name: str) -> Optional[str]:
+    """A tool on PATH, or in the sbin directories a non-root PATH often lacks."""
+    return shutil.which(name) or shutil.which(name, path=os.pathsep.join(["/usr/sbin", "/sbin", "/usr/local/sbin"]))
+
+
+def _umad2sim() -> Optional[str]:
+    candidates = glob.glob("/usr/lib/*/umad2sim/libumad2sim.so") + glob.glob("/usr/lib*/umad2sim/libumad2sim.so")
+    candidates += glob.glob("/usr/local/lib*/umad2sim/libumad2sim.so")
+    return next((c for c in candidates if os.path.isfile(c)), None)
+
+
+def _netweave() -> Optional[str]:
+    explicit = os.environ.get("NETWEAVE_CLI")
+    if explicit:
+        return explicit
+    venv = Path(sys.executable).parent / "netweave"
+    return str(venv) if venv.is_file() else shutil.which("netweave")
+
+
+def _require(path: Optional[str], what: str) -> str:
+    """The path of a required tool; skip without it, or fail under CI."""
+    if path and os.access(path, os.X_OK if not path.endswith(".so") else os.R_OK):
+        return path
+    message = f"{what} is not available (Debian packages: ibsim-utils, infiniband-diags; or build netweave)"
+    if os.environ.get("CI"):
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+@pytest.fixture(scope="module")
+def tools() -> dict:
+    return {
+        "ibsim": _require(_which("ibsim"), "ibsim"),
+        "ibnetdiscover": _require(_which("ibnetdiscover"), "ibnetdiscover"),
+        "umad2sim": _require(_umad2sim(), "libumad2sim.so"),
+        "netweave": _require(_netweave(), "the netweave command"),
+    }
+
+
+def _run(cmd: list[str], timeout: float, **kw) -> subprocess.CompletedProcess:
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL, **kw)
+    except subprocess.TimeoutExpired as e:
+        raise AssertionError(f"{' '.join(cmd)} did not finish within {timeout} s") from e
+    if proc.returncode != 0:
+        raise AssertionError(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+def _info(tools: dict, path: Path, *extra: str) -> dict:
+    proc = _run([tools["netweave"], "topo", "info", str(path), *extra, "--json"], CLI_TIMEOUT)
+    return json.loads(proc.stdout)
+
+
+def _limits(fabric: dict) -> list[str]:
+    """ibsim flags raising its limits to what the fabric needs (a switch adds port 0)."""
+    nodes = fabric["nodes"]
+    switches = sum(1 for n in nodes if n["kind"] == "switch")
+    ports = sum(n["ports"] for n in nodes) + switches
+    return [
+        "-N", str(max(IBSIM_DEFAULT_NODES, len(nodes))),
+        "-S", str(max(IBSIM_DEFAULT_SWITCHES, switches)),
+        "-P", str(max(IBSIM_DEFAULT_PORTS, ports)),
+    ]
+
+
+@contextmanager
+def _ibsim(tools: dict, netfile: Path, workdir: Path, flags: list[str]) -> Iterator[dict]:
+    """Run ``ibsim -s -n`` on `netfile` until the block exits; yields the client environment."""
+    socket_name = f"nw{os.getpid()}{uuid.uuid4().hex[:10]}"
+    env = {**os.environ, "IBSIM_SOCKNAME": socket_name}
+    out_path, err_path = workdir / "ibsim.out", workdir / "ibsim.err"
+    with open(out_path, "w") as out, open(err_path, "w") as err:
+        # -s starts the fabric at once, -n drops the console (ibsim would read stdin).
+        proc = subprocess.Popen(
+            [tools["ibsim"], "-s", "-n", *flags, str(netfile)],
+            stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env, cwd=workdir, start_new_session=True,
+        )
+        try:
+            deadline = time.monotonic() + IBSIM_READY_TIMEOUT
+            while "Network simulator ready." not in out_path.read_text(errors="replace"):
+                if proc.poll() is not None:
+                    raise AssertionError(
+                        f"ibsim exited ({proc.returncode}) while loading {netfile.name}:\n"
+                        f"{out_path.read_text(errors='replace')}\n{err_path.read_text(errors='replace')}"
+                    )
+                if time.monotonic() > deadline:
+                    raise AssertionError(f"ibsim was not ready after {IBSIM_READY_TIMEOUT} s")
+                time.sleep(0.05)
+            client_env = dict(env)
+            preload = os.environ.get("LD_PRELOAD")
+            client_env["LD_PRELOAD"] = f"{tools['umad2sim']}:{preload}" if preload else tools["umad2sim"]
+            yield {"env": client_env, "stdout": out_path, "stderr": err_path}
+        finally:
+            if proc.poll() is None:
+                proc.terminate()
+                try:
+                    proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait(timeout=10)
+
+
+def _description(label: str) -> str:
+    """The node description ibsim reports for a netweave label (see topology/io/ibnet.rs)."""
+    text = "".join(" " if ord(c) < 32 or 127 <= ord(c) < 160 else c for c in label).replace('"', "'")
+    data = text.encode()[:DESCRIPTION_BYTES]
+    return data.decode(errors="ignore")
+
+
+def _links_by_label(fabric: dict, rename) -> set:
+    labels = [rename(n["label"]) for n in fabric["nodes"]]
+    return {frozenset([(labels[l["a"][0]], l["a"][1]), (labels[l["b"][0]], l["b"][1])]) for l in fabric["links"]}
+
+
+CASES = [
+    pytest.param(["torus", "--dims", "3x3", "--hosts-per-router", "2"], id="torus-3x3"),
+    pytest.param(["lsft", "--order", "2"], id="lsft-2"),
+]
+
+
+@pytest.mark.parametrize("generator", CASES)
+def test_ibnetdiscover_finds_the_exported_fabric(tools, tmp_path, generator):
+    nw = tools["netweave"]
+    exported = tmp_path / "fabric.net"
+    reference = tmp_path / "fabric.json"
+    _run([nw, "topo", *generator, "-o", str(exported)], CLI_TIMEOUT)
+    _run([nw, "topo", *generator, "-o", str(reference)], CLI_TIMEOUT)
+    expected = _info(tools, reference)
+    fabric = json.loads(reference.read_text())
+    assert expected["hosts"] > 0 and expected["links"] > 0
+    # Our own reader agrees with the generator before ibsim is involved.
+    own = _info(tools, exported)
+    assert [own[k] for k in ("hosts", "switches", "links")] == [expected[k] for k in ("hosts", "switches", "links")]
+
+    lines = exported.read_text().count("\n")
+    with _ibsim(tools, exported, tmp_path, _limits(fabric)) as sim:
+        # ibsim reports how many lines it consumed: all of them, or a record was cut short.
+        assert f"{exported.name}: parsed {lines} lines" in sim["stdout"].read_text(), sim["stdout"].read_text()
+        # Port lines carry "# lid 0 <width>x<speed>" exactly so ibsim can parse them quietly.
+        warnings = [l for l in sim["stderr"].read_text().splitlines() if "parse" in l and "speed" not in l]
+        assert not warnings, "\n".join(warnings)
+        discovered = _run([tools["ibnetdiscover"]], DISCOVER_TIMEOUT, env=sim["env"], cwd=tmp_path).stdout
+    (tmp_path / "discovered.txt").write_text(discovered)
+    assert discovered.count("\nSwitch") + discovered.startswith("Switch") == expected["switches"], discovered
+
+    imported = tmp_path / "out.json"
+    _run([nw, "topo", "convert", str(tmp_path / "discovered.txt"), str(imported), "--from", "ibnet"], CLI_TIMEOUT)
+    got = _info(tools, imported)
+    for key in ("hosts", "switches", "links", "diameter"):
+        assert got[key] == expected[key], (key, got[key], expected[key])
+
+    # Node descriptions survive, so the labels do (as ibsim stores them).
+    back = json.loads(imported.read_text())
+    want = sorted((n["kind"], _description(n["label"])) for n in fabric["nodes"] if n["label"])
+    have = sorted((n["kind"], n["label"]) for n in back["nodes"] if n["label"] in {d for _, d in want})
+    assert have == want
+    # With unique labels the whole wiring can be compared: same links on the same ports.
+    descriptions = [_description(n["label"]) for n in fabric["nodes"]]
+    if all(descriptions) and len(set(descriptions)) == len(descriptions):
+        assert _links_by_label(back, lambda l: l) == _links_by_label(fabric, _description)
+
+
+def test_ibsim_rejects_nothing_from_the_ibsim_examples_round_trip(tools, tmp_path):
+    """ibsim's own example fabric, re-exported by netweave, loads and is discovered whole."""
+    example = tmp_path / "example.net"
+    # Our text in the shape of ibsim's net.2sw2path4hca2port: parallel inter-switch links
+    # and two-port HCAs with both ports on one switch.
+    example.write_text(
+        'Switch 8 "Switch1"\n[1] "Hca1"[1]\n[2] "Hca1"[2]\n[3] "Switch2"[3]\n[5] "Switch2"[5]\n\n'
+        'Switch 8 "Switch2"\n[1] "Hca2"[1]\n[2] "Hca2"[2]\n[3] "Switch1"[3]\n[5] "Switch1"[5]\n\n'
+        'Hca 2 "Hca1"\n[1] "Switch1"[1]\n[2] "Switch1"[2]\n\n'
+        'Hca 2 "Hca2"\n[1] "Switch2"[1]\n[2] "Switch2"[2]\n'
+    )
+    nw = tools["netweave"]
+    exported = tmp_path / "exported.net"
+    _run([nw, "topo", "convert", str(example), str(exported)], CLI_TIMEOUT)
+    with _ibsim(tools, exported, tmp_path, []) as sim:
+        discovered = _run([tools["ibnetdiscover"]], DISCOVER_TIMEOUT, env=sim["env"], cwd=tmp_path).stdout
+    (tmp_path / "discovered.txt").write_text(discovered)
+    imported = tmp_path / "out.json"
+    _run([nw, "topo", "convert", str(tmp_path / "discovered.txt"), str(imported), "--from", "ibnet"], CLI_TIMEOUT)
+    got = _info(tools, imported)
+    assert (got["hosts"], got["switches"], got["links"]) == (2, 2, 6)
+    back = json.loads(imported.read_text())
+    assert sorted(n["label"] for n in back["nodes"]) == ["Hca1", "Hca2", "Switch1", "Switch2"]
