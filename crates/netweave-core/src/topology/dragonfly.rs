@@ -60,7 +60,8 @@ pub enum GlobalArrangement {
 
 impl GlobalArrangement {
     /// All arrangements, for sweeps and tests.
-    pub const ALL: [GlobalArrangement; 3] = [GlobalArrangement::Absolute, GlobalArrangement::Relative, GlobalArrangement::Circulant];
+    pub const ALL: [GlobalArrangement; 3] =
+        [GlobalArrangement::Absolute, GlobalArrangement::Relative, GlobalArrangement::Circulant];
 
     /// Parse a name (case-insensitive): `absolute`/`consecutive`, `relative`/`palmtree`
     /// (also `palm-tree`, `palm_tree`), `circulant`.
@@ -86,10 +87,20 @@ impl GlobalArrangement {
     /// The far end `(group', slot')` of global slot `slot` of `group`, in a dragonfly of
     /// `groups` groups with `slots` = `a·h` global slots per group.
     ///
-    /// The map is an involution without fixed points and never stays in `group`. Callers must
-    /// ensure `2 ≤ groups`, `(groups − 1)` divides `slots`, `group < groups`, `slot < slots`
-    /// ([`dragonfly`] checks this); the arithmetic is in `u64` so it cannot overflow.
-    pub fn peer(self, group: u32, slot: u32, groups: u32, slots: u32) -> (u32, u32) {
+    /// The map is an involution without fixed points and never stays in `group`. `None` unless
+    /// `2 ≤ groups`, `groups − 1` divides `slots`, `group < groups` and `slot < slots` (the
+    /// balanced dragonflies [`dragonfly`] builds). Arithmetic is in `u64`, so it cannot overflow.
+    ///
+    /// ```
+    /// use netweave_core::topology::dragonfly::GlobalArrangement;
+    /// // Maximal a = 4, h = 2 dragonfly (9 groups): palm tree sends slot 0 of group 0 to group 8.
+    /// assert_eq!(GlobalArrangement::Relative.peer(0, 0, 9, 8), Some((8, 7)));
+    /// assert_eq!(GlobalArrangement::Relative.peer(0, 8, 9, 8), None);
+    /// ```
+    pub fn peer(self, group: u32, slot: u32, groups: u32, slots: u32) -> Option<(u32, u32)> {
+        if groups < 2 || slots % (groups - 1) != 0 || group >= groups || slot >= slots {
+            return None;
+        }
         let (gr, j, g, n) = (group as u64, slot as u64, groups as u64, slots as u64);
         let others = g - 1;
         let (pg, pj) = match self {
@@ -113,7 +124,7 @@ impl GlobalArrangement {
                 (target, c * others + back)
             }
         };
-        (pg as u32, pj as u32)
+        Some((pg as u32, pj as u32))
     }
 }
 
@@ -158,11 +169,14 @@ pub fn dragonfly(a: u32, p: u32, h: u32, g: Option<u32>, arrangement: GlobalArra
         return crate::invalid!("dragonfly: g must be at least 2 groups, got {g64}");
     }
     if g64 > max_g {
-        return crate::invalid!("dragonfly: g = {g64} groups exceeds a·h + 1 = {max_g}; each group has only a·h = {slots} global links");
+        return crate::invalid!(
+            "dragonfly: g = {g64} groups exceeds a·h + 1 = {max_g}; each group has only a·h = {slots} global links"
+        );
     }
     if slots % (g64 - 1) != 0 {
         return crate::invalid!(
-            "dragonfly: g − 1 = {} must divide a·h = {slots} so every pair of groups gets the same number of global links",
+            "dragonfly: g − 1 = {} must divide a·h = {slots} \
+             so every pair of groups gets the same number of global links",
             g64 - 1
         );
     }
@@ -213,7 +227,7 @@ pub fn dragonfly(a: u32, p: u32, h: u32, g: Option<u32>, arrangement: GlobalArra
     let global_port = |slot: u32| (p + a + slot % h) as Port;
     for grp in 0..g {
         for slot in 0..slots {
-            let (pg, ps) = arrangement.peer(grp, slot, g, slots);
+            let Some((pg, ps)) = arrangement.peer(grp, slot, g, slots) else { continue };
             if (grp, slot) < (pg, ps) {
                 b.connect_ports(grp * a + slot / h, global_port(slot), pg * a + ps / h, global_port(ps), spec);
             }
@@ -291,7 +305,10 @@ mod tests {
                 }
                 assert_eq!(local, gs * a * (a - 1) / 2, "{a} {h} {g:?} {arr}");
                 assert_eq!(global, gs * a * h / 2, "{a} {h} {g:?} {arr}");
-                assert!(t.switches().iter().all(|&s| t.degree(s) == p + a - 1 + h && t.radix(s) as usize == p + a - 1 + h));
+                assert!(t
+                    .switches()
+                    .iter()
+                    .all(|&s| t.degree(s) == p + a - 1 + h && t.radix(s) as usize == p + a - 1 + h));
             }
         }
     }
@@ -359,10 +376,10 @@ mod tests {
             for arr in GlobalArrangement::ALL {
                 for grp in 0..gs {
                     for j in 0..slots {
-                        let (pg, pj) = arr.peer(grp, j, gs, slots);
+                        let (pg, pj) = arr.peer(grp, j, gs, slots).unwrap();
                         assert!(pg < gs && pj < slots);
                         assert_ne!(pg, grp);
-                        assert_eq!(arr.peer(pg, pj, gs, slots), (grp, j), "{arr} g={gs} ({grp},{j})");
+                        assert_eq!(arr.peer(pg, pj, gs, slots), Some((grp, j)), "{arr} g={gs} ({grp},{j})");
                     }
                 }
             }
@@ -376,16 +393,24 @@ mod tests {
         for grp in 0..g {
             for j in 0..n {
                 // Absolute: other groups in increasing order.
-                let t = GlobalArrangement::Absolute.peer(grp, j, g, n).0;
+                let t = GlobalArrangement::Absolute.peer(grp, j, g, n).unwrap().0;
                 assert_eq!(t, if j < grp { j } else { j + 1 });
                 // Palm tree: group G − j − 1.
-                let t = GlobalArrangement::Relative.peer(grp, j, g, n).0;
+                let t = GlobalArrangement::Relative.peer(grp, j, g, n).unwrap().0;
                 assert_eq!(t, (grp + g - j - 1) % g);
             }
         }
         // Circulant: router 0 of group 0 (h = 2) reaches groups +1 and −1.
-        assert_eq!(GlobalArrangement::Circulant.peer(0, 0, g, n).0, 1);
-        assert_eq!(GlobalArrangement::Circulant.peer(0, 1, g, n).0, g - 1);
+        assert_eq!(GlobalArrangement::Circulant.peer(0, 0, g, n).unwrap().0, 1);
+        assert_eq!(GlobalArrangement::Circulant.peer(0, 1, g, n).unwrap().0, g - 1);
+        // Invalid inputs give None, never a panic.
+        for arr in GlobalArrangement::ALL {
+            assert_eq!(arr.peer(0, 0, 1, 8), None);
+            assert_eq!(arr.peer(0, 0, 0, 8), None);
+            assert_eq!(arr.peer(0, 0, 4, 8), None);
+            assert_eq!(arr.peer(9, 0, 9, 8), None);
+            assert_eq!(arr.peer(0, 0, u32::MAX, u32::MAX - 1), None);
+        }
     }
 
     #[test]

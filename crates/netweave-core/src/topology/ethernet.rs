@@ -102,12 +102,17 @@ pub fn switch_tree(levels: &[TreeLevel], hosts_per_edge_switch: u32, host_link: 
     let switches = per_level.iter().fold(0u64, |a, &x| a.saturating_add(x));
     let hosts = edges.saturating_mul(hosts_per_edge_switch as u64);
     let nodes = switches.saturating_add(hosts);
-    let max_radix = levels.iter().map(|l| l.fanout as u64 + 1).chain([hosts_per_edge_switch as u64 + 1]).max().unwrap_or(1);
+    let max_radix =
+        levels.iter().map(|l| l.fanout as u64 + 1).chain([hosts_per_edge_switch as u64 + 1]).max().unwrap_or(1);
     // Each non-root node has one up link; ports = 2 per link.
     check_capacity("switch tree", nodes, nodes - 1, (nodes - 1).saturating_mul(2), max_radix)?;
 
     let fanouts: Vec<u32> = levels.iter().map(|l| l.fanout).collect();
-    let shape = if fanouts.is_empty() { "1".to_string() } else { fanouts.iter().map(|f| f.to_string()).collect::<Vec<_>>().join("x") };
+    let shape = if fanouts.is_empty() {
+        "1".to_string()
+    } else {
+        fanouts.iter().map(|f| f.to_string()).collect::<Vec<_>>().join("x")
+    };
     let mut b = TopologyBuilder::new(format!("switch_tree({shape},hosts={hosts_per_edge_switch})"));
     b.family("switch_tree")
         .param("fanouts", fanouts)
@@ -309,7 +314,8 @@ fn add_cluster(b: &mut TopologyBuilder, c: &ClusterSpec, index: u32, prefix: &st
 ///
 /// ```
 /// use netweave_core::topology::ethernet::{multi_cluster, intrigger_wan, ClusterSpec};
-/// let t = multi_cluster(&[ClusterSpec::new("chiba", 32, 10.0), ClusterSpec::new("suzuk", 32, 1.0)], intrigger_wan()).unwrap();
+/// let clusters = [ClusterSpec::new("chiba", 32, 10.0), ClusterSpec::new("suzuk", 32, 1.0)];
+/// let t = multi_cluster(&clusters, intrigger_wan()).unwrap();
 /// assert_eq!((t.num_switches(), t.num_hosts(), t.num_links()), (3, 64, 66));
 /// assert_eq!(t.label(t.hosts()[35]), "suzuk/h3");
 /// ```
@@ -319,12 +325,19 @@ pub fn multi_cluster(clusters: &[ClusterSpec], wan: LinkSpec) -> Result<Topology
     }
     check_link("multi-cluster WAN link", &wan)?;
     if clusters.len() > Port::MAX as usize {
-        return crate::invalid!("multi-cluster: {} clusters exceed the WAN router's {} ports", clusters.len(), Port::MAX);
+        return crate::invalid!(
+            "multi-cluster: {} clusters exceed the WAN router's {} ports",
+            clusters.len(),
+            Port::MAX
+        );
     }
     let (mut switches, mut hosts, mut ports, mut radix) = (1u64, 0u64, clusters.len() as u64, clusters.len() as u64);
     for (i, c) in clusters.iter().enumerate() {
         if !valid_cluster_name(&c.name) {
-            return crate::invalid!("multi-cluster: cluster name '{}' must be letters, digits, '_', '-' or '.'", c.name);
+            return crate::invalid!(
+                "multi-cluster: cluster name '{}' must be letters, digits, '_', '-' or '.'",
+                c.name
+            );
         }
         if clusters[..i].iter().any(|o| o.name == c.name) {
             return crate::invalid!("multi-cluster: cluster name '{}' appears twice", c.name);
@@ -359,7 +372,8 @@ pub fn multi_cluster(clusters: &[ClusterSpec], wan: LinkSpec) -> Result<Topology
             Some(k) => c.hosts.div_ceil(k),
         } as Port
             + 1;
-        let spec = LinkSpec { bandwidth_gbps: c.uplink.bandwidth_gbps.min(wan.bandwidth_gbps), latency_ns: wan.latency_ns };
+        let spec =
+            LinkSpec { bandwidth_gbps: c.uplink.bandwidth_gbps.min(wan.bandwidth_gbps), latency_ns: wan.latency_ns };
         b.connect_ports(top, wan_port, router, (i + 1) as Port, spec);
     }
     b.build()
@@ -483,7 +497,9 @@ pub fn parse_clusters(text: &str) -> Result<Vec<ClusterSpec>> {
         let gbps = match parts.get(2) {
             Some(g) => match g.parse::<f64>() {
                 Ok(v) if v.is_finite() && v > 0.0 => v,
-                _ => return crate::invalid!("cluster {name}: bandwidth must be a positive number of Gbit/s, got '{g}'"),
+                _ => {
+                    return crate::invalid!("cluster {name}: bandwidth must be a positive number of Gbit/s, got '{g}'")
+                }
             },
             None => TABLE_6_1.iter().find(|r| r.0 == name).map_or(DEFAULT_EGRESS_GBPS, |r| r.2),
         };
@@ -623,8 +639,12 @@ mod tests {
         assert_eq!(t.label(t.hosts()[3]), "chiba/h3");
         assert_eq!(t.coords(t.hosts()[40]), Some(&[1i64, 8][..]));
         // WAN links: bandwidth of the egress, latency of the WAN.
-        let wan_links: Vec<LinkSpec> = t.neighbors(0).iter().map(|x| t.link(Topology::channel_link(x.channel)).spec).collect();
-        assert_eq!(wan_links, vec![LinkSpec { bandwidth_gbps: 10.0, latency_ns: 2e6 }, LinkSpec { bandwidth_gbps: 1.0, latency_ns: 2e6 }]);
+        let wan_links: Vec<LinkSpec> =
+            t.neighbors(0).iter().map(|x| t.link(Topology::channel_link(x.channel)).spec).collect();
+        assert_eq!(
+            wan_links,
+            vec![LinkSpec { bandwidth_gbps: 10.0, latency_ns: 2e6 }, LinkSpec { bandwidth_gbps: 1.0, latency_ns: 2e6 }]
+        );
         // chiba host → suzuk host: host, trunk, WAN, WAN, host.
         let p = path_links(&t, t.find_label("chiba/h0").unwrap(), t.find_label("suzuk/h0").unwrap());
         assert_eq!(p.len(), 5);
@@ -638,8 +658,12 @@ mod tests {
         assert_eq!(t.family(), "multi_cluster");
         assert_eq!(t.params()["clusters"][1]["name"], serde_json::json!("suzuk"));
         // Backbone cap.
-        let capped = multi_cluster(&[ClusterSpec::new("x", 2, 10.0), ClusterSpec::new("y", 2, 10.0)], spec(2.5, 1e6)).unwrap();
-        assert!(capped.neighbors(0).iter().all(|x| capped.link(Topology::channel_link(x.channel)).spec.bandwidth_gbps == 2.5));
+        let capped =
+            multi_cluster(&[ClusterSpec::new("x", 2, 10.0), ClusterSpec::new("y", 2, 10.0)], spec(2.5, 1e6)).unwrap();
+        assert!(capped
+            .neighbors(0)
+            .iter()
+            .all(|x| capped.link(Topology::channel_link(x.channel)).spec.bandwidth_gbps == 2.5));
     }
 
     #[test]
@@ -658,7 +682,13 @@ mod tests {
         assert_eq!((t.num_switches(), t.num_hosts()), (13, 175));
         assert!(is_tree(&t));
         let six_two = intrigger_table_6_2();
-        let totals: Vec<u32> = six_two.iter().scan(0, |acc, c| { *acc += c.hosts; Some(*acc) }).collect();
+        let totals: Vec<u32> = six_two
+            .iter()
+            .scan(0, |acc, c| {
+                *acc += c.hosts;
+                Some(*acc)
+            })
+            .collect();
         assert_eq!(totals, vec![32, 48, 72, 82, 92, 102, 112, 122, 132, 142, 152, 157]);
         assert_eq!(six_two[2].uplink.bandwidth_gbps, 1.0); // suzuk
     }
@@ -723,10 +753,15 @@ mod tests {
 
         assert!(switch_tree(&[], 0, GIGABIT_LAN).is_err());
         assert!(switch_tree(&[TreeLevel::new(0, GIGABIT_LAN)], 2, GIGABIT_LAN).is_err());
-        let e = switch_tree(&[TreeLevel::new(2, LinkSpec { bandwidth_gbps: -1.0, latency_ns: 0.0 })], 2, GIGABIT_LAN).unwrap_err().to_string();
+        let e = switch_tree(&[TreeLevel::new(2, LinkSpec { bandwidth_gbps: -1.0, latency_ns: 0.0 })], 2, GIGABIT_LAN)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("level 0 link"), "{e}");
         assert!(switch_tree(&[TreeLevel::new(65535, GIGABIT_LAN)], 2, GIGABIT_LAN).is_err());
-        assert!(switch_tree(&[TreeLevel::new(60000, GIGABIT_LAN); 3], 60000, GIGABIT_LAN).unwrap_err().to_string().contains("32-bit"));
+        assert!(switch_tree(&[TreeLevel::new(60000, GIGABIT_LAN); 3], 60000, GIGABIT_LAN)
+            .unwrap_err()
+            .to_string()
+            .contains("32-bit"));
         assert!(star_of_switches(0, 14, GIGABIT_LAN, GIGABIT_LAN).is_err());
         assert!(star_of_switches(10, 0, GIGABIT_LAN, GIGABIT_LAN).is_err());
     }

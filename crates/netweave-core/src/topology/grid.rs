@@ -32,13 +32,19 @@ pub(crate) fn check_capacity(family: &str, nodes: u64, links: u64, total_ports: 
         return crate::invalid!("{family}: {nodes} nodes exceed the 32-bit node id range");
     }
     if links.saturating_mul(2) > u32::MAX as u64 {
-        return crate::invalid!("{family}: {links} links exceed the 32-bit channel id range (at most {})", u32::MAX / 2);
+        return crate::invalid!(
+            "{family}: {links} links exceed the 32-bit channel id range (at most {})",
+            u32::MAX / 2
+        );
     }
     if total_ports > u32::MAX as u64 {
         return crate::invalid!("{family}: {total_ports} ports in total exceed the 32-bit port table");
     }
     if max_radix > Port::MAX as u64 {
-        return crate::invalid!("{family}: a switch would need {max_radix} ports, more than the {} a 16-bit port number allows", Port::MAX);
+        return crate::invalid!(
+            "{family}: a switch would need {max_radix} ports, more than the {} a 16-bit port number allows",
+            Port::MAX
+        );
     }
     Ok(())
 }
@@ -187,11 +193,25 @@ fn grid(family: &str, dims: &[u32], hosts_per_router: u32, wrap: bool) -> Result
     let radix = h.saturating_add(n.saturating_mul(2));
     let router_links = dims.iter().fold(0u64, |acc, &k| {
         let k = k as u64;
-        let in_dim = if wrap { if k >= 2 { routers } else { 0 } } else { (k - 1) * (routers / k) };
+        let in_dim = if wrap {
+            if k >= 2 {
+                routers
+            } else {
+                0
+            }
+        } else {
+            (k - 1) * (routers / k)
+        };
         acc.saturating_add(in_dim)
     });
     let hosts = routers * h;
-    check_capacity(family, routers + hosts, router_links.saturating_add(hosts), sat_ports(routers, radix, hosts), radix)?;
+    check_capacity(
+        family,
+        routers + hosts,
+        router_links.saturating_add(hosts),
+        sat_ports(routers, radix, hosts),
+        radix,
+    )?;
 
     let mut b = TopologyBuilder::new(format!("{family}({},hosts={hosts_per_router})", fmt_dims(dims)));
     b.family(family).param("dims", dims.to_vec()).param("hosts_per_router", hosts_per_router);
@@ -240,7 +260,13 @@ pub fn hypercube(dim: u32, hosts_per_router: u32) -> Result<Topology> {
     let h = hosts_per_router as u64;
     let radix = h + dim as u64;
     let hosts = routers * h;
-    check_capacity("hypercube", routers + hosts, routers * dim as u64 / 2 + hosts, sat_ports(routers, radix, hosts), radix)?;
+    check_capacity(
+        "hypercube",
+        routers + hosts,
+        routers * dim as u64 / 2 + hosts,
+        sat_ports(routers, radix, hosts),
+        radix,
+    )?;
 
     let mut b = TopologyBuilder::new(format!("hypercube(dim={dim},hosts={hosts_per_router})"));
     b.family("hypercube").param("dim", dim).param("hosts_per_router", hosts_per_router);
@@ -288,7 +314,8 @@ pub fn hyperx(dims: &[u32], trunking: u32, hosts_per_router: u32) -> Result<Topo
     let links = (routers.saturating_mul(peers).saturating_mul(t) / 2).saturating_add(hosts);
     check_capacity("hyperx", routers + hosts, links, sat_ports(routers, radix, hosts), radix)?;
 
-    let mut b = TopologyBuilder::new(format!("hyperx({},trunking={trunking},hosts={hosts_per_router})", fmt_dims(dims)));
+    let mut b =
+        TopologyBuilder::new(format!("hyperx({},trunking={trunking},hosts={hosts_per_router})", fmt_dims(dims)));
     b.family("hyperx")
         .param("dims", dims.to_vec())
         .param("trunking", trunking)
@@ -346,7 +373,8 @@ mod tests {
         t.links().iter().filter(|l| !t.is_host(l.a.node) && !t.is_host(l.b.node)).count()
     }
 
-    const SHAPES: &[&[u32]] = &[&[4, 4], &[4, 4, 4], &[3, 5], &[16, 16, 16], &[2, 2], &[1, 5], &[7], &[2, 3, 1, 2], &[1]];
+    const SHAPES: &[&[u32]] =
+        &[&[4, 4], &[4, 4, 4], &[3, 5], &[16, 16, 16], &[2, 2], &[1, 5], &[7], &[2, 3, 1, 2], &[1]];
 
     #[test]
     fn mesh_and_torus_counts_match_formulas() {
@@ -514,7 +542,9 @@ mod tests {
 
     #[test]
     fn hyperx_is_all_to_all_per_dimension_with_trunking() {
-        for (dims, trunk) in [(&[4u32, 4][..], 1u32), (&[3, 5][..], 2), (&[2, 3, 4][..], 3), (&[1, 6][..], 1), (&[5][..], 2)] {
+        for (dims, trunk) in
+            [(&[4u32, 4][..], 1u32), (&[3, 5][..], 2), (&[2, 3, 4][..], 3), (&[1, 6][..], 1), (&[5][..], 2)]
+        {
             let h = 1u32;
             let t = hyperx(dims, trunk, h).unwrap();
             let r = product(dims);

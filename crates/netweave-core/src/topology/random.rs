@@ -272,7 +272,8 @@ pub fn random_regular(switches: u32, degree: u32, hosts_per_switch: u32, seed: u
                 rounds += 1;
                 if rounds > CONNECT_ROUNDS {
                     return crate::invalid!(
-                        "random regular graph: no connected {d}-regular graph on {n} switches found after {CONNECT_ROUNDS} rounds (seed {seed})"
+                        "random regular graph: no connected {d}-regular graph on {n} switches \
+                         found after {CONNECT_ROUNDS} rounds (seed {seed})"
                     );
                 }
                 switch_edges(&mut edges, &mut index, &mut rng, m);
@@ -451,18 +452,28 @@ fn tree_capacity(delta: u64, diam: u64) -> u64 {
 /// assert_eq!((t.num_switches(), t.num_hosts()), (16, 64));
 /// assert!(irregular(16, 4, 1, 4, 1).is_err());
 /// ```
-pub fn irregular(switches: u32, max_switch_links: u32, diameter: u32, hosts_per_switch: u32, seed: u64) -> Result<Topology> {
+pub fn irregular(
+    switches: u32,
+    max_switch_links: u32,
+    diameter: u32,
+    hosts_per_switch: u32,
+    seed: u64,
+) -> Result<Topology> {
     let (n, delta, diam) = (switches, max_switch_links, diameter);
     require_at_least("irregular graph: switches", n as u64, 2)?;
     require_at_least("irregular graph: max_switch_links", delta as u64, 1)?;
     require_at_least("irregular graph: diameter", diam as u64, 1)?;
     if diam >= n {
-        return crate::invalid!("irregular graph: diameter {diam} is impossible with {n} switches (a path, the longest, has diameter {})", n - 1);
+        return crate::invalid!(
+            "irregular graph: diameter {diam} is impossible with {n} switches (a path, the longest, has diameter {})",
+            n - 1
+        );
     }
     let moore = moore_bound(delta as u64, diam as u64);
     if n as u64 > moore {
         return crate::invalid!(
-            "irregular graph: diameter {diam} is unreachable with {n} switches of at most {delta} links (Moore bound: at most {moore} switches)"
+            "irregular graph: diameter {diam} is unreachable with {n} switches of at most {delta} links \
+             (Moore bound: at most {moore} switches)"
         );
     }
     let hosts = n as u64 * hosts_per_switch as u64;
@@ -477,7 +488,8 @@ pub fn irregular(switches: u32, max_switch_links: u32, diameter: u32, hosts_per_
     };
     if tree_diam > diam && n > MATRIX_LIMIT {
         return crate::invalid!(
-            "irregular graph: diameter {diam} with {n} switches of at most {delta} links needs a graph denser than a tree; netweave builds those only up to {MATRIX_LIMIT} switches (diameter ≥ {tree_diam} works)"
+            "irregular graph: diameter {diam} with {n} switches of at most {delta} links needs more than a tree, \
+             which netweave builds only up to {MATRIX_LIMIT} switches; diameter ≥ {tree_diam} works"
         );
     }
     let target = (n as u64 * delta as u64 * 2 / 5).max(n as u64 - 1);
@@ -504,13 +516,21 @@ pub fn irregular(switches: u32, max_switch_links: u32, diameter: u32, hosts_per_
         best = best.min(got);
     }
     crate::invalid!(
-        "irregular graph: diameter {diam} was not reached with {n} switches of at most {delta} links after {attempts} attempts (smallest found: {best})"
+        "irregular graph: diameter {diam} was not reached with {n} switches of at most {delta} links \
+         after {attempts} attempts (smallest found: {best})"
     )
 }
 
 /// One attempt of [`irregular`]: a tree of diameter `tree_diam` plus links that keep the
 /// diameter ≥ `diam`. Returns the edges (`u < v`) and the final diameter.
-fn grow_graph(rng: &mut ChaCha8Rng, n: u32, delta: u32, diam: u32, tree_diam: u32, target: u64) -> (Vec<(u32, u32)>, u32) {
+fn grow_graph(
+    rng: &mut ChaCha8Rng,
+    n: u32,
+    delta: u32,
+    diam: u32,
+    tree_diam: u32,
+    target: u64,
+) -> (Vec<(u32, u32)>, u32) {
     let nu = n as usize;
     let mut adj = Adjacency::new(nu, delta as usize);
     let mut edges: Vec<(u32, u32)> = Vec::with_capacity(target as usize);
@@ -646,7 +666,13 @@ impl Distances {
 /// ends are currently farthest apart — the link that shrinks long paths most — until the
 /// diameter is down to `diam` (bounded to `4n` tries); the random pass then fills up to the
 /// target.
-fn add_links_exact(rng: &mut ChaCha8Rng, adj: &mut Adjacency, edges: &mut Vec<(u32, u32)>, diam: u32, target: u64) -> u32 {
+fn add_links_exact(
+    rng: &mut ChaCha8Rng,
+    adj: &mut Adjacency,
+    edges: &mut Vec<(u32, u32)>,
+    diam: u32,
+    target: u64,
+) -> u32 {
     let n = adj.deg.len() as u32;
     let mut d = Distances::new(adj, diam);
     let mut cands: Vec<(u32, u32)> = Vec::new();
@@ -688,7 +714,15 @@ fn add_links_exact(rng: &mut ChaCha8Rng, adj: &mut Adjacency, edges: &mut Vec<(u
 /// tree's diametral pair `(x, y)` at distance `diam` (which pins the diameter, since links
 /// only shorten paths), with BFS distances from `x` and `y` updated incrementally; candidate
 /// links are sampled at random from switches with free ports.
-fn add_links_witness(rng: &mut ChaCha8Rng, adj: &mut Adjacency, edges: &mut Vec<(u32, u32)>, diam: u32, target: u64, x: u32, y: u32) {
+fn add_links_witness(
+    rng: &mut ChaCha8Rng,
+    adj: &mut Adjacency,
+    edges: &mut Vec<(u32, u32)>,
+    diam: u32,
+    target: u64,
+    x: u32,
+    y: u32,
+) {
     let n = adj.deg.len();
     let mut queue = Vec::with_capacity(n);
     let (mut dx, mut dy) = (vec![0u32; n], vec![0u32; n]);
@@ -783,7 +817,10 @@ mod tests {
                 assert_eq!(t.num_switches(), n as usize);
                 assert_eq!(t.num_hosts(), 2 * n as usize);
                 assert_eq!(switch_edges_of(&t).len(), (n * d / 2) as usize);
-                assert!(t.switches().iter().all(|&s| switch_degree(&t, s) == d as usize && t.radix(s) == (d + 2) as Port));
+                assert!(t
+                    .switches()
+                    .iter()
+                    .all(|&s| switch_degree(&t, s) == d as usize && t.radix(s) == (d + 2) as Port));
                 assert!(is_simple(&t), "n={n} d={d}");
                 assert!(diameter(&t) < u32::MAX, "disconnected n={n} d={d} seed={seed}");
             }
@@ -859,7 +896,8 @@ mod tests {
             for &s in t.switches() {
                 assert!(switch_degree(&t, s) <= 4);
                 assert_eq!(t.radix(s), 8);
-                let host_ports: Vec<Port> = t.neighbors(s).iter().filter(|a| t.is_host(a.neighbor)).map(|a| a.port).collect();
+                let host_ports: Vec<Port> =
+                    t.neighbors(s).iter().filter(|a| t.is_host(a.neighbor)).map(|a| a.port).collect();
                 assert_eq!(host_ports, vec![1, 2, 3, 4]);
             }
             let links = switch_edges_of(&t).len();
@@ -877,16 +915,33 @@ mod tests {
         let a = irregular(16, 4, 6, 4, 11).unwrap();
         let b = irregular(16, 4, 6, 4, 11).unwrap();
         assert_eq!(a.links(), b.links());
-        let distinct: std::collections::HashSet<_> = (0..8).map(|s| switch_edges_of(&irregular(16, 4, 6, 4, s).unwrap())).collect();
+        let distinct: std::collections::HashSet<_> =
+            (0..8).map(|s| switch_edges_of(&irregular(16, 4, 6, 4, s).unwrap())).collect();
         assert!(distinct.len() >= 7);
     }
 
     #[test]
     fn irregular_hits_other_diameters() {
         // Phase A (a tree of diameter D fits) and phase B (it must shrink from a deeper tree).
-        for (n, delta, diam) in [(16, 4, 4), (16, 4, 5), (16, 4, 10), (16, 4, 15), (30, 3, 8), (16, 4, 3), (16, 3, 4), (10, 3, 3), (16, 3, 3), (16, 2, 8), (17, 2, 8), (2, 1, 1), (40, 6, 3), (100, 8, 3)] {
+        for (n, delta, diam) in [
+            (16, 4, 4),
+            (16, 4, 5),
+            (16, 4, 10),
+            (16, 4, 15),
+            (30, 3, 8),
+            (16, 4, 3),
+            (16, 3, 4),
+            (10, 3, 3),
+            (16, 3, 3),
+            (16, 2, 8),
+            (17, 2, 8),
+            (2, 1, 1),
+            (40, 6, 3),
+            (100, 8, 3),
+        ] {
             for seed in 0..3 {
-                let t = irregular(n, delta, diam, 1, seed).unwrap_or_else(|e| panic!("({n},{delta},{diam}) seed {seed}: {e}"));
+                let t = irregular(n, delta, diam, 1, seed)
+                    .unwrap_or_else(|e| panic!("({n},{delta},{diam}) seed {seed}: {e}"));
                 assert_eq!(diameter(&t), diam, "({n},{delta},{diam}) seed {seed}");
                 assert!(t.switches().iter().all(|&s| switch_degree(&t, s) <= delta as usize));
             }

@@ -170,9 +170,10 @@ pub fn ib_rate(bandwidth_gbps: f64) -> (u8, &'static str) {
 // ---------------------------------------------------------------------------------------
 // Writing
 
-/// Write `topo` as an ibsim net file within ibsim's default limits. See the module docs.
+/// Write `topo` as an ibsim net file of any size; the header comment names the `ibsim -N -S -P`
+/// limits it needs when they exceed ibsim's defaults. See the module docs.
 pub fn write(topo: &Topology) -> Result<String> {
-    write_with_limits(topo, &IbsimLimits::default())
+    write_with_limits(topo, &IbsimLimits::UNLIMITED)
 }
 
 /// Write `topo` as an ibsim net file, checking node/switch/port totals against `limits`.
