@@ -116,8 +116,9 @@ def info(topo: Topology) -> dict[str, Any]:
 
 
 def to_networkx(topo: Topology):
-    """A ``networkx.MultiGraph``: node attributes ``kind``, ``label``, ``ports``, ``coords``;
-    edge attributes ``ports`` (a dict node → port), ``bandwidth_gbps``, ``latency_ns``."""
+    """A ``networkx.MultiGraph`` with the node ids as nodes: node attributes ``kind``,
+    ``label``, ``ports``, ``coords``; edge attributes ``link`` (the link id, also the edge key),
+    ``ports`` (a dict node → port), ``bandwidth_gbps``, ``latency_ns``."""
     import networkx as nx
 
     g = nx.MultiGraph(name=topo.name, family=topo.family, params=topo.params)
@@ -131,8 +132,8 @@ def to_networkx(topo: Topology):
         if coords is not None:
             attrs["coords"] = coords
         g.add_node(node, **attrs)
-    for (a, pa, b, pb), (bw, lat) in zip(topo.link_array().tolist(), topo.link_specs().tolist()):
-        g.add_edge(a, b, ports={a: pa, b: pb}, bandwidth_gbps=bw, latency_ns=lat)
+    for i, ((a, pa, b, pb), (bw, lat)) in enumerate(zip(topo.link_array().tolist(), topo.link_specs().tolist())):
+        g.add_edge(a, b, key=i, link=i, ports={a: pa, b: pb}, bandwidth_gbps=bw, latency_ns=lat)
     return g
 
 
@@ -146,7 +147,8 @@ def from_networkx(g, default_bandwidth_gbps: float = 100.0, default_latency_ns: 
     nodes = list(g.nodes)
     index = {n: i for i, n in enumerate(nodes)}
     used: list[set[int]] = [set() for _ in nodes]
-    edges = list(g.edges(data=True))
+    # networkx iterates edges by adjacency; the `link` attribute restores netweave's link order.
+    edges = sorted(g.edges(data=True), key=lambda e: e[2].get("link", float("inf")))
     for a, b, data in edges:
         for n in (a, b):
             port = (data.get("ports") or {}).get(n)

@@ -409,7 +409,9 @@ mod tests {
             assert_eq!(arr.peer(0, 0, 0, 8), None);
             assert_eq!(arr.peer(0, 0, 4, 8), None);
             assert_eq!(arr.peer(9, 0, 9, 8), None);
-            assert_eq!(arr.peer(0, 0, u32::MAX, u32::MAX - 1), None);
+            // Extreme but valid sizes work without overflow.
+            let (pg, pj) = arr.peer(u32::MAX - 1, u32::MAX - 2, u32::MAX, u32::MAX - 1).unwrap();
+            assert_eq!(arr.peer(pg, pj, u32::MAX, u32::MAX - 1), Some((u32::MAX - 1, u32::MAX - 2)));
         }
     }
 
