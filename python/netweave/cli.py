@@ -205,7 +205,7 @@ def topo_tree(
     host_bandwidth: float = typer.Option(1.0, "--host-bandwidth", help="Host-link Gbit/s."),
     host_latency: float = typer.Option(5000.0, "--host-latency", help="Host-link latency ns."),
     clusters: Optional[str] = typer.Option(None, "--clusters", help='Several clusters joined by WAN links: "name:hosts[:gbps],…" or "intrigger".'),
-    wan_latency: Optional[float] = typer.Option(None, "--wan-latency", help="WAN one-way latency, ns (with --clusters)."),
+    wan_latency: Optional[float] = typer.Option(None, "--wan-latency", help="Latency of each WAN link, ns (cluster to cluster crosses two; with --clusters)."),
     output: Optional[Path] = OutputOpt, as_json: bool = JsonOpt,
 ) -> None:
     """Tree of Ethernet switches with per-link bandwidth and latency (paper 004), or several

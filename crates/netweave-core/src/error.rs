@@ -13,11 +13,7 @@ pub enum NetweaveError {
     InvalidParameter(String),
     /// A file could not be parsed; `line` is 1-based, 0 when not line-oriented.
     #[error("{format} parse error at line {line}: {message}")]
-    Parse {
-        format: &'static str,
-        line: usize,
-        message: String,
-    },
+    Parse { format: &'static str, line: usize, message: String },
     /// The topology is structurally wrong (a port used twice, a dangling link, ...).
     #[error("invalid topology: {0}")]
     InvalidTopology(String),

@@ -11,10 +11,10 @@
 //! - [`traffic`]: schedules of messages between ranks, and their placement on hosts.
 //! - [`analysis`]: exact per-phase link loads and the figures derived from them.
 
-pub mod error;
-pub mod topology;
-pub mod routing;
-pub mod traffic;
 pub mod analysis;
+pub mod error;
+pub mod routing;
+pub mod topology;
+pub mod traffic;
 
 pub use error::{NetweaveError, Result};

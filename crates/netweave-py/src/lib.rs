@@ -88,12 +88,8 @@ impl PyTopology {
     }
     /// Links as an `(num_links, 4)` array of `a_node, a_port, b_node, b_port`.
     fn link_array<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray2<u32>> {
-        let rows: Vec<Vec<u32>> = self
-            .inner
-            .links()
-            .iter()
-            .map(|l| vec![l.a.node, l.a.port as u32, l.b.node, l.b.port as u32])
-            .collect();
+        let rows: Vec<Vec<u32>> =
+            self.inner.links().iter().map(|l| vec![l.a.node, l.a.port as u32, l.b.node, l.b.port as u32]).collect();
         PyArray2::from_vec2(py, &rows).unwrap_or_else(|_| PyArray2::zeros(py, [0, 4], false))
     }
     /// Per-link `(bandwidth_gbps, latency_ns)` as an `(num_links, 2)` array.
@@ -374,9 +370,7 @@ impl PyRoutingTable {
     /// Exact per-phase link loads of `schedule` on these routes, as a dict.
     fn analyze(&self, py: Python<'_>, schedule: &PySchedule) -> PyResult<PyObject> {
         let topology = &self.topology.get().inner;
-        let report = py
-            .allow_threads(|| analysis::analyze(topology, &self.inner, &schedule.inner))
-            .map_err(err)?;
+        let report = py.allow_threads(|| analysis::analyze(topology, &self.inner, &schedule.inner)).map_err(err)?;
         to_py(py, &report)
     }
 }
@@ -387,9 +381,9 @@ fn route(py: Python<'_>, topology: Bound<'_, PyTopology>, engine: &str) -> PyRes
     let t = &topology.get().inner;
     let table = py.allow_threads(|| match engine {
         "shortest-path" | "minhop" => routing::shortest_path(t),
-        other => Err(NetweaveError::InvalidParameter(format!(
-            "unknown routing engine '{other}' (known: shortest-path)"
-        ))),
+        other => {
+            Err(NetweaveError::InvalidParameter(format!("unknown routing engine '{other}' (known: shortest-path)")))
+        }
     });
     Ok(PyRoutingTable { inner: table.map_err(err)?, topology: topology.unbind() })
 }
@@ -404,7 +398,12 @@ struct PySchedule {
 impl PySchedule {
     #[new]
     #[pyo3(signature = (name, num_ranks, phases, placement=None))]
-    fn new(name: &str, num_ranks: u32, phases: Vec<Vec<(u32, u32, u64)>>, placement: Option<Vec<u32>>) -> PyResult<Self> {
+    fn new(
+        name: &str,
+        num_ranks: u32,
+        phases: Vec<Vec<(u32, u32, u64)>>,
+        placement: Option<Vec<u32>>,
+    ) -> PyResult<Self> {
         let phases = phases
             .into_iter()
             .map(|p| p.into_iter().map(|(src, dst, bytes)| Message { src, dst, bytes }).collect())

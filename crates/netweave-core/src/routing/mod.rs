@@ -156,9 +156,9 @@ pub fn shortest_path(topo: &Topology) -> Result<RoutingTable> {
     // Hosts sharing an attachment switch share the BFS; group them.
     let mut hosts_by_switch: Vec<Vec<usize>> = vec![Vec::new(); ns];
     for (hi, &h) in topo.hosts().iter().enumerate() {
-        let sw = topo.host_switch(h).ok_or_else(|| {
-            NetweaveError::Routing(format!("host {} is not attached to a switch", topo.label(h)))
-        })?;
+        let sw = topo
+            .host_switch(h)
+            .ok_or_else(|| NetweaveError::Routing(format!("host {} is not attached to a switch", topo.label(h))))?;
         hosts_by_switch[topo.kind_index(sw)].push(hi);
     }
     for (target, dests) in hosts_by_switch.iter().enumerate() {
@@ -234,7 +234,13 @@ mod tests {
                 path.clear();
                 r.path(&t, s, d, &mut path).unwrap();
                 let same = (s < 2) == (d < 2);
-                let expected = if s == d { 0 } else if same { 2 } else { 3 };
+                let expected = if s == d {
+                    0
+                } else if same {
+                    2
+                } else {
+                    3
+                };
                 assert_eq!(path.len(), expected, "{s}->{d}");
                 if let Some(&last) = path.last() {
                     assert_eq!(t.channel_ends(last).1.node, t.hosts()[d]);

@@ -20,7 +20,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use super::grid::check_capacity;
+use super::check_capacity;
 use super::{require_at_least, LinkSpec, NodeId, Port, Topology, TopologyBuilder};
 use crate::error::{NetweaveError, Result};
 

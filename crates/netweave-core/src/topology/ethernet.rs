@@ -23,8 +23,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::grid::check_capacity;
-use super::{require_at_least, LinkSpec, NodeId, Port, Topology, TopologyBuilder};
+use super::{check_capacity, require_at_least, LinkSpec, NodeId, Port, Topology, TopologyBuilder};
 use crate::error::{NetweaveError, Result};
 
 /// 1 Gbit/s Ethernet with 50 µs one-way latency per link: the host-link values of the worked
@@ -63,6 +62,7 @@ pub struct TreeLevel {
 }
 
 impl TreeLevel {
+    /// A level whose switches each have `fanout` children, joined by `link`.
     pub fn new(fanout: u32, link: LinkSpec) -> Self {
         TreeLevel { fanout, link }
     }

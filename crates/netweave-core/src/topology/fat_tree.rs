@@ -42,8 +42,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use super::galois::prime_power;
-use super::grid::check_capacity;
-use super::{require_at_least, LinkSpec, NodeId, Port, Topology, TopologyBuilder};
+use super::{check_capacity, require_at_least, LinkSpec, NodeId, Port, Topology, TopologyBuilder};
 use crate::error::{NetweaveError, Result};
 
 /// Parameters of a PGFT(h; m_1..m_h; w_1..w_h; p_1..p_h), lists indexed by level − 1.
@@ -104,9 +103,9 @@ impl PgftSpec {
             );
         }
         let num = |what: &str, x: &str| -> Result<u32> {
-            x.trim()
-                .parse::<u32>()
-                .map_err(|_| NetweaveError::InvalidParameter(format!("PGFT {what}: '{}' is not a whole number", x.trim())))
+            x.trim().parse::<u32>().map_err(|_| {
+                NetweaveError::InvalidParameter(format!("PGFT {what}: '{}' is not a whole number", x.trim()))
+            })
         };
         let h = num("height h", parts[0])?;
         let list = |what: &str, x: &str| -> Result<Vec<u32>> {
@@ -248,7 +247,9 @@ fn build_pgft(spec: &PgftSpec, radix_floor: u64, family: &str) -> Result<Topolog
     spec.validate()?;
     let h = spec.h;
     let sizes: Vec<u64> = (0..=h).map(|l| spec.nodes_at_level(l)).collect();
-    let radix: Vec<u64> = (0..=h).map(|l| if l == 0 { spec.ports_at_level(0) } else { spec.ports_at_level(l).max(radix_floor) }).collect();
+    let radix: Vec<u64> = (0..=h)
+        .map(|l| if l == 0 { spec.ports_at_level(0) } else { spec.ports_at_level(l).max(radix_floor) })
+        .collect();
     let nodes = sizes.iter().fold(0u64, |a, &x| a.saturating_add(x));
     let links = (1..=h).fold(0u64, |a, l| a.saturating_add(spec.links_at_level(l)));
     let ports = (0..=h as usize).fold(0u64, |a, l| a.saturating_add(sizes[l].saturating_mul(radix[l])));
@@ -272,7 +273,11 @@ fn build_pgft(spec: &PgftSpec, radix_floor: u64, family: &str) -> Result<Topolog
         .param("spec", spec.to_string());
     for l in (1..=h).chain(std::iter::once(0)) {
         // Digit radices of a level-l node: m_h..m_{l+1}, then w_l..w_1.
-        let radices: Vec<u32> = (l + 1..=h).rev().map(|i| spec.m[i as usize - 1]).chain((1..=l).rev().map(|i| spec.w[i as usize - 1])).collect();
+        let radices: Vec<u32> = (l + 1..=h)
+            .rev()
+            .map(|i| spec.m[i as usize - 1])
+            .chain((1..=l).rev().map(|i| spec.w[i as usize - 1]))
+            .collect();
         let mut digits = vec![0u32; h as usize];
         for idx in 0..sizes[l as usize] {
             let text = digits.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(".");

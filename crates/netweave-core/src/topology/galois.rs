@@ -74,10 +74,7 @@ pub fn prime_power(q: u32) -> Option<(u32, u32)> {
 fn smallest_prime_factor(n: u32) -> u32 {
     // `checked_rem(..) == Some(0)` rather than `% == 0`: clippy suggests `is_multiple_of`,
     // which is newer than the workspace's rust-version.
-    (2..)
-        .take_while(|&d: &u32| (d as u64) * (d as u64) <= n as u64)
-        .find(|&d| n.checked_rem(d) == Some(0))
-        .unwrap_or(n)
+    (2..).take_while(|&d: &u32| (d as u64) * (d as u64) <= n as u64).find(|&d| n.checked_rem(d) == Some(0)).unwrap_or(n)
 }
 
 /// Distinct prime factors of `n >= 1`, ascending.

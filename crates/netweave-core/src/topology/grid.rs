@@ -17,37 +17,8 @@
 //!
 //! What differs is the router ports after the host ports, documented on each generator.
 
-use super::{require_at_least, LinkSpec, NodeId, Port, Topology, TopologyBuilder};
+use super::{check_capacity, require_at_least, LinkSpec, NodeId, Port, Topology, TopologyBuilder};
 use crate::error::Result;
-
-/// Check that a topology of this size fits netweave's id types.
-///
-/// Node ids are `u32`, channel ids are `u32` with `u32::MAX` reserved as "no channel"
-/// (so at most `2^31 − 1` links), the flat port table is indexed by `u32`, and ports are `u16`.
-/// Generators call this *before* allocating anything, so an absurd request is a one-line error
-/// instead of an out-of-memory abort or an overflow panic in [`TopologyBuilder::build`].
-/// `total_ports` is the sum of all node radices (switch ports plus one per host).
-pub(crate) fn check_capacity(family: &str, nodes: u64, links: u64, total_ports: u64, max_radix: u64) -> Result<()> {
-    if nodes > u32::MAX as u64 {
-        return crate::invalid!("{family}: {nodes} nodes exceed the 32-bit node id range");
-    }
-    if links.saturating_mul(2) > u32::MAX as u64 {
-        return crate::invalid!(
-            "{family}: {links} links exceed the 32-bit channel id range (at most {})",
-            u32::MAX / 2
-        );
-    }
-    if total_ports > u32::MAX as u64 {
-        return crate::invalid!("{family}: {total_ports} ports in total exceed the 32-bit port table");
-    }
-    if max_radix > Port::MAX as u64 {
-        return crate::invalid!(
-            "{family}: a switch would need {max_radix} ports, more than the {} a 16-bit port number allows",
-            Port::MAX
-        );
-    }
-    Ok(())
-}
 
 /// Total ports `routers·radix + hosts`, saturating so absurd sizes reach [`check_capacity`].
 fn sat_ports(routers: u64, radix: u64, hosts: u64) -> u64 {

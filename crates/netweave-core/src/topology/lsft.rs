@@ -55,9 +55,8 @@
 //! assert_eq!(t.label(t.hosts()[3]), "P(0)/s0");
 //! ```
 
-use super::grid::check_capacity;
 use super::plane::ProjectivePlane;
-use super::{LinkSpec, NodeId, Port, Topology, TopologyBuilder};
+use super::{check_capacity, LinkSpec, NodeId, Port, Topology, TopologyBuilder};
 use crate::error::Result;
 
 /// Where every LSFT node and port lives, computed from the parameters alone.
@@ -276,11 +275,7 @@ pub fn latin_square_fat_tree(order: u32, two_sided: bool, reduced: bool) -> Resu
     }
     name.push(')');
     let mut b = TopologyBuilder::new(name);
-    b.family("lsft")
-        .param("order", q)
-        .param("degree", q + 1)
-        .param("two_sided", two_sided)
-        .param("reduced", reduced);
+    b.family("lsft").param("order", q).param("degree", q + 1).param("two_sided", two_sided).param("reduced", reduced);
 
     let leaf_label = |side: u32, p: u32| {
         let mut s = plane.point_label(p);

@@ -66,11 +66,7 @@ pub fn stats(topo: &Topology) -> TopologyStats {
     let distances = switch_graph.all_pairs_summary();
     let n = topo.num_switches() as f64;
     let connected = distances.unreached == 0;
-    let host_diameter = if !connected {
-        None
-    } else {
-        host_diameter(topo, &distances)
-    };
+    let host_diameter = if !connected { None } else { host_diameter(topo, &distances) };
     TopologyStats {
         hosts: topo.num_hosts(),
         switches: topo.num_switches(),
@@ -189,15 +185,15 @@ impl SwitchGraph {
     fn all_pairs_summary(&self) -> DistanceSummary {
         let n = self.len();
         let batches: Vec<usize> = (0..n.div_ceil(64)).collect();
-        batches
-            .par_iter()
-            .map(|&b| self.batch_summary(b * 64, (b * 64 + 64).min(n)))
-            .reduce(DistanceSummary::default, |a, b| DistanceSummary {
+        batches.par_iter().map(|&b| self.batch_summary(b * 64, (b * 64 + 64).min(n))).reduce(
+            DistanceSummary::default,
+            |a, b| DistanceSummary {
                 max_distance: a.max_distance.max(b.max_distance),
                 max_host_distance: a.max_host_distance.max(b.max_host_distance),
                 distance_sum: a.distance_sum + b.distance_sum,
                 unreached: a.unreached + b.unreached,
-            })
+            },
+        )
     }
 
     /// BFS from sources `lo..hi` (≤ 64) at once; bit `i` of a word is source `lo + i`.
@@ -253,11 +249,7 @@ impl SwitchGraph {
 
 /// Node ids of the switches with at least one host, in switch order.
 pub fn leaf_switches(topo: &Topology) -> Vec<NodeId> {
-    topo.switches()
-        .iter()
-        .copied()
-        .filter(|&s| topo.neighbors(s).iter().any(|a| topo.is_host(a.neighbor)))
-        .collect()
+    topo.switches().iter().copied().filter(|&s| topo.neighbors(s).iter().any(|a| topo.is_host(a.neighbor))).collect()
 }
 
 #[cfg(test)]
@@ -285,11 +277,8 @@ mod tests {
             assert_eq!(s.host_diameter, Some(n / 2 + 2));
             // Sum of ring distances from one node: for odd n 2·Σ_{1..⌊n/2⌋} i, for even add n/2 once less.
             let half = n / 2;
-            let per_source: u64 = if n % 2 == 1 {
-                (half * (half + 1)) as u64
-            } else {
-                (half * (half + 1) - half) as u64
-            };
+            let per_source: u64 =
+                if n % 2 == 1 { (half * (half + 1)) as u64 } else { (half * (half + 1) - half) as u64 };
             let expected = per_source as f64 / (n - 1) as f64;
             assert!((s.average_distance.unwrap() - expected).abs() < 1e-12, "n={n}");
             assert_eq!(s.switch_links, n as usize);

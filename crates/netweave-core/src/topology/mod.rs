@@ -335,11 +335,7 @@ impl TopologyBuilder {
 
     /// Link `a`'s port `pa` to `b`'s port `pb`. Port conflicts are reported by [`build`](Self::build).
     pub fn connect_ports(&mut self, a: NodeId, pa: Port, b: NodeId, pb: Port, spec: LinkSpec) -> LinkId {
-        self.links.push(Link {
-            a: Endpoint { node: a, port: pa },
-            b: Endpoint { node: b, port: pb },
-            spec,
-        });
+        self.links.push(Link { a: Endpoint { node: a, port: pa }, b: Endpoint { node: b, port: pb }, spec });
         (self.links.len() - 1) as LinkId
     }
 
@@ -468,6 +464,35 @@ impl TopologyBuilder {
             port_channel,
         })
     }
+}
+
+/// Check that a topology of this size fits netweave's id types.
+///
+/// Node ids are `u32`, channel ids are `u32` with `u32::MAX` reserved as "no channel"
+/// (so at most `2^31 − 1` links), the flat port table is indexed by `u32`, and ports are `u16`.
+/// Generators call this *before* allocating anything, so an absurd request is a one-line error
+/// instead of an out-of-memory abort or an overflow panic in [`TopologyBuilder::build`].
+/// `total_ports` is the sum of all node radices (switch ports plus one per host).
+pub(crate) fn check_capacity(family: &str, nodes: u64, links: u64, total_ports: u64, max_radix: u64) -> Result<()> {
+    if nodes > u32::MAX as u64 {
+        return crate::invalid!("{family}: {nodes} nodes exceed the 32-bit node id range");
+    }
+    if links.saturating_mul(2) > u32::MAX as u64 {
+        return crate::invalid!(
+            "{family}: {links} links exceed the 32-bit channel id range (at most {})",
+            u32::MAX / 2
+        );
+    }
+    if total_ports > u32::MAX as u64 {
+        return crate::invalid!("{family}: {total_ports} ports in total exceed the 32-bit port table");
+    }
+    if max_radix > Port::MAX as u64 {
+        return crate::invalid!(
+            "{family}: a switch would need {max_radix} ports, more than the {} a 16-bit port number allows",
+            Port::MAX
+        );
+    }
+    Ok(())
 }
 
 /// Check a size parameter is at least `min`, with a message naming it.

@@ -353,7 +353,11 @@ impl ProjectivePlane {
                     return Err(format!("line {} names point {p}, beyond {n} points", self.line_label(l as u32)));
                 }
                 if stamp[p as usize] == l as u32 {
-                    return Err(format!("line {} contains point {} twice", self.line_label(l as u32), self.point_label(p)));
+                    return Err(format!(
+                        "line {} contains point {} twice",
+                        self.line_label(l as u32),
+                        self.point_label(p)
+                    ));
                 }
                 stamp[p as usize] = l as u32;
                 on[p as usize] += 1;

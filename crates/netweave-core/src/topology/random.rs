@@ -22,7 +22,7 @@ use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::grid::check_capacity;
+use super::check_capacity;
 use super::{require_at_least, LinkSpec, NodeId, Port, Topology, TopologyBuilder};
 use crate::error::Result;
 

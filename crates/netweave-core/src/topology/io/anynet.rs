@@ -72,13 +72,16 @@ pub fn write_with(topo: &Topology, ns_per_cycle: f64) -> Result<String> {
         }
         match adj.len() {
             1 => {}
-            0 => return crate::invalid!("cannot write anynet: host {} has no link; anynet attaches every node to a router", name(h)),
-            k => {
+            0 => {
                 return crate::invalid!(
-                    "cannot write anynet: host {} has {k} links; anynet attaches a node to exactly one router by one link",
+                    "cannot write anynet: host {} has no link; anynet attaches every node to a router",
                     name(h)
                 )
             }
+            k => return crate::invalid!(
+                "cannot write anynet: host {} has {k} links; anynet attaches a node to exactly one router by one link",
+                name(h)
+            ),
         }
     }
     let mut out = String::with_capacity(16 * (topo.num_switches() + 2 * topo.num_links()));
@@ -156,7 +159,11 @@ pub fn read_with(text: &str, ns_per_cycle: f64) -> Result<Topology> {
             };
             let (edge, key) = match (head_is_router, body_is_router) {
                 (false, false) => {
-                    return Err(parse_error(FMT, line, format!("node {head} is linked to node {body}; anynet links nodes only to routers")))
+                    return Err(parse_error(
+                        FMT,
+                        line,
+                        format!("node {head} is linked to node {body}; anynet links nodes only to routers"),
+                    ))
                 }
                 (true, true) => {
                     if head == body {
@@ -237,7 +244,11 @@ pub fn read_with(text: &str, ns_per_cycle: f64) -> Result<Topology> {
         });
     }
     if let Some((r, &p)) = next_port.iter().enumerate().find(|(_, &p)| p > Port::MAX as u32) {
-        return Err(parse_error(FMT, routers.get(&(r as u32)).copied().unwrap_or(0), format!("router {r} has {p} links, more than {} ports", Port::MAX)));
+        return Err(parse_error(
+            FMT,
+            routers.get(&(r as u32)).copied().unwrap_or(0),
+            format!("router {r} has {p} links, more than {} ports", Port::MAX),
+        ));
     }
 
     let mut b = TopologyBuilder::new("anynet");
@@ -277,10 +288,13 @@ fn id(tok: Option<&str>, kind: &str, line: usize) -> Result<u32> {
 
 /// A latency in cycles: a positive integer (BookSim rejects zero-delay channels).
 fn latency(t: &str, line: usize) -> Result<u32> {
-    t.parse::<u32>()
-        .ok()
-        .filter(|&v| v >= 1 && v as f64 <= MAX_CYCLES)
-        .ok_or_else(|| parse_error(FMT, line, format!("expected a latency in cycles (a positive integer) or router/node, found {:?}", snippet(t))))
+    t.parse::<u32>().ok().filter(|&v| v >= 1 && v as f64 <= MAX_CYCLES).ok_or_else(|| {
+        parse_error(
+            FMT,
+            line,
+            format!("expected a latency in cycles (a positive integer) or router/node, found {:?}", snippet(t)),
+        )
+    })
 }
 
 /// Check ids are exactly `0..n` (BookSim indexes arrays by them) and return `n`.
@@ -290,7 +304,9 @@ fn contiguous(ids: &BTreeMap<u32, usize>, what: &str) -> Result<u32> {
             return Err(parse_error(
                 FMT,
                 line,
-                format!("{what}s must be numbered from 0 without gaps, but {what} {expected} is missing before {what} {id}"),
+                format!(
+                    "{what}s must be numbered from 0 without gaps, but {what} {expected} is missing before {what} {id}"
+                ),
             ));
         }
     }
@@ -330,7 +346,8 @@ mod tests {
 
     #[test]
     fn repeated_listings_are_one_link() {
-        let t = read_with("router 0 router 1 3\nrouter 1 router 0 7\nnode 0 router 1\nrouter 1\tnode 0 4\n", 2.0).unwrap();
+        let t =
+            read_with("router 0 router 1 3\nrouter 1 router 0 7\nnode 0 router 1\nrouter 1\tnode 0 4\n", 2.0).unwrap();
         assert_eq!(t.num_links(), 2);
         assert_eq!(t.link(0).spec.latency_ns, 6.0);
         assert_eq!(t.link(1).spec.latency_ns, 8.0);

@@ -38,7 +38,8 @@ const FMT: &str = "dot";
 
 /// Write `topo` as a DOT graph. See the module docs.
 pub fn write(topo: &Topology) -> Result<String> {
-    let params = serde_json::to_string(topo.params()).map_err(|e| NetweaveError::InvalidParameter(format!("dot write: {e}")))?;
+    let params =
+        serde_json::to_string(topo.params()).map_err(|e| NetweaveError::InvalidParameter(format!("dot write: {e}")))?;
     let mut out = String::with_capacity(80 * (topo.num_nodes() + topo.num_links()) + 128);
     out.push_str(&format!("graph {} {{\n", quote(topo.name())));
     out.push_str(&format!("  graph [family={}, params={}];\n", quote(topo.family()), quote(&params)));
@@ -281,9 +282,13 @@ impl Parser {
                     break;
                 }
                 let line = self.line();
-                let key = self.id().ok_or_else(|| self.err(format!("expected an attribute name or ']', found {}", self.describe())))?;
+                let key = self
+                    .id()
+                    .ok_or_else(|| self.err(format!("expected an attribute name or ']', found {}", self.describe())))?;
                 self.expect("=")?;
-                let value = self.id().ok_or_else(|| self.err(format!("expected a value for {key:?}, found {}", self.describe())))?;
+                let value = self
+                    .id()
+                    .ok_or_else(|| self.err(format!("expected a value for {key:?}, found {}", self.describe())))?;
                 out.push((key, value, line));
                 if !self.eat(",") {
                     self.eat(";");
@@ -349,10 +354,17 @@ pub fn read(text: &str) -> Result<Topology> {
                 match k.as_str() {
                     "family" => family = v,
                     "params" => {
-                        params = serde_json::from_str(&v)
-                            .map_err(|e| parse_error(FMT, l, format!("graph attribute params is not a JSON object: {e}")))?
+                        params = serde_json::from_str(&v).map_err(|e| {
+                            parse_error(FMT, l, format!("graph attribute params is not a JSON object: {e}"))
+                        })?
                     }
-                    other => return Err(parse_error(FMT, l, format!("unknown graph attribute {:?} (known: family, params)", snippet(other)))),
+                    other => {
+                        return Err(parse_error(
+                            FMT,
+                            l,
+                            format!("unknown graph attribute {:?} (known: family, params)", snippet(other)),
+                        ))
+                    }
                 }
             }
             p.eat(";");
@@ -364,9 +376,15 @@ pub fn read(text: &str) -> Result<Topology> {
         }
         if p.eat("--") {
             let to_line = p.line();
-            let to = p.id().ok_or_else(|| p.err(format!("expected the node at the end of the edge, found {}", p.describe())))?;
+            let to = p
+                .id()
+                .ok_or_else(|| p.err(format!("expected the node at the end of the edge, found {}", p.describe())))?;
             if p.eat("--") || p.eat("->") {
-                return Err(parse_error(FMT, to_line, "edge chains (a -- b -- c) are not supported; write one edge per statement"));
+                return Err(parse_error(
+                    FMT,
+                    to_line,
+                    "edge chains (a -- b -- c) are not supported; write one edge per statement",
+                ));
             }
             let attrs = p.attrs()?;
             edges.push(edge(&ids, &nodes, &mut used, (&id, line), (&to, to_line), attrs)?);
@@ -413,19 +431,34 @@ fn node(id: &str, attrs: Attrs, line: usize) -> Result<NodeDecl> {
                 kind = Some(match v.as_str() {
                     "switch" => NodeKind::Switch,
                     "host" => NodeKind::Host,
-                    _ => return Err(parse_error(FMT, l, format!("kind must be \"switch\" or \"host\", not {:?}", snippet(&v)))),
+                    _ => {
+                        return Err(parse_error(
+                            FMT,
+                            l,
+                            format!("kind must be \"switch\" or \"host\", not {:?}", snippet(&v)),
+                        ))
+                    }
                 })
             }
             "label" => label = Some(v),
             "ports" => ports = Some(number::<Port>(&v, "ports", l)?),
             "shape" => {}
             "coords" => {
-                let c: std::result::Result<Vec<i64>, _> =
-                    if v.trim().is_empty() { Ok(Vec::new()) } else { v.split(',').map(|x| x.trim().parse::<i64>()).collect() };
-                coords = Some(c.map_err(|_| parse_error(FMT, l, format!("coords must be comma-separated integers, not {:?}", snippet(&v))))?);
+                let c: std::result::Result<Vec<i64>, _> = if v.trim().is_empty() {
+                    Ok(Vec::new())
+                } else {
+                    v.split(',').map(|x| x.trim().parse::<i64>()).collect()
+                };
+                coords = Some(c.map_err(|_| {
+                    parse_error(FMT, l, format!("coords must be comma-separated integers, not {:?}", snippet(&v)))
+                })?);
             }
             other => {
-                return Err(parse_error(FMT, l, format!("unknown node attribute {:?} (known: kind, label, ports, shape, coords)", snippet(other))))
+                return Err(parse_error(
+                    FMT,
+                    l,
+                    format!("unknown node attribute {:?} (known: kind, label, ports, shape, coords)", snippet(other)),
+                ))
             }
         }
     }
@@ -448,7 +481,9 @@ fn edge(
     attrs: Attrs,
 ) -> Result<(NodeId, Port, NodeId, Port, LinkSpec)> {
     let lookup = |id: &str, line: usize| {
-        ids.get(id).copied().ok_or_else(|| parse_error(FMT, line, format!("edge names node {:?}, which is not declared before it", snippet(id))))
+        ids.get(id).copied().ok_or_else(|| {
+            parse_error(FMT, line, format!("edge names node {:?}, which is not declared before it", snippet(id)))
+        })
     };
     let (a, z) = (lookup(from, from_line)?, lookup(to, to_line)?);
     let (mut pa, mut pz) = (None, None);
@@ -463,7 +498,10 @@ fn edge(
                 return Err(parse_error(
                     FMT,
                     l,
-                    format!("unknown edge attribute {:?} (known: taillabel, headlabel, bandwidth_gbps, latency_ns)", snippet(other)),
+                    format!(
+                        "unknown edge attribute {:?} (known: taillabel, headlabel, bandwidth_gbps, latency_ns)",
+                        snippet(other)
+                    ),
                 ))
             }
         }
@@ -478,10 +516,18 @@ fn edge(
     for (n, port, name) in [(a, pa, from), (z, pz, to)] {
         let radix = nodes[n as usize].ports;
         if port == 0 || port > radix {
-            return Err(parse_error(FMT, line, format!("port {port} of node {:?} is out of range 1..{radix}", snippet(name))));
+            return Err(parse_error(
+                FMT,
+                line,
+                format!("port {port} of node {:?} is out of range 1..{radix}", snippet(name)),
+            ));
         }
         if !used.insert((n, port)) {
-            return Err(parse_error(FMT, line, format!("port {port} of node {:?} is used by two edges", snippet(name))));
+            return Err(parse_error(
+                FMT,
+                line,
+                format!("port {port} of node {:?} is used by two edges", snippet(name)),
+            ));
         }
     }
     Ok((a, pa, z, pz, spec))
@@ -517,7 +563,10 @@ mod tests {
         assert_eq!(back.family(), t.family());
         assert_eq!(back.params(), t.params());
         for n in 0..t.num_nodes() as NodeId {
-            assert_eq!((back.kind(n), back.label(n), back.radix(n), back.coords(n)), (t.kind(n), t.label(n), t.radix(n), t.coords(n)));
+            assert_eq!(
+                (back.kind(n), back.label(n), back.radix(n), back.coords(n)),
+                (t.kind(n), t.label(n), t.radix(n), t.coords(n))
+            );
         }
         assert_eq!(back.links(), t.links());
         assert_eq!(write(&back).unwrap(), text);
@@ -527,8 +576,18 @@ mod tests {
     fn written_shape() {
         let text = write(&sample()).unwrap();
         assert!(text.starts_with("graph \"multi \\\"rail\\\"\\\\demo\" {\n  graph [family=\"custom\", params=\"{\\\"note\\\":\\\"a\\\\nb\\\"}\"];\n"), "{text}");
-        assert!(text.contains("  n0 [kind=\"switch\", label=\"core\\nswitch\", ports=\"8\", shape=\"box\", coords=\"-1,2\"];\n"), "{text}");
-        assert!(text.contains("  n1 -- n0 [taillabel=\"2\", headlabel=\"5\", bandwidth_gbps=\"12.5\", latency_ns=\"0.3\"];\n"), "{text}");
+        assert!(
+            text.contains(
+                "  n0 [kind=\"switch\", label=\"core\\nswitch\", ports=\"8\", shape=\"box\", coords=\"-1,2\"];\n"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "  n1 -- n0 [taillabel=\"2\", headlabel=\"5\", bandwidth_gbps=\"12.5\", latency_ns=\"0.3\"];\n"
+            ),
+            "{text}"
+        );
     }
 
     #[test]
@@ -563,7 +622,11 @@ mod tests {
             (format!("{h} a -- b [taillabel=1]\n}}"), "headlabel", "line 4"),
             (format!("{h} a -- b [taillabel=1, headlabel=3]\n}}"), "out of range", "line 4"),
             (format!("{h} a -- b [taillabel=1, headlabel=0]\n}}"), "out of range", "line 4"),
-            (format!("{h} a -- b [taillabel=1, headlabel=1]\n a -- b [taillabel=1, headlabel=2]\n}}"), "two edges", "line 5"),
+            (
+                format!("{h} a -- b [taillabel=1, headlabel=1]\n a -- b [taillabel=1, headlabel=2]\n}}"),
+                "two edges",
+                "line 5",
+            ),
             (format!("{h} a -- a [taillabel=1, headlabel=1]\n}}"), "itself", "line 4"),
             (format!("{h} a -- b [taillabel=1, headlabel=1, color=red]\n}}"), "unknown edge attribute", "line 4"),
             (format!("{h} a -- b [taillabel=1, headlabel=1, bandwidth_gbps=-1]\n}}"), "bandwidth", "line 4"),

@@ -88,16 +88,17 @@ pub struct IbsimLimits {
 
 impl IbsimLimits {
     /// ibsim's built-in defaults (`MAXNETNODES`, `MAXNETSWITCHS`, `MAXNETPORTS` in `sim.h`).
-    pub const IBSIM_DEFAULT: IbsimLimits = IbsimLimits { max_nodes: 2048, max_switches: 256, max_ports: 256 * 36 + 2048 * 2 };
+    pub const IBSIM_DEFAULT: IbsimLimits =
+        IbsimLimits { max_nodes: 2048, max_switches: 256, max_ports: 256 * 36 + 2048 * 2 };
     /// No count limits (per-node port limits still apply): for files that will be loaded
     /// with raised `-N`/`-S`/`-P`, or by other tools.
-    pub const UNLIMITED: IbsimLimits = IbsimLimits { max_nodes: usize::MAX, max_switches: usize::MAX, max_ports: usize::MAX };
+    pub const UNLIMITED: IbsimLimits =
+        IbsimLimits { max_nodes: usize::MAX, max_switches: usize::MAX, max_ports: usize::MAX };
 
     /// The smallest limits `topo` fits in: what to pass to `ibsim -N -S -P`.
     pub fn needed(topo: &Topology) -> IbsimLimits {
-        let ports = (0..topo.num_nodes() as NodeId)
-            .map(|n| topo.radix(n) as usize + usize::from(!topo.is_host(n)))
-            .sum();
+        let ports =
+            (0..topo.num_nodes() as NodeId).map(|n| topo.radix(n) as usize + usize::from(!topo.is_host(n))).sum();
         IbsimLimits { max_nodes: topo.num_nodes(), max_switches: topo.num_switches(), max_ports: ports }
     }
 }
@@ -334,21 +335,38 @@ pub fn read(text: &str) -> Result<Topology> {
             ));
         }
         let Some(&peer) = index.get(p.peer) else {
-            return Err(parse_error(FMT, p.line, format!("unknown peer node {:?} (no Switch/Ca record declares it)", snippet(p.peer))));
+            return Err(parse_error(
+                FMT,
+                p.line,
+                format!("unknown peer node {:?} (no Switch/Ca record declares it)", snippet(p.peer)),
+            ));
         };
         if p.peer_port == 0 || p.peer_port > nodes[peer].ports {
             return Err(parse_error(
                 FMT,
                 p.line,
-                format!("peer port {} of {:?} is out of range: that node has ports 1..{}", p.peer_port, name(peer), nodes[peer].ports),
+                format!(
+                    "peer port {} of {:?} is out of range: that node has ports 1..{}",
+                    p.peer_port,
+                    name(peer),
+                    nodes[peer].ports
+                ),
             ));
         }
         if peer == p.node {
-            return Err(parse_error(FMT, p.line, format!("port {} of {:?} is linked to the node itself", p.port, name(peer))));
+            return Err(parse_error(
+                FMT,
+                p.line,
+                format!("port {} of {:?} is linked to the node itself", p.port, name(peer)),
+            ));
         }
         let (me, them) = ((p.node, p.port), (peer, p.peer_port));
         if let Some((_, first)) = claims.insert(me, (them, p.line)) {
-            return Err(parse_error(FMT, p.line, format!("port {} of {:?} is listed twice (first at line {first})", p.port, name(p.node))));
+            return Err(parse_error(
+                FMT,
+                p.line,
+                format!("port {} of {:?} is listed twice (first at line {first})", p.port, name(p.node)),
+            ));
         }
         resolved.push((me, them, p.rate, p.line));
     }
@@ -389,7 +407,8 @@ pub fn read(text: &str) -> Result<Topology> {
         }
         used.insert(me, line);
         used.insert(them, line);
-        let spec = LinkSpec { bandwidth_gbps: rate.unwrap_or(LinkSpec::default().bandwidth_gbps), ..LinkSpec::default() };
+        let spec =
+            LinkSpec { bandwidth_gbps: rate.unwrap_or(LinkSpec::default().bandwidth_gbps), ..LinkSpec::default() };
         builder.connect_ports(me.0 as NodeId, me.1, them.0 as NodeId, them.1, spec);
     }
     finish(builder, FMT)
@@ -397,8 +416,18 @@ pub fn read(text: &str) -> Result<Topology> {
 
 /// Directive keywords of ibsim and ibnetdiscover that carry nothing netweave models.
 const DIRECTIVES: &[&str] = &[
-    "vendid", "devid", "sysimgguid", "switchguid", "caguid", "hcaguids", "rtguid", "width", "speed", "extspeed",
-    "module", "pdebug",
+    "vendid",
+    "devid",
+    "sysimgguid",
+    "switchguid",
+    "caguid",
+    "hcaguids",
+    "rtguid",
+    "width",
+    "speed",
+    "extspeed",
+    "module",
+    "pdebug",
 ];
 
 /// First pass: classify lines into node headers and port lines.
@@ -528,9 +557,9 @@ fn port_number(digits: &str, what: &str, line: usize) -> Result<Port> {
     if digits.is_empty() {
         return Err(parse_error(FMT, line, format!("expected a {what} number")));
     }
-    digits
-        .parse::<Port>()
-        .map_err(|_| parse_error(FMT, line, format!("{what} number {} is too large (at most {})", snippet(digits), Port::MAX)))
+    digits.parse::<Port>().map_err(|_| {
+        parse_error(FMT, line, format!("{what} number {} is too large (at most {})", snippet(digits), Port::MAX))
+    })
 }
 
 /// `Switch 24 "S-0008f10400411f56" # "desc" enhanced port 0 lid 6 lmc 0`.
@@ -682,7 +711,8 @@ Rt\t2 \"R-0008f1040041aaaa\"\t\t# \"gateway 4xEDR\"
         let t = read(TWO_SWITCH).unwrap();
         assert_eq!((t.num_switches(), t.num_hosts(), t.num_links()), (2, 4, 6));
         let (s1, s2) = (t.find_label("Switch1").unwrap(), t.find_label("Switch2").unwrap());
-        let between: Vec<_> = t.neighbors(s1).iter().filter(|a| a.neighbor == s2).map(|a| (a.port, a.neighbor_port)).collect();
+        let between: Vec<_> =
+            t.neighbors(s1).iter().filter(|a| a.neighbor == s2).map(|a| (a.port, a.neighbor_port)).collect();
         assert_eq!(between, vec![(3, 3), (5, 5)]);
         let h1 = t.find_label("Hca1").unwrap();
         assert_eq!((t.radix(h1), t.degree(h1)), (2, 1));
@@ -777,7 +807,11 @@ Rt\t2 \"R-0008f1040041aaaa\"\t\t# \"gateway 4xEDR\"
                 "line 2",
             ),
             // Two one-sided claims on the same far port.
-            ("Switch 4 \"A\"\n[1] \"C\"[1]\n\nSwitch 4 \"B\"\n[1] \"C\"[1]\n\nSwitch 4 \"C\"\n", "linked twice", "line 5"),
+            (
+                "Switch 4 \"A\"\n[1] \"C\"[1]\n\nSwitch 4 \"B\"\n[1] \"C\"[1]\n\nSwitch 4 \"C\"\n",
+                "linked twice",
+                "line 5",
+            ),
         ];
         for (text, want, line) in cases {
             let e = err(text);
@@ -849,6 +883,8 @@ Hca\t1 \"h0\"\t# \"h0\"
         let mut b = TopologyBuilder::new("big");
         b.add_switch("s", 255);
         let e = write(&b.build().unwrap()).unwrap_err().to_string();
+        // `write` has no size limits (ibnetdiscover files of big fabrics are normal); ibsim's
+        // defaults are enforced by `write_with_limits`.
         assert!(e.contains("1..=254"), "{e}");
         let mut b = TopologyBuilder::new("lonely");
         b.add_host_with_ports("h", 0);
@@ -859,8 +895,9 @@ Hca\t1 \"h0\"\t# \"h0\"
             b.add_switch(format!("s{i}"), 1);
         }
         let t = b.build().unwrap();
-        let e = write(&t).unwrap_err().to_string();
+        let e = write_with_limits(&t, &IbsimLimits::default()).unwrap_err().to_string();
         assert!(e.contains("300 switches") && e.contains("-S"), "{e}");
+        assert!(write(&t).unwrap().contains("-S 300"));
         let raised = IbsimLimits { max_switches: 300, ..IbsimLimits::default() };
         assert!(write_with_limits(&t, &raised).unwrap().contains("-S 300"));
         assert!(write_with_limits(&t, &IbsimLimits::UNLIMITED).is_ok());

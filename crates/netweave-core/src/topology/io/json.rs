@@ -299,7 +299,10 @@ impl<'a> LinkChecker<'a> {
     fn check(&mut self, l: &LinkRecord) -> std::result::Result<(), String> {
         for (end, (node, port)) in [("a", l.a), ("b", l.b)] {
             let Some(n) = self.nodes.get(node as usize) else {
-                return Err(format!("link end {end:?} names node {node}, but there are only {} nodes", self.nodes.len()));
+                return Err(format!(
+                    "link end {end:?} names node {node}, but there are only {} nodes",
+                    self.nodes.len()
+                ));
             };
             if port == 0 || port > n.ports {
                 return Err(format!(
@@ -402,7 +405,10 @@ mod tests {
         assert_eq!(a.params(), b.params());
         assert_eq!(a.num_nodes(), b.num_nodes());
         for n in 0..a.num_nodes() as NodeId {
-            assert_eq!((a.kind(n), a.label(n), a.radix(n), a.coords(n)), (b.kind(n), b.label(n), b.radix(n), b.coords(n)));
+            assert_eq!(
+                (a.kind(n), a.label(n), a.radix(n), a.coords(n)),
+                (b.kind(n), b.label(n), b.radix(n), b.coords(n))
+            );
         }
         assert_eq!(a.links(), b.links());
     }
@@ -460,7 +466,9 @@ mod tests {
         assert!(e.contains("unknown variant `router`"), "{e}");
         let e = err(&format!("{HEAD}\"nodes\":[{{\"kind\":\"host\",\"label\":\"r\",\"ports\":-1}}],\"links\":[]}}"));
         assert!(e.contains("invalid value"), "{e}");
-        let e = err(&format!("{HEAD}\"nodes\":[{{\"kind\":\"host\",\"label\":\"r\",\"ports\":1,\"colour\":1}}],\"links\":[]}}"));
+        let e = err(&format!(
+            "{HEAD}\"nodes\":[{{\"kind\":\"host\",\"label\":\"r\",\"ports\":1,\"colour\":1}}],\"links\":[]}}"
+        ));
         assert!(e.contains("unknown field `colour`"), "{e}");
         let e = err(&format!("{HEAD}\"nodes\":[],\"nodes\":[],\"links\":[]}}"));
         assert!(e.contains("duplicate field `nodes`"), "{e}");
@@ -472,7 +480,9 @@ mod tests {
     #[test]
     fn rejects_bad_links_with_their_line() {
         let nodes = "\"nodes\":[\n{\"kind\":\"switch\",\"label\":\"s\",\"ports\":2},\n{\"kind\":\"host\",\"label\":\"h\",\"ports\":2}\n],\n";
-        let link = |l: &str| format!("{HEAD}\n{nodes}\"links\":[\n{{\"a\":[1,1],\"b\":[0,1],\"bandwidth_gbps\":1,\"latency_ns\":0}},\n{l}\n]}}");
+        let link = |l: &str| {
+            format!("{HEAD}\n{nodes}\"links\":[\n{{\"a\":[1,1],\"b\":[0,1],\"bandwidth_gbps\":1,\"latency_ns\":0}},\n{l}\n]}}")
+        };
         let cases = [
             ("{\"a\":[5,1],\"b\":[0,2],\"bandwidth_gbps\":1,\"latency_ns\":0}", "names node 5"),
             ("{\"a\":[0,3],\"b\":[1,2],\"bandwidth_gbps\":1,\"latency_ns\":0}", "uses port 3"),
@@ -503,7 +513,8 @@ mod tests {
 
     #[test]
     fn huge_port_counts_are_refused() {
-        let nodes: Vec<String> = (0..1100).map(|i| format!("{{\"kind\":\"switch\",\"label\":\"{i}\",\"ports\":65535}}")).collect();
+        let nodes: Vec<String> =
+            (0..1100).map(|i| format!("{{\"kind\":\"switch\",\"label\":\"{i}\",\"ports\":65535}}")).collect();
         let e = err(&format!("{HEAD}\"nodes\":[{}],\"links\":[]}}", nodes.join(",")));
         assert!(e.contains("ports"), "{e}");
     }

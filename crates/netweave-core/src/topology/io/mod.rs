@@ -85,31 +85,23 @@ impl Format {
     /// `ibsim`, `net`; `anynet`, `booksim`; `dot`, `graphviz`.
     pub fn from_name(name: &str) -> Result<Format> {
         let wanted = name.trim().to_ascii_lowercase();
-        NAMES
-            .iter()
-            .find(|(_, names)| names.contains(&wanted.as_str()))
-            .map(|&(f, _)| f)
-            .ok_or_else(|| {
-                NetweaveError::InvalidParameter(format!(
-                    "unknown topology format {:?} (known: {})",
-                    snippet(name),
-                    list(NAMES)
-                ))
-            })
+        NAMES.iter().find(|(_, names)| names.contains(&wanted.as_str())).map(|&(f, _)| f).ok_or_else(|| {
+            NetweaveError::InvalidParameter(format!(
+                "unknown topology format {:?} (known: {})",
+                snippet(name),
+                list(NAMES)
+            ))
+        })
     }
 
     /// Format from a file name's extension, case-insensitively: `.json`; `.net`, `.ibnet`,
     /// `.topo`; `.anynet`; `.dot`, `.gv`.
     pub fn from_path(path: &Path) -> Result<Format> {
         let ext = path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase);
-        ext.as_deref()
-            .and_then(|e| EXTENSIONS.iter().find(|(_, exts)| exts.contains(&e)))
-            .map(|&(f, _)| f)
-            .ok_or_else(|| {
-                let dotted: Vec<(Format, Vec<String>)> = EXTENSIONS
-                    .iter()
-                    .map(|(f, exts)| (*f, exts.iter().map(|e| format!(".{e}")).collect()))
-                    .collect();
+        ext.as_deref().and_then(|e| EXTENSIONS.iter().find(|(_, exts)| exts.contains(&e))).map(|&(f, _)| f).ok_or_else(
+            || {
+                let dotted: Vec<(Format, Vec<String>)> =
+                    EXTENSIONS.iter().map(|(f, exts)| (*f, exts.iter().map(|e| format!(".{e}")).collect())).collect();
                 let known = dotted
                     .iter()
                     .map(|(f, exts)| format!("{} for {}", exts.join("/"), f.name()))
@@ -120,7 +112,8 @@ impl Format {
                      name the format explicitly",
                     snippet(&path.display().to_string())
                 ))
-            })
+            },
+        )
     }
 }
 

@@ -155,7 +155,14 @@ fn check_round_trips(t: &Topology) {
 
 #[test]
 fn fixtures_round_trip_through_every_format() {
-    for t in [star(0), star(1), star(5), two_switch_two_path(), dual_rail_host(), TopologyBuilder::new("empty").build().unwrap()] {
+    for t in [
+        star(0),
+        star(1),
+        star(5),
+        two_switch_two_path(),
+        dual_rail_host(),
+        TopologyBuilder::new("empty").build().unwrap(),
+    ] {
         check_round_trips(&t);
     }
 }
@@ -257,7 +264,8 @@ fn arb_topology() -> impl Strategy<Value = Topology> {
                 let mut id = vec![0; n];
                 let mut free: Vec<Vec<Port>> = vec![Vec::new(); n];
                 for &i in &order {
-                    let (kind, radix) = if i < ns { (NodeKind::Switch, sw_radix[i]) } else { (NodeKind::Host, host_ports[i - ns]) };
+                    let (kind, radix) =
+                        if i < ns { (NodeKind::Switch, sw_radix[i]) } else { (NodeKind::Host, host_ports[i - ns]) };
                     id[i] = b.add_node(kind, labels[i].clone(), radix);
                     free[i] = (1..=radix).collect();
                     if let Some(c) = &coords[i] {
@@ -282,22 +290,24 @@ fn arb_topology() -> impl Strategy<Value = Topology> {
 
 /// Anynet-friendly topologies: every host on exactly one switch, switches in a simple graph.
 fn arb_anynet_topology() -> impl Strategy<Value = Topology> {
-    (1usize..6, vec((0usize..6, 1u32..50), 0..8), vec((0usize..6, 0usize..6, 1u32..50), 0..10)).prop_map(|(ns, hosts, sw_links, )| {
-        let mut b = TopologyBuilder::new("anynet-ish");
-        let sw: Vec<NodeId> = (0..ns).map(|i| b.add_switch(format!("s{i}"), 16)).collect();
-        let mut pairs = BTreeSet::new();
-        for (x, y, lat) in sw_links {
-            let (x, y) = (x % ns, y % ns);
-            if x != y && pairs.insert((x.min(y), x.max(y))) {
-                b.connect(sw[x], sw[y], LinkSpec::new(100.0, lat as f64).unwrap()).unwrap();
+    (1usize..6, vec((0usize..6, 1u32..50), 0..8), vec((0usize..6, 0usize..6, 1u32..50), 0..10)).prop_map(
+        |(ns, hosts, sw_links)| {
+            let mut b = TopologyBuilder::new("anynet-ish");
+            let sw: Vec<NodeId> = (0..ns).map(|i| b.add_switch(format!("s{i}"), 16)).collect();
+            let mut pairs = BTreeSet::new();
+            for (x, y, lat) in sw_links {
+                let (x, y) = (x % ns, y % ns);
+                if x != y && pairs.insert((x.min(y), x.max(y))) {
+                    b.connect(sw[x], sw[y], LinkSpec::new(100.0, lat as f64).unwrap()).unwrap();
+                }
             }
-        }
-        for (i, (s, lat)) in hosts.into_iter().enumerate() {
-            let h = b.add_host(format!("h{i}"));
-            b.connect(h, sw[s % ns], LinkSpec::new(100.0, lat as f64).unwrap()).unwrap();
-        }
-        b.build().unwrap()
-    })
+            for (i, (s, lat)) in hosts.into_iter().enumerate() {
+                let h = b.add_host(format!("h{i}"));
+                b.connect(h, sw[s % ns], LinkSpec::new(100.0, lat as f64).unwrap()).unwrap();
+            }
+            b.build().unwrap()
+        },
+    )
 }
 
 /// Every reader error is a one-line `Parse` error naming the reader's format and a line.
