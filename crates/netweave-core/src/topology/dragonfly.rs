@@ -239,7 +239,6 @@ pub fn dragonfly(a: u32, p: u32, h: u32, g: Option<u32>, arrangement: GlobalArra
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::VecDeque;
 
     /// Balanced (a, h, g) cases: maximal and several smaller g.
     const CASES: &[(u32, u32, Option<u32>)] = &[
@@ -263,22 +262,6 @@ mod tests {
 
     fn group_of(t: &Topology, n: NodeId) -> i64 {
         t.coords(n).unwrap()[0]
-    }
-
-    /// Router-graph hop distances from `src` (switches only).
-    fn bfs(t: &Topology, src: NodeId) -> Vec<u32> {
-        let mut dist = vec![u32::MAX; t.num_nodes()];
-        dist[src as usize] = 0;
-        let mut q = VecDeque::from([src]);
-        while let Some(u) = q.pop_front() {
-            for a in t.neighbors(u) {
-                if !t.is_host(a.neighbor) && dist[a.neighbor as usize] == u32::MAX {
-                    dist[a.neighbor as usize] = dist[u as usize] + 1;
-                    q.push_back(a.neighbor);
-                }
-            }
-        }
-        dist
     }
 
     #[test]
@@ -420,11 +403,8 @@ mod tests {
         for arr in GlobalArrangement::ALL {
             for (a, h, g) in [(4, 2, None), (2, 1, None), (4, 2, Some(5)), (3, 3, None)] {
                 let t = dragonfly(a, 1, h, g, arr).unwrap();
-                let diam = t.switches().iter().map(|&s| {
-                    let d = bfs(&t, s);
-                    t.switches().iter().map(|&x| d[x as usize]).max().unwrap()
-                });
-                assert!(diam.max().unwrap() <= 3, "{arr} a={a} h={h} g={g:?}");
+                let diam = crate::topology::metrics::stats(&t).diameter.unwrap();
+                assert!(diam <= 3, "{arr} a={a} h={h} g={g:?}");
             }
         }
     }

@@ -759,34 +759,10 @@ fn add_links_witness(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Instant;
-
-    /// Switch-graph hop distances from `src`.
-    fn switch_bfs(t: &Topology, src: NodeId) -> Vec<u32> {
-        let mut dist = vec![u32::MAX; t.num_nodes()];
-        dist[src as usize] = 0;
-        let mut q = std::collections::VecDeque::from([src]);
-        while let Some(u) = q.pop_front() {
-            for a in t.neighbors(u) {
-                if !t.is_host(a.neighbor) && dist[a.neighbor as usize] == u32::MAX {
-                    dist[a.neighbor as usize] = dist[u as usize] + 1;
-                    q.push_back(a.neighbor);
-                }
-            }
-        }
-        dist
-    }
 
     /// Switch-graph diameter (u32::MAX if disconnected).
     fn diameter(t: &Topology) -> u32 {
-        t.switches()
-            .iter()
-            .map(|&s| {
-                let d = switch_bfs(t, s);
-                t.switches().iter().map(|&x| d[x as usize]).max().unwrap()
-            })
-            .max()
-            .unwrap()
+        crate::topology::metrics::stats(t).diameter.unwrap_or(u32::MAX)
     }
 
     fn switch_degree(t: &Topology, s: NodeId) -> usize {
@@ -857,13 +833,10 @@ mod tests {
     }
 
     #[test]
-    fn random_regular_large_is_fast() {
-        let start = Instant::now();
+    fn random_regular_handles_ten_thousand_switches() {
         let t = random_regular(10_000, 8, 1, 3).unwrap();
-        let took = start.elapsed();
         assert_eq!(t.num_links(), 40_000 + 10_000);
-        // Generous bound: test builds are barely optimised and machines are shared.
-        assert!(took.as_secs_f64() < 5.0, "took {took:?}");
+        assert!(t.switches().iter().all(|&s| switch_degree(&t, s) == 8));
     }
 
     #[test]
