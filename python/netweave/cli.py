@@ -66,7 +66,7 @@ def _emit(topo: Topology, output: Optional[Path], bandwidth: Optional[float], la
 
 @topo_app.command("lsft")
 def topo_lsft(
-    order: int = typer.Option(..., "--order", help="Order q of the projective plane (any prime power)."),
+    order: int = typer.Option(..., "--order", min=0, help="Order q of the projective plane (any prime power)."),
     two_sided: bool = typer.Option(False, "--two-sided", help="Use both sides of the spines (twice the servers)."),
     reduced: bool = typer.Option(False, "--reduced", help="Grid leaves only, spine L omitted (paper 000's S3 build)."),
     output: Optional[Path] = OutputOpt, bandwidth: Optional[float] = BandwidthOpt, latency: Optional[float] = LatencyOpt, as_json: bool = JsonOpt,
@@ -77,8 +77,8 @@ def topo_lsft(
 
 @topo_app.command("fattree")
 def topo_fattree(
-    degree: int = typer.Option(..., "--degree", help="Switch degree d = ports / 2."),
-    levels: int = typer.Option(2, "--levels", help="2 or 3 switch levels."),
+    degree: int = typer.Option(..., "--degree", min=0, help="Switch degree d = ports / 2."),
+    levels: int = typer.Option(2, "--levels", min=0, help="2 or 3 switch levels."),
     two_sided: bool = typer.Option(False, "--two-sided", help="Use both sides of the top switches."),
     output: Optional[Path] = OutputOpt, bandwidth: Optional[float] = BandwidthOpt, latency: Optional[float] = LatencyOpt, as_json: bool = JsonOpt,
 ) -> None:
@@ -88,8 +88,8 @@ def topo_fattree(
 
 @topo_app.command("kary-ntree")
 def topo_kary(
-    k: int = typer.Option(..., "--k", help="Arity: k down and k up ports per switch."),
-    n: int = typer.Option(..., "--n", help="Number of switch levels."),
+    k: int = typer.Option(..., "--k", min=0, help="Arity: k down and k up ports per switch."),
+    n: int = typer.Option(..., "--n", min=0, help="Number of switch levels."),
     output: Optional[Path] = OutputOpt, bandwidth: Optional[float] = BandwidthOpt, latency: Optional[float] = LatencyOpt, as_json: bool = JsonOpt,
 ) -> None:
     """k-ary n-tree: k^n hosts, n levels of k^(n-1) switches."""
@@ -108,7 +108,7 @@ def topo_pgft(
 @topo_app.command("mesh")
 def topo_mesh(
     dims: str = typer.Option(..., "--dims", help="Routers per dimension, e.g. 4x4 or 8x8x8."),
-    hosts_per_router: int = typer.Option(1, "--hosts-per-router", help="Hosts attached to each router."),
+    hosts_per_router: int = typer.Option(1, "--hosts-per-router", min=0, help="Hosts attached to each router."),
     output: Optional[Path] = OutputOpt, bandwidth: Optional[float] = BandwidthOpt, latency: Optional[float] = LatencyOpt, as_json: bool = JsonOpt,
 ) -> None:
     """n-dimensional mesh."""
@@ -118,7 +118,7 @@ def topo_mesh(
 @topo_app.command("torus")
 def topo_torus(
     dims: str = typer.Option(..., "--dims", help="Routers per dimension, e.g. 16x16x16."),
-    hosts_per_router: int = typer.Option(1, "--hosts-per-router", help="Hosts attached to each router."),
+    hosts_per_router: int = typer.Option(1, "--hosts-per-router", min=0, help="Hosts attached to each router."),
     output: Optional[Path] = OutputOpt, bandwidth: Optional[float] = BandwidthOpt, latency: Optional[float] = LatencyOpt, as_json: bool = JsonOpt,
 ) -> None:
     """n-dimensional torus (wrap-around in every dimension of size ≥ 2)."""
@@ -127,8 +127,8 @@ def topo_torus(
 
 @topo_app.command("hypercube")
 def topo_hypercube(
-    dim: int = typer.Option(..., "--dim", help="Dimension n: 2^n routers."),
-    hosts_per_router: int = typer.Option(1, "--hosts-per-router"),
+    dim: int = typer.Option(..., "--dim", min=0, help="Dimension n: 2^n routers."),
+    hosts_per_router: int = typer.Option(1, "--hosts-per-router", min=0),
     output: Optional[Path] = OutputOpt, bandwidth: Optional[float] = BandwidthOpt, latency: Optional[float] = LatencyOpt, as_json: bool = JsonOpt,
 ) -> None:
     """Binary hypercube."""
@@ -138,8 +138,8 @@ def topo_hypercube(
 @topo_app.command("hyperx")
 def topo_hyperx(
     dims: str = typer.Option(..., "--dims", help="Routers per dimension, e.g. 4x4."),
-    trunking: int = typer.Option(1, "--trunking", help="Parallel links between connected routers."),
-    hosts_per_router: int = typer.Option(1, "--hosts-per-router"),
+    trunking: int = typer.Option(1, "--trunking", min=0, help="Parallel links between connected routers."),
+    hosts_per_router: int = typer.Option(1, "--hosts-per-router", min=0),
     output: Optional[Path] = OutputOpt, bandwidth: Optional[float] = BandwidthOpt, latency: Optional[float] = LatencyOpt, as_json: bool = JsonOpt,
 ) -> None:
     """HyperX: routers fully connected along every dimension."""
@@ -148,10 +148,10 @@ def topo_hyperx(
 
 @topo_app.command("dragonfly")
 def topo_dragonfly(
-    a: int = typer.Option(..., "--a", help="Routers per group."),
-    p: int = typer.Option(..., "--p", help="Hosts per router."),
-    h: int = typer.Option(..., "--h", help="Global links per router."),
-    g: Optional[int] = typer.Option(None, "--g", help="Groups (default a·h+1)."),
+    a: int = typer.Option(..., "--a", min=0, help="Routers per group."),
+    p: int = typer.Option(..., "--p", min=0, help="Hosts per router."),
+    h: int = typer.Option(..., "--h", min=0, help="Global links per router."),
+    g: Optional[int] = typer.Option(None, "--g", min=0, help="Groups (default a·h+1)."),
     arrangement: str = typer.Option("absolute", "--arrangement", help="Global links: absolute, relative or circulant."),
     output: Optional[Path] = OutputOpt, bandwidth: Optional[float] = BandwidthOpt, latency: Optional[float] = LatencyOpt, as_json: bool = JsonOpt,
 ) -> None:
@@ -161,10 +161,10 @@ def topo_dragonfly(
 
 @topo_app.command("random-regular")
 def topo_random_regular(
-    switches: int = typer.Option(..., "--switches"),
-    degree: int = typer.Option(..., "--degree", help="Switch-to-switch links per switch."),
-    hosts_per_switch: int = typer.Option(1, "--hosts-per-switch"),
-    seed: int = typer.Option(0, "--seed"),
+    switches: int = typer.Option(..., "--switches", min=0),
+    degree: int = typer.Option(..., "--degree", min=0, help="Switch-to-switch links per switch."),
+    hosts_per_switch: int = typer.Option(1, "--hosts-per-switch", min=0),
+    seed: int = typer.Option(0, "--seed", min=0),
     output: Optional[Path] = OutputOpt, bandwidth: Optional[float] = BandwidthOpt, latency: Optional[float] = LatencyOpt, as_json: bool = JsonOpt,
 ) -> None:
     """Random regular switch graph (Jellyfish-like), reproducible per seed."""
@@ -173,11 +173,11 @@ def topo_random_regular(
 
 @topo_app.command("irregular")
 def topo_irregular(
-    switches: int = typer.Option(16, "--switches"),
-    max_links: int = typer.Option(4, "--max-links", help="Most switch-to-switch links per switch."),
-    diameter: int = typer.Option(6, "--diameter", help="Exact switch-graph diameter wanted."),
-    hosts_per_switch: int = typer.Option(4, "--hosts-per-switch"),
-    seed: int = typer.Option(0, "--seed"),
+    switches: int = typer.Option(16, "--switches", min=0),
+    max_links: int = typer.Option(4, "--max-links", min=0, help="Most switch-to-switch links per switch."),
+    diameter: int = typer.Option(6, "--diameter", min=0, help="Exact switch-graph diameter wanted."),
+    hosts_per_switch: int = typer.Option(4, "--hosts-per-switch", min=0),
+    seed: int = typer.Option(0, "--seed", min=0),
     output: Optional[Path] = OutputOpt, bandwidth: Optional[float] = BandwidthOpt, latency: Optional[float] = LatencyOpt, as_json: bool = JsonOpt,
 ) -> None:
     """Irregular fabric standing in for paper 002's topologies A and B (defaults: its shape)."""
@@ -199,7 +199,7 @@ def _floats(text: str, name: str, count: int) -> list[float]:
 @topo_app.command("tree")
 def topo_tree(
     fanouts: Optional[str] = typer.Option(None, "--fanouts", help="Children per switch at each depth, e.g. 7 (one core, 7 edge switches) or 2,4."),
-    hosts_per_switch: int = typer.Option(14, "--hosts-per-switch", help="Hosts on each edge switch."),
+    hosts_per_switch: int = typer.Option(14, "--hosts-per-switch", min=0, help="Hosts on each edge switch."),
     bandwidth_levels: str = typer.Option("10", "--switch-bandwidth", help="Switch-link Gbit/s, one value or one per depth."),
     latency_levels: str = typer.Option("5000", "--switch-latency", help="Switch-link latency ns, one value or one per depth."),
     host_bandwidth: float = typer.Option(1.0, "--host-bandwidth", help="Host-link Gbit/s."),
@@ -267,7 +267,7 @@ def topo_convert(
 
 @topo_app.command("cost")
 def topo_cost(
-    degree: int = typer.Option(..., "--degree", help="Switch degree d = ports / 2."),
+    degree: int = typer.Option(..., "--degree", min=0, help="Switch degree d = ports / 2."),
     as_json: bool = JsonOpt,
 ) -> None:
     """Paper 000's cost table: servers, switches and links per topology at degree d."""
@@ -283,7 +283,7 @@ def topo_cost(
 
 @topo_app.command("plane")
 def topo_plane(
-    order: int = typer.Option(..., "--order", help="Order q (prime power)."),
+    order: int = typer.Option(..., "--order", min=0, help="Order q (prime power)."),
     as_json: bool = JsonOpt,
 ) -> None:
     """The projective plane PG(2, q): its lines, and a check of the four axioms."""
@@ -304,13 +304,11 @@ def topo_plane(
 @app.command("plan")
 def plan_cmd(
     topology_file: Optional[Path] = typer.Argument(None, help="Topology file; default: the built-in LSFT of order 3 (52 servers)."),
-    bytes_per_pair: int = typer.Option(plan_mod.DEFAULT_BYTES, "--bytes", help="Bytes each rank sends to each other rank."),
+    bytes_per_pair: int = typer.Option(plan_mod.DEFAULT_BYTES, "--bytes", min=1, max=2**63, help="Bytes each rank sends to each other rank."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
     out: Optional[Path] = typer.Option(None, "--out", help="Also write report.json, report.md, phases.csv and topology.json here."),
 ) -> None:
     """Route the fabric, run an all-to-all over all hosts and report link contention."""
-    if bytes_per_pair <= 0:
-        raise UserError(f"--bytes must be positive, got {bytes_per_pair}")
     topo = topology.load(topology_file) if topology_file is not None else topology.example_cluster()
     with working("routing and analysing"):
         result = plan_mod.plan(topo, bytes_per_pair)
@@ -324,9 +322,23 @@ def plan_cmd(
 def main() -> None:
     """Entry point: run the app, turning input errors into one line and exit code 2."""
     try:
-        app()
+        # Not standalone: usage errors come back as exceptions instead of a multi-line panel.
+        app(standalone_mode=False)
+    except typer.TyperException as e:  # unknown command, missing or malformed option
+        context = getattr(e, "ctx", None)
+        if e.format_message():
+            hint = f" (see '{context.command_path} --help')" if context is not None else ""
+            _fail(e.format_message() + hint)
+        sys.exit(2)  # the help text was already printed (a group called without a command)
+    except typer.Exit as e:
+        sys.exit(e.exit_code)
+    except (typer.Abort, KeyboardInterrupt):
+        print("interrupted", file=sys.stderr)
+        sys.exit(130)
     except (NetweaveError, UserError) as e:
         _fail(str(e))
+    except OverflowError:
+        _fail("a number is out of range for this parameter (sizes are 32-bit, seeds 64-bit)")
     except OSError as e:
         _fail(f"{e.strerror or e}: {e.filename}" if e.filename else str(e))
 

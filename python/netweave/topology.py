@@ -84,6 +84,8 @@ def parse_dims(text: str) -> list[int]:
         raise _core.NetweaveError(f"dimensions must look like 4x4 or 16x16x16, got '{text}'") from None
     if any(d <= 0 for d in dims):
         raise _core.NetweaveError(f"every dimension must be at least 1, got '{text}'")
+    if any(d >= 2**32 for d in dims):
+        raise _core.NetweaveError(f"a dimension of '{text}' does not fit 32 bits")
     return dims
 
 
