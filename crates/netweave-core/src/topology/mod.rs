@@ -466,7 +466,12 @@ impl TopologyBuilder {
     }
 }
 
-/// Check that a topology of this size fits netweave's id types.
+/// Largest node count a generator builds: about 16.7 M nodes (a few GiB with labels), far
+/// beyond any real fabric, and small enough that a typo like `60000x60000` fails at once
+/// instead of exhausting memory.
+pub const MAX_NODES: u64 = 1 << 24;
+
+/// Check that a topology of this size fits netweave's id types and memory.
 ///
 /// Node ids are `u32`, channel ids are `u32` with `u32::MAX` reserved as "no channel"
 /// (so at most `2^31 − 1` links), the flat port table is indexed by `u32`, and ports are `u16`.
@@ -476,6 +481,13 @@ impl TopologyBuilder {
 pub(crate) fn check_capacity(family: &str, nodes: u64, links: u64, total_ports: u64, max_radix: u64) -> Result<()> {
     if nodes > u32::MAX as u64 {
         return crate::invalid!("{family}: {nodes} nodes exceed the 32-bit node id range");
+    }
+    if nodes > MAX_NODES || links > MAX_NODES * 4 {
+        return crate::invalid!(
+            "{family}: {nodes} nodes and {links} links are more than netweave builds in memory \
+             (at most {MAX_NODES} nodes and {} links)",
+            MAX_NODES * 4
+        );
     }
     if links.saturating_mul(2) > u32::MAX as u64 {
         return crate::invalid!(
