@@ -2,42 +2,162 @@
 //!
 //! Every engine produces one form, [`RoutingTable`]: for each switch and each destination
 //! host, the output port (`out_port[switch][dest host]`, the InfiniBand LFT model), plus a
-//! [`VcPolicy`]. Evaluators only ever walk paths through [`RoutingTable::path`], so any engine
-//! works with any evaluator.
+//! [`VcPolicy`] — the VC a packet is injected on for a (source, destination) pair and the VC
+//! change applied at (switch, in port, out port). Evaluators only ever walk paths through
+//! [`RoutingTable::path`] / [`RoutingTable::hops`], so any engine works with any evaluator,
+//! and [`deadlock::check`] proves any engine's output deadlock-free or prints a cycle.
 //!
 //! ```
 //! use netweave_core::topology::grid::mesh;
-//! use netweave_core::routing::shortest_path;
+//! use netweave_core::routing::{route, Engine, RouteOptions};
 //! let topo = mesh(&[3, 3], 1).unwrap();
-//! let routes = shortest_path(&topo).unwrap();
+//! let routes = route(&topo, Engine::MinHop, &RouteOptions::default()).unwrap();
 //! let mut path = Vec::new();
 //! routes.path(&topo, 0, 8, &mut path).unwrap();
 //! assert_eq!(path.len(), 6); // host link, 4 switch hops, host link
 //! ```
 
-use std::collections::VecDeque;
+use std::fmt;
+use std::str::FromStr;
 
 use crate::error::{NetweaveError, Result};
 use crate::topology::{ChannelId, NodeId, Port, Topology};
 
+pub mod deadlock;
+pub mod metrics;
+pub mod minhop;
+pub mod select;
+
+pub use minhop::shortest_path;
+pub use select::Select;
+
 /// Output port meaning "no route" in [`RoutingTable`].
 pub const NO_PORT: Port = 0;
 
-/// Virtual-channel policy carried with a routing table.
-///
-/// Today's engines use a single VC; deadlock-avoiding engines that need several VCs attach
-/// their injection and per-hop VC rules here.
+/// Most virtual channels any engine may use (InfiniBand has 15 data VLs; 16 keeps `u8` room).
+pub const MAX_VCS: u8 = 16;
+
+/// What happens to a packet's VC when it crosses a switch from one port to another.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VcChange {
+    /// Leave on the VC it arrived on.
+    Keep,
+    /// Leave on the next VC (structured channel pools, DL at a down→up turn).
+    Increment,
+    /// Leave on this VC (dateline crossings and resets).
+    Set(u8),
+}
+
+impl VcChange {
+    const KEEP: u8 = u8::MAX;
+    const INCREMENT: u8 = u8::MAX - 1;
+
+    fn encode(self) -> u8 {
+        match self {
+            VcChange::Keep => Self::KEEP,
+            VcChange::Increment => Self::INCREMENT,
+            VcChange::Set(v) => v,
+        }
+    }
+    fn decode(code: u8) -> Self {
+        match code {
+            Self::KEEP => VcChange::Keep,
+            Self::INCREMENT => VcChange::Increment,
+            v => VcChange::Set(v),
+        }
+    }
+    /// The VC after this change, from `vc`.
+    pub fn apply(self, vc: u8) -> u8 {
+        match self {
+            VcChange::Keep => vc,
+            VcChange::Increment => vc.saturating_add(1),
+            VcChange::Set(v) => v,
+        }
+    }
+}
+
+/// VC a packet is injected on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Injection {
+    /// Every packet starts on VC 0.
+    Zero,
+    /// By source host index (up*/down* spread over VCs per sending host).
+    PerSource(Vec<u8>),
+    /// By destination host index (Nue's per-destination layers).
+    PerDestination(Vec<u8>),
+    /// By `(source, destination)`, `vcs[src * num_hosts + dst]` (LASH, DFSSSP layers).
+    PerPair { num_hosts: usize, vcs: Vec<u8> },
+}
+
+/// Per-switch VC change table indexed by `(in port, out port)`, port 0..=radix each.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VcTransitions {
+    /// Start of each switch's `(radix+1)²` block in `codes`.
+    base: Vec<usize>,
+    width: Vec<u16>,
+    codes: Vec<u8>,
+}
+
+impl VcTransitions {
+    /// A table that keeps the VC everywhere.
+    pub fn new(topo: &Topology) -> Self {
+        let mut base = Vec::with_capacity(topo.num_switches());
+        let mut width = Vec::with_capacity(topo.num_switches());
+        let mut total = 0usize;
+        for &s in topo.switches() {
+            let w = topo.radix(s) as usize + 1;
+            base.push(total);
+            width.push(w as u16);
+            total += w * w;
+        }
+        VcTransitions { base, width, codes: vec![VcChange::KEEP; total] }
+    }
+    /// Change applied at switch `switch_index` from `in_port` to `out_port`.
+    pub fn get(&self, switch_index: usize, in_port: Port, out_port: Port) -> VcChange {
+        let w = self.width[switch_index] as usize;
+        VcChange::decode(self.codes[self.base[switch_index] + in_port as usize * w + out_port as usize])
+    }
+    pub fn set(&mut self, switch_index: usize, in_port: Port, out_port: Port, change: VcChange) {
+        let w = self.width[switch_index] as usize;
+        self.codes[self.base[switch_index] + in_port as usize * w + out_port as usize] = change.encode();
+    }
+}
+
+/// How many VCs a routing uses, which one a packet starts on, and how it changes per hop.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct VcPolicy {
-    /// Number of virtual channels the engine needs.
+    /// Number of virtual channels the routing needs.
     pub num_vcs: u8,
+    pub injection: Injection,
+    /// `None`: the VC never changes inside the network.
+    pub transitions: Option<VcTransitions>,
 }
 
 impl VcPolicy {
     /// Everything on VC 0.
     pub fn single() -> Self {
-        VcPolicy { num_vcs: 1 }
+        VcPolicy { num_vcs: 1, injection: Injection::Zero, transitions: None }
     }
+    /// VC a packet from host `src` to host `dst` is injected on.
+    pub fn injection_vc(&self, src: usize, dst: usize) -> u8 {
+        match &self.injection {
+            Injection::Zero => 0,
+            Injection::PerSource(v) => v[src],
+            Injection::PerDestination(v) => v[dst],
+            Injection::PerPair { num_hosts, vcs } => vcs[src * num_hosts + dst],
+        }
+    }
+    /// Change at switch `switch_index` between the two ports.
+    pub fn change(&self, switch_index: usize, in_port: Port, out_port: Port) -> VcChange {
+        self.transitions.as_ref().map_or(VcChange::Keep, |t| t.get(switch_index, in_port, out_port))
+    }
+}
+
+/// One step of a routed path: the channel taken and the VC it is taken on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Hop {
+    pub channel: ChannelId,
+    pub vc: u8,
 }
 
 /// Forwarding tables for every switch and destination host, plus the VC policy.
@@ -52,7 +172,7 @@ pub struct RoutingTable {
 }
 
 impl RoutingTable {
-    /// An empty table (every entry [`NO_PORT`]) sized for `topo`.
+    /// An empty table (every entry [`NO_PORT`]) sized for `topo`, with one VC.
     pub fn new(topo: &Topology, engine: impl Into<String>) -> Self {
         RoutingTable {
             engine: engine.into(),
@@ -68,6 +188,9 @@ impl RoutingTable {
     }
     pub fn vc_policy(&self) -> &VcPolicy {
         &self.vc
+    }
+    pub fn set_vc_policy(&mut self, vc: VcPolicy) {
+        self.vc = vc;
     }
     pub fn num_switches(&self) -> usize {
         self.num_switches
@@ -87,26 +210,51 @@ impl RoutingTable {
         &self.out_port
     }
 
+    /// Check the table was built for a topology of `topo`'s shape.
+    pub fn check_fits(&self, topo: &Topology) -> Result<()> {
+        if topo.num_hosts() != self.num_hosts || topo.num_switches() != self.num_switches {
+            return Err(NetweaveError::Routing(format!(
+                "routes are for {} switches and {} hosts, the topology has {} and {}",
+                self.num_switches,
+                self.num_hosts,
+                topo.num_switches(),
+                topo.num_hosts()
+            )));
+        }
+        Ok(())
+    }
+
     /// Append to `path` the channels a packet from host `src` to host `dst` (host indices)
     /// crosses. Hosts inject on their first connected port. Errors if the tables drop the
     /// packet, deliver it to the wrong host, or loop.
     pub fn path(&self, topo: &Topology, src: usize, dst: usize, path: &mut Vec<ChannelId>) -> Result<()> {
+        self.walk(topo, src, dst, |hop| path.push(hop.channel))
+    }
+
+    /// Like [`path`](Self::path), with the VC of every channel.
+    pub fn hops(&self, topo: &Topology, src: usize, dst: usize, hops: &mut Vec<Hop>) -> Result<()> {
+        self.walk(topo, src, dst, |hop| hops.push(hop))
+    }
+
+    fn walk(&self, topo: &Topology, src: usize, dst: usize, mut visit: impl FnMut(Hop)) -> Result<()> {
         if src >= self.num_hosts || dst >= self.num_hosts || topo.num_hosts() != self.num_hosts {
             return Err(NetweaveError::Routing(format!(
                 "pair ({src}, {dst}) is outside a table for {} hosts",
                 self.num_hosts
             )));
         }
-        let src_node = topo.hosts()[src];
-        let dst_node = topo.hosts()[dst];
         if src == dst {
             return Ok(());
         }
+        let src_node = topo.hosts()[src];
+        let dst_node = topo.hosts()[dst];
         let Some(first) = topo.neighbors(src_node).first() else {
             return Err(NetweaveError::Routing(format!("host {} has no link", topo.label(src_node))));
         };
-        path.push(first.channel);
+        let mut vc = self.vc.injection_vc(src, dst);
+        visit(Hop { channel: first.channel, vc });
         let mut node: NodeId = first.neighbor;
+        let mut in_port = first.neighbor_port;
         let mut hops = 0usize;
         while node != dst_node {
             if topo.is_host(node) {
@@ -125,7 +273,8 @@ impl RoutingTable {
                     topo.label(dst_node)
                 )));
             }
-            let port = self.out_port(topo.kind_index(node), dst);
+            let sw = topo.kind_index(node);
+            let port = self.out_port(sw, dst);
             let channel = topo.out_channel(node, port).ok_or_else(|| {
                 NetweaveError::Routing(format!(
                     "switch {} has no route to {} (port {port})",
@@ -133,142 +282,152 @@ impl RoutingTable {
                     topo.label(dst_node)
                 ))
             })?;
-            path.push(channel);
-            node = topo.channel_ends(channel).1.node;
+            vc = self.vc.change(sw, in_port, port).apply(vc);
+            if vc >= self.vc.num_vcs {
+                return Err(NetweaveError::Routing(format!(
+                    "route {} -> {} needs VC {vc} at switch {}, but the routing declares {} VCs",
+                    topo.label(src_node),
+                    topo.label(dst_node),
+                    topo.label(node),
+                    self.vc.num_vcs
+                )));
+            }
+            visit(Hop { channel, vc });
+            let far = topo.channel_ends(channel).1;
+            node = far.node;
+            in_port = far.port;
         }
         Ok(())
     }
 }
 
-/// Minimal-hop routing with balanced next-hop choice (OpenSM min-hop style).
-///
-/// For each destination host, every switch forwards to a neighbour one hop closer to the
-/// destination's switch; among several, it takes the port that already carries the fewest
-/// destinations (lowest port on ties), which spreads routes evenly over parallel paths.
-pub fn shortest_path(topo: &Topology) -> Result<RoutingTable> {
-    let mut table = RoutingTable::new(topo, "shortest-path");
-    let ns = topo.num_switches();
-    // Per (switch, port) count of destinations already routed through it.
-    let max_radix = topo.switches().iter().map(|&s| topo.radix(s) as usize).max().unwrap_or(0);
-    let mut port_load = vec![0u32; ns * (max_radix + 1)];
-    let mut dist = vec![u32::MAX; ns];
-    let mut queue = VecDeque::with_capacity(ns);
-    // Hosts sharing an attachment switch share the BFS; group them.
-    let mut hosts_by_switch: Vec<Vec<usize>> = vec![Vec::new(); ns];
-    for (hi, &h) in topo.hosts().iter().enumerate() {
-        let sw = topo
-            .host_switch(h)
-            .ok_or_else(|| NetweaveError::Routing(format!("host {} is not attached to a switch", topo.label(h))))?;
-        hosts_by_switch[topo.kind_index(sw)].push(hi);
-    }
-    for (target, dests) in hosts_by_switch.iter().enumerate() {
-        if dests.is_empty() {
-            continue;
-        }
-        dist.fill(u32::MAX);
-        dist[target] = 0;
-        queue.push_back(target);
-        while let Some(v) = queue.pop_front() {
-            for a in topo.neighbors(topo.switches()[v]) {
-                if topo.is_host(a.neighbor) {
-                    continue;
-                }
-                let u = topo.kind_index(a.neighbor);
-                if dist[u] == u32::MAX {
-                    dist[u] = dist[v] + 1;
-                    queue.push_back(u);
-                }
-            }
-        }
-        for &d in dests {
-            let dest_node = topo.hosts()[d];
-            for s in 0..ns {
-                let node = topo.switches()[s];
-                let port = if s == target {
-                    topo.neighbors(node).iter().find(|a| a.neighbor == dest_node).map(|a| a.port)
-                } else if dist[s] == u32::MAX {
-                    None
-                } else {
-                    topo.neighbors(node)
-                        .iter()
-                        .filter(|a| !topo.is_host(a.neighbor) && dist[topo.kind_index(a.neighbor)] + 1 == dist[s])
-                        .min_by_key(|a| (port_load[s * (max_radix + 1) + a.port as usize], a.port))
-                        .map(|a| a.port)
-                };
-                if let Some(p) = port {
-                    port_load[s * (max_radix + 1) + p as usize] += 1;
-                    table.set_out_port(s, d, p);
-                }
-            }
-        }
-    }
-    Ok(table)
+/// The routing engines, by CLI name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Engine {
+    /// Shortest paths, next hop chosen by the selection policy; 1 VC, not deadlock-free in general.
+    Shortest,
+    /// OpenSM min-hop: shortest paths with per-port load equalisation; 1 VC.
+    MinHop,
+    /// Shortest paths over globally balanced link weights (SSSP); 1 VC.
+    Sssp,
+    /// SSSP paths spread over VC layers until each layer is acyclic (DFSSSP).
+    Dfsssp,
+    /// Dimension-order (e-cube) on mesh / torus / hypercube, dateline VCs on tori.
+    Dor,
+    /// D-mod-k on fat-trees / PGFT.
+    DModK,
+    /// The unique leaf–spine–leaf route of the Latin-square fat-tree.
+    Lsft,
+    /// Up*/down* over a BFS tree (Autonet orientation).
+    UpDown,
+    /// Prefix routing on the up*/down* BFS tree.
+    Prefix,
+    /// Descending layers: up*/down* in every layer, next layer at a down→up turn.
+    Dl,
+    /// Structured channel pools: VC + 1 per switch-to-switch transit.
+    Sbp,
+    /// Reduced structured channel pools: VC + 1 only at switches with ≥ 3 switch neighbours.
+    SbpReduced,
+    /// LASH: per-pair layer assignment keeping every layer acyclic.
+    Lash,
+    /// Nue: routing inside the complete channel dependency graph, any VC budget.
+    Nue,
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::topology::{LinkSpec, TopologyBuilder};
+impl Engine {
+    /// Every engine, in the order the CLI lists them.
+    pub const ALL: [Engine; 14] = [
+        Engine::Shortest,
+        Engine::MinHop,
+        Engine::Sssp,
+        Engine::Dfsssp,
+        Engine::Dor,
+        Engine::DModK,
+        Engine::Lsft,
+        Engine::UpDown,
+        Engine::Prefix,
+        Engine::Dl,
+        Engine::Sbp,
+        Engine::SbpReduced,
+        Engine::Lash,
+        Engine::Nue,
+    ];
 
-    /// Two switches joined by two parallel links, two hosts on each.
-    fn two_switches() -> Topology {
-        let mut b = TopologyBuilder::new("2sw2path");
-        let s0 = b.add_switch("s0", 4);
-        let s1 = b.add_switch("s1", 4);
-        b.connect(s0, s1, LinkSpec::default()).unwrap();
-        b.connect(s0, s1, LinkSpec::default()).unwrap();
-        for i in 0..4 {
-            let h = b.add_host(format!("h{i}"));
-            b.connect(h, if i < 2 { s0 } else { s1 }, LinkSpec::default()).unwrap();
-        }
-        b.build().unwrap()
-    }
-
-    #[test]
-    fn every_pair_is_delivered_minimally() {
-        let t = two_switches();
-        let r = shortest_path(&t).unwrap();
-        let mut path = Vec::new();
-        for s in 0..4 {
-            for d in 0..4 {
-                path.clear();
-                r.path(&t, s, d, &mut path).unwrap();
-                let same = (s < 2) == (d < 2);
-                let expected = if s == d {
-                    0
-                } else if same {
-                    2
-                } else {
-                    3
-                };
-                assert_eq!(path.len(), expected, "{s}->{d}");
-                if let Some(&last) = path.last() {
-                    assert_eq!(t.channel_ends(last).1.node, t.hosts()[d]);
-                }
-            }
+    /// CLI name (`"updown"`, `"sbp-reduced"`, …).
+    pub fn name(self) -> &'static str {
+        match self {
+            Engine::Shortest => "shortest",
+            Engine::MinHop => "minhop",
+            Engine::Sssp => "sssp",
+            Engine::Dfsssp => "dfsssp",
+            Engine::Dor => "dor",
+            Engine::DModK => "dmodk",
+            Engine::Lsft => "lsft",
+            Engine::UpDown => "updown",
+            Engine::Prefix => "prefix",
+            Engine::Dl => "dl",
+            Engine::Sbp => "sbp",
+            Engine::SbpReduced => "sbp-reduced",
+            Engine::Lash => "lash",
+            Engine::Nue => "nue",
         }
     }
+}
 
-    #[test]
-    fn parallel_links_are_balanced_over_destinations() {
-        let t = two_switches();
-        let r = shortest_path(&t).unwrap();
-        // s0 reaches hosts 2 and 3 through different trunk ports.
-        assert_ne!(r.out_port(0, 2), r.out_port(0, 3));
+impl fmt::Display for Engine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
     }
+}
 
-    #[test]
-    fn broken_table_is_reported_not_followed() {
-        let t = two_switches();
-        let mut r = shortest_path(&t).unwrap();
-        r.set_out_port(0, 2, NO_PORT);
-        let err = r.path(&t, 0, 2, &mut Vec::new()).unwrap_err().to_string();
-        assert!(err.contains("no route"), "{err}");
-        // A loop: s0 and s1 point at each other for host 3.
-        let mut r = shortest_path(&t).unwrap();
-        let back = t.neighbors(t.switches()[1]).iter().find(|a| !t.is_host(a.neighbor)).unwrap().port;
-        r.set_out_port(1, 3, back);
-        let err = r.path(&t, 0, 3, &mut Vec::new()).unwrap_err().to_string();
-        assert!(err.contains("loops"), "{err}");
+impl FromStr for Engine {
+    type Err = NetweaveError;
+    fn from_str(s: &str) -> Result<Self> {
+        let key = s.trim().to_ascii_lowercase();
+        let key = match key.as_str() {
+            "shortest-path" => "shortest",
+            "ecube" | "e-cube" => "dor",
+            "d-mod-k" => "dmodk",
+            "up-down" | "updn" => "updown",
+            other => other,
+        };
+        Engine::ALL.into_iter().find(|e| e.name() == key).ok_or_else(|| {
+            let names: Vec<_> = Engine::ALL.iter().map(|e| e.name()).collect();
+            NetweaveError::InvalidParameter(format!("unknown routing engine '{s}' (known: {})", names.join(", ")))
+        })
+    }
+}
+
+/// Knobs shared by the engines; each engine reads the ones that apply to it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RouteOptions {
+    /// VC budget: the most VCs the engine may use (engines that need more fail and say how many).
+    pub max_vcs: u8,
+    /// Root switch (switch index) of tree-based engines (up*/down*, prefix, DL).
+    pub root: usize,
+    /// How to pick among several legal next hops.
+    pub select: Select,
+    /// Seed for every random choice.
+    pub seed: u64,
+}
+
+impl Default for RouteOptions {
+    fn default() -> Self {
+        RouteOptions { max_vcs: 8, root: 0, select: Select::PerDestination, seed: 0 }
+    }
+}
+
+/// Route `topo` with `engine`.
+pub fn route(topo: &Topology, engine: Engine, options: &RouteOptions) -> Result<RoutingTable> {
+    if options.max_vcs == 0 || options.max_vcs > MAX_VCS {
+        return crate::invalid!("the VC budget must be 1..={MAX_VCS}, got {}", options.max_vcs);
+    }
+    if topo.num_switches() > 0 && options.root >= topo.num_switches() {
+        return crate::invalid!("root switch {} does not exist (the fabric has {})", options.root, topo.num_switches());
+    }
+    match engine {
+        Engine::MinHop => minhop::shortest_path(topo),
+        Engine::Shortest => minhop::shortest_with(topo, options.select),
+        other => Err(NetweaveError::InvalidParameter(format!("routing engine '{other}' is not available yet"))),
     }
 }

@@ -109,26 +109,18 @@ fn host_diameter(topo: &Topology, d: &DistanceSummary) -> Option<u32> {
 }
 
 /// Hop distances from one switch to every switch (`u32::MAX` = unreachable), indexed by
-/// switch index. Plain BFS, for callers that need the whole vector.
+/// switch index. For one-off use; loops should keep a [`SwitchGraph`] and call
+/// [`SwitchGraph::bfs`].
 pub fn switch_distances_from(topo: &Topology, switch_index: usize) -> Vec<u32> {
     let g = SwitchGraph::new(topo);
     let mut dist = vec![u32::MAX; g.len()];
-    let mut queue = std::collections::VecDeque::new();
-    dist[switch_index] = 0;
-    queue.push_back(switch_index as u32);
-    while let Some(v) = queue.pop_front() {
-        for &u in g.neighbors(v as usize) {
-            if dist[u as usize] == u32::MAX {
-                dist[u as usize] = dist[v as usize] + 1;
-                queue.push_back(u);
-            }
-        }
-    }
+    g.bfs(switch_index, &mut dist, &mut Vec::new());
     dist
 }
 
-/// Switch-only CSR graph indexed by switch index (parallel links collapsed).
-struct SwitchGraph {
+/// Switch-only CSR graph indexed by switch index (parallel links collapsed): the graph
+/// routing engines and metrics search.
+pub struct SwitchGraph {
     offsets: Vec<u32>,
     targets: Vec<u32>,
     has_hosts: Vec<bool>,
@@ -144,7 +136,8 @@ struct DistanceSummary {
 }
 
 impl SwitchGraph {
-    fn new(topo: &Topology) -> Self {
+    /// Build from `topo`'s switches and switch-to-switch links.
+    pub fn new(topo: &Topology) -> Self {
         let mut offsets = Vec::with_capacity(topo.num_switches() + 1);
         let mut targets = Vec::new();
         let mut has_hosts = Vec::with_capacity(topo.num_switches());
@@ -174,12 +167,43 @@ impl SwitchGraph {
         SwitchGraph { offsets, targets, has_hosts }
     }
 
-    fn len(&self) -> usize {
+    /// Number of switches.
+    pub fn len(&self) -> usize {
         self.has_hosts.len()
     }
 
-    fn neighbors(&self, v: usize) -> &[u32] {
+    pub fn is_empty(&self) -> bool {
+        self.has_hosts.is_empty()
+    }
+
+    /// Neighbouring switch indices of switch `v`, ascending.
+    pub fn neighbors(&self, v: usize) -> &[u32] {
         &self.targets[self.offsets[v] as usize..self.offsets[v + 1] as usize]
+    }
+
+    /// Whether switch `v` has hosts attached.
+    pub fn has_hosts(&self, v: usize) -> bool {
+        self.has_hosts[v]
+    }
+
+    /// BFS hop distances from switch `src` into `dist` (`u32::MAX` = unreachable); `queue` is
+    /// scratch space reused across calls so loops over sources allocate nothing.
+    pub fn bfs(&self, src: usize, dist: &mut [u32], queue: &mut Vec<u32>) {
+        dist.fill(u32::MAX);
+        queue.clear();
+        dist[src] = 0;
+        queue.push(src as u32);
+        let mut head = 0;
+        while head < queue.len() {
+            let v = queue[head] as usize;
+            head += 1;
+            for &u in self.neighbors(v) {
+                if dist[u as usize] == u32::MAX {
+                    dist[u as usize] = dist[v] + 1;
+                    queue.push(u);
+                }
+            }
+        }
     }
 
     fn all_pairs_summary(&self) -> DistanceSummary {
