@@ -24,9 +24,16 @@ use crate::error::{NetweaveError, Result};
 use crate::topology::{ChannelId, NodeId, Port, Topology};
 
 pub mod deadlock;
+pub mod dor;
+pub mod io;
+pub mod layered;
 pub mod metrics;
 pub mod minhop;
+pub mod nue;
+pub mod sbp;
 pub mod select;
+pub mod tree;
+pub mod updown;
 
 pub use minhop::shortest_path;
 pub use select::Select;
@@ -426,8 +433,19 @@ pub fn route(topo: &Topology, engine: Engine, options: &RouteOptions) -> Result<
         return crate::invalid!("root switch {} does not exist (the fabric has {})", options.root, topo.num_switches());
     }
     match engine {
-        Engine::MinHop => minhop::shortest_path(topo),
         Engine::Shortest => minhop::shortest_with(topo, options.select),
-        other => Err(NetweaveError::InvalidParameter(format!("routing engine '{other}' is not available yet"))),
+        Engine::MinHop => minhop::shortest_path(topo),
+        Engine::Sssp => layered::sssp(topo, options),
+        Engine::Dfsssp => layered::dfsssp(topo, options),
+        Engine::Dor => dor::dimension_order(topo, options),
+        Engine::DModK => tree::d_mod_k(topo, options),
+        Engine::Lsft => tree::lsft(topo, options),
+        Engine::UpDown => updown::up_down(topo, options),
+        Engine::Prefix => updown::prefix(topo, options),
+        Engine::Dl => updown::descending_layers(topo, options),
+        Engine::Sbp => sbp::structured_channel_pools(topo, options, false),
+        Engine::SbpReduced => sbp::structured_channel_pools(topo, options, true),
+        Engine::Lash => layered::lash(topo, options),
+        Engine::Nue => nue::nue(topo, options),
     }
 }

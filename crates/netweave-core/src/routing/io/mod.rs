@@ -1,0 +1,1 @@
+//! Routing table files (being written).
