@@ -8,8 +8,8 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.netweave-installed
 SOURCES := $(shell find crates python -name '*.rs' -o -name '*.py' -o -name 'Cargo.toml') Cargo.toml pyproject.toml
 
-# Debian packages the integration tests drive (the real InfiniBand simulator and diagnostics).
-SYSTEM_PACKAGES := ibsim-utils infiniband-diags
+# Debian packages the integration tests drive (the real InfiniBand simulator, diagnostics and subnet manager).
+SYSTEM_PACKAGES := ibsim-utils infiniband-diags opensm
 
 .PHONY: plan test setup system-deps test-rust test-python bench clean
 

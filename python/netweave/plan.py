@@ -15,17 +15,19 @@ from netweave._core import Topology
 DEFAULT_BYTES = 1 << 20
 
 
-def plan(topo: Topology | None = None, bytes_per_pair: int = DEFAULT_BYTES, engine: str = "shortest-path") -> dict[str, Any]:
-    """Route `topo` (default: the built-in LSFT of order 3), run a shift all-to-all over all
-    of its hosts and report link congestion and paper 000's throughput ratio."""
+def plan(topo: Topology | None = None, bytes_per_pair: int = DEFAULT_BYTES, engine: str | None = None) -> dict[str, Any]:
+    """Route `topo` (default: the built-in LSFT of order 3) with a deadlock-free engine suited
+    to it (or `engine`), run a shift all-to-all over all of its hosts and report link congestion
+    and paper 000's throughput ratio."""
     topo = topo if topo is not None else topology.example_cluster()
-    routes = routing.route(topo, engine)
+    routes = routing.route(topo, engine or routing.default_engine(topo))
+    proof = routes.check()
     schedule = traffic.alltoall(topo.num_hosts, bytes_per_pair, "shift")
     loads = routes.analyze(schedule)
     worst = max(range(len(loads["phases"])), key=lambda p: loads["phases"][p]["max_load"])
     return {
         "topology": topology.info(topo),
-        "routing": {"engine": routes.engine, "vcs": routes.num_vcs},
+        "routing": {"engine": routes.engine, "vcs": proof["vcs_used"], "deadlock_free": proof["deadlock_free"]},
         "job": {
             "collective": "alltoall",
             "ranks": schedule.num_ranks,

@@ -23,7 +23,8 @@ def summary_lines(plan: dict[str, Any]) -> list[str]:
     lines = [
         f"topology  {t['name']}: {t['hosts']} hosts, {t['switches']} switches, {t['links']} links, "
         f"diameter {t['diameter']} switch hops",
-        f"routing   {plan['routing']['engine']} ({plan['routing']['vcs']} VC)",
+        f"routing   {plan['routing']['engine']} ({plan['routing']['vcs']} VC, "
+        f"{'deadlock-free' if plan['routing']['deadlock_free'] else 'CAN DEADLOCK'})",
         f"job       {job['collective']} over {job['ranks']} ranks, {_bytes(job['bytes_per_pair'])} per pair",
     ]
     for s in plan["schedules"]:

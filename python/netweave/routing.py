@@ -1,18 +1,78 @@
-"""Routing: forwarding tables ``out_port[switch][dest host]`` for a topology.
+"""Routing: forwarding tables ``out_port[switch][dest host]`` plus a VC policy.
 
 >>> import netweave
->>> topo = netweave.topology.mesh([3, 3])
->>> routes = netweave.routing.route(topo, "shortest-path")
->>> routes.ports().shape
-(9, 9)
+>>> topo = netweave.topology.torus([4, 4])
+>>> routes = netweave.routing.route(topo, "dor")
+>>> routes.num_vcs, routes.check()["deadlock_free"]
+(2, True)
 """
+
+from __future__ import annotations
 
 from netweave import _core
 
-#: Engine names `route` accepts.
-ENGINES = ("shortest-path",)
+#: Engine names `route` accepts, in CLI order.
+ENGINES: tuple[str, ...] = tuple(_core.routing_engines())
+
+#: Path-selection policies for engines with several legal next hops.
+SELECTION_POLICIES = ("per-destination", "low-port", "balanced")
+
+# The deadlock-free engine that suits each generator family best.
+_ENGINE_FOR_FAMILY = {
+    "lsft": "lsft",
+    "fat_tree": "dmodk",
+    "k_ary_n_tree": "dmodk",
+    "pgft": "dmodk",
+    "mesh": "dor",
+    "torus": "dor",
+    "hypercube": "dor",
+}
 
 
-def route(topology: _core.Topology, engine: str = "shortest-path") -> _core.RoutingTable:
-    """Compute forwarding tables for `topology` with the named engine."""
-    return _core.route(topology, engine)
+def route(
+    topology: _core.Topology,
+    engine: str = "minhop",
+    vcs: int = 8,
+    root: int = 0,
+    select: str = "per-destination",
+    seed: int = 0,
+) -> _core.RoutingTable:
+    """Compute forwarding tables for `topology` with the named engine.
+
+    `vcs` is the VC budget (engines needing more fail and say how many), `root` the root switch
+    of tree-based engines (up*/down*, prefix, DL), `select` the path-selection policy.
+    """
+    return _core.route(topology, engine, vcs, root, select, seed)
+
+
+def default_engine(topology: _core.Topology) -> str:
+    """The deadlock-free engine `netweave plan` uses for this topology: the structured engine of
+    its family (LSFT unique paths, D-mod-k, dimension order), else Nue, which works on any
+    fabric within any VC budget."""
+    return _ENGINE_FOR_FAMILY.get(topology.family, "nue")
+
+
+def save(routes: _core.RoutingTable, path, format: str = "json"):
+    """Write a routes file: ``json`` (netweave routes) or ``lft`` (OpenSM opensm-lfts.dump)."""
+    from pathlib import Path
+
+    path = Path(path)
+    path.write_text(_core.write_routes(routes, format))
+    return path
+
+
+def save_lft(routes: _core.RoutingTable, path):
+    """Write an OpenSM ``opensm-lfts.dump`` file (``opensm -R file -U FILE`` loads it)."""
+    return save(routes, path, "lft")
+
+
+def load(topology: _core.Topology, path, format: str = "json") -> _core.RoutingTable:
+    """Read a routes file for `topology`; a file made for another fabric is refused."""
+    from pathlib import Path
+
+    return _core.read_routes(topology, Path(path).read_text(), format)
+
+
+def load_lft(topology: _core.Topology, path) -> _core.RoutingTable:
+    """Import the tables of an OpenSM ``opensm-lfts.dump`` file computed on `topology`."""
+    return load(topology, path, "lft")

@@ -115,8 +115,9 @@ impl PyTopology {
         Ok(PyTopology { inner: t })
     }
     /// Route this topology with the named engine (see `route`).
-    fn route(slf: Bound<'_, Self>, engine: &str) -> PyResult<PyRoutingTable> {
-        route(slf.py(), slf.clone(), engine)
+    #[pyo3(signature = (engine, vcs=8, root=0, select="per-destination", seed=0))]
+    fn route(slf: Bound<'_, Self>, engine: &str, vcs: u8, root: usize, select: &str, seed: u64) -> PyResult<PyRoutingTable> {
+        route(slf.py(), slf.clone(), engine, vcs, root, select, seed)
     }
     fn __repr__(&self) -> String {
         format!(
@@ -367,6 +368,25 @@ impl PyRoutingTable {
         self.inner.path(&self.topology.get().inner, src, dst, &mut p).map_err(err)?;
         Ok(p)
     }
+    /// Channel-dependency proof: `deadlock_free`, `vcs_used`, `dependencies`, and a `cycle`
+    /// of `{channel, vc, from, to}` when there is one.
+    fn check(&self, py: Python<'_>) -> PyResult<PyObject> {
+        let topology = &self.topology.get().inner;
+        let report = py.allow_threads(|| routing::deadlock::check(topology, &self.inner)).map_err(err)?;
+        to_py(py, &report)
+    }
+    /// Path metrics over all host pairs: hops, non-minimal pairs, VCs, path diversity, channel loads.
+    fn metrics(&self, py: Python<'_>) -> PyResult<PyObject> {
+        let topology = &self.topology.get().inner;
+        let report = py.allow_threads(|| routing::metrics::route_metrics(topology, &self.inner)).map_err(err)?;
+        to_py(py, &report)
+    }
+    /// Routes per switch-to-switch channel for the messages of `schedule`.
+    fn pattern_load(&self, py: Python<'_>, schedule: &PySchedule) -> PyResult<PyObject> {
+        let topology = &self.topology.get().inner;
+        let load = routing::metrics::pattern_channel_load(topology, &self.inner, &schedule.inner).map_err(err)?;
+        to_py(py, &load)
+    }
     /// Exact per-phase link loads of `schedule` on these routes, as a dict.
     fn analyze(&self, py: Python<'_>, schedule: &PySchedule) -> PyResult<PyObject> {
         let topology = &self.topology.get().inner;
@@ -375,17 +395,57 @@ impl PyRoutingTable {
     }
 }
 
-/// Route a topology with the named engine.
+/// Route a topology with the named engine: `vcs` is the VC budget, `root` the root switch
+/// index of tree-based engines, `select` the path-selection policy, `seed` for random choices.
 #[pyfunction]
-fn route(py: Python<'_>, topology: Bound<'_, PyTopology>, engine: &str) -> PyResult<PyRoutingTable> {
+#[pyo3(signature = (topology, engine, vcs=8, root=0, select="per-destination", seed=0))]
+fn route(
+    py: Python<'_>,
+    topology: Bound<'_, PyTopology>,
+    engine: &str,
+    vcs: u8,
+    root: usize,
+    select: &str,
+    seed: u64,
+) -> PyResult<PyRoutingTable> {
+    let engine: routing::Engine = engine.parse().map_err(err)?;
+    let options = routing::RouteOptions { max_vcs: vcs, root, select: select.parse().map_err(err)?, seed };
     let t = &topology.get().inner;
-    let table = py.allow_threads(|| match engine {
-        "shortest-path" | "minhop" => routing::shortest_path(t),
-        other => {
-            Err(NetweaveError::InvalidParameter(format!("unknown routing engine '{other}' (known: shortest-path)")))
-        }
-    });
-    Ok(PyRoutingTable { inner: table.map_err(err)?, topology: topology.unbind() })
+    let table = py.allow_threads(|| routing::route(t, engine, &options)).map_err(err)?;
+    Ok(PyRoutingTable { inner: table, topology: topology.unbind() })
+}
+
+/// Routes as text: `"json"` (netweave routes) or `"lft"` (OpenSM `opensm-lfts.dump`, with
+/// netweave's sequential LIDs: switches 1..S, then hosts).
+#[pyfunction]
+fn write_routes(routes: &PyRoutingTable, format: &str) -> PyResult<String> {
+    let topology = &routes.topology.get().inner;
+    match format {
+        "json" => routing::io::json::write(topology, &routes.inner),
+        "lft" => routing::io::lft::LidMap::sequential(topology)
+            .and_then(|lids| routing::io::lft::write(topology, &routes.inner, &lids)),
+        other => return Err(NetweaveErrorPy::new_err(format!("unknown routes format '{other}' (known: json, lft)"))),
+    }
+    .map_err(err)
+}
+
+/// Read routes for `topology` from text in `format` (`"json"` or `"lft"`).
+#[pyfunction]
+fn read_routes(topology: Bound<'_, PyTopology>, text: &str, format: &str) -> PyResult<PyRoutingTable> {
+    let t = &topology.get().inner;
+    let table = match format {
+        "json" => routing::io::json::read(t, text),
+        "lft" => routing::io::lft::read(t, text),
+        other => return Err(NetweaveErrorPy::new_err(format!("unknown routes format '{other}' (known: json, lft)"))),
+    }
+    .map_err(err)?;
+    Ok(PyRoutingTable { inner: table, topology: topology.unbind() })
+}
+
+/// Names of every routing engine, in CLI order.
+#[pyfunction]
+fn routing_engines() -> Vec<&'static str> {
+    routing::Engine::ALL.iter().map(|e| e.name()).collect()
 }
 
 /// Phases of `(src, dst, bytes)` messages between ranks, with a rank → host placement.
@@ -478,6 +538,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
         wrap_pyfunction!(switch_tree, m)?,
         wrap_pyfunction!(multi_cluster, m)?,
         wrap_pyfunction!(route, m)?,
+        wrap_pyfunction!(routing_engines, m)?,
+        wrap_pyfunction!(write_routes, m)?,
+        wrap_pyfunction!(read_routes, m)?,
         wrap_pyfunction!(shift_alltoall, m)?,
     ] {
         m.add_function(f)?;

@@ -1,0 +1,133 @@
+"""End-to-end: `netweave route` engines, the deadlock proof, OpenSM dump round-trips, plan."""
+
+import json
+
+import pytest
+
+import netweave
+from netweave import routing, topology
+from conftest import run_cli, run_json
+
+# Engine → a topology family it accepts (CLI arguments of `netweave topo`).
+FABRICS = {
+    "mesh": ["mesh", "--dims", "4x4", "--hosts-per-router", "2"],
+    "torus": ["torus", "--dims", "4x4", "--hosts-per-router", "2"],
+    "fattree": ["fattree", "--degree", "4", "--levels", "2"],
+    "lsft": ["lsft", "--order", "3"],
+    "irregular": ["irregular", "--seed", "2"],
+    "random": ["random-regular", "--switches", "24", "--degree", "4", "--hosts-per-switch", "2", "--seed", "1"],
+}
+DEADLOCK_FREE = {
+    "dfsssp": ["torus", "irregular", "random"],
+    "dor": ["mesh", "torus"],
+    "dmodk": ["fattree"],
+    "lsft": ["lsft"],
+    "updown": ["mesh", "torus", "irregular", "random", "lsft"],
+    "prefix": ["mesh", "irregular"],
+    "dl": ["mesh", "torus", "irregular", "random"],
+    "sbp": ["mesh", "torus", "irregular"],
+    "lash": ["torus", "irregular", "random"],
+    "nue": ["mesh", "torus", "irregular", "random", "lsft", "fattree"],
+}
+
+
+@pytest.fixture(scope="module")
+def fabrics(tmp_path_factory):
+    d = tmp_path_factory.mktemp("fabrics")
+    paths = {}
+    for name, args in FABRICS.items():
+        paths[name] = d / f"{name}.json"
+        run_cli("topo", *args, "-o", str(paths[name]))
+    return paths
+
+
+@pytest.mark.parametrize("engine, fabric", [(e, f) for e, fs in DEADLOCK_FREE.items() for f in fs])
+def test_engines_are_proven_deadlock_free(fabrics, tmp_path, engine, fabric):
+    out = tmp_path / "routes.json"
+    run_cli("route", engine, str(fabrics[fabric]), "-o", str(out))
+    data = run_json("route", "check", str(fabrics[fabric]), str(out))
+    assert data["deadlock_free"] is True, data["cycle"]
+    assert data["cycle"] == []
+    for key in ("vcs_used", "avg_hops", "max_hops", "non_minimal_pairs"):
+        assert key in data
+    assert 1 <= data["vcs_used"] <= 8
+
+
+def test_unrestricted_shortest_paths_on_a_torus_deadlock(fabrics, tmp_path):
+    out = tmp_path / "r.json"
+    run_cli("route", "shortest", str(fabrics["torus"]), "--vcs", "1", "-o", str(out))
+    data = run_json("route", "check", str(fabrics["torus"]), str(out))
+    assert data["deadlock_free"] is False
+    assert len(data["cycle"]) >= 2
+    text = run_cli("route", "check", str(fabrics["torus"]), str(out)).stdout
+    assert "CAN DEADLOCK" in text and "cycle:" in text
+
+
+def test_paper_002_vc_counts_and_minimality():
+    mesh = topology.mesh([4, 4], hosts_per_router=4)
+    torus = topology.torus([4, 4], hosts_per_router=4)
+    assert mesh.route("sbp").check()["vcs_used"] == 6
+    assert torus.route("sbp").check()["vcs_used"] == 4
+    for t in (mesh, torus):
+        assert t.route("dl", vcs=2).metrics()["non_minimal_pairs"] == 0
+        assert t.route("prefix").metrics()["non_minimal_pairs"] > 0
+    assert mesh.route("updown", root=0).metrics()["non_minimal_pairs"] == 0
+
+
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["route", "dor", "FATTREE"], "dor"),
+        (["route", "sbp", "MESH", "--vcs", "4"], "6"),
+        (["route", "teleport", "MESH"], "teleport"),
+        (["route", "updown", "MESH", "--root", "99"], "root"),
+        (["route", "updown", "MESH", "--select", "sideways"], "sideways"),
+    ],
+)
+def test_engine_misuse_is_one_line_exit_2(fabrics, args, needle):
+    args = [str(fabrics["fattree"]) if a == "FATTREE" else str(fabrics["mesh"]) if a == "MESH" else a for a in args]
+    proc = run_cli(*args, check=False)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.startswith("error: ") and proc.stderr.count("\n") == 1, proc.stderr
+    assert needle in proc.stderr
+
+
+def test_routes_file_refuses_another_fabric(fabrics, tmp_path):
+    out = tmp_path / "r.json"
+    run_cli("route", "updown", str(fabrics["mesh"]), "-o", str(out))
+    proc = run_cli("route", "check", str(fabrics["torus"]), str(out), check=False)
+    assert proc.returncode == 2 and proc.stderr.startswith("error: ")
+
+
+def test_lft_dump_round_trips_the_tables(fabrics, tmp_path):
+    topo = topology.load(fabrics["irregular"])
+    routes = routing.route(topo, "updown")
+    dump = tmp_path / "opensm-lfts.dump"
+    routing.save_lft(routes, dump)
+    back = routing.load_lft(topo, dump)
+    assert (back.ports() == routes.ports()).all()
+    # Through the CLI too.
+    r = tmp_path / "r.json"
+    r2 = tmp_path / "r2.json"
+    run_cli("route", "updown", str(fabrics["irregular"]), "-o", str(r), "--lft", str(tmp_path / "cli.dump"))
+    run_cli("route", "import-lft", str(fabrics["irregular"]), str(tmp_path / "cli.dump"), "-o", str(r2))
+    assert run_json("route", "check", str(fabrics["irregular"]), str(r2))["avg_hops"] == run_json(
+        "route", "check", str(fabrics["irregular"]), str(r)
+    )["avg_hops"]
+
+
+def test_plan_routes_deadlock_free_by_default():
+    data = json.loads(run_cli("plan", "--json").stdout)
+    assert data["routing"]["engine"] == "lsft"
+    assert data["routing"]["deadlock_free"] is True
+
+
+def test_python_api_mirrors_the_cli():
+    t = topology.torus([3, 3], hosts_per_router=1)
+    r = t.route("dor")
+    assert r.num_vcs == 2 and r.check()["deadlock_free"]
+    assert r.ports().shape == (9, 9)
+    assert routing.default_engine(t) == "dor"
+    assert set(routing.ENGINES) >= {"updown", "nue", "lash", "dfsssp", "sbp-reduced"}
+    with pytest.raises(netweave.NetweaveError):
+        t.route("dor", vcs=1)
