@@ -17,7 +17,7 @@
 //!
 //! Both layered engines place paths *online, first fit*, as LASH does: a path goes to the
 //! lowest layer whose CDG stays acyclic with it, a new layer is opened when none does, and the
-//! engine stops with "needs at least B + 1 VCs" as soon as a path fits in none of the `B` the
+//! engine stops with "needs more than B VCs" as soon as a path fits in none of the `B` the
 //! budget allows. OpenSM's DFSSSP instead puts every path in layer 0 and, cycle by cycle,
 //! moves the paths of a cycle's weakest dependency up a layer; on the same SSSP paths that
 //! needed about twice as many layers (20 against 11 on a random 8-regular fabric of 500
@@ -59,7 +59,7 @@ use crate::topology::{Port, Topology};
 
 use super::minhop::hosts_by_switch;
 use super::select::{Select, Selector};
-use super::{Injection, RouteOptions, RoutingTable, VcPolicy, NO_PORT};
+use super::{Injection, RouteOptions, RoutingTable, VcPolicy, MAX_VCS, NO_PORT};
 
 /// Tree entry "no next hop": the tree's root switch, or a switch that cannot reach it.
 const NO_HOP: u16 = u16::MAX;
@@ -100,8 +100,9 @@ pub fn sssp(topo: &Topology, options: &RouteOptions) -> Result<RoutingTable> {
 /// (see the [module docs](self) for why this replaces OpenSM's cycle breaking). The VC of a
 /// pair is its layer (`Injection::PerPair`, no transitions; `Injection::Zero` when one layer
 /// suffices). Fails as soon as a path fits in none of `options.max_vcs` layers:
-/// "dfsssp needs at least 9 VCs on this fabric, the budget is 8".
+/// "dfsssp needs more than 8 VCs on this fabric, the budget is 8".
 pub fn dfsssp(topo: &Topology, options: &RouteOptions) -> Result<RoutingTable> {
+    check_budget("dfsssp", options)?;
     let fab = Fabric::new(topo, "dfsssp")?;
     let mut greedy = Greedy::new(&fab, options.max_vcs as usize, fab.num_hosts);
     let next = sssp_trees(topo, &fab, options.select, Some(&mut greedy));
@@ -113,10 +114,11 @@ pub fn dfsssp(topo: &Topology, options: &RouteOptions) -> Result<RoutingTable> {
 
 /// LASH: one minimal path per switch pair, each in the first VC layer it keeps acyclic.
 ///
-/// As in the paper, all hosts of a destination switch share one tree of minimal next hops,
-/// chosen once per destination switch by `options.select` (`PerDestination` spreads the
-/// destination switches over the candidate ports, `Balanced` balances them per port,
-/// `LowPort` gives exactly the `shortest` engine's low-port table). Destination switches are
+/// As in the paper, all hosts of a destination switch share one tree of minimal next hops:
+/// the `shortest` engine's tree (same `options.select`, same selector state) towards the
+/// switch's first host. With `LowPort` the table is exactly the `shortest` engine's; with
+/// `PerDestination` it is the same as with `LowPort`, since spreading the hosts of a switch
+/// over several paths is what one path per switch pair rules out. Destination switches are
 /// taken in order, their sources nearest first; each switch-pair path goes to the lowest layer
 /// whose dependency graph stays acyclic with it, a new layer is opened when none does. The VC
 /// of a pair is its layer (`Injection::PerPair`, `Injection::Zero` when one layer suffices).
@@ -130,6 +132,7 @@ pub fn dfsssp(topo: &Topology, options: &RouteOptions) -> Result<RoutingTable> {
 /// assert!(deadlock::check(&t, &r).unwrap().deadlock_free);
 /// ```
 pub fn lash(topo: &Topology, options: &RouteOptions) -> Result<RoutingTable> {
+    check_budget("lash", options)?;
     let fab = Fabric::new(topo, "lash")?;
     let mut greedy = Greedy::new(&fab, options.max_vcs as usize, fab.n);
     let next = lash_trees(topo, &fab, options.select, &mut greedy);
@@ -137,6 +140,14 @@ pub fn lash(topo: &Topology, options: &RouteOptions) -> Result<RoutingTable> {
     let mut table = fab.table(topo, "lash", &next, PerSwitch);
     table.set_vc_policy(fab.vc_policy("lash", layering, options.max_vcs, PerSwitch)?);
     Ok(table)
+}
+
+/// The budget check of [`super::route`], for callers that come here directly.
+fn check_budget(engine: &str, options: &RouteOptions) -> Result<()> {
+    if options.max_vcs == 0 || options.max_vcs > MAX_VCS {
+        return crate::invalid!("{engine}: the VC budget must be 1..={MAX_VCS}, got {}", options.max_vcs);
+    }
+    Ok(())
 }
 
 /// Switch-to-switch channels in flat arrays, numbered so that each switch's out-channels are
@@ -220,7 +231,8 @@ impl Fabric {
                 host_list.push(h as u32);
                 host_switch[h] = v as u32;
                 let host_node = topo.hosts()[h];
-                host_port[h] = topo.neighbors(node).iter().find(|a| a.neighbor == host_node).map_or(NO_PORT, |a| a.port);
+                host_port[h] =
+                    topo.neighbors(node).iter().find(|a| a.neighbor == host_node).map_or(NO_PORT, |a| a.port);
             }
         }
         host_start.push(host_list.len() as u32);
@@ -287,7 +299,8 @@ impl Fabric {
                 parent[a.max(b) as usize] = a.min(b);
             }
         }
-        let mut roots: Vec<u32> = (0..self.n).filter(|&v| self.host_count(v) > 0).map(|v| find(&mut parent, v as u32)).collect();
+        let mut roots: Vec<u32> =
+            (0..self.n).filter(|&v| self.host_count(v) > 0).map(|v| find(&mut parent, v as u32)).collect();
         roots.sort_unstable();
         roots.dedup();
         if roots.len() <= 1 {
@@ -356,8 +369,7 @@ impl Fabric {
         let Layering { layer_of, num_layers, exceeded } = layering;
         if exceeded {
             return Err(NetweaveError::Routing(format!(
-                "{engine} needs at least {} VCs on this fabric, the budget is {max_vcs}",
-                max_vcs as usize + 1
+                "{engine} needs more than {max_vcs} VCs on this fabric, the budget is {max_vcs}"
             )));
         }
         if num_layers <= 1 {
@@ -400,7 +412,11 @@ impl Fabric {
                 }
             }
         });
-        Ok(VcPolicy { num_vcs: num_layers as u8, injection: Injection::PerPair { num_hosts: nh, vcs }, transitions: None })
+        Ok(VcPolicy {
+            num_vcs: num_layers as u8,
+            injection: Injection::PerPair { num_hosts: nh, vcs },
+            transitions: None,
+        })
     }
 }
 
@@ -428,7 +444,10 @@ struct Layering {
 fn sssp_trees(topo: &Topology, fab: &Fabric, select: Select, mut greedy: Option<&mut Greedy>) -> Vec<u16> {
     let n = fab.n;
     let mut next = vec![NO_HOP; n * fab.num_hosts];
+    // weight[c] of channel c, and back[c] = weight[rev[c]] so that relaxing the channels
+    // towards a settled switch reads memory in order.
     let mut weight = vec![1u64; fab.head.len()];
+    let mut back = vec![1u64; fab.head.len()];
     let mut selector = Selector::new(topo, select);
     let mut dist = vec![UNREACHED; n];
     let mut order: Vec<u32> = Vec::with_capacity(n);
@@ -456,25 +475,29 @@ fn sssp_trees(topo: &Topology, fab: &Fabric, select: Select, mut greedy: Option<
                     continue;
                 }
                 order.push(v as u32);
-                cand_port.clear();
-                cand_idx.clear();
                 let o = fab.out_start[v] as usize;
-                for lc in fab.out(v) {
+                let deg = fab.out_start[v + 1] as usize - o;
+                if cand_port.len() < deg {
+                    cand_port.resize(deg, 0);
+                    cand_idx.resize(deg, 0);
+                }
+                let mut found = 0;
+                for (j, lc) in fab.out(v).enumerate() {
                     let u = fab.head[lc] as usize;
                     let du = dist[u];
-                    if du != UNREACHED && du + weight[lc] == dv {
-                        cand_port.push(fab.port[lc]);
-                        cand_idx.push((lc - o) as u16);
-                    }
-                    let nd = dv + weight[fab.rev[lc] as usize];
+                    // Written unconditionally and kept only if a candidate: no branch to miss.
+                    cand_port[found] = fab.port[lc];
+                    cand_idx[found] = j as u16;
+                    found += ((du != UNREACHED) & (du.wrapping_add(weight[lc]) == dv)) as usize;
+                    let nd = dv + back[lc];
                     if nd < du {
                         dist[u] = nd;
                         heap.push(nd, u as u32);
                     }
                 }
                 if v != t {
-                    let p = selector.choose(v, k, &cand_port);
-                    tree[v] = cand_idx[cand_port.iter().position(|&q| q == p).unwrap_or(0)];
+                    let p = selector.choose(v, k, &cand_port[..found]);
+                    tree[v] = cand_idx[cand_port[..found].iter().position(|&q| q == p).unwrap_or(0)];
                 }
             }
             // Farthest first, so each switch's load is complete before it is passed on.
@@ -486,6 +509,7 @@ fn sssp_trees(topo: &Topology, fab: &Fabric, select: Select, mut greedy: Option<
                 if v != t {
                     let (c, p) = fab.hop(tree, v);
                     weight[c] += load[v];
+                    back[fab.rev[c] as usize] += load[v];
                     load[p] += load[v];
                 }
             }
@@ -537,8 +561,12 @@ fn lash_trees(topo: &Topology, fab: &Fabric, select: Select, greedy: &mut Greedy
                     cand_idx.push((lc - o) as u16);
                 }
             }
-            // One tree serves all hosts of `t`, so "per destination" spreads destination switches.
-            let p = selector.choose(v, t, &cand_port);
+            // The shortest engine's choice for the first host of `t` serves them all; the
+            // selector still sees every host, so its state stays the shortest engine's.
+            let p = selector.choose(v, 0, &cand_port);
+            for k in 1..fab.host_count(t) as usize {
+                selector.choose(v, k, &cand_port);
+            }
             tree[v] = cand_idx[cand_port.iter().position(|&q| q == p).unwrap_or(0)];
         }
         // Sources nearest first, by counting sort on the distance.
@@ -636,7 +664,6 @@ struct PkLayer {
     ord: Vec<u32>,
 }
 
-thread_local! { pub static STATS: std::cell::RefCell<[u64; 8]> = std::cell::RefCell::new([0; 8]); }
 /// Search buffers shared by all layers; `mark[c] == epoch` = visited in the current search.
 struct PkSearch {
     mark: Vec<u32>,
@@ -676,11 +703,11 @@ fn clear_bit(bits: &mut [u64], i: usize) {
 }
 
 impl<'a> Greedy<'a> {
-    /// Layering for `num_trees` trees over `fab`, at most `budget` layers (≤ 32).
+    /// Layering for `num_trees` trees over `fab`, at most `budget` layers (≤ `MAX_VCS`).
     fn new(fab: &'a Fabric, budget: usize, num_trees: usize) -> Self {
         Greedy {
             fab,
-            budget: budget.min(32),
+            budget: budget.min(MAX_VCS as usize),
             layers: Vec::new(),
             layer_of: vec![0; fab.n * num_trees],
             exceeded: false,
@@ -701,7 +728,6 @@ impl<'a> Greedy<'a> {
     }
 
     fn finish(self) -> Layering {
-        STATS.with(|st| { let st = st.borrow(); eprintln!("pk: calls {} searched {} failed {} (fwd {}) ok fwd {} bwd {} max {}", st[0], st[1], st[2], st[3], st[4], st[5], st[6]); });
         Layering { layer_of: self.layer_of, num_layers: self.layers.len().max(1), exceeded: self.exceeded }
     }
 
@@ -817,11 +843,9 @@ impl PkSearch {
     fn insert(&mut self, fab: &Fabric, layer: &mut PkLayer, x: u32, y: u32) -> bool {
         let ub = layer.ord[x as usize];
         let lb = layer.ord[y as usize];
-        STATS.with(|st| st.borrow_mut()[0] += 1);
         if lb > ub {
             return true;
         }
-        STATS.with(|st| st.borrow_mut()[1] += 1);
         if self.epoch >= u32::MAX - 2 {
             self.mark.fill(0);
             self.epoch = 0;
@@ -855,7 +879,6 @@ impl PkSearch {
                         set &= set - 1;
                         let mz = self.mark[z];
                         if mz == bm {
-                            STATS.with(|st| { let mut st = st.borrow_mut(); st[2] += 1; st[3] += (self.fwd.len() + self.bwd.len()) as u64; });
                             return false;
                         }
                         if mz != fm && ord[z] < ub {
@@ -879,7 +902,6 @@ impl PkSearch {
                         set &= set - 1;
                         let mz = self.mark[z];
                         if mz == fm {
-                            STATS.with(|st| { let mut st = st.borrow_mut(); st[2] += 1; st[3] += (self.fwd.len() + self.bwd.len()) as u64; });
                             return false;
                         }
                         if mz != bm && ord[z] > lb {
@@ -893,7 +915,6 @@ impl PkSearch {
                 break;
             }
         }
-        STATS.with(|st| { let mut st = st.borrow_mut(); st[4] += self.fwd.len() as u64; st[5] += self.bwd.len() as u64; st[6] = st[6].max((self.fwd.len() + self.bwd.len()) as u64); });
         // Everything that reaches x goes before everything y reaches, in the positions they
         // held between them.
         self.fwd.sort_unstable();
@@ -921,11 +942,11 @@ impl PkSearch {
 mod tests {
     use super::*;
     use crate::routing::{deadlock, minhop, route, Engine};
-    use crate::topology::metrics::SwitchGraph;
     use crate::topology::dragonfly::{dragonfly, GlobalArrangement};
     use crate::topology::fat_tree::k_ary_n_tree;
     use crate::topology::grid::{hypercube, mesh, torus};
     use crate::topology::lsft::latin_square_fat_tree;
+    use crate::topology::metrics::SwitchGraph;
     use crate::topology::random::{irregular, random_regular};
     use crate::topology::{LinkSpec, TopologyBuilder};
 
@@ -963,6 +984,9 @@ mod tests {
                     assert!(rep.deadlock_free, "{name} {engine} {select}: cycle {:?}", rep.cycle);
                     assert!(rep.vcs_used <= r.vc_policy().num_vcs, "{name} {engine}");
                 }
+                // And within the default budget of 8.
+                let r = route(&t, engine, &RouteOptions::default()).unwrap_or_else(|e| panic!("{name} {engine}: {e}"));
+                assert!(deadlock::check(&t, &r).unwrap().deadlock_free, "{name} {engine}");
             }
         }
     }
@@ -1066,14 +1090,33 @@ mod tests {
                         assert_eq!(path.len(), expected, "{name} {select}");
                     }
                     // Hosts of one switch share the tree.
-                    let first = t.neighbors(t.switches()[home]).iter().find(|a| t.is_host(a.neighbor)).unwrap();
-                    let d0 = t.kind_index(first.neighbor);
+                    let d0 = t.neighbors(t.switches()[home]).iter().find(|a| t.is_host(a.neighbor)).unwrap();
+                    let d0 = t.kind_index(d0.neighbor);
                     for v in (0..t.num_switches()).filter(|&v| v != home) {
                         assert_eq!(r.out_port(v, d), r.out_port(v, d0), "{name} {select}");
                     }
                 }
             }
-            // Low-port is exactly the shortest engine's table.
+            // The shortest engine's next hops towards the first host of each switch; with
+            // low-port, exactly its table.
+            for select in Select::ALL {
+                let a = lash(&t, &opts(select)).unwrap();
+                let b = minhop::shortest_with(&t, select).unwrap();
+                for d in 0..t.num_hosts() {
+                    let home = t.host_switch(t.hosts()[d]).unwrap();
+                    // The switch's first host in host order.
+                    let d0 = t
+                        .neighbors(home)
+                        .iter()
+                        .filter(|a| t.is_host(a.neighbor))
+                        .map(|a| t.kind_index(a.neighbor))
+                        .min()
+                        .unwrap();
+                    for v in (0..t.num_switches()).filter(|&v| v != t.kind_index(home)) {
+                        assert_eq!(a.out_port(v, d), b.out_port(v, d0), "{name} {select}");
+                    }
+                }
+            }
             let a = lash(&t, &opts(Select::LowPort)).unwrap();
             let b = minhop::shortest_with(&t, Select::LowPort).unwrap();
             assert_eq!(a.ports(), b.ports(), "{name}");
@@ -1114,12 +1157,22 @@ mod tests {
                 .to_string();
             assert_eq!(
                 err,
-                format!("routing error: {name} needs at least {needed} VCs on this fabric, the budget is {budget}"),
+                format!("routing error: {name} needs more than {budget} VCs on this fabric, the budget is {budget}"),
                 "{err}"
             );
             // The exact budget is enough.
             let r = route(&t, engine, &RouteOptions { max_vcs: needed, ..RouteOptions::default() }).unwrap();
             assert_eq!(r.vc_policy().num_vcs, needed);
+        }
+    }
+
+    #[test]
+    fn out_of_range_budget_is_refused() {
+        let t = torus(&[4, 4], 1).unwrap();
+        for max_vcs in [0, MAX_VCS + 1] {
+            let o = RouteOptions { max_vcs, ..RouteOptions::default() };
+            assert!(dfsssp(&t, &o).unwrap_err().to_string().contains("budget must be 1..=16"));
+            assert!(lash(&t, &o).unwrap_err().to_string().contains("budget must be 1..=16"));
         }
     }
 
@@ -1158,9 +1211,9 @@ mod tests {
         let mut b = TopologyBuilder::new("hostless island");
         let s: Vec<_> = (0..3).map(|i| b.add_switch(format!("s{i}"), 3)).collect();
         b.connect(s[0], s[1], LinkSpec::default()).unwrap();
-        for i in 0..2 {
+        for (i, &sw) in s.iter().take(2).enumerate() {
             let h = b.add_host(format!("h{i}"));
-            b.connect(h, s[i], LinkSpec::default()).unwrap();
+            b.connect(h, sw, LinkSpec::default()).unwrap();
         }
         let t = b.build().unwrap();
         for engine in [Engine::Sssp, Engine::Dfsssp, Engine::Lash] {

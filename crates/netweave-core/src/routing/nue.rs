@@ -13,34 +13,43 @@
 //!    hosts)` balanced sets, one per virtual layer (= VC). The default split is clustered:
 //!    recursive bisection of the switch graph by BFS distance from a peripheral switch,
 //!    balanced by host count — a cheap stand-in for the METIS partition Nue uses, which
-//!    likewise keeps each layer's destinations close together. A round-robin split is
-//!    available through [`NueParams`]. Every host is injected on its destination's layer
-//!    ([`Injection::PerDestination`]); the VC never changes in the network.
+//!    likewise keeps each layer's destinations close together (measured: shorter paths than
+//!    round-robin, which [`NueParams`] also offers). A host is injected on its destination's
+//!    layer ([`Injection::PerDestination`]); the VC never changes in the network.
 //! 2. **Escape paths.** Per layer, a BFS spanning tree is rooted at a switch central to that
-//!    layer's destinations (smallest eccentricity towards them, found by a double sweep and a
-//!    short local search). The dependencies of tree routes (up, turn at the lowest common
-//!    ancestor, down) towards every destination of the layer go into the layer's dependency
-//!    graph first. They are acyclic (up channels deepest first, then down channels), and they
-//!    guarantee every destination stays reachable whatever else the layer holds.
-//! 3. **Routing in the dependency graph.** Destinations are routed one host at a time by a
-//!    Dijkstra from the destination's switch outwards in which a switch `v` may attach to an
-//!    already settled neighbour `u` over channel `v→u` only if the dependency
-//!    `(v→u) → (u's channel)` is already in the layer's graph or can be added without closing
-//!    a cycle. Acyclicity is maintained online with the Pearce–Kelly dynamic topological
-//!    order (amortised small searches instead of a cycle search per edge); a dependency found
-//!    to close a cycle is blocked for good. Candidates are checked when they leave the heap,
-//!    and a switch whose best candidate fails is re-offered its other settled neighbours.
-//!    Channel weights start at `hosts²` and grow by the number of source hosts each routed
-//!    tree sends over a channel, so paths stay short while load spreads (as in Nue/SSSP);
-//!    at equal weight an existing dependency is preferred to a new one.
-//! 4. **Impasse.** If the search cannot reach every switch, the dependencies it added for
-//!    this destination are withdrawn and the destination is routed on the escape tree.
-//!    (OpenSM first tries local backtracking; this implementation falls back directly and
-//!    counts the fallbacks in [`NueStats`].)
+//!    layer's destinations (least eccentricity towards them: double sweep plus a short local
+//!    search). The dependencies of tree routes (up, turn at the lowest common ancestor,
+//!    down) towards the layer's destinations enter the layer's dependency graph first. They
+//!    are acyclic (up channels deepest first, then down channels) and keep every destination
+//!    reachable whatever else the layer holds.
+//! 3. **Routing inside the dependency graph.** Each destination switch is routed by a
+//!    Dijkstra outwards from it in which a switch `v` may attach to a settled neighbour `u`
+//!    over channel `v→u` only if the dependency `(v→u) → (u's channel)` is in the layer's
+//!    graph or can join it without closing a cycle. Acyclicity is kept online by a dynamic
+//!    topological order (Pearce–Kelly, with a bidirectional search that stops early on a
+//!    cycle and a Marchetti-Spaccamela shift when one side of the search grows large); a
+//!    dependency found to close a cycle is blocked for good. Channel weights start at
+//!    `hosts²` and grow by the number of source hosts each routed tree sends over a channel
+//!    (SSSP-style), so paths stay short while load spreads; at equal weight an existing
+//!    dependency beats a new one in order, which beats one that needs reordering.
+//! 4. **Impasses.** When switches stay unreached, *local backtracking* moves a settled
+//!    neighbour of an unreached switch to another next hop (ranked before it, so no loop)
+//!    if all dependencies that needs fit, attaches the switch and resumes the search. What
+//!    still stays unreached takes its escape route towards the destination, and so does
+//!    every switch on that route; searched switches routing through them keep their channel
+//!    if the dependency into the escape channel fits, and take their escape route otherwise.
+//! 5. **Hosts of one switch.** The first host takes the searched routes; each further host
+//!    of the same switch takes, switch by switch, any next hop no longer than the first
+//!    host's path whose dependencies are already in the layer (and stay available to the
+//!    switches behind it), chosen by [`RouteOptions::select`]. So co-located hosts spread
+//!    over parallel paths at the cost of one search per switch, with no new dependency.
+//! 6. **Parallelism.** Layers advance in lock-step rounds, one destination switch each per
+//!    round, on all cores; loads are merged into the shared weights between rounds, so every
+//!    search sees all earlier rounds' load and the result does not depend on the thread count.
+//!    (Per-layer selection counters keep `Balanced` selection independent of it too.)
 //!
-//! The next hop is unique (weighted search), so [`RouteOptions::select`] does not apply;
-//! nor does [`RouteOptions::root`] — the escape root is chosen per layer. Nothing is random.
-//! Switches without hosts in a component of their own are left without routes; hosts spread
+//! [`RouteOptions::root`] does not apply (escape roots are chosen per layer); nothing is
+//! random. Switches without hosts in a component of their own get no routes; hosts spread
 //! over several components are an error naming the components.
 //!
 //! ```
@@ -70,6 +79,7 @@ const NONE: u32 = u32::MAX;
 const UNUSED: u8 = 0;
 const USED: u8 = 1;
 const BLOCKED: u8 = 2;
+fn budget() -> usize { static B: std::sync::OnceLock<usize> = std::sync::OnceLock::new(); *B.get_or_init(|| std::env::var("NUE_BUDGET").ok().and_then(|v| v.parse().ok()).unwrap_or(usize::MAX)) }
 /// "No dependency" in [`Search::fresh`].
 const NO_DEP: u64 = u64::MAX;
 
@@ -103,8 +113,8 @@ pub struct NueStats {
     pub layers: u8,
     /// Destination hosts routed.
     pub destinations: usize,
-    /// Destinations whose search hit an impasse (some switches unreachable inside the
-    /// dependency graph), repaired with escape paths.
+    /// Destination switches whose search left switches unreached even after backtracking
+    /// (an impasse), repaired with escape paths.
     pub impasses: usize,
     /// Switch routes (summed over destinations) moved onto the escape tree by those repairs.
     pub escape_routes: usize,
@@ -114,7 +124,6 @@ pub struct NueStats {
     pub blocked_dependencies: usize,
     /// Dependencies in all layers' graphs at the end (escape dependencies included).
     pub dependencies: usize,
-
 }
 
 /// Route `topo` with Nue inside `options.max_vcs` virtual layers (default parameters).
@@ -186,13 +195,17 @@ pub fn nue_with(topo: &Topology, options: &RouteOptions, params: &NueParams) -> 
     // and load only decides between paths of (nearly) equal length.
     let w0 = num_hosts.saturating_mul(num_hosts).max(1);
     let mut weights = vec![w0; fab.nc()];
-    let ctx = LayerInput { fab: &fab, graph: &graph, by_switch: &by_switch, host_port: &host_port, in_comp: &in_comp, comp_size };
-    // A new dependency against the layer's current topological order costs half a hop:
-    // among equally short paths the one needing no reordering wins. That saves searches
-    // and, measured on random fabrics, also leaves fewer impasses and shorter paths.
-    let penalty = w0 / 2;
+    let ctx = LayerInput {
+        fab: &fab,
+        graph: &graph,
+        by_switch: &by_switch,
+        host_port: &host_port,
+        in_comp: &in_comp,
+        comp_size,
+    };
+
     let mut runs: Vec<LayerRun> =
-        layers.par_iter().map(|dests| LayerRun::new(&ctx, dests, topo, options.select, penalty)).collect();
+        layers.par_iter().map(|dests| LayerRun::new(&ctx, dests, topo, options.select)).collect();
     let rounds = runs.iter().map(|r| r.dests.len()).max().unwrap_or(0);
     for round in 0..rounds {
         runs.par_iter_mut().for_each(|run| run.step(&ctx, round, &weights));
@@ -255,7 +268,7 @@ struct LayerRun {
 }
 
 impl LayerRun {
-    fn new(ctx: &LayerInput, dests: &[u32], topo: &Topology, select: super::Select, penalty: u64) -> Self {
+    fn new(ctx: &LayerInput, dests: &[u32], topo: &Topology, select: super::Select) -> Self {
         let fab = ctx.fab;
         let mut bfs = BfsScratch::new(fab.ns);
         let mut tree = Tree::default();
@@ -269,8 +282,7 @@ impl LayerRun {
         let mut dests = dests.to_vec();
         dests.sort_unstable_by_key(|&s| rank[s as usize]);
         let num_hosts: usize = dests.iter().map(|&t| ctx.by_switch[t as usize].len()).sum();
-        let mut search = Search::new(fab);
-        search.penalty = penalty;
+        let search = Search::new(fab);
         LayerRun {
             dests,
             tree,
@@ -289,7 +301,7 @@ impl LayerRun {
         let Some(&t) = self.dests.get(round) else { return };
         let (fab, ns) = (ctx.fab, ctx.fab.ns);
         let (search, layer, stats) = (&mut self.search, &mut self.layer, &mut self.stats);
-        let reached = search.search(fab, layer, weights, t, ctx.in_comp, ctx.comp_size, stats);
+        let reached = search.search(ctx, layer, weights, t, stats);
         if reached < ctx.comp_size {
             stats.impasses += 1;
             stats.escape_routes += search.repair(fab, layer, &self.tree, t, ctx.in_comp, stats);
@@ -383,9 +395,11 @@ impl Fabric {
             acc += (out_off[t as usize + 1] - out_off[t as usize]) as usize;
         }
         edge_base.push(acc);
-        if acc > (1usize << 34) {
+        if acc > u32::MAX as usize {
             return Err(NetweaveError::Routing(format!(
-                "nue: the complete channel dependency graph would have {acc} edges, too many to hold"
+                "nue: the complete channel dependency graph would have {acc} dependencies per layer, \
+                 more than it can hold (at most {})",
+                u32::MAX
             )));
         }
         let hosts = by_switch.iter().map(|h| h.len() as u32).collect();
@@ -451,8 +465,9 @@ fn main_component(topo: &Topology, graph: &SwitchGraph, by_switch: &[Vec<usize>]
     let with_hosts: Vec<usize> =
         (0..members.len()).filter(|&c| members[c].iter().any(|&s| !by_switch[s as usize].is_empty())).collect();
     if with_hosts.len() > 1 {
-        let names: Vec<String> = with_hosts
+        let mut names: Vec<String> = with_hosts
             .iter()
+            .take(6)
             .map(|&c| {
                 let mut m = members[c].clone();
                 m.sort_unstable();
@@ -461,6 +476,9 @@ fn main_component(topo: &Topology, graph: &SwitchGraph, by_switch: &[Vec<usize>]
                 format!("{{{}{more}}} ({} switches)", shown.join(", "), m.len())
             })
             .collect();
+        if with_hosts.len() > 6 {
+            names.push(format!("and {} more", with_hosts.len() - 6));
+        }
         return Err(NetweaveError::Routing(format!(
             "nue needs a connected fabric, but its hosts sit in {} components: {}",
             with_hosts.len(),
@@ -541,9 +559,8 @@ fn layer_centre(graph: &SwitchGraph, dests: &[u32], bfs: &mut BfsScratch) -> u32
     graph.bfs(b as usize, &mut bfs.dist, &mut bfs.queue);
     let d = bfs.other[b as usize];
     let (from_a, from_b) = (&bfs.other, &bfs.dist);
-    let mut cur = (0..graph.len() as u32)
-        .find(|&m| from_a[m as usize] == d / 2 && from_b[m as usize] == d - d / 2)
-        .unwrap_or(a);
+    let mut cur =
+        (0..graph.len() as u32).find(|&m| from_a[m as usize] == d / 2 && from_b[m as usize] == d - d / 2).unwrap_or(a);
     let eval = |v: u32, bfs: &mut BfsScratch| {
         graph.bfs(v as usize, &mut bfs.dist, &mut bfs.queue);
         let mut ecc = 0u32;
@@ -798,7 +815,6 @@ struct Search {
     cand_ports: Vec<Port>,
     feas_off: Vec<u32>,
     feas: Vec<u32>,
-    penalty: u64,
     /// Backtracking scratch: children of the switch being moved, dependencies on trial.
     kids: Vec<u32>,
     trial: Vec<u64>,
@@ -840,7 +856,6 @@ impl Search {
             cand_ports: Vec::new(),
             feas_off: Vec::with_capacity(ns + 1),
             feas: Vec::new(),
-            penalty: 0,
             kids: Vec::new(),
             trial: Vec::new(),
             heap: BinaryHeap::with_capacity(nc + 1),
@@ -908,7 +923,7 @@ impl Search {
             }
             self.settled[v as usize] = true;
             self.chan[v as usize] = c;
-            self.dist[v as usize] = key >> 1;
+            self.dist[v as usize] = key >> 2;
             self.rank[v as usize] = self.order.len() as u32;
             self.order.push(v);
             self.relax(fab, layer, w, v);
@@ -920,12 +935,13 @@ impl Search {
     /// every switch of the component is reached, try to attach one unreached switch by
     /// moving a settled neighbour to another next hop ([`backtrack`](Self::backtrack)) and
     /// continue from it. Returns how many switches were reached.
-    fn search(&mut self, fab: &Fabric, layer: &mut Layer, w: &[u64], t: u32, in_comp: &[bool], comp_size: usize, stats: &mut NueStats) -> usize {
+    fn search(&mut self, ctx: &LayerInput, layer: &mut Layer, w: &[u64], t: u32, stats: &mut NueStats) -> usize {
+        let fab = ctx.fab;
         let mut reached = self.dijkstra(fab, layer, w, t, stats);
-        while reached < comp_size {
+        while reached < ctx.comp_size {
             let mut progress = false;
             for x in 0..fab.ns as u32 {
-                if in_comp[x as usize] && !self.settled[x as usize] && self.backtrack(fab, layer, w, x, stats) {
+                if ctx.in_comp[x as usize] && !self.settled[x as usize] && self.backtrack(fab, layer, w, x, stats) {
                     stats.backtracks += 1;
                     progress = true;
                     break;
@@ -942,7 +958,15 @@ impl Search {
     /// Make dependency `c → d` part of the layer: `Some(true)` if it was added now,
     /// `Some(false)` if it was there, `None` if it would close a cycle (then it is marked
     /// blocked if `may_block`, i.e. if no trial dependency could be to blame).
-    fn ensure(&mut self, fab: &Fabric, layer: &mut Layer, c: u32, d: u32, may_block: bool, stats: &mut NueStats) -> Option<bool> {
+    fn ensure(
+        &mut self,
+        fab: &Fabric,
+        layer: &mut Layer,
+        c: u32,
+        d: u32,
+        may_block: bool,
+        stats: &mut NueStats,
+    ) -> Option<bool> {
         let e = fab.edge(c, d);
         match layer.state[e] {
             USED => Some(false),
@@ -979,7 +1003,8 @@ impl Search {
                     continue;
                 }
                 let cb = self.chan[b as usize];
-                if (cb != NONE && layer.state[fab.edge(ca, cb)] == BLOCKED) || layer.state[fab.edge(cx, ca)] == BLOCKED {
+                if (cb != NONE && layer.state[fab.edge(ca, cb)] == BLOCKED) || layer.state[fab.edge(cx, ca)] == BLOCKED
+                {
                     continue;
                 }
                 self.kids.clear();
@@ -1053,21 +1078,24 @@ impl Search {
         false
     }
 
-    /// Key of attaching over channel `c` (into settled `u`): weighted distance, doubled, plus
-    /// one if the dependency is new; `None` if it is blocked.
+    /// Key of attaching over channel `c` (into settled `u`): the weighted distance times
+    /// four plus a tie-breaker — 0 if the dependency is already in the layer, 1 if it is new
+    /// but agrees with the layer's topological order (no search), 2 if it needs a search;
+    /// `None` if it is blocked.
     #[inline]
     fn candidate(&self, fab: &Fabric, layer: &Layer, w: &[u64], c: u32, u: u32) -> Option<u64> {
         let cu = self.chan[u as usize];
-        let (fresh, pen) = if cu == NONE {
-            (0, 0)
+        let tier = if cu == NONE {
+            0
         } else {
             match layer.state[fab.edge(c, cu)] {
                 BLOCKED => return None,
-                USED => (0, 0),
-                _ => (1, if layer.ord[c as usize] < layer.ord[cu as usize] { 0 } else { self.penalty }),
+                USED => 0,
+                _ if layer.ord[c as usize] < layer.ord[cu as usize] => 1,
+                _ => 2,
             }
         };
-        Some(self.dist[u as usize].saturating_add(w[c as usize]).saturating_add(pen).saturating_mul(2) | fresh)
+        Some(self.dist[u as usize].saturating_add(w[c as usize]).saturating_mul(4) | tier)
     }
 
     /// Offer every unsettled neighbour of newly settled `u` the channel into `u`.
@@ -1146,7 +1174,7 @@ impl Search {
                 hb += 1;
                 self.expand_backward(fab, layer, c, lb, ef, eb)
             };
-            if met {
+            if met || hf + hb > budget() {
                 return false;
             }
         }
@@ -1181,7 +1209,7 @@ impl Search {
         let ord = &mut layer.ord;
         for list in [&mut self.fwd, &mut self.bwd] {
             for c in list.iter_mut() {
-                *c = (ord[*c as usize] as u64) << 32 | *c as u64;
+                *c |= (ord[*c as usize] as u64) << 32;
             }
             list.sort_unstable();
         }
@@ -1302,7 +1330,15 @@ impl Search {
     /// region keeps its channel if the dependency into the next hop's escape channel fits the
     /// layer's graph, and joins the region otherwise. Dependencies of rerouted switches are
     /// withdrawn. Returns how many switches were rerouted.
-    fn repair(&mut self, fab: &Fabric, layer: &mut Layer, tree: &Tree, t: u32, in_comp: &[bool], stats: &mut NueStats) -> usize {
+    fn repair(
+        &mut self,
+        fab: &Fabric,
+        layer: &mut Layer,
+        tree: &Tree,
+        t: u32,
+        in_comp: &[bool],
+        stats: &mut NueStats,
+    ) -> usize {
         self.escape_channels(fab, tree, t);
         // Children in the search tree (CSR), by the channels the search chose; `work` serves
         // as the fill cursor per parent.
@@ -1540,8 +1576,8 @@ mod tests {
     use super::*;
     use crate::routing::{deadlock, metrics::route_metrics};
     use crate::topology::dragonfly::{dragonfly, GlobalArrangement};
-    use crate::topology::fat_tree::fat_tree;
-    use crate::topology::grid::{mesh, torus};
+    use crate::topology::fat_tree::{fat_tree, k_ary_n_tree};
+    use crate::topology::grid::{hypercube, hyperx, mesh, torus};
     use crate::topology::lsft::latin_square_fat_tree;
     use crate::topology::random::{irregular, random_regular};
     use crate::topology::{LinkSpec, TopologyBuilder};
@@ -1670,6 +1706,66 @@ mod tests {
             b.connect(h, sw, LinkSpec::default()).unwrap();
         }
         check_all(&b.build().unwrap(), 2, NueParams::default());
+    }
+
+    #[test]
+    fn more_families_and_every_selection_policy() {
+        use crate::routing::Select;
+        let topos = [
+            hypercube(4, 2).unwrap(),
+            hyperx(&[3, 3], 1, 2).unwrap(),
+            k_ary_n_tree(3, 2).unwrap(),
+            random_regular(60, 4, 3, 7).unwrap(),
+            torus(&[3, 5], 3).unwrap(),
+        ];
+        for t in &topos {
+            for select in Select::ALL {
+                for vcs in [1u8, 3] {
+                    let o = RouteOptions { max_vcs: vcs, select, ..Default::default() };
+                    let r = nue(t, &o).unwrap();
+                    let rep = deadlock::check(t, &r).unwrap();
+                    assert!(rep.deadlock_free, "{} {select} vcs={vcs}", t.name());
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn selection_policy_spreads_hosts_of_a_switch() {
+        use crate::routing::Select;
+        // Hosts of one switch: per-destination selection gives them different next hops
+        // where equally short ones exist; low-port selection does not spread them.
+        let t = mesh(&[4, 4], 4).unwrap();
+        let spread = |select| {
+            let r = nue(&t, &RouteOptions { max_vcs: 2, select, ..Default::default() }).unwrap();
+            assert!(deadlock::check(&t, &r).unwrap().deadlock_free);
+            route_metrics(&t, &r).unwrap().path_diversity
+        };
+        assert!(spread(Select::PerDestination) > spread(Select::LowPort));
+    }
+
+    #[test]
+    fn result_does_not_depend_on_the_thread_count() {
+        let t = random_regular(80, 5, 2, 3).unwrap();
+        let run = |threads| {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            pool.install(|| nue_with(&t, &opts(4), &NueParams::default()).unwrap())
+        };
+        let (a, sa) = run(1);
+        let (b, sb) = run(3);
+        assert_eq!(a.ports(), b.ports());
+        assert_eq!(a.vc_policy(), b.vc_policy());
+        assert_eq!(sa, sb);
+    }
+
+    #[test]
+    fn host_without_switch_is_an_error() {
+        let mut b = TopologyBuilder::new("pair");
+        let h0 = b.add_host("h0");
+        let h1 = b.add_host("h1");
+        b.connect(h0, h1, LinkSpec::default()).unwrap();
+        let err = nue(&b.build().unwrap(), &opts(1)).unwrap_err().to_string();
+        assert!(err.contains("not attached to a switch"), "{err}");
     }
 
     #[test]

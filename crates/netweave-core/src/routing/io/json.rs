@@ -61,8 +61,11 @@ const FIELDS: &[&str] = &["format", "version", "engine", "topology", "num_vcs", 
 pub struct Fingerprint {
     /// The topology's name, kept for messages only.
     pub name: String,
+    /// Number of switches.
     pub switches: usize,
+    /// Number of hosts.
     pub hosts: usize,
+    /// Number of links.
     pub links: usize,
     /// [`wiring_hash`] of the topology.
     pub wiring: u64,
@@ -164,6 +167,9 @@ pub fn write(topo: &Topology, routes: &RoutingTable) -> Result<String> {
     routes.check_fits(topo)?;
     let vc = routes.vc_policy();
     let bad = |m: String| Err(NetweaveError::Routing(format!("cannot write routes: {m}")));
+    if routes.engine().trim().is_empty() || routes.engine().chars().any(char::is_control) {
+        return bad(format!("the engine name {:?} is empty or has control characters", snippet(routes.engine())));
+    }
     if vc.num_vcs == 0 || vc.num_vcs > MAX_VCS {
         return bad(format!("num_vcs is {}, it must be 1..={MAX_VCS}", vc.num_vcs));
     }
@@ -576,9 +582,8 @@ impl<'de> Visitor<'de> for FileSeed<'_> {
             )));
         }
         if let Some(t) = &transitions {
-            if let Some((s, i, o, VcChange::Set(v))) = list_transitions(topo, t)
-                .into_iter()
-                .find(|t| matches!(t.3, VcChange::Set(v) if v >= num_vcs))
+            if let Some((s, i, o, VcChange::Set(v))) =
+                list_transitions(topo, t).into_iter().find(|t| matches!(t.3, VcChange::Set(v) if v >= num_vcs))
             {
                 return Err(de::Error::custom(format!(
                     "transition [{s},{i},{o}] sets VC {v}, but \"num_vcs\" is {num_vcs}"
@@ -595,7 +600,10 @@ fn check_fingerprint(topo: &Topology, r: &TopologyRecord) -> std::result::Result
     let Some(wiring) = r.wiring.strip_prefix("fnv1a64:").and_then(|h| {
         (h.len() == 16 && h.bytes().all(|b| b.is_ascii_hexdigit())).then(|| u64::from_str_radix(h, 16).ok()).flatten()
     }) else {
-        return Err(format!("\"topology.wiring\" is {:?}, expected \"fnv1a64:\" and 16 hex digits", snippet(&r.wiring)));
+        return Err(format!(
+            "\"topology.wiring\" is {:?}, expected \"fnv1a64:\" and 16 hex digits",
+            snippet(&r.wiring)
+        ));
     };
     let theirs = Fingerprint {
         name: r.name.clone(),
@@ -641,7 +649,10 @@ fn injection_from(hosts: usize, r: InjectionRecord) -> std::result::Result<Injec
         (InjectionKind::PerDestination, Some(v)) => flat(v, kind_name).map(Injection::PerDestination),
         (InjectionKind::PerPair, Some(rows)) => {
             if rows.len() != hosts {
-                return Err(format!("injection \"per_pair\" needs one row per source host ({hosts}), got {}", rows.len()));
+                return Err(format!(
+                    "injection \"per_pair\" needs one row per source host ({hosts}), got {}",
+                    rows.len()
+                ));
             }
             let mut vcs = Vec::with_capacity(hosts * hosts);
             for (src, row) in rows.into_iter().enumerate() {
@@ -848,7 +859,9 @@ mod tests {
         let t = latin_square_fat_tree(2, false, false).unwrap();
         let r = minhop(&t);
         let text = write(&t, &r).unwrap();
-        assert!(text.starts_with("{\n  \"format\": \"netweave-routes\",\n  \"version\": 1,\n  \"engine\": \"minhop\",\n"));
+        assert!(
+            text.starts_with("{\n  \"format\": \"netweave-routes\",\n  \"version\": 1,\n  \"engine\": \"minhop\",\n")
+        );
         let rows = text.lines().filter(|l| l.starts_with("    [")).count();
         assert_eq!(rows, t.num_switches());
         // Any JSON layout is accepted: a compact re-encoding reads the same.
@@ -933,6 +946,8 @@ mod tests {
         assert!(write(&t, &r).unwrap_err().to_string().contains("sets VC 5"));
         let other = torus(&[3, 3], 1).unwrap();
         assert!(write(&other, &r).is_err());
+        let r = RoutingTable::new(&t, "two\nlines");
+        assert!(write(&t, &r).unwrap_err().to_string().contains("engine name"));
     }
 
     /// The file for `t` with one line replaced: the first that starts with `starts`, looking

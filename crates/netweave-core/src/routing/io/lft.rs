@@ -27,7 +27,10 @@
 //! routed too, because an SM and diagnostic tools reach switches by LID: port 0 at the switch
 //! itself; elsewhere the port the table uses towards the first host hanging off that switch by
 //! its only link (so those routes add no channel dependency the host routes do not have), or,
-//! for switches without such a host, the lowest-numbered port on a shortest path.
+//! for switches without such a host, the lowest-numbered port on a shortest path. Checked
+//! end to end by `tests/test_opensm.py`: OpenSM 3.3.23 on ibsim 0.10 installs such a file,
+//! its own dump of the installed tables is the same file (but for the first comment line),
+//! and `dump_fts` reads the same ports back from the simulated switches.
 //!
 //! **Reading** ([`read`]) takes OpenSM's dump, or `dump_fts` / `ibroute` output
 //! (`Unicast lids [0x0-0x1b] of switch Lid 3 guid 0x… (desc):`, a two-line column header,
@@ -40,9 +43,10 @@
 //!   [`node_description`]) is the header's and unique, else the switch ibsim gives that GUID
 //!   (when the header's description, if any, is that switch's);
 //! - a `Channel Adapter` entry's LID belongs to the host with that unique description, else
-//!   to the host port ibsim gives that port GUID (again if the descriptions agree); entries for switches, routers, LMC paths
-//!   (`path #k`), illegal ports and unknown LIDs are ignored; an entry with no description at
-//!   all (`ibroute -n`) is looked up in [`LidMap::sequential`];
+//!   to the host port ibsim gives that port GUID (again if the descriptions agree); entries
+//!   for switches, routers, LMC paths (`path #k`), illegal ports and unknown LIDs are
+//!   ignored; an entry with no description at all (`ibroute -n`) is looked up in
+//!   [`LidMap::sequential`];
 //! - when a host has several LIDs (several ports, or LMC), the LID of its first connected
 //!   port is used if known, else its lowest LID; hosts with no LID or no entry get
 //!   [`NO_PORT`], as do entries with port 0;
@@ -77,8 +81,9 @@
 
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
+use std::io;
 
-use crate::error::Result;
+use crate::error::{NetweaveError, Result};
 use crate::routing::{RoutingTable, NO_PORT};
 use crate::topology::io::{parse_error, snippet};
 use crate::topology::metrics::SwitchGraph;
@@ -294,11 +299,30 @@ pub fn guid2lid(topo: &Topology, lids: &LidMap) -> String {
 // Writing
 
 /// Write `routes` as an OpenSM LFT dump with the LIDs of `lids` and ibsim's GUIDs (see the
-/// module docs). Fails only when the table does not fit `topo`.
+/// module docs). Fails only when the table or the LID map does not fit `topo`.
+///
+/// A dump has a line per switch and LID, like OpenSM's own: S × (S + H) lines of about 70
+/// bytes (2.3 GB for a 16×16×16 torus with one host per router); [`write_to`] streams it
+/// to a file instead of building it in memory.
 pub fn write(topo: &Topology, routes: &RoutingTable, lids: &LidMap) -> Result<String> {
+    let mut out = Vec::new();
+    write_to(&mut out, topo, routes, lids)?;
+    // Everything written is ASCII or comes from `&str` labels.
+    String::from_utf8(out).map_err(|e| NetweaveError::InvalidParameter(format!("lft write: {e}")))
+}
+
+/// [`write`] into any `io::Write` (a `BufWriter<File>` for big fabrics); I/O errors become
+/// one-line errors.
+pub fn write_to<W: io::Write>(sink: &mut W, topo: &Topology, routes: &RoutingTable, lids: &LidMap) -> Result<()> {
     routes.check_fits(topo)?;
     if lids.switch_lids.len() != topo.num_switches() || lids.host_lids.len() != topo.num_hosts() {
-        return crate::invalid!("the LID map is for another topology");
+        return crate::invalid!(
+            "the LID map has {} switch and {} host LIDs, the topology {} switches and {} hosts",
+            lids.switch_lids.len(),
+            lids.host_lids.len(),
+            topo.num_switches(),
+            topo.num_hosts()
+        );
     }
     let guids = IbsimGuids::new(topo);
     let targets = lids.targets();
@@ -323,7 +347,9 @@ pub fn write(topo: &Topology, routes: &RoutingTable, lids: &LidMap) -> Result<St
         })
         .collect();
     let max = lids.max_lid();
-    let mut out = String::with_capacity(topo.num_switches() * (max as usize + 1) * 64 + 256);
+    let io_error = |e: io::Error| NetweaveError::InvalidParameter(format!("cannot write the LFT dump: {e}"));
+    // One switch section at a time: bounded memory whatever the fabric.
+    let mut out = String::with_capacity((max as usize + 2) * 80);
     let _ = writeln!(
         out,
         "# netweave routes {:?} for topology {:?}: OpenSM LFT dump, load with opensm -R file -U FILE",
@@ -353,8 +379,11 @@ pub fn write(topo: &Topology, routes: &RoutingTable, lids: &LidMap) -> Result<St
             let _ = writeln!(out, "0x{lid:04x} {port:03} # {}", comments[lid]);
         }
         let _ = writeln!(out, "{max} lids dumped");
+        sink.write_all(out.as_bytes()).map_err(io_error)?;
+        out.clear();
     }
-    Ok(out)
+    sink.write_all(out.as_bytes()).map_err(io_error)?;
+    sink.flush().map_err(io_error)
 }
 
 /// Routes towards switch LIDs (see the module docs).
@@ -844,6 +873,29 @@ mod tests {
     }
 
     #[test]
+    fn streaming_matches_and_reports_io_errors() {
+        let t = torus(&[3, 3], 1).unwrap();
+        let r = minhop(&t);
+        let lids = LidMap::sequential(&t).unwrap();
+        let mut buf = Vec::new();
+        write_to(&mut buf, &t, &r, &lids).unwrap();
+        assert_eq!(String::from_utf8(buf).unwrap(), write(&t, &r, &lids).unwrap());
+        struct Full;
+        impl io::Write for Full {
+            fn write(&mut self, _: &[u8]) -> io::Result<usize> {
+                Err(io::Error::other("disk full"))
+            }
+            fn flush(&mut self) -> io::Result<()> {
+                Ok(())
+            }
+        }
+        let e = write_to(&mut Full, &t, &r, &lids).unwrap_err().to_string();
+        assert!(e.contains("disk full") && !e.contains('\n'), "{e}");
+        let other = torus(&[2, 2], 1).unwrap();
+        assert!(write(&t, &r, &LidMap::sequential(&other).unwrap()).unwrap_err().to_string().contains("LID map"));
+    }
+
+    #[test]
     fn dump_has_opensm_shape() {
         let t = torus(&[3, 3], 2).unwrap();
         let r = minhop(&t);
@@ -871,7 +923,7 @@ mod tests {
         let mut q = Vec::new();
         for to in 0..t.num_switches() {
             graph.bfs(to, &mut dist, &mut q);
-            for from in 0..t.num_switches() {
+            for (from, &want) in dist.iter().enumerate() {
                 // Following the ports from `from` reaches `to` in `dist` hops.
                 let mut at = from;
                 let mut hops = 0u32;
@@ -883,7 +935,7 @@ mod tests {
                     assert!(hops as usize <= t.num_switches());
                 }
                 assert_eq!(sr.port(&t, &r, to, to), Some(0));
-                assert_eq!(hops, dist[from], "{from} -> {to}");
+                assert_eq!(hops, want, "{from} -> {to}");
             }
         }
         assert_eq!(read(&t, &write(&t, &r, &lids).unwrap()).unwrap().ports(), r.ports());
@@ -891,11 +943,9 @@ mod tests {
 
     #[test]
     fn round_trips_on_several_families() {
-        for t in [
-            torus(&[3, 3], 2).unwrap(),
-            latin_square_fat_tree(2, false, false).unwrap(),
-            k_ary_n_tree(4, 2).unwrap(),
-        ] {
+        for t in
+            [torus(&[3, 3], 2).unwrap(), latin_square_fat_tree(2, false, false).unwrap(), k_ary_n_tree(4, 2).unwrap()]
+        {
             for engine in [Engine::MinHop, Engine::Shortest] {
                 let r = route(&t, engine, &RouteOptions::default()).unwrap();
                 let dump = write(&t, &r, &LidMap::sequential(&t).unwrap()).unwrap();
@@ -1039,17 +1089,32 @@ Unicast lids [0x0-0x5] of switch Lid 3 guid 0x0000000000200001 (Switch2):
             (good.replacen("0x0002 0", "0x0000 0", 1), "not a unicast LID"),
             (good.replacen("0x0002 00", "0x0002 x0", 1), "output port"),
             (good.replacen("0x0002 00", "0x0002 90", 1), "beyond the 5 ports"),
-            (good.replacen(" # Switch portguid 0x0000000000200001", " ! Switch portguid 0x0000000000200001", 1), "expected '#' or ':'"),
+            (
+                good.replacen(" # Switch portguid 0x0000000000200001", " ! Switch portguid 0x0000000000200001", 1),
+                "expected '#' or ':'",
+            ),
             (good.replacen("Switch portguid", "Switch guid", 1), "unrecognised destination"),
             (good.replacen("portguid 0x0000000000200001", "portguid 0xqq", 1), "port GUID"),
             (good.replacen("0x0003 ", "0x0002 ", 1), "listed twice"),
             (good.replacen("'h(0,0)", "'nobody", 1).replacen("0x0000000000100001", "0x0000000000900001", 1), "no host"),
             (good.replacen("0x0000000000100003: 'h(1,0).0'", "0x0000000000100001: 'h(0,0).0'", 1), "but port"),
-            (good.replacen("Unicast lids [0-8] of switch Lid 4", "Unicast lids [0-8] of switch Lid 1", 1)
-                .replacen("0x0000000000200003 ('r(1,1)')", "0x0000000000200000 ('r(0,0)')", 1), "second table"),
+            (
+                good.replacen("Unicast lids [0-8] of switch Lid 4", "Unicast lids [0-8] of switch Lid 1", 1).replacen(
+                    "0x0000000000200003 ('r(1,1)')",
+                    "0x0000000000200000 ('r(0,0)')",
+                    1,
+                ),
+                "second table",
+            ),
             (good.split("Unicast lids").take(4).collect::<Vec<_>>().join("Unicast lids"), "has no table"),
-            (good.lines().map(|l| if l.starts_with("0x") { &l[..10] } else { l }).collect::<Vec<_>>().join("\n")
-                .replacen("0x0008 00", "0x0009 00", 1), "beyond the 8 LIDs"),
+            (
+                good.lines()
+                    .map(|l| if l.starts_with("0x") { &l[..10] } else { l })
+                    .collect::<Vec<_>>()
+                    .join("\n")
+                    .replacen("0x0008 00", "0x0009 00", 1),
+                "beyond the 8 LIDs",
+            ),
         ];
         for (text, want) in cases {
             assert_ne!(text, good, "the edit for {want:?} changed nothing");
