@@ -79,7 +79,6 @@ const NONE: u32 = u32::MAX;
 const UNUSED: u8 = 0;
 const USED: u8 = 1;
 const BLOCKED: u8 = 2;
-fn budget() -> usize { static B: std::sync::OnceLock<usize> = std::sync::OnceLock::new(); *B.get_or_init(|| std::env::var("NUE_BUDGET").ok().and_then(|v| v.parse().ok()).unwrap_or(usize::MAX)) }
 /// "No dependency" in [`Search::fresh`].
 const NO_DEP: u64 = u64::MAX;
 
@@ -1174,7 +1173,7 @@ impl Search {
                 hb += 1;
                 self.expand_backward(fab, layer, c, lb, ef, eb)
             };
-            if met || hf + hb > budget() {
+            if met {
                 return false;
             }
         }
@@ -1756,6 +1755,26 @@ mod tests {
         assert_eq!(a.ports(), b.ports());
         assert_eq!(a.vc_policy(), b.vc_policy());
         assert_eq!(sa, sb);
+    }
+
+    #[test]
+    fn switches_with_more_than_64_neighbours() {
+        // A wheel: a hub linked to 70 rim switches that also form a ring (many cycles), so
+        // the hub's dependency masks span two words.
+        let n = 70;
+        let mut b = TopologyBuilder::new("wheel");
+        let hub = b.add_switch("hub", n as Port);
+        let rim: Vec<_> = (0..n).map(|i| b.add_switch(format!("r{i}"), 4)).collect();
+        for i in 0..n {
+            b.connect(hub, rim[i], LinkSpec::default()).unwrap();
+            b.connect(rim[i], rim[(i + 1) % n], LinkSpec::default()).unwrap();
+            let h = b.add_host(format!("h{i}"));
+            b.connect(h, rim[i], LinkSpec::default()).unwrap();
+        }
+        let t = b.build().unwrap();
+        for vcs in [1u8, 2] {
+            check_all(&t, vcs, NueParams::default());
+        }
     }
 
     #[test]
