@@ -9,9 +9,10 @@ Fabrics: random regular switch graphs (``netweave topo random-regular --switches
 name and the OpenSM routing engine run against it: updown/updn, nue/nue, lash/lash,
 dfsssp/dfsssp.
 
-netweave: ``netweave.routing.route(topo, engine, vcs)`` in this process, timed with
-``time.perf_counter`` (routing only; the topology is built beforehand). VCs is the routing's
-``num_vcs``; a failure is the engine's one-line error (e.g. "lash needs 11 VCs …").
+netweave: ``netweave.routing.route(topo, engine, vcs)`` in a forked child process (so that
+``--timeout`` can stop it too), timed with ``time.perf_counter`` around that call alone (the
+topology is built beforehand). VCs is the routing's ``num_vcs``; a failure is the engine's
+one-line error (e.g. "lash needs 11 VCs …").
 
 OpenSM: the fabric is written as an ibsim net file, loaded by ``ibsim -s -n`` (with ``-N -S -P``
 raised to fit), and OpenSM configures it once under umad2sim::
@@ -108,7 +109,9 @@ def stop(proc: subprocess.Popen) -> None:
 # --- netweave --------------------------------------------------------------------------------
 
 
-def run_netweave(topo, engine: str, vcs: int, check: bool) -> Outcome:
+def _route_child(topo, engine: str, vcs: int, check: bool, conn) -> None:
+    """In a forked child (which shares the parent's fabric): time the engine alone, send back
+    an Outcome."""
     from netweave import routing
 
     t0 = time.perf_counter()
@@ -116,15 +119,40 @@ def run_netweave(topo, engine: str, vcs: int, check: bool) -> Outcome:
         routes = routing.route(topo, engine, vcs)
     except Exception as e:  # the engine's one-line error, e.g. "lash needs 11 VCs on this fabric, …"
         m = re.search(r"needs (more than )?(\d+) VCs", str(e))
-        needed = ("" if m is None else (">" if m.group(1) else "") + m.group(2))
-        return Outcome(ok=False, seconds=time.perf_counter() - t0, vcs=needed, note=str(e))
+        needed = "" if m is None else (">" if m.group(1) else "") + m.group(2)
+        conn.send(Outcome(ok=False, seconds=time.perf_counter() - t0, vcs=needed, note=str(e)))
+        return
     out = Outcome(ok=True, seconds=time.perf_counter() - t0, vcs=str(routes.num_vcs))
     if check:
         t1 = time.perf_counter()
         proof = routes.check()
         out.extra["check_s"] = time.perf_counter() - t1
         out.note = "deadlock-free" if proof["deadlock_free"] else "CAN DEADLOCK"
-    return out
+    conn.send(out)
+
+
+def run_netweave(topo, engine: str, vcs: int, check: bool, timeout: float) -> Outcome:
+    """netweave's engine in a forked child, so that `timeout` can stop it like OpenSM's."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("fork")
+    recv, send = ctx.Pipe(duplex=False)
+    child = ctx.Process(target=_route_child, args=(topo, engine, vcs, check, send))
+    child.start()
+    send.close()
+    try:
+        if recv.poll(timeout):
+            return recv.recv()
+        return Outcome(note=f"no result within {timeout:.0f} s" if child.is_alive() else "the engine process died")
+    except EOFError:
+        return Outcome(note=f"the engine process died (exit code {child.exitcode})")
+    finally:
+        if child.is_alive():
+            child.terminate()
+        child.join(15)
+        if child.is_alive():
+            child.kill()
+            child.join()
 
 
 # --- OpenSM through ibsim --------------------------------------------------------------------
@@ -265,6 +293,12 @@ def fmt(x: Optional[float]) -> str:
     return "-" if x is None else f"{x:.3f}"
 
 
+def verdict(o: Outcome) -> str:
+    if o.ok:
+        return "yes"
+    return "no" if (o.seconds is not None or o.note) else "-"  # "-": not run
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--engines", default="updown,nue,lash,dfsssp", help="netweave engine names (comma separated)")
@@ -276,7 +310,7 @@ def main(argv=None) -> int:
     p.add_argument("--hosts-per-switch", type=int, default=4)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--vcs", type=int, default=8, help="VC budget (netweave) / Nue VL budget (OpenSM)")
-    p.add_argument("--timeout", type=float, default=1800, help="seconds per OpenSM run")
+    p.add_argument("--timeout", type=float, default=1800, help="seconds per run (OpenSM, and netweave)")
     p.add_argument("--only", choices=["both", "netweave", "opensm"], default="both")
     p.add_argument("--check", action="store_true", help="also prove netweave's routes deadlock-free (slow on big fabrics)")
     p.add_argument("--workdir", type=Path, help="keep ibsim/OpenSM files here (default: a temporary directory)")
@@ -321,7 +355,11 @@ def main(argv=None) -> int:
                 netfile = root / (re.sub(r"[^A-Za-z0-9]+", "_", name) + ".net")
                 topology.save(topo, netfile)
             for engine in engines:
-                ours = run_netweave(topo, engine, args.vcs, args.check) if args.only != "opensm" else Outcome()
+                ours = (
+                    run_netweave(topo, engine, args.vcs, args.check, args.timeout)
+                    if args.only != "opensm"
+                    else Outcome()
+                )
                 theirs = Outcome()
                 if args.only != "netweave":
                     work = root / re.sub(r"[^A-Za-z0-9]+", "_", f"{name}_{engine}")
@@ -337,8 +375,8 @@ def main(argv=None) -> int:
                     f"OpenSM: {theirs.note}" if theirs.note else "",
                 ) if x)
                 print(
-                    f"{name:<18}{engine:<8}{fmt(ours.seconds):>11}{ours.vcs:>5} {'yes' if ours.ok else 'no':<4}"
-                    f"{fmt(theirs.seconds):>12}{fmt(theirs.total):>9}{theirs.vcs:>5} {'yes' if theirs.ok else 'no':<4}"
+                    f"{name:<18}{engine:<8}{fmt(ours.seconds):>11}{ours.vcs:>5} {verdict(ours):<4}"
+                    f"{fmt(theirs.seconds):>12}{fmt(theirs.total):>9}{theirs.vcs:>5} {verdict(theirs):<4}"
                     f"{ratio:>8}  {notes}",
                     flush=True,
                 )

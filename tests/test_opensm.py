@@ -34,13 +34,10 @@ infiniband-diags) or the ``netweave`` command the tests skip, or fail when ``CI`
 
 from __future__ import annotations
 
-import glob
 import json
 import os
 import re
-import shutil
 import subprocess
-import sys
 import time
 import uuid
 from contextlib import contextmanager
@@ -48,6 +45,8 @@ from pathlib import Path
 from typing import Iterator, Optional
 
 import pytest
+
+from ibtools import netweave_cli as _netweave, require as _require, run as _run, umad2sim as _umad2sim, which as _which
 
 CLI_TIMEOUT = 300  # s, one netweave command
 IBSIM_READY_TIMEOUT = 30  # s, for ibsim to parse the file and open its socket
@@ -68,35 +67,6 @@ CASES = [
 # --- tools -----------------------------------------------------------------------------------
 
 
-def _which(name: str) -> Optional[str]:
-    """A tool on PATH, or in the sbin directories a non-root PATH often lacks."""
-    return shutil.which(name) or shutil.which(name, path=os.pathsep.join(["/usr/sbin", "/sbin", "/usr/local/sbin"]))
-
-
-def _umad2sim() -> Optional[str]:
-    candidates = glob.glob("/usr/lib/*/umad2sim/libumad2sim.so") + glob.glob("/usr/lib*/umad2sim/libumad2sim.so")
-    candidates += glob.glob("/usr/local/lib*/umad2sim/libumad2sim.so")
-    return next((c for c in candidates if os.path.isfile(c)), None)
-
-
-def _netweave() -> Optional[str]:
-    explicit = os.environ.get("NETWEAVE_CLI")
-    if explicit:
-        return explicit
-    venv = Path(sys.executable).parent / "netweave"
-    return str(venv) if venv.is_file() else shutil.which("netweave")
-
-
-def _require(path: Optional[str], what: str) -> str:
-    """The path of a required tool; skip without it, or fail under CI."""
-    if path and os.access(path, os.X_OK if not path.endswith(".so") else os.R_OK):
-        return path
-    message = f"{what} is not available (Debian packages: ibsim-utils, opensm, infiniband-diags; or build netweave)"
-    if os.environ.get("CI"):
-        pytest.fail(message)
-    pytest.skip(message)
-
-
 @pytest.fixture(scope="module")
 def tools() -> dict:
     return {
@@ -106,16 +76,6 @@ def tools() -> dict:
         "umad2sim": _require(_umad2sim(), "libumad2sim.so"),
         "netweave": _require(_netweave(), "the netweave command"),
     }
-
-
-def _run(cmd: list[str], timeout: float, **kw) -> subprocess.CompletedProcess:
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL, **kw)
-    except subprocess.TimeoutExpired as e:
-        raise AssertionError(f"{' '.join(cmd)} did not finish within {timeout} s") from e
-    if proc.returncode != 0:
-        raise AssertionError(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
-    return proc
 
 
 def _stop(proc: subprocess.Popen) -> None:
