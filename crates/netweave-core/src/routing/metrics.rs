@@ -175,7 +175,11 @@ fn summarise(counts: &[u32], keep: &[bool]) -> ChannelLoad {
     let kept: Vec<u32> = counts.iter().zip(keep).filter(|(_, &k)| k).map(|(&c, _)| c).collect();
     ChannelLoad {
         max_channel_paths: kept.iter().copied().max().unwrap_or(0),
-        mean_channel_paths: if kept.is_empty() { 0.0 } else { kept.iter().map(|&c| c as f64).sum::<f64>() / kept.len() as f64 },
+        mean_channel_paths: if kept.is_empty() {
+            0.0
+        } else {
+            kept.iter().map(|&c| c as f64).sum::<f64>() / kept.len() as f64
+        },
     }
 }
 

@@ -72,7 +72,9 @@ impl Selector {
         let port = match self.policy {
             Select::LowPort => candidates[0],
             Select::PerDestination => candidates[local_index % candidates.len()],
-            Select::Balanced => *candidates.iter().min_by_key(|&&p| (self.port_load[row + p as usize], p)).unwrap_or(&candidates[0]),
+            Select::Balanced => {
+                *candidates.iter().min_by_key(|&&p| (self.port_load[row + p as usize], p)).unwrap_or(&candidates[0])
+            }
         };
         self.record(switch_index, port);
         port

@@ -78,10 +78,12 @@ pub fn write_with(topo: &Topology, ns_per_cycle: f64) -> Result<String> {
                     name(h)
                 )
             }
-            k => return crate::invalid!(
+            k => {
+                return crate::invalid!(
                 "cannot write anynet: host {} has {k} links; anynet attaches a node to exactly one router by one link",
                 name(h)
-            ),
+            )
+            }
         }
     }
     let mut out = String::with_capacity(16 * (topo.num_switches() + 2 * topo.num_links()));

@@ -1,0 +1,136 @@
+//! Routing: the `RoutingTable` class, the engines and the routes files.
+
+use netweave_core::analysis;
+use netweave_core::routing::{self, RoutingTable};
+use numpy::{PyArray1, PyArray2, PyArrayMethods};
+use pyo3::prelude::*;
+
+use crate::topology::PyTopology;
+use crate::traffic::PySchedule;
+use crate::{err, to_py, NetweaveErrorPy};
+
+/// Forwarding tables `out_port[switch][dest host]` plus a VC policy.
+#[pyclass(name = "RoutingTable", module = "netweave._core", frozen)]
+pub(crate) struct PyRoutingTable {
+    pub(crate) inner: RoutingTable,
+    /// The topology the table was computed for, so paths and analyses need no second argument.
+    pub(crate) topology: Py<PyTopology>,
+}
+
+#[pymethods]
+impl PyRoutingTable {
+    #[getter]
+    fn engine(&self) -> &str {
+        self.inner.engine()
+    }
+    #[getter]
+    fn num_vcs(&self) -> u8 {
+        self.inner.vc_policy().num_vcs
+    }
+    /// The table as a `(switches, hosts)` array of output ports (0 = no route).
+    fn ports<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray2<u16>>> {
+        let flat = PyArray1::from_slice(py, self.inner.ports());
+        flat.reshape([self.inner.num_switches(), self.inner.num_hosts()])
+    }
+    #[getter]
+    fn topology(&self, py: Python<'_>) -> Py<PyTopology> {
+        self.topology.clone_ref(py)
+    }
+    /// Channel ids crossed from host index `src` to host index `dst`.
+    fn path(&self, src: usize, dst: usize) -> PyResult<Vec<u32>> {
+        let mut p = Vec::new();
+        self.inner.path(&self.topology.get().inner, src, dst, &mut p).map_err(err)?;
+        Ok(p)
+    }
+    /// Channel-dependency proof: `deadlock_free`, `vcs_used`, `dependencies`, and a `cycle`
+    /// of `{channel, vc, from, to}` when there is one.
+    fn check(&self, py: Python<'_>) -> PyResult<PyObject> {
+        let topology = &self.topology.get().inner;
+        let report = py.allow_threads(|| routing::deadlock::check(topology, &self.inner)).map_err(err)?;
+        to_py(py, &report)
+    }
+    /// Path metrics over all host pairs: hops, non-minimal pairs, VCs, path diversity, channel loads.
+    fn metrics(&self, py: Python<'_>) -> PyResult<PyObject> {
+        let topology = &self.topology.get().inner;
+        let report = py.allow_threads(|| routing::metrics::route_metrics(topology, &self.inner)).map_err(err)?;
+        to_py(py, &report)
+    }
+    /// Routes per switch-to-switch channel for the messages of `schedule`.
+    fn pattern_load(&self, py: Python<'_>, schedule: &PySchedule) -> PyResult<PyObject> {
+        let topology = &self.topology.get().inner;
+        let load = routing::metrics::pattern_channel_load(topology, &self.inner, &schedule.inner).map_err(err)?;
+        to_py(py, &load)
+    }
+    /// Exact per-phase link loads of `schedule` on these routes, as a dict.
+    fn analyze(&self, py: Python<'_>, schedule: &PySchedule) -> PyResult<PyObject> {
+        let topology = &self.topology.get().inner;
+        let report = py.allow_threads(|| analysis::analyze(topology, &self.inner, &schedule.inner)).map_err(err)?;
+        to_py(py, &report)
+    }
+}
+
+/// Route a topology with the named engine: `vcs` is the VC budget, `root` the root switch
+/// index of tree-based engines, `select` the path-selection policy, `seed` for random choices.
+#[pyfunction]
+#[pyo3(signature = (topology, engine, vcs=8, root=0, select="per-destination", seed=0))]
+pub(crate) fn route(
+    py: Python<'_>,
+    topology: Bound<'_, PyTopology>,
+    engine: &str,
+    vcs: u8,
+    root: usize,
+    select: &str,
+    seed: u64,
+) -> PyResult<PyRoutingTable> {
+    let engine: routing::Engine = engine.parse().map_err(err)?;
+    let options = routing::RouteOptions { max_vcs: vcs, root, select: select.parse().map_err(err)?, seed };
+    let t = &topology.get().inner;
+    let table = py.allow_threads(|| routing::route(t, engine, &options)).map_err(err)?;
+    Ok(PyRoutingTable { inner: table, topology: topology.unbind() })
+}
+
+/// Routes as text: `"json"` (netweave routes) or `"lft"` (OpenSM `opensm-lfts.dump`, with
+/// netweave's sequential LIDs: switches 1..S, then hosts).
+#[pyfunction]
+fn write_routes(routes: &PyRoutingTable, format: &str) -> PyResult<String> {
+    let topology = &routes.topology.get().inner;
+    match format {
+        "json" => routing::io::json::write(topology, &routes.inner),
+        "lft" => routing::io::lft::LidMap::sequential(topology)
+            .and_then(|lids| routing::io::lft::write(topology, &routes.inner, &lids)),
+        other => return Err(NetweaveErrorPy::new_err(format!("unknown routes format '{other}' (known: json, lft)"))),
+    }
+    .map_err(err)
+}
+
+/// Read routes for `topology` from text in `format` (`"json"` or `"lft"`).
+#[pyfunction]
+fn read_routes(topology: Bound<'_, PyTopology>, text: &str, format: &str) -> PyResult<PyRoutingTable> {
+    let t = &topology.get().inner;
+    let table = match format {
+        "json" => routing::io::json::read(t, text),
+        "lft" => routing::io::lft::read(t, text),
+        other => return Err(NetweaveErrorPy::new_err(format!("unknown routes format '{other}' (known: json, lft)"))),
+    }
+    .map_err(err)?;
+    Ok(PyRoutingTable { inner: table, topology: topology.unbind() })
+}
+
+/// Names of every routing engine, in CLI order.
+#[pyfunction]
+fn routing_engines() -> Vec<&'static str> {
+    routing::Engine::ALL.iter().map(|e| e.name()).collect()
+}
+
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyRoutingTable>()?;
+    for f in [
+        wrap_pyfunction!(route, m)?,
+        wrap_pyfunction!(routing_engines, m)?,
+        wrap_pyfunction!(write_routes, m)?,
+        wrap_pyfunction!(read_routes, m)?,
+    ] {
+        m.add_function(f)?;
+    }
+    Ok(())
+}

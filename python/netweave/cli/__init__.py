@@ -1,0 +1,59 @@
+"""The ``netweave`` command line: one sub-command per pipeline stage, plus ``plan``.
+
+Each stage's commands live in their own module here; this one assembles them and turns bad
+input into one line on stderr with exit code 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from netweave._core import NetweaveError
+from netweave.cli import plan, route, topo
+from netweave.cli.common import UserError
+
+app = typer.Typer(
+    help="netweave: an interconnect lab for HPC cluster networks.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+app.add_typer(topo.app, name="topo")
+app.add_typer(route.app, name="route")
+app.command("plan")(plan.plan_cmd)
+
+
+def main() -> None:
+    """Entry point: run the app, turning input errors into one line and exit code 2."""
+    try:
+        # Not standalone: usage errors come back as exceptions instead of a multi-line panel.
+        app(standalone_mode=False)
+    except typer.TyperException as e:  # unknown command, missing or malformed option
+        context = getattr(e, "ctx", None)
+        if e.format_message():
+            hint = f" (see '{context.command_path} --help')" if context is not None else ""
+            _fail(e.format_message() + hint)
+        sys.exit(2)  # the help text was already printed (a group called without a command)
+    except typer.Exit as e:
+        sys.exit(e.exit_code)
+    except (typer.Abort, KeyboardInterrupt):
+        print("interrupted", file=sys.stderr)
+        sys.exit(130)
+    except (NetweaveError, UserError) as e:
+        _fail(str(e))
+    except OverflowError:
+        _fail("a number is out of range for this parameter (sizes are 32-bit, seeds 64-bit)")
+    except OSError as e:
+        _fail(f"{e.strerror or e}: {e.filename}" if e.filename else str(e))
+
+
+def _fail(message: str) -> None:
+    # Plain print, not rich: the message must stay on one line whatever the terminal width.
+    print(f"error: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()

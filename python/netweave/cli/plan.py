@@ -1,0 +1,30 @@
+"""`netweave plan`: the main job, from a fabric to a report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from netweave import plan as plan_mod
+from netweave import report, topology
+from netweave.cli.common import working
+
+
+def plan_cmd(
+    topology_file: Optional[Path] = typer.Argument(None, help="Topology file; default: the built-in LSFT of order 3 (52 servers)."),
+    bytes_per_pair: int = typer.Option(plan_mod.DEFAULT_BYTES, "--bytes", min=1, max=2**63, help="Bytes each rank sends to each other rank."),
+    engine: Optional[str] = typer.Option(None, "--engine", help="Routing engine (default: the deadlock-free engine suited to the topology)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Also write report.json, report.md, phases.csv and topology.json here."),
+) -> None:
+    """Route the fabric, run an all-to-all over all hosts and report link contention."""
+    topo = topology.load(topology_file) if topology_file is not None else topology.example_cluster()
+    with working("routing and analysing"):
+        result = plan_mod.plan(topo, bytes_per_pair, engine)
+    print(report.to_json(result) if as_json else report.to_text(result), end="")
+    if out is not None:
+        for path in report.write_files(result, out, topo.to_text("json")):
+            if not as_json:
+                print(f"wrote {path}")
