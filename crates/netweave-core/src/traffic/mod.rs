@@ -26,6 +26,9 @@
 //! Generators: [`alltoall`] (shift, linear, XOR, Bruck, A2A, A2AND, A2AT), [`collectives`]
 //! (allgather, gather, barrier); [`alloc`] places a job's ranks on a subset of hosts.
 
+pub mod alloc;
+pub mod alltoall;
+pub mod collectives;
 pub mod io;
 
 use serde::{Deserialize, Serialize};
@@ -139,14 +142,14 @@ pub struct Schedule {
 /// message array (phase order, then order within the phase). Built by
 /// [`Schedule::send_order`] and [`Schedule::receive_order`].
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RankOrder {
+pub struct PerRank {
     /// Rank `r`'s entries are `messages[offsets[r]..offsets[r + 1]]`.
     pub offsets: Vec<u32>,
     /// Message indices (see [`Schedule::message`]).
     pub messages: Vec<u32>,
 }
 
-impl RankOrder {
+impl PerRank {
     /// Message indices of rank `r`, in order.
     pub fn of(&self, rank: u32) -> &[u32] {
         &self.messages[self.offsets[rank as usize] as usize..self.offsets[rank as usize + 1] as usize]
@@ -347,17 +350,17 @@ impl Schedule {
     /// Each rank's sends in the order it issues them: phase by phase, and within a phase in
     /// the order the phase lists them. An asynchronous executor keeps
     /// [`concurrent_sends`](Self::concurrent_sends) of them in flight, FIFO.
-    pub fn send_order(&self) -> RankOrder {
+    pub fn send_order(&self) -> PerRank {
         self.rank_order(|m| m.src)
     }
 
     /// Each rank's receives, phase by phase (what a runtime posts receives for).
-    pub fn receive_order(&self) -> RankOrder {
+    pub fn receive_order(&self) -> PerRank {
         self.rank_order(|m| m.dst)
     }
 
     /// Counting sort of message indices by `key` (stable, so phase order is kept).
-    fn rank_order(&self, key: impl Fn(&Message) -> u32) -> RankOrder {
+    fn rank_order(&self, key: impl Fn(&Message) -> u32) -> PerRank {
         let n = self.num_ranks as usize;
         let mut offsets = vec![0u32; n + 1];
         for m in &self.messages {
@@ -373,7 +376,7 @@ impl Schedule {
             messages[*slot as usize] = i as u32;
             *slot += 1;
         }
-        RankOrder { offsets, messages }
+        PerRank { offsets, messages }
     }
 
     /// The same schedule with each phase's messages sorted (stably) by source rank — the order
