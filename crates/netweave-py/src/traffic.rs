@@ -2,11 +2,12 @@
 
 use std::path::PathBuf;
 
-use netweave_core::traffic::{io, Collective, Delivery, Message, Schedule};
+use netweave_core::traffic::{alloc, alltoall, collectives, io, Collective, Delivery, Message, Schedule};
 use numpy::PyArray1;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
+use crate::topology::PyTopology;
 use crate::{err, to_py, NetweaveErrorPy};
 
 /// Phases of `(src, dst, bytes)` messages between ranks, with a rank → host placement and
@@ -206,11 +207,167 @@ fn load_schedule(path: PathBuf) -> PyResult<PySchedule> {
     Ok(PySchedule { inner: io::load(&path).map_err(err)? })
 }
 
+fn wrap(s: netweave_core::Result<Schedule>) -> PyResult<PySchedule> {
+    Ok(PySchedule { inner: s.map_err(err)? })
+}
+
+/// Linear all-to-all: every rank walks the ranks in order (hot-spot baseline).
+#[pyfunction]
+fn alltoall_linear(num_ranks: u32, bytes: u64) -> PyResult<PySchedule> {
+    wrap(alltoall::linear(num_ranks, bytes))
+}
+
+/// XOR all-to-all: phase i pairs S with S xor i (power-of-two N).
+#[pyfunction]
+fn alltoall_xor(num_ranks: u32, bytes: u64) -> PyResult<PySchedule> {
+    wrap(alltoall::xor(num_ranks, bytes))
+}
+
+/// Bruck all-to-all with its real per-step message sizes.
+#[pyfunction]
+fn alltoall_bruck(num_ranks: u32, bytes: u64) -> PyResult<PySchedule> {
+    wrap(alltoall::bruck(num_ranks, bytes))
+}
+
+/// Paper 001's A2A (SimpleSpread), `nct` sends per phase.
+#[pyfunction]
+#[pyo3(signature = (num_ranks, bytes, nct=1))]
+fn alltoall_a2a(num_ranks: u32, bytes: u64, nct: u32) -> PyResult<PySchedule> {
+    wrap(alltoall::a2a(num_ranks, bytes, nct))
+}
+
+/// Paper 001's A2AND on an n-D shape, `nct` sends per phase.
+#[pyfunction]
+#[pyo3(signature = (dims, bytes, nct=1))]
+fn alltoall_a2and(dims: Vec<u32>, bytes: u64, nct: u32) -> PyResult<PySchedule> {
+    wrap(alltoall::a2and(&dims, bytes, nct))
+}
+
+/// Paper 001's A2AT on an odd square 2-D shape, NCT 1, 2 or 4.
+#[pyfunction]
+#[pyo3(signature = (dims, bytes, nct=1))]
+fn alltoall_a2at(dims: Vec<u32>, bytes: u64, nct: u32) -> PyResult<PySchedule> {
+    wrap(alltoall::a2at(&dims, bytes, nct))
+}
+
+/// A2AT's send list for odd side `n` as (dx, dy) offsets.
+#[pyfunction]
+fn a2at_offsets(n: u32) -> PyResult<Vec<(i64, i64)>> {
+    alltoall::a2at_offsets(n).map_err(err)
+}
+
+/// A2AND's offsets for a shape, lexicographic with dimension 0 outermost.
+#[pyfunction]
+fn a2and_offsets(dims: Vec<u32>) -> Vec<Vec<i64>> {
+    alltoall::a2and_offsets(&dims)
+}
+
+/// Paper 001's Table 1 for odd side `n`: (TV_NCT1, LB_Mesh, TV_NCT2, LB_Torus) in message units.
+#[pyfunction]
+fn a2at_theory(n: u32) -> PyResult<(u64, u64, u64, u64)> {
+    alltoall::a2at_theory(n).map_err(err)
+}
+
+/// Ring allgather.
+#[pyfunction]
+fn allgather_ring(num_ranks: u32, bytes: u64) -> PyResult<PySchedule> {
+    wrap(collectives::allgather_ring(num_ranks, bytes))
+}
+
+/// Bruck allgather.
+#[pyfunction]
+fn allgather_bruck(num_ranks: u32, bytes: u64) -> PyResult<PySchedule> {
+    wrap(collectives::allgather_bruck(num_ranks, bytes))
+}
+
+/// Recursive-doubling allgather (power-of-two N).
+#[pyfunction]
+fn allgather_recursive_doubling(num_ranks: u32, bytes: u64) -> PyResult<PySchedule> {
+    wrap(collectives::allgather_recursive_doubling(num_ranks, bytes))
+}
+
+/// Linear gather to `root`.
+#[pyfunction]
+#[pyo3(signature = (num_ranks, bytes, root=0))]
+fn gather_linear(num_ranks: u32, bytes: u64, root: u32) -> PyResult<PySchedule> {
+    wrap(collectives::gather_linear(num_ranks, bytes, root))
+}
+
+/// Binomial-tree gather to `root`.
+#[pyfunction]
+#[pyo3(signature = (num_ranks, bytes, root=0))]
+fn gather_binomial(num_ranks: u32, bytes: u64, root: u32) -> PyResult<PySchedule> {
+    wrap(collectives::gather_binomial(num_ranks, bytes, root))
+}
+
+/// Dissemination barrier.
+#[pyfunction]
+fn barrier_dissemination(num_ranks: u32, bytes: u64) -> PyResult<PySchedule> {
+    wrap(collectives::barrier_dissemination(num_ranks, bytes))
+}
+
+/// Paper 002's barrier: gather + release over a unicast-based multicast tree of a random
+/// visiting list drawn from `seed`.
+#[pyfunction]
+#[pyo3(signature = (num_ranks, bytes, root=0, seed=0))]
+fn barrier_multicast(num_ranks: u32, bytes: u64, root: u32, seed: u64) -> PyResult<PySchedule> {
+    wrap(collectives::barrier_multicast(num_ranks, bytes, root, seed))
+}
+
+/// The barrier's visiting list: `root`, then the other ranks shuffled by `seed`.
+#[pyfunction]
+fn visiting_list(num_ranks: u32, root: u32, seed: u64) -> Vec<u32> {
+    collectives::visiting_list(num_ranks, root, seed)
+}
+
+/// Hosts of a job, rank by rank: host list `spec` (`all`, `0-15`, `leaf:0-3`, ...), rank
+/// `order` (`listed`, `cyclic`, `random` with `seed`); fat-trees take whole leaves unless
+/// `allow_partial_leaves`.
+#[pyfunction]
+#[pyo3(signature = (topology, spec, order="listed", seed=0, allow_partial_leaves=false))]
+fn allocate_hosts(
+    topology: &PyTopology,
+    spec: &str,
+    order: &str,
+    seed: u64,
+    allow_partial_leaves: bool,
+) -> PyResult<Vec<u32>> {
+    let ordering = alloc::RankOrdering::from_name(order, seed).map_err(err)?;
+    alloc::allocate(&topology.inner, spec, ordering, allow_partial_leaves).map_err(err)
+}
+
+/// Host indices of each leaf (switch with hosts), in switch order.
+#[pyfunction]
+fn leaf_hosts(topology: &PyTopology) -> Vec<Vec<u32>> {
+    alloc::leaves(&topology.inner).into_iter().map(|(_, h)| h).collect()
+}
+
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PySchedule>()?;
-    for f in
-        [wrap_pyfunction!(shift_alltoall, m)?, wrap_pyfunction!(save_schedule, m)?, wrap_pyfunction!(load_schedule, m)?]
-    {
+    for f in [
+        wrap_pyfunction!(shift_alltoall, m)?,
+        wrap_pyfunction!(save_schedule, m)?,
+        wrap_pyfunction!(load_schedule, m)?,
+        wrap_pyfunction!(alltoall_linear, m)?,
+        wrap_pyfunction!(alltoall_xor, m)?,
+        wrap_pyfunction!(alltoall_bruck, m)?,
+        wrap_pyfunction!(alltoall_a2a, m)?,
+        wrap_pyfunction!(alltoall_a2and, m)?,
+        wrap_pyfunction!(alltoall_a2at, m)?,
+        wrap_pyfunction!(a2at_offsets, m)?,
+        wrap_pyfunction!(a2and_offsets, m)?,
+        wrap_pyfunction!(a2at_theory, m)?,
+        wrap_pyfunction!(allgather_ring, m)?,
+        wrap_pyfunction!(allgather_bruck, m)?,
+        wrap_pyfunction!(allgather_recursive_doubling, m)?,
+        wrap_pyfunction!(gather_linear, m)?,
+        wrap_pyfunction!(gather_binomial, m)?,
+        wrap_pyfunction!(barrier_dissemination, m)?,
+        wrap_pyfunction!(barrier_multicast, m)?,
+        wrap_pyfunction!(visiting_list, m)?,
+        wrap_pyfunction!(allocate_hosts, m)?,
+        wrap_pyfunction!(leaf_hosts, m)?,
+    ] {
         m.add_function(f)?;
     }
     Ok(())
