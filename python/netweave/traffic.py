@@ -234,6 +234,17 @@ def build(
     return schedule if algo.places_ranks else schedule.with_placement(placed)
 
 
+#: ``a2at_theory(k)``: paper 001's Table 1 for odd side k — (TV_NCT1, LB_Mesh, TV_NCT2,
+#: LB_Torus) in message units.
+a2at_theory = _core.a2at_theory
+#: ``a2at_offsets(k)``: A2AT's send list as (dx, dy) offsets (with the j ≤ i−1 correction).
+a2at_offsets = _core.a2at_offsets
+#: ``a2and_offsets(dims)``: A2AND's offsets, lexicographic with dimension 0 outermost.
+a2and_offsets = _core.a2and_offsets
+#: ``visiting_list(n, root, seed)``: paper 002's barrier visiting list.
+visiting_list = _core.visiting_list
+
+
 def alltoall(num_ranks: int, bytes_per_pair: int, algorithm: str = "shift") -> Schedule:
     """An all-to-all schedule over `num_ranks` ranks placed on hosts ``0..num_ranks``."""
     return build("alltoall", algorithm, num_ranks=num_ranks, bytes=bytes_per_pair)
