@@ -187,7 +187,8 @@ def build(
     ``cyclic``, ``random`` with `seed`) — or, without a topology, `num_ranks` ranks on hosts
     ``0..num_ranks``. Options the algorithm does not take are an error, so a typo never goes
     unnoticed. A2AND/A2AT need the ranks' `shape` unless the job is a whole mesh/torus with
-    one host per router; without a topology, a square `num_ranks` is taken as a square shape.
+    one host per router; without a topology, A2AT takes a square `num_ranks` as a square shape
+    and A2AND runs on the 1-D shape ``[num_ranks]``.
     """
     if collective not in COLLECTIVES:
         raise NetweaveError(f"unknown collective '{collective}' (known: {', '.join(COLLECTIVES)})")
@@ -213,8 +214,10 @@ def build(
     if shape is None and "shape" in algo.takes:
         if topology is not None:
             shape = grid_shape(topology, placed)
-        elif math.isqrt(len(placed)) ** 2 == len(placed):
+        elif algorithm == "a2at" and math.isqrt(len(placed)) ** 2 == len(placed):
             shape = [math.isqrt(len(placed))] * 2
+        elif algorithm != "a2at":
+            shape = [len(placed)]
     if shape is not None and math.prod(shape) != len(placed):
         raise NetweaveError(
             f"shape {'x'.join(map(str, shape))} has {math.prod(shape)} ranks but the job has {len(placed)} hosts"
