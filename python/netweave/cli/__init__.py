@@ -11,7 +11,7 @@ import sys
 import typer
 
 from netweave._core import NetweaveError
-from netweave.cli import analyze, plan, route, topo
+from netweave.cli import analyze, plan, reproduce, route, schedule, topo
 from netweave.cli.common import UserError
 
 app = typer.Typer(
@@ -23,6 +23,8 @@ app = typer.Typer(
 app.add_typer(topo.app, name="topo")
 app.add_typer(route.app, name="route")
 app.command("plan")(plan.plan_cmd)
+app.command("schedule")(schedule.schedule_cmd)
+app.add_typer(reproduce.app, name="reproduce")
 app.command("analyze")(analyze.analyze_cmd)
 
 
