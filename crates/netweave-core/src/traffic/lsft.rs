@@ -680,7 +680,8 @@ mod tests {
 
     #[test]
     fn full_system_is_complete_and_contention_free() {
-        for (q, two_sided) in [(2, false), (3, false), (4, false), (5, false), (7, false), (2, true), (3, true), (4, true)]
+        for (q, two_sided) in
+            [(2, false), (3, false), (4, false), (5, false), (7, false), (2, true), (3, true), (4, true)]
         {
             let a2a = FullSystemAllToAll::new(q, two_sided).unwrap();
             let n = a2a.num_ranks() as usize;
