@@ -695,6 +695,61 @@ mod tests {
         }
     }
 
+    /// Renumber every leaf's up-ports and every spine's ports by seeded random permutations,
+    /// keeping each physical port's number consistent in all tables.
+    fn renumbered(a2a: &FullSystemAllToAll, seed: u64) -> FullSystemAllToAll {
+        use rand::seq::SliceRandom;
+        use rand::SeedableRng;
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        let d = (a2a.order() + 1) as usize;
+        let n = a2a.points as usize;
+        let perm = |rng: &mut rand_chacha::ChaCha8Rng| {
+            let mut p: Vec<u32> = (0..d as u32).collect();
+            p.shuffle(rng);
+            p
+        };
+        let up: Vec<Vec<u32>> = (0..n).map(|_| perm(&mut rng)).collect(); // leaf p: old j → new j
+        let spine: Vec<Vec<u32>> = (0..n).map(|_| perm(&mut rng)).collect(); // line l: old x → new x
+        let mut out = a2a.clone();
+        for p in 0..n {
+            for j in 0..d {
+                let (old, new) = (p * d + j, p * d + up[p][j] as usize);
+                let line = a2a.up_line[old] as usize;
+                out.up_line[new] = a2a.up_line[old];
+                out.spine_in[new] = spine[line][a2a.spine_in[old] as usize];
+            }
+        }
+        for l in 0..n {
+            for x in 0..d {
+                let (old, new) = (l * d + x, l * d + spine[l][x] as usize);
+                let point = a2a.down_point[old] as usize;
+                out.down_point[new] = a2a.down_point[old];
+                out.down_in[new] = up[point][a2a.down_in[old] as usize];
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn any_consistent_port_numbering_works() {
+        for (q, seed) in [(2, 1), (3, 2), (4, 3), (5, 4), (7, 5)] {
+            let canonical = FullSystemAllToAll::new(q, false).unwrap();
+            let a2a = renumbered(&canonical, seed);
+            let n = a2a.num_ranks() as usize;
+            assert_complete(n, a2a.triples().len(), |t, out| a2a.phase_destinations(t, out));
+            let (topo, routes) = lsft_routed(q, false, false);
+            let rep = analyze(&topo, &routes, &a2a.schedule(1).unwrap()).unwrap();
+            assert_eq!((rep.max_congestion, rep.throughput_ratio), (1, 1.0), "q={q}");
+            let differs = (0..n).any(|t| {
+                let (mut x, mut y) = (vec![0; n], vec![0; n]);
+                canonical.phase_destinations(t, &mut x);
+                a2a.phase_destinations(t, &mut y);
+                x != y
+            });
+            assert!(differs, "the renumbering changes the phases");
+        }
+    }
+
     #[test]
     fn full_system_needs_a_full_lsft() {
         let (reduced, _) = lsft_routed(3, false, true);
