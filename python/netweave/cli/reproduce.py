@@ -24,8 +24,10 @@ def lsft_cmd(
     quick: bool = typer.Option(False, "--quick", help="Fig. 18 on L1-L3 only (seconds instead of minutes)."),
     as_json: bool = JsonOpt,
 ) -> None:
-    """Paper 000 (Latin-square fat-tree all-to-all): Tables 1-3 under both move rules, Fig. 17,
-    Table 5 and Fig. 18 (L1-L6 at 25/50/75/100 %)."""
+    """Paper 000, Latin-square fat-tree all-to-all: Tables 1-3 (both move rules), Fig. 17, Table 5, Fig. 18.
+
+    Writes CSV files, PNG plots and summary.md with our numbers next to the paper's; the full
+    run analyses L1-L6 at 25/50/75/100 % of the servers (up to 30.5 M flows at L6)."""
     from netweave.reproduce import lsft
 
     if out.exists() and not out.is_dir():
