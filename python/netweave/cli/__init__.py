@@ -11,8 +11,7 @@ import sys
 import typer
 
 from netweave._core import NetweaveError
-from netweave.cli import plan, route, topo
-from netweave.cli import reproduce
+from netweave.cli import plan, reproduce, route, schedule, topo
 from netweave.cli.common import UserError
 
 app = typer.Typer(
@@ -24,6 +23,7 @@ app = typer.Typer(
 app.add_typer(topo.app, name="topo")
 app.add_typer(route.app, name="route")
 app.command("plan")(plan.plan_cmd)
+app.command("schedule")(schedule.schedule_cmd)
 app.add_typer(reproduce.app, name="reproduce")
 
 

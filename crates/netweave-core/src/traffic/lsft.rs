@@ -85,7 +85,7 @@ use std::str::FromStr;
 use rayon::prelude::*;
 use serde::Serialize;
 
-use super::{Message, Schedule};
+use super::{Collective, Delivery, Message, Schedule};
 use crate::error::{NetweaveError, Result};
 use crate::topology::galois::GaloisField;
 use crate::topology::lsft::LsftLayout;
@@ -274,7 +274,9 @@ impl FullSystemAllToAll {
             .filter(|phase| !phase.is_empty())
             .collect();
         let sided = if self.layout.two_sided { ", two-sided" } else { "" };
-        Schedule::from_phases(format!("alltoall-lsft(q={}{sided})", self.layout.order), n, phases)
+        Ok(Schedule::from_phases(format!("alltoall-lsft(q={}{sided})", self.layout.order), n, phases)?
+            .with_collective(Collective::Alltoall, Delivery::Direct)
+            .with_permutation_claim(true))
     }
 }
 
@@ -608,7 +610,10 @@ impl SubClusterAllToAll {
             "alltoall-lsft-partial(n={},k={},m={},rule={},order={})",
             self.n, self.k, self.m, self.rule, self.rank_order
         );
-        Schedule::from_phases(name, self.num_ranks(), phases)?.with_placement(hosts)
+        Schedule::from_phases(name, self.num_ranks(), phases)?
+            .with_collective(Collective::Alltoall, Delivery::Direct)
+            .with_permutation_claim(true)
+            .with_placement(hosts)
     }
 
     /// The job's schedule on an LSFT topology (its order is n).
@@ -690,6 +695,7 @@ mod tests {
             let s = FullSystemAllToAll::for_topology(&topo).unwrap().schedule(64).unwrap();
             assert_eq!(s.num_phases(), n - 1, "identity phase is dropped");
             assert_eq!(s.num_messages(), n * (n - 1));
+            s.check_complete().unwrap();
             let rep = analyze(&topo, &routes, &s).unwrap();
             assert_eq!((rep.max_congestion, rep.throughput_ratio), (1, 1.0), "q={q} two_sided={two_sided}");
         }
@@ -955,6 +961,7 @@ mod tests {
             let (topo, routes) = lsft_routed(n, false, false);
             let s = job.schedule_for(&topo, 0, 1).unwrap();
             prop_assert_eq!(s.num_messages(), d * (d - 1));
+            prop_assert!(s.check_complete().is_ok(), "{:?}", s.check_complete());
             let rep = analyze(&topo, &routes, &s).unwrap();
             prop_assert_eq!(rep.max_congestion, 1, "n={} k={} m={}", n, k, m);
             prop_assert_eq!(rep.throughput_ratio, 1.0);
