@@ -128,3 +128,51 @@ def test_reproduce_lsft_quick(tmp_path):
     assert "| `paper-table3` | 144/144 |" in summary and "| `text` | 120/144 |" in summary
     bad = run_cli("reproduce", "lsft", "--out", str(out / "summary.md"), check=False)
     assert bad.returncode == 2 and bad.stderr.strip().startswith("error:") and len(bad.stderr.strip().splitlines()) == 1
+
+
+@pytest.fixture(scope="module")
+def lsft3_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("lsft") / "lsft3.json"
+    run_cli("topo", "lsft", "--order", "3", "-o", str(path))
+    return path
+
+
+@pytest.mark.parametrize(
+    "args,ranks,rule",
+    [
+        (["--algo", "lsft"], 52, None),
+        (["--algo", "lsft-partial", "--k", "3", "--m", "2"], 18, "text"),
+        (["--algo", "lsft-partial", "--k", "2", "--m", "2", "--rule", "paper-table3"], 12, "paper-table3"),
+    ],
+)
+def test_schedule_cli_builds_contention_free_lsft_schedules(tmp_path, lsft3_file, args, ranks, rule):
+    out = tmp_path / "sched.nws"
+    summary = json.loads(run_cli("schedule", "alltoall", str(lsft3_file), *args, "-o", str(out), "--json").stdout)
+    assert summary["ranks"] == ranks and summary["claims_permutation"]
+    assert summary["completeness"]["complete"] and summary["completeness"]["permutation"]
+    sched = traffic.load(out)
+    topo = topology.load(lsft3_file)
+    rep = routing.route(topo, "lsft").analyze(sched)
+    assert (rep["max_congestion"], rep["throughput_ratio"]) == (1, 1.0)
+    if rule is not None:
+        k, m = int(args[3]), int(args[5])
+        assert sched.placement.tolist() == traffic.lsft_allocation(topo, k, m).tolist()
+        assert rule in sched.name
+
+
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["--algo", "lsft-partial", "--k", "2", "--m", "3"], "m must not exceed k"),
+        (["--algo", "lsft-partial", "--k", "4", "--m", "1"], "k must not exceed the order"),
+        (["--algo", "lsft-partial", "--k", "2"], "needs --k"),
+        (["--algo", "lsft-partial", "--k", "2", "--m", "2", "--rule", "table4"], "unknown move rule"),
+        (["--algo", "lsft", "--hosts", "leaf:0-3"], "places its ranks itself"),
+        (["--algo", "lsft", "--k", "2"], "does not take --k"),
+    ],
+)
+def test_schedule_cli_rejects_bad_lsft_jobs(lsft3_file, args, needle):
+    proc = run_cli("schedule", "alltoall", str(lsft3_file), *args, check=False)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error:") and needle in lines[0], proc.stderr
