@@ -387,7 +387,7 @@ fn lsft_sub_cluster(order: u32, k: u32, m: u32, rule: &str, rank_order: &str) ->
 }
 
 fn lsft_rows<'py>(py: Python<'py>, flat: Vec<u32>, cols: usize) -> PyResult<Bound<'py, PyArray2<u32>>> {
-    let rows = if cols == 0 { 0 } else { flat.len() / cols };
+    let rows = flat.len().checked_div(cols).unwrap_or(0);
     PyArray1::from_vec(py, flat).reshape([rows, cols])
 }
 
