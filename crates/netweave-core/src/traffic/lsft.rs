@@ -717,17 +717,17 @@ mod tests {
         let up: Vec<Vec<u32>> = (0..n).map(|_| perm(&mut rng)).collect(); // leaf p: old j → new j
         let spine: Vec<Vec<u32>> = (0..n).map(|_| perm(&mut rng)).collect(); // line l: old x → new x
         let mut out = a2a.clone();
-        for p in 0..n {
-            for j in 0..d {
-                let (old, new) = (p * d + j, p * d + up[p][j] as usize);
+        for (p, leaf_perm) in up.iter().enumerate() {
+            for (j, &new_j) in leaf_perm.iter().enumerate() {
+                let (old, new) = (p * d + j, p * d + new_j as usize);
                 let line = a2a.up_line[old] as usize;
                 out.up_line[new] = a2a.up_line[old];
                 out.spine_in[new] = spine[line][a2a.spine_in[old] as usize];
             }
         }
-        for l in 0..n {
-            for x in 0..d {
-                let (old, new) = (l * d + x, l * d + spine[l][x] as usize);
+        for (l, line_perm) in spine.iter().enumerate() {
+            for (x, &new_x) in line_perm.iter().enumerate() {
+                let (old, new) = (l * d + x, l * d + new_x as usize);
                 let point = a2a.down_point[old] as usize;
                 out.down_point[new] = a2a.down_point[old];
                 out.down_in[new] = up[point][a2a.down_in[old] as usize];
