@@ -36,7 +36,7 @@ def schedule_cmd(
     root: Optional[int] = typer.Option(None, "--root", min=0, help="Root rank (gather, multicast barrier)."),
     seed: Optional[int] = typer.Option(None, "--seed", min=0, help="Seed (multicast barrier's visiting list, --order random)."),
     shape: Optional[str] = typer.Option(None, "--shape", help="Lattice shape of the ranks, e.g. 5x5 (a2and, a2at; default: the mesh/torus)."),
-    k: Optional[int] = typer.Option(None, "--k", min=1, help="Sub-cluster rows k (lsft-partial)."),
+    k: Optional[int] = typer.Option(None, "--k", min=1, help="Sub-cluster columns k: the n x k rectangle of grid leaves (lsft-partial)."),
     m: Optional[int] = typer.Option(None, "--m", min=1, help="Servers per leaf m (lsft-partial)."),
     rule: Optional[str] = typer.Option(None, "--rule", help="Move rule: text or paper-table3 (lsft-partial)."),
     as_json: bool = JsonOpt,

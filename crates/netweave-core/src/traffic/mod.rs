@@ -24,12 +24,14 @@
 //! `form` field so that a later version can hold either.
 //!
 //! Generators: [`alltoall`] (shift, linear, XOR, Bruck, A2A, A2AND, A2AT), [`collectives`]
-//! (allgather, gather, barrier); [`alloc`] places a job's ranks on a subset of hosts.
+//! (allgather, gather, barrier), [`lsft`] (paper 000's Latin-square fat-tree all-to-alls);
+//! [`alloc`] places a job's ranks on a subset of hosts.
 
 pub mod alloc;
 pub mod alltoall;
 pub mod collectives;
 pub mod io;
+pub mod lsft;
 
 use serde::{Deserialize, Serialize};
 
