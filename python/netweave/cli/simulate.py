@@ -92,6 +92,7 @@ def flit(
         TimeElapsedColumn(),
         console=err_console,
         transient=True,
+        disable=not err_console.is_terminal,
     )
     with progress:
         if sweep:

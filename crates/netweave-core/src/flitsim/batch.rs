@@ -141,6 +141,7 @@ impl Batch {
             measured: true,
             message: m as u32,
             is_reply: false,
+            partition: 0,
         })
     }
 }
@@ -201,6 +202,7 @@ impl Workload for Batch {
                     measured: true,
                     message: m as u32,
                     is_reply: true,
+                    partition: 0,
                 });
                 self.replies[msg.dst as usize].push_back(reply);
             } else {
@@ -225,6 +227,9 @@ pub fn run_batch(
 ) -> Result<BatchResult> {
     schedule.check_fits(topo)?;
     let mut sim = Sim::new(topo, routes, cfg)?;
+    if let Some((dims, hosts_per_router)) = super::booksim_torus_of(topo, cfg) {
+        sim.use_booksim_torus(dims, hosts_per_router)?;
+    }
     let hosts = topo.num_hosts();
     let placement = schedule.placement();
     let num_phases = schedule.num_phases().max(1);

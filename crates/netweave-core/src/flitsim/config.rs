@@ -378,16 +378,10 @@ impl SimConfig {
         if self.packet_size > u16::MAX as u32 || self.vc_buf_size > u16::MAX as u32 {
             return crate::invalid!("packet_size and vc_buf_size must be below 65536");
         }
-        let rate = if self.injection_rate_uses_flits {
-            self.injection_rate
-        } else {
-            self.injection_rate * self.packet_size as f64
-        };
-        if self.sim_type != SimType::Batch && rate > self.injection_ports as f64 {
+        if self.sim_type != SimType::Batch && self.packet_rate() > 1.0 {
             return crate::invalid!(
-                "injection_rate {} offers {rate} flits/cycle per host, more than its {} injection port(s) carry",
-                self.injection_rate,
-                self.injection_ports
+                "injection_rate {} is a per-cycle Bernoulli probability: at most 1 packet per host per cycle",
+                self.injection_rate
             );
         }
         if self.sim_type != SimType::Batch && self.injection_rate <= 0.0 {

@@ -66,6 +66,8 @@ pub(crate) struct Packet {
     /// Batch message it belongs to, or [`NONE`]; replies carry the message too.
     pub message: u32,
     pub is_reply: bool,
+    /// VC class chosen on entering the current dimension (BookSim torus routing only).
+    pub partition: u8,
 }
 
 /// What a finished packet reports back to the workload.
@@ -239,6 +241,21 @@ impl Fabric {
     }
 }
 
+/// BookSim's `dim_order` on a torus, which a destination table cannot express: a tie
+/// (distance exactly k/2) picks its direction at random per packet, and the VC class is fixed
+/// when the packet enters a dimension — class 1 if its coordinate must wrap from high to low
+/// (BookSim's rule: current coordinate above the destination's), else class 0 — and kept to
+/// the end of the dimension. Ejection may use any VC.
+pub(crate) struct BookSimTorus {
+    dims: Vec<u32>,
+    host_ports: u32,
+    /// Coordinates of every router, `coords[r * n + d]`.
+    coords: Vec<u32>,
+}
+
+/// Route class meaning "any VC" (ejection under [`BookSimTorus`]).
+const ANY_CLASS: u8 = u8::MAX;
+
 /// Per-host injection state: one current packet per injection port.
 pub(crate) struct HostPorts {
     /// Packet being injected on each (host, port slot), or [`NONE`].
@@ -315,6 +332,7 @@ pub(crate) struct Sim<'a> {
     vct: bool,
     age: bool,
     hold: bool,
+    booksim_torus: Option<BookSimTorus>,
 }
 
 fn ring_slot(head: u16, off: usize, cap: usize) -> usize {
@@ -385,6 +403,7 @@ impl<'a> Sim<'a> {
             vct: cfg.switching == Switching::VirtualCutThrough,
             age: cfg.arbitration == Arbitration::Age,
             hold: cfg.hold_switch_for_packet,
+            booksim_torus: None,
             rng: ChaCha8Rng::seed_from_u64(cfg.seed),
             now: 0,
             fab,
@@ -392,6 +411,51 @@ impl<'a> Sim<'a> {
             routes,
             cfg: cfg.clone(),
         })
+    }
+
+    /// Route with BookSim's torus `dim_order` instead of the table's ports and VC policy.
+    pub fn use_booksim_torus(&mut self, dims: Vec<u32>, host_ports: u32) -> Result<()> {
+        if self.fab.routing_vcs != 2 {
+            return crate::invalid!("BookSim's dim_order on a torus needs a routing with 2 VC classes");
+        }
+        let n = dims.len();
+        let mut coords = vec![0u32; self.fab.num_routers * n];
+        for r in 0..self.fab.num_routers {
+            let mut x = r as u32;
+            for (d, &k) in dims.iter().enumerate() {
+                coords[r * n + d] = x % k;
+                x /= k;
+            }
+        }
+        self.booksim_torus = Some(BookSimTorus { dims, host_ports, coords });
+        Ok(())
+    }
+
+    /// BookSim's torus `dim_order` decision: (topology port, VC class).
+    fn booksim_torus_route(&mut self, r: usize, in_port: Port, packet: u32) -> (Port, u8) {
+        let bt = self.booksim_torus.as_ref().unwrap();
+        let h = bt.host_ports.max(1);
+        let dst = self.packets[packet as usize].dst;
+        let (dst_router, local) = (dst / h, dst % h);
+        let n = bt.dims.len();
+        let Some(d) = (0..n).find(|&d| bt.coords[r * n + d] != bt.coords[dst_router as usize * n + d]) else {
+            return ((local + 1) as Port, ANY_CLASS);
+        };
+        let hp = bt.host_ports as Port;
+        let in_dim = if in_port > hp { Some(((in_port - hp - 1) / 2) as usize) } else { None };
+        if in_dim == Some(d) {
+            // Keep going the same way: a + port always meets the neighbour's − port.
+            let out = if (in_port - hp - 1) % 2 == 0 { in_port + 1 } else { in_port - 1 };
+            return (out, self.packets[packet as usize].partition);
+        }
+        let k = bt.dims[d] as i64;
+        let cur = bt.coords[r * n + d] as i64;
+        let dest = bt.coords[dst_router as usize * n + d] as i64;
+        let dist2 = k - 2 * ((dest - cur + k) % k);
+        let plus = dist2 > 0 || (dist2 == 0 && self.rng.gen::<bool>());
+        let partition = u8::from(cur > dest);
+        self.packets[packet as usize].partition = partition;
+        (hp + 2 * d as Port + if plus { 1 } else { 2 }, partition)
     }
 
     /// A new packet record (recycled ids).
@@ -511,8 +575,13 @@ impl<'a> Sim<'a> {
                         )));
                         return;
                     }
-                    let base = ch * v + cls * self.fab.class_width;
-                    let Some(ovc) = (base..base + self.fab.class_width).find(|&o| self.owner[o] == NONE) else {
+                    // BookSim's torus routing lets a packet enter on any VC.
+                    let (base, width) = if self.booksim_torus.is_some() {
+                        (ch * v, v)
+                    } else {
+                        (ch * v + cls * self.fab.class_width, self.fab.class_width)
+                    };
+                    let Some(ovc) = (base..base + width).find(|&o| self.owner[o] == NONE) else {
                         continue;
                     };
                     self.owner[ovc] = HOST_OWNER;
@@ -606,8 +675,10 @@ impl<'a> Sim<'a> {
                 let g = self.route_grp[b] as usize;
                 let start = self.fab.grp_start[g] as usize;
                 let glen = self.fab.grp_len[g] as usize;
-                let cls = self.route_cls[b] as usize;
-                let w = self.fab.class_width;
+                let (cls, w) = match self.route_cls[b] {
+                    ANY_CLASS => (0, v),
+                    c => (c as usize, self.fab.class_width),
+                };
                 let mut granted = false;
                 'search: for k in 0..glen {
                     let op = start + (k + b) % glen;
@@ -731,7 +802,13 @@ impl<'a> Sim<'a> {
     /// Route the head flit of input VC `b`: output port group and VC class. False on error.
     fn route(&mut self, r: usize, ip: usize, b: usize, packet: u32) -> bool {
         let pk = self.packets[packet as usize];
-        let port = self.routes.out_port(r, pk.dst as usize);
+        let in_port = self.fab.ip_topo_port[ip];
+        let (port, forced_cls) = if self.booksim_torus.is_some() {
+            let (p, c) = self.booksim_torus_route(r, in_port, packet);
+            (p, Some(c))
+        } else {
+            (self.routes.out_port(r, pk.dst as usize), None)
+        };
         let node = self.topo.switches()[r];
         let g = self.fab.grp_base[r] as usize + port as usize;
         if port == NO_PORT || g >= self.fab.grp_base[r + 1] as usize || self.fab.grp_len[g] == 0 {
@@ -743,8 +820,12 @@ impl<'a> Sim<'a> {
             )));
             return false;
         }
+        if let Some(cls) = forced_cls {
+            self.route_grp[b] = g as u32;
+            self.route_cls[b] = cls;
+            return true;
+        }
         let cls_in = (b % self.fab.vcs) / self.fab.class_width;
-        let in_port = self.fab.ip_topo_port[ip];
         let cls = self.routes.vc_policy().change(r, in_port, port).apply(cls_in as u8) as usize;
         if cls >= self.fab.routing_vcs {
             self.error = Some(NetweaveError::Routing(format!(
@@ -812,7 +893,11 @@ impl<'a> Sim<'a> {
         let v = self.fab.vcs;
         let mut parts = Vec::new();
         let mut count = 0;
-        for b in 0..self.len.len() {
+        // Switch-to-switch channels first: they show the cycle; host links only back up.
+        let switch_first = (0..self.len.len())
+            .filter(|&b| self.fab.ch_src_router[b / v] != NONE)
+            .chain((0..self.len.len()).filter(|&b| self.fab.ch_src_router[b / v] == NONE));
+        for b in switch_first {
             if self.len[b] == 0 {
                 continue;
             }

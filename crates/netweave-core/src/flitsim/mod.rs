@@ -99,6 +99,17 @@ pub fn build_network(cfg: &SimConfig) -> Result<(Topology, RoutingTable)> {
     Ok((topo, routes))
 }
 
+/// Whether the config asks for BookSim's own torus `dim_order` (random tie-breaking, VC class
+/// fixed on entering a dimension) rather than the routing layer's table (`dor`).
+pub(crate) fn booksim_torus_of(topo: &Topology, cfg: &SimConfig) -> Option<(Vec<u32>, u32)> {
+    let named = matches!(cfg.routing_function.as_str(), "dim_order" | "dim_order_torus");
+    if !named || topo.family() != "torus" {
+        return None;
+    }
+    let lat = lattice_of(topo)?;
+    Some((lat.dims, lat.hosts_per_router))
+}
+
 /// The lattice of a mesh / torus topology, for the digit patterns.
 pub fn lattice_of(topo: &Topology) -> Option<pattern::Lattice> {
     if topo.family() != "torus" && topo.family() != "mesh" {

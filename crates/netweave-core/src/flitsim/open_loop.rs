@@ -130,6 +130,7 @@ impl Workload for OpenLoop {
                     measured,
                     message: NONE,
                     is_reply: false,
+                    partition: 0,
                 });
                 if measured {
                     self.outstanding_measured += 1;
@@ -181,6 +182,9 @@ pub fn run_open_loop(
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<OpenLoopResult> {
     let mut sim = Sim::new(topo, routes, cfg)?;
+    if let Some((dims, hosts_per_router)) = super::booksim_torus_of(topo, cfg) {
+        sim.use_booksim_torus(dims, hosts_per_router)?;
+    }
     let n = topo.num_hosts();
     let rate = cfg.packet_rate();
     let mut w = OpenLoop {
