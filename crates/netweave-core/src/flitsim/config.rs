@@ -46,7 +46,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ("vct", "0: wormhole, 1: virtual cut-through"),
     ("hold_switch_for_packet", "1: an input keeps its output port until the packet's tail"),
     ("sw_allocator", "islip | separable_input_first (round-robin arbiters, one iteration)"),
-    ("vc_allocator", "islip | separable_input_first"),
+    ("vc_allocator", "islip | separable_input_first (both: rotating-priority greedy over free VCs)"),
     ("alloc_iters", "allocator iterations (1)"),
     ("arb_type", "round_robin | age (oldest packet first: global fairness)"),
     ("use_noc_latency", "1: torus links take 2 cycles, mesh links 1 (BookSim's default)"),
@@ -71,6 +71,15 @@ pub const KEYS: &[(&str, &str)] = &[
 pub enum Switching {
     Wormhole,
     VirtualCutThrough,
+}
+
+/// How the switch allocator matches inputs to outputs (both with round-robin arbiters).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SwAllocator {
+    /// One iteration of iSLIP: outputs grant, inputs accept (BookSim's default).
+    Islip,
+    /// Separable input-first: each input picks one VC, then each output one input.
+    SeparableInputFirst,
 }
 
 /// Arbitration priority in the allocators.
@@ -133,6 +142,7 @@ pub struct SimConfig {
     pub credit_delay: u32,
     pub switching: Switching,
     pub hold_switch_for_packet: bool,
+    pub sw_allocator: SwAllocator,
     pub arbitration: Arbitration,
     pub use_noc_latency: bool,
     pub channel_latency: Option<u32>,
@@ -183,6 +193,7 @@ impl Default for SimConfig {
             credit_delay: 0,
             switching: Switching::Wormhole,
             hold_switch_for_packet: false,
+            sw_allocator: SwAllocator::Islip,
             arbitration: Arbitration::RoundRobin,
             use_noc_latency: true,
             channel_latency: None,
@@ -286,9 +297,16 @@ impl SimConfig {
                 self.switching = if parse_bool(key, v)? { Switching::VirtualCutThrough } else { Switching::Wormhole }
             }
             "hold_switch_for_packet" => self.hold_switch_for_packet = parse_bool(key, v)?,
-            "sw_allocator" | "vc_allocator" => match v.to_ascii_lowercase().as_str() {
-                "islip" | "separable_input_first" | "round_robin" => {}
-                _ => return crate::invalid!("{key}: only islip and separable_input_first are modelled, got '{v}'"),
+            "sw_allocator" => {
+                self.sw_allocator = match v.to_ascii_lowercase().as_str() {
+                    "islip" => SwAllocator::Islip,
+                    "separable_input_first" => SwAllocator::SeparableInputFirst,
+                    _ => return crate::invalid!("sw_allocator must be islip or separable_input_first, got '{v}'"),
+                }
+            }
+            "vc_allocator" => match v.to_ascii_lowercase().as_str() {
+                "islip" | "separable_input_first" => {}
+                _ => return crate::invalid!("vc_allocator must be islip or separable_input_first, got '{v}'"),
             },
             "alloc_iters" => {
                 if parse_positive(key, v)? != 1 {

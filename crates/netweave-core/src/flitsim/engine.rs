@@ -30,7 +30,7 @@ use rand::Rng;
 use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use super::config::{Arbitration, SimConfig, Switching};
+use super::config::{Arbitration, SimConfig, SwAllocator, Switching};
 use crate::error::{NetweaveError, Result};
 use crate::routing::{RoutingTable, NO_PORT};
 use crate::topology::{Port, Topology};
@@ -309,6 +309,12 @@ pub(crate) struct Sim<'a> {
     best_key: Vec<u64>,
     best_vc: Vec<u16>,
     touched: Vec<u32>,
+    sa_reqs: Vec<(u32, u16, u32)>,
+    accepted_ips: Vec<u32>,
+    acc_ptr: Vec<u32>,
+    acc_op: Vec<u32>,
+    acc_key: Vec<u64>,
+    islip: bool,
     va_scratch: Vec<(u64, u32)>,
     // activity
     buffered: Vec<u32>,
@@ -384,6 +390,12 @@ impl<'a> Sim<'a> {
             best_key: vec![u64::MAX; num_ops],
             best_vc: vec![0; num_ops],
             touched: Vec::with_capacity(64),
+            sa_reqs: Vec::with_capacity(64),
+            accepted_ips: Vec::with_capacity(64),
+            acc_ptr: vec![0; num_ips],
+            acc_op: vec![NONE; num_ips],
+            acc_key: vec![u64::MAX; num_ips],
+            islip: cfg.sw_allocator == SwAllocator::Islip,
             va_scratch: Vec::with_capacity(64),
             buffered: vec![0; r],
             active: Vec::with_capacity(r),
@@ -727,6 +739,10 @@ impl<'a> Sim<'a> {
                 }
             }
         }
+        if self.islip {
+            self.islip_allocate(r, now);
+            return;
+        }
         for ip in ip_lo..ip_hi {
             let ch = self.fab.ip_chan[ip] as usize;
             let held = self.in_hold[ip];
@@ -782,6 +798,106 @@ impl<'a> Sim<'a> {
         }
         self.touched = touched;
         self.touched.clear();
+    }
+
+    /// Switch allocation by one iteration of iSLIP (BookSim's default): every ready VC
+    /// requests its output; each output grants the requesting input next after its pointer,
+    /// each input accepts the granting output next after its pointer, and only accepted
+    /// grants move the pointers. With age arbitration the oldest packet wins both steps.
+    fn islip_allocate(&mut self, r: usize, now: u64) {
+        let v = self.fab.vcs;
+        let ip_lo = self.fab.in_base[r] as usize;
+        let ip_hi = self.fab.in_base[r + 1] as usize;
+        let op_lo = self.fab.out_base[r] as usize;
+        let n_in = (ip_hi - ip_lo) as u32;
+        let n_out = (self.fab.out_base[r + 1] as usize - op_lo) as u32;
+        let mut reqs = std::mem::take(&mut self.sa_reqs);
+        reqs.clear();
+        for ip in ip_lo..ip_hi {
+            let ch = self.fab.ip_chan[ip] as usize;
+            let held = self.in_hold[ip];
+            for vc in 0..v {
+                if held != u16::MAX && held as usize != vc {
+                    continue;
+                }
+                let b = ch * v + vc;
+                if !self.can_send(b, now) {
+                    continue;
+                }
+                let op = self.out_op[b];
+                if self.hold && self.out_hold[op as usize] != NONE && self.out_hold[op as usize] != ip as u32 {
+                    continue;
+                }
+                reqs.push((ip as u32, vc as u16, op));
+            }
+        }
+        if reqs.is_empty() {
+            self.sa_reqs = reqs;
+            return;
+        }
+        // Grant.
+        for &(ip, vc, op) in &reqs {
+            let (ip, op) = (ip as usize, op as usize);
+            let dist = ((ip - ip_lo) as u32 + n_in - self.sa_out_ptr[op] % n_in) % n_in;
+            let b = self.fab.ip_chan[ip] as usize * v + vc as usize;
+            let key = self.priority(self.front(b).packet, dist);
+            if self.best_ip[op] == NONE {
+                self.touched.push(op as u32);
+            }
+            if key < self.best_key[op] {
+                self.best_key[op] = key;
+                self.best_ip[op] = ip as u32;
+            }
+        }
+        // Accept.
+        let mut accepted_ips = std::mem::take(&mut self.accepted_ips);
+        accepted_ips.clear();
+        for &op in &self.touched {
+            let op = op as usize;
+            let ip = self.best_ip[op] as usize;
+            let dist = ((op - op_lo) as u32 + n_out - self.acc_ptr[ip] % n_out) % n_out;
+            let key = if self.age { (self.best_key[op] & !0xffff) | dist as u64 } else { dist as u64 };
+            if self.acc_op[ip] == NONE {
+                accepted_ips.push(ip as u32);
+            }
+            if key < self.acc_key[ip] {
+                self.acc_key[ip] = key;
+                self.acc_op[ip] = op as u32;
+            }
+        }
+        for &op in &self.touched {
+            self.best_ip[op as usize] = NONE;
+            self.best_key[op as usize] = u64::MAX;
+        }
+        self.touched.clear();
+        // The accepted input's VC for that output, round-robin (or oldest), then traverse.
+        for &ip in &accepted_ips {
+            let ip = ip as usize;
+            let op = self.acc_op[ip];
+            self.acc_op[ip] = NONE;
+            self.acc_key[ip] = u64::MAX;
+            let start = self.sa_in_ptr[ip] as usize;
+            let mut best: Option<(u64, u16)> = None;
+            for &(rip, vc, rop) in &reqs {
+                if rip as usize != ip || rop != op {
+                    continue;
+                }
+                let b = self.fab.ip_chan[ip] as usize * v + vc as usize;
+                let dist = ((vc as usize + v - start) % v) as u32;
+                let key = self.priority(self.front(b).packet, dist);
+                if best.map_or(true, |(k, _)| key < k) {
+                    best = Some((key, vc));
+                }
+            }
+            let (_, vc) = best.expect("an accepted input has a request for its output");
+            let op = op as usize;
+            self.sa_out_ptr[op] = (ip - ip_lo) as u32 + 1;
+            self.acc_ptr[ip] = (op - op_lo) as u32 + 1;
+            self.sa_in_ptr[ip] = (vc + 1) % v as u16;
+            self.traverse(r, ip, vc as usize, op, now);
+        }
+        self.accepted_ips = accepted_ips;
+        self.sa_reqs = reqs;
     }
 
     /// Whether input VC `b` has a flit that may cross the switch now: allocated, arrived,

@@ -40,7 +40,7 @@ pub mod open_loop;
 pub mod pattern;
 
 pub use batch::{run_batch, BatchResult};
-pub use config::{Arbitration, BatchSync, SimConfig, SimType, Switching};
+pub use config::{Arbitration, BatchSync, SimConfig, SimType, SwAllocator, Switching};
 pub use open_loop::{run_open_loop, LatencyStats, OpenLoopResult};
 pub use pattern::Pattern;
 

@@ -132,6 +132,8 @@ fn every_knob_still_delivers() {
         [("hold_switch_for_packet", "1"), ("vc_buf_size", "4")],
         [("arb_type", "age"), ("num_vcs", "4")],
         [("injection_ports", "2"), ("routing_delay", "0")],
+        [("sw_allocator", "separable_input_first"), ("routing_function", "dor")],
+        [("arb_type", "age"), ("sw_allocator", "separable_input_first")],
     ] {
         let mut c = cfg(&[("k", "4"), ("sim_type", "batch"), ("packet_size", "8"), ("message_flits", "20")]);
         for (k, v) in extra {
