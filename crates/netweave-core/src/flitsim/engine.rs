@@ -22,7 +22,7 @@
 //! cycle after its tail arrives. With BookSim's defaults a head spends 4 cycles per router
 //! plus the link, and zero-load latency is `4·R + L·(R − 1) + 3 + (P − 1)` for `R` routers,
 //! link latency `L` and `P` flits — BookSim's own figure. Body flits only need switch
-//! allocation. A credit returns `credit_delay + latency + 1` cycles after its flit left.
+//! allocation. A credit is usable upstream `credit_delay + latency` cycles after its flit left.
 
 use std::collections::VecDeque;
 
@@ -263,6 +263,8 @@ pub(crate) struct HostPorts {
     pub seq: Vec<u16>,
     /// Output VC (channel·V + vc) held on the injection channel, or [`NONE`].
     pub ovc: Vec<u32>,
+    /// Offset (within the class) of the VC the last packet took.
+    pub last_vc: Vec<u8>,
 }
 
 /// A source of packets: the open-loop generator or a batch workload.
@@ -302,6 +304,8 @@ pub(crate) struct Sim<'a> {
     va_ptr: Vec<u32>,
     sa_in_ptr: Vec<u16>,
     sa_out_ptr: Vec<u32>,
+    /// Next VC (within the class) the VC allocator tries first at each output port.
+    ovc_rr: Vec<u8>,
     in_hold: Vec<u16>,
     out_hold: Vec<u32>,
     // scratch, per global output port
@@ -384,6 +388,7 @@ impl<'a> Sim<'a> {
             va_ptr: vec![0; r],
             sa_in_ptr: vec![0; num_ips],
             sa_out_ptr: vec![0; num_ops],
+            ovc_rr: vec![0; num_ops],
             in_hold: vec![u16::MAX; num_ips],
             out_hold: vec![NONE; num_ops],
             best_ip: vec![NONE; num_ops],
@@ -406,7 +411,12 @@ impl<'a> Sim<'a> {
             delivery_wheel: vec![Vec::new(); wheel],
             packets: Vec::new(),
             free_packets: Vec::new(),
-            hosts: HostPorts { packet: vec![NONE; slots], seq: vec![0; slots], ovc: vec![NONE; slots] },
+            hosts: HostPorts {
+                packet: vec![NONE; slots],
+                seq: vec![0; slots],
+                ovc: vec![NONE; slots],
+                last_vc: vec![u8::MAX; slots],
+            },
             flits_in_network: 0,
             moved: 0,
             last_progress: 0,
@@ -593,9 +603,14 @@ impl<'a> Sim<'a> {
                     } else {
                         (ch * v + cls * self.fab.class_width, self.fab.class_width)
                     };
-                    let Some(ovc) = (base..base + width).find(|&o| self.owner[o] == NONE) else {
+                    // Round-robin from the VC after the last one used, as BookSim's sources do,
+                    // so back-to-back packets do not queue behind each other in one VC.
+                    let first = self.hosts.last_vc[s] as usize + 1;
+                    let Some(ovc) = (0..width).map(|j| base + (first + j) % width).find(|&o| self.owner[o] == NONE)
+                    else {
                         continue;
                     };
+                    self.hosts.last_vc[s] = (ovc - base) as u8;
                     self.owner[ovc] = HOST_OWNER;
                     self.hosts.ovc[s] = ovc as u32;
                 }
@@ -695,9 +710,12 @@ impl<'a> Sim<'a> {
                 'search: for k in 0..glen {
                     let op = start + (k + b) % glen;
                     let ch = self.fab.op_chan[op] as usize;
+                    // Round-robin over the output's VCs, so consecutive packets alternate.
+                    let first = self.ovc_rr[op] as usize;
                     for j in 0..w {
-                        let ovc = ch * v + cls * w + (j + b / v) % w;
+                        let ovc = ch * v + cls * w + (first + j) % w;
                         if self.owner[ovc] == NONE {
+                            self.ovc_rr[op] = ((ovc % v - cls * w + 1) % w) as u8;
                             self.owner[ovc] = b as u32;
                             self.out_op[b] = op as u32;
                             self.out_ovc[b] = ovc as u32;
@@ -969,7 +987,7 @@ impl<'a> Sim<'a> {
         self.buffered[r_in] -= 1;
         self.moved += 1;
         // The freed slot's credit goes back upstream.
-        let back = now + (self.cfg.credit_delay + self.fab.ch_lat[in_ch] + 1) as u64;
+        let back = now + (self.cfg.credit_delay + self.fab.ch_lat[in_ch]) as u64;
         self.schedule_credit(b as u32, back);
 
         let pk = &mut self.packets[f.packet as usize];
