@@ -116,3 +116,27 @@ def test_cli_bad_input_exits_2_with_one_line(tmp_path, text, args, message):
     assert proc.returncode == 2
     assert message in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_cli_batch_with_two_ports_and_local_sync(tmp_path):
+    cfg = write_config(
+        tmp_path,
+        'sim_type = "batch"\nk = 3\npacket_size = 4\nmessage_flits = 8\n'
+        'injection_ports = 2\nbatch_sync = "local"\n',
+    )
+    out = json.loads(run_cli("simulate", "flit", str(cfg), "--json").stdout)["result"]
+    assert out["mode"] == "batch"
+    assert out["messages"] == 9 * 8
+    assert len(out["host_finish"]) == 9
+    human = run_cli("simulate", "flit", str(cfg)).stdout
+    assert "completion" in human
+
+
+def test_request_reply_permutation_bandwidth_falls_with_distance():
+    # Paper 002's remote-DMA mode: the next transfer waits for the reply, so bandwidth per
+    # message falls as the partner gets farther away.
+    def bw(schedule):
+        return fs.simulate({"topology": "mesh", "k": 4, "n": 2, "sim_type": "batch", "request_reply": 1,
+                            "packet_size": 8, "message_flits": 64, "schedule": schedule})["bandwidth_flits_per_cycle"]
+
+    assert bw("neighbor") > bw("bitcomp")

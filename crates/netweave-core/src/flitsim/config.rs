@@ -111,6 +111,9 @@ pub enum BatchSync {
 }
 
 /// Every simulator knob. Defaults are BookSim's where BookSim has the key.
+///
+/// Field names are the config keys (`switching` is `vct`, `arbitration` is `arb_type`);
+/// [`KEYS`] gives each key's meaning.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SimConfig {
     pub topology: String,
