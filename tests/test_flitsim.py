@@ -140,3 +140,11 @@ def test_request_reply_permutation_bandwidth_falls_with_distance():
                             "packet_size": 8, "message_flits": 64, "schedule": schedule})["bandwidth_flits_per_cycle"]
 
     assert bw("neighbor") > bw("bitcomp")
+
+
+def test_reproduce_a2at_with_the_flit_model(tmp_path):
+    out = json.loads(run_cli("reproduce", "a2at", "--model", "flit", "--sides", "5", "--out", str(tmp_path), "--json").stdout)
+    assert set(out["files"]) >= {"a2at_flit.csv", "a2at_flit.png", "summary_flit.md"}
+    # Paper 001 reports torus A2AT within about 20 % of TV_NCT1; the flit model lands near it.
+    assert 0.8 < out["figures"]["S4"] < 1.5
+    assert "S8" in (tmp_path / "summary_flit.md").read_text()
