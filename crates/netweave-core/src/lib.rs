@@ -10,9 +10,11 @@
 //! - [`routing`]: destination-based forwarding tables (the InfiniBand LFT model).
 //! - [`traffic`]: schedules of messages between ranks, and their placement on hosts.
 //! - [`analysis`]: exact per-phase link loads and the figures derived from them.
+//! - [`flitsim`]: cycle-accurate flit-level simulation (input-queued VC routers, credits).
 
 pub mod analysis;
 pub mod error;
+pub mod flitsim;
 pub mod routing;
 pub mod topology;
 pub mod traffic;

@@ -10,6 +10,7 @@ use pyo3::prelude::*;
 use pythonize::pythonize;
 
 mod analysis;
+mod flitsim;
 mod routing;
 mod topology;
 mod traffic;
@@ -31,5 +32,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     routing::register(m)?;
     traffic::register(m)?;
     analysis::register(m)?;
+    flitsim::register(m)?;
     Ok(())
 }

@@ -49,7 +49,7 @@ def lsft_cmd(
 @app.command("a2at")
 def a2at_cmd(
     out: Path = typer.Option(..., "--out", "-o", help="Directory for the CSV files, PNG plot and summary.md."),
-    model: str = typer.Option("fluid", "--model", help="Evaluation model: fluid (lock-step fluid time of the analysis engine)."),
+    model: str = typer.Option("fluid", "--model", help="Evaluation model: fluid (lock-step fluid time of the analysis engine) or flit (cycle-accurate flit simulator, experiments E2, E3, E5)."),
     sides: Optional[str] = typer.Option(None, "--sides", help="Odd sides to run, e.g. 5,7,9 (default 5..17)."),
     as_json: bool = JsonOpt,
 ) -> None:
@@ -57,8 +57,8 @@ def a2at_cmd(
     LB_Torus exactly — and A2AND in the same model."""
     from netweave.reproduce import a2at
 
-    if model != "fluid":
-        raise UserError(f"unknown model '{model}' (known: fluid)")
+    if model not in ("fluid", "flit"):
+        raise UserError(f"unknown model '{model}' (known: fluid, flit)")
     if out.exists() and not out.is_dir():
         raise UserError(f"--out {out} exists and is not a directory")
     chosen = a2at.SIDES
@@ -69,6 +69,18 @@ def a2at_cmd(
             raise UserError(f"--sides '{sides}': give odd sides separated by commas, e.g. 5,7,9") from None
         if any(k < 3 or k % 2 == 0 for k in chosen):
             raise UserError(f"--sides '{sides}': A2AT covers odd sides of at least 3")
+    if model == "flit":
+        from netweave.reproduce import a2at_flit
+
+        flit_sides = chosen if sides is not None else (5, 7, 9)
+        with err_console.status("reproducing paper 001 (flit)") as status:
+            result = a2at_flit.run(out, flit_sides, progress=lambda msg: status.update(f"paper 001 flit: {msg}"))
+        if as_json:
+            print(json.dumps({k: v for k, v in result.items() if k != "rows"}, indent=2, sort_keys=True))
+            return
+        print("; ".join(f"{k} {v:.3f}" for k, v in result["figures"].items()))
+        print(f"wrote {len(result['files'])} files to {out} (summary_flit.md)")
+        return
     with err_console.status("reproducing paper 001") as status:
         result = a2at.run(out, chosen, progress=lambda msg: status.update(f"paper 001: {msg}"))
     if as_json:

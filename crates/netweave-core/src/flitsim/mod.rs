@@ -1,0 +1,236 @@
+//! Flit-level simulation: cycle-accurate input-queued virtual-channel routers.
+//!
+//! The model is BookSim's IQ router — per-VC flit buffers, credit-based flow control,
+//! wormhole or virtual cut-through switching, route / VC-allocation / switch-allocation /
+//! crossbar pipeline stages with configurable delays, separable allocators with round-robin
+//! arbiters and iSLIP pointer updates (or oldest-first, "age" arbitration), optional holding
+//! of the switch for a whole packet — driven by any [`RoutingTable`] the routing layer
+//! produces, VC policy included (datelines, layers, channel pools), with one or more
+//! injection and ejection ports per host. See [`engine`] for the data layout.
+//!
+//! Workloads: open-loop Bernoulli traffic with BookSim's pattern names ([`run_open_loop`],
+//! [`sweep`]) and closed batch runs of any [`Schedule`] ([`run_batch`]). A watchdog turns a
+//! deadlock into an error naming the blocked channels.
+//!
+//! ```
+//! use netweave_core::flitsim::{build_network, simulate, SimConfig, SimResult};
+//! let mut cfg = SimConfig::default();
+//! for (k, v) in [("k", "4"), ("injection_rate", "0.05"), ("sample_period", "300"), ("packet_size", "4")] {
+//!     cfg.set(k, v).unwrap();
+//! }
+//! let (topo, routes) = build_network(&cfg).unwrap();
+//! let SimResult::OpenLoop(r) = simulate(&topo, &routes, &cfg, None, &|_| {}).unwrap() else { panic!() };
+//! assert!(!r.saturated && r.packet_latency.avg > 10.0);
+//! ```
+
+use std::str::FromStr;
+
+use rayon::prelude::*;
+use serde::Serialize;
+
+use crate::error::{NetweaveError, Result};
+use crate::routing::{route, Engine, RouteOptions, RoutingTable};
+use crate::topology::{grid, Topology};
+use crate::traffic::{Message, Schedule};
+
+pub mod batch;
+pub mod config;
+pub mod engine;
+pub mod open_loop;
+pub mod pattern;
+
+pub use batch::{run_batch, BatchResult};
+pub use config::{Arbitration, BatchSync, SimConfig, SimType, SwAllocator, Switching};
+pub use open_loop::{run_open_loop, LatencyStats, OpenLoopResult};
+pub use pattern::Pattern;
+
+/// Result of [`simulate`]: open-loop statistics or a batch completion.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "mode", rename_all = "snake_case")]
+pub enum SimResult {
+    OpenLoop(OpenLoopResult),
+    Batch(BatchResult),
+}
+
+/// Build the topology and routing a config describes: a `k`-ary `n`-cube (`topology = torus`
+/// or `mesh`, `c` hosts per router) or a topology file, routed by `routing_function`
+/// (`dim_order` is netweave's `dor`) or read from `routes_file`.
+pub fn build_network(cfg: &SimConfig) -> Result<(Topology, RoutingTable)> {
+    let topo = match cfg.topology.as_str() {
+        "torus" | "mesh" => {
+            let dims = vec![cfg.k; cfg.n as usize];
+            if (cfg.k as u64).pow(cfg.n.min(64)) > 1 << 22 {
+                return crate::invalid!("a {}-ary {}-cube is too large to simulate", cfg.k, cfg.n);
+            }
+            if cfg.topology == "torus" {
+                grid::torus(&dims, cfg.c)?
+            } else {
+                grid::mesh(&dims, cfg.c)?
+            }
+        }
+        "file" | "anynet" => {
+            let Some(path) = &cfg.topology_file else {
+                return crate::invalid!("topology = file needs topology_file");
+            };
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| NetweaveError::InvalidParameter(format!("cannot read topology_file {path}: {e}")))?;
+            crate::topology::io::json::read(&text)?
+        }
+        other => return crate::invalid!("topology must be torus, mesh or file, got '{other}'"),
+    };
+    let routes = match cfg.routing_function.as_str() {
+        "file" => {
+            let Some(path) = &cfg.routes_file else {
+                return crate::invalid!("routing_function = file needs routes_file");
+            };
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| NetweaveError::InvalidParameter(format!("cannot read routes_file {path}: {e}")))?;
+            crate::routing::io::json::read(&topo, &text)?
+        }
+        name => {
+            let engine = match name {
+                "dim_order" | "dim_order_torus" | "dim_order_mesh" | "dor" => Engine::Dor,
+                other => Engine::from_str(other)?,
+            };
+            let options = RouteOptions { max_vcs: cfg.num_vcs, seed: cfg.seed, ..RouteOptions::default() };
+            route(&topo, engine, &options)?
+        }
+    };
+    Ok((topo, routes))
+}
+
+/// Whether the config asks for BookSim's own torus `dim_order` (random tie-breaking, VC class
+/// fixed on entering a dimension) rather than the routing layer's table (`dor`).
+pub(crate) fn booksim_torus_of(topo: &Topology, cfg: &SimConfig) -> Option<(Vec<u32>, u32)> {
+    let named = matches!(cfg.routing_function.as_str(), "dim_order" | "dim_order_torus");
+    if !named || topo.family() != "torus" {
+        return None;
+    }
+    let lat = lattice_of(topo)?;
+    Some((lat.dims, lat.hosts_per_router))
+}
+
+/// The lattice of a mesh / torus topology, for the digit patterns.
+pub fn lattice_of(topo: &Topology) -> Option<pattern::Lattice> {
+    if topo.family() != "torus" && topo.family() != "mesh" {
+        return None;
+    }
+    let dims: Vec<u32> = serde_json::from_value(topo.params().get("dims")?.clone()).ok()?;
+    let hosts_per_router = topo.params().get("hosts_per_router")?.as_u64()? as u32;
+    Some(pattern::Lattice { dims, hosts_per_router })
+}
+
+/// The open-loop destination pattern the config names.
+pub fn pattern_of(topo: &Topology, cfg: &SimConfig) -> Result<Pattern> {
+    Pattern::new(
+        &cfg.traffic,
+        topo.num_hosts() as u32,
+        lattice_of(topo).as_ref(),
+        cfg.perm_seed,
+        &cfg.hotspot_hosts,
+        cfg.hotspot_fraction,
+    )
+}
+
+/// The batch schedule the config names: `alltoall-shift`, or a deterministic traffic pattern
+/// as one phase; every message `message_flits` flits (one "byte" per flit).
+pub fn schedule_of(topo: &Topology, cfg: &SimConfig) -> Result<Schedule> {
+    let n = topo.num_hosts() as u32;
+    let bytes = cfg.message_flits as u64;
+    match cfg.schedule.as_str() {
+        "alltoall-shift" | "alltoall" | "shift" => Schedule::shift_alltoall(n, bytes),
+        name => {
+            let p = Pattern::new(name, n, lattice_of(topo).as_ref(), cfg.perm_seed, &cfg.hotspot_hosts, 1.0).map_err(
+                |_| {
+                    NetweaveError::InvalidParameter(format!(
+                        "schedule must be alltoall-shift or a permutation pattern ({}), got '{name}'",
+                        pattern::NAMES.join(", ")
+                    ))
+                },
+            )?;
+            let Some(_) = p.fixed(0) else {
+                return crate::invalid!("schedule '{name}' is random; a batch needs a permutation pattern");
+            };
+            let phase = (0..n).map(|s| Message { src: s, dst: p.fixed(s).unwrap(), bytes }).collect();
+            Schedule::from_phases(format!("{name}(N={n})"), n, vec![phase])
+        }
+    }
+}
+
+/// Run what `cfg.sim_type` asks for. Batch runs use `schedule`, or the config's built-in one;
+/// a schedule's `bytes` count flits.
+pub fn simulate(
+    topo: &Topology,
+    routes: &RoutingTable,
+    cfg: &SimConfig,
+    schedule: Option<&Schedule>,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<SimResult> {
+    cfg.validate()?;
+    match cfg.sim_type {
+        SimType::Batch => {
+            let built;
+            let s = match schedule {
+                Some(s) => s,
+                None => {
+                    built = schedule_of(topo, cfg)?;
+                    &built
+                }
+            };
+            let flits_of = |b: u64| b.min(u32::MAX as u64) as u32;
+            Ok(SimResult::Batch(run_batch(topo, routes, cfg, s, &flits_of, progress)?))
+        }
+        _ => {
+            let p = pattern_of(topo, cfg)?;
+            Ok(SimResult::OpenLoop(run_open_loop(topo, routes, cfg, &p, progress)?))
+        }
+    }
+}
+
+/// A load sweep: one open-loop run per injection rate, in parallel.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SweepResult {
+    pub points: Vec<OpenLoopResult>,
+    /// The lowest swept load that saturated, if any.
+    pub saturation_rate: Option<f64>,
+    /// Highest accepted throughput seen, flits per host per cycle.
+    pub max_accepted_flits: f64,
+}
+
+/// Run `cfg` at every load of `rates` (rayon, one run per load, same seed);
+/// `done(i)` is called as load `i` finishes.
+pub fn sweep(
+    topo: &Topology,
+    routes: &RoutingTable,
+    cfg: &SimConfig,
+    rates: &[f64],
+    done: &(dyn Fn(usize) + Sync),
+) -> Result<SweepResult> {
+    if rates.is_empty() {
+        return crate::invalid!("a sweep needs at least one injection rate");
+    }
+    let p = pattern_of(topo, cfg)?;
+    let points: Result<Vec<OpenLoopResult>> = rates
+        .par_iter()
+        .enumerate()
+        .map(|(i, &rate)| {
+            let mut c = cfg.clone();
+            c.injection_rate = rate;
+            c.validate()?;
+            let r = run_open_loop(topo, routes, &c, &p, &|_| {});
+            done(i);
+            r
+        })
+        .collect();
+    let points = points?;
+    let saturation_rate = points
+        .iter()
+        .filter(|r| r.saturated)
+        .map(|r| r.injection_rate)
+        .fold(None, |a: Option<f64>, x| Some(a.map_or(x, |a| a.min(x))));
+    let max_accepted_flits = points.iter().map(|r| r.accepted_flits).fold(0.0, f64::max);
+    Ok(SweepResult { points, saturation_rate, max_accepted_flits })
+}
+
+#[cfg(test)]
+mod tests;

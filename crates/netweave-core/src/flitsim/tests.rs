@@ -1,0 +1,182 @@
+//! Unit tests of the flit-level simulator: worked zero-load timings, conservation,
+//! determinism, the watchdog and the refusals.
+
+use super::*;
+
+fn cfg(pairs: &[(&str, &str)]) -> SimConfig {
+    let mut c = SimConfig::default();
+    for (k, v) in pairs {
+        c.set(k, v).unwrap();
+    }
+    c
+}
+
+fn one_message(src: u32, dst: u32, hosts: u32, flits: u64) -> Schedule {
+    Schedule::from_phases("one", hosts, vec![vec![Message { src, dst, bytes: flits }]]).unwrap()
+}
+
+fn batch(topo: &Topology, routes: &RoutingTable, c: &SimConfig, s: &Schedule) -> BatchResult {
+    match simulate(topo, routes, c, Some(s), &|_| {}).unwrap() {
+        SimResult::Batch(b) => b,
+        other => panic!("not a batch: {other:?}"),
+    }
+}
+
+#[test]
+fn zero_load_latency_matches_the_pipeline() {
+    // BookSim's zero-load latency: 4 cycles per router (route, VC alloc, switch alloc,
+    // crossbar), the links between routers, 3 cycles of host links and retirement, and the
+    // body one flit per cycle behind the head.
+    for (family, link) in [("mesh", 1u64), ("torus", 2u64)] {
+        for flits in [1u64, 5] {
+            let c = cfg(&[("topology", family), ("k", "8"), ("n", "1"), ("sim_type", "batch"), ("packet_size", "5")]);
+            let (t, r) = build_network(&c).unwrap();
+            for dst in [0u32, 1, 3] {
+                let b = batch(&t, &r, &c, &one_message(0, dst, 8, flits));
+                let routers = dst as u64 + 1;
+                let expect = routers * 4 + (routers - 1) * link + 3 + (flits - 1);
+                assert_eq!(b.packet_latency.max, expect, "{family} dst {dst} flits {flits}");
+            }
+        }
+    }
+}
+
+#[test]
+fn every_message_of_an_alltoall_arrives() {
+    for sync in ["none", "local", "phase"] {
+        let c = cfg(&[
+            ("k", "3"),
+            ("sim_type", "batch"),
+            ("packet_size", "4"),
+            ("message_flits", "10"),
+            ("batch_sync", sync),
+        ]);
+        let (t, r) = build_network(&c).unwrap();
+        let s = schedule_of(&t, &c).unwrap();
+        let b = batch(&t, &r, &c, &s);
+        assert_eq!(b.messages, 9 * 8);
+        assert_eq!(b.flits, 9 * 8 * 10);
+        assert_eq!(b.packet_latency.count, 9 * 8 * 3);
+        assert_eq!(b.completion_cycles, *b.host_finish.iter().max().unwrap());
+    }
+}
+
+#[test]
+fn phase_sync_is_slower_than_free_dispatch() {
+    let run = |sync: &str| {
+        let c = cfg(&[
+            ("k", "4"),
+            ("sim_type", "batch"),
+            ("packet_size", "8"),
+            ("message_flits", "16"),
+            ("batch_sync", sync),
+        ]);
+        let (t, r) = build_network(&c).unwrap();
+        let s = schedule_of(&t, &c).unwrap();
+        batch(&t, &r, &c, &s).completion_cycles
+    };
+    assert!(run("phase") >= run("none"));
+}
+
+#[test]
+fn request_reply_completes_after_the_reply() {
+    let base = [("topology", "mesh"), ("k", "4"), ("n", "1"), ("sim_type", "batch"), ("packet_size", "8")];
+    let c = cfg(&base);
+    let (t, r) = build_network(&c).unwrap();
+    let s = one_message(0, 3, 4, 8);
+    let plain = batch(&t, &r, &c, &s).completion_cycles;
+    let mut rr = c.clone();
+    rr.set("request_reply", "1").unwrap();
+    rr.set("reply_size", "1").unwrap();
+    let with_reply = batch(&t, &r, &rr, &s).completion_cycles;
+    // The reply crosses the same 4 routers back: 4·4 + 3 links + 3 cycles.
+    assert_eq!(with_reply - plain, 4 * 4 + 3 + 3);
+}
+
+#[test]
+fn open_loop_is_deterministic_and_sane() {
+    let c = cfg(&[("k", "4"), ("packet_size", "4"), ("injection_rate", "0.05"), ("sample_period", "500")]);
+    let (t, r) = build_network(&c).unwrap();
+    let a = simulate(&t, &r, &c, None, &|_| {}).unwrap();
+    let b = simulate(&t, &r, &c, None, &|_| {}).unwrap();
+    assert_eq!(a, b);
+    let SimResult::OpenLoop(a) = a else { panic!() };
+    assert!(!a.saturated);
+    assert!((a.accepted_flits - 0.2).abs() < 0.03, "accepted {}", a.accepted_flits);
+    assert!(a.packet_latency.min <= a.network_latency.max);
+    assert!(a.network_latency.avg <= a.packet_latency.avg);
+    // Uniform on a 4x4 torus: 1 + 16 pairs' average of 2 hops; routers crossed = hops + 1.
+    assert!((a.hops - 3.0).abs() < 0.15, "hops {}", a.hops);
+}
+
+#[test]
+fn saturation_is_detected() {
+    let c = cfg(&[
+        ("topology", "mesh"),
+        ("k", "4"),
+        ("packet_size", "4"),
+        ("injection_rate", "0.24"),
+        ("sample_period", "300"),
+    ]);
+    let (t, r) = build_network(&c).unwrap();
+    let s = sweep(&t, &r, &c, &[0.02, 0.24], &|_| {}).unwrap();
+    assert!(!s.points[0].saturated);
+    assert!(s.points[1].saturated);
+    assert_eq!(s.saturation_rate, Some(0.24));
+}
+
+#[test]
+fn every_knob_still_delivers() {
+    for extra in [
+        [("vct", "1"), ("vc_buf_size", "8")],
+        [("hold_switch_for_packet", "1"), ("vc_buf_size", "4")],
+        [("arb_type", "age"), ("num_vcs", "4")],
+        [("injection_ports", "2"), ("routing_delay", "0")],
+        [("sw_allocator", "separable_input_first"), ("routing_function", "dor")],
+        [("arb_type", "age"), ("sw_allocator", "separable_input_first")],
+    ] {
+        let mut c = cfg(&[("k", "4"), ("sim_type", "batch"), ("packet_size", "8"), ("message_flits", "20")]);
+        for (k, v) in extra {
+            c.set(k, v).unwrap();
+        }
+        let (t, r) = build_network(&c).unwrap();
+        let s = schedule_of(&t, &c).unwrap();
+        let b = batch(&t, &r, &c, &s);
+        assert_eq!(b.messages, 16 * 15, "{extra:?}");
+    }
+}
+
+#[test]
+fn a_cyclic_routing_deadlocks_and_is_reported() {
+    // One VC and shortest paths round a ring: the wrap-around closes a credit loop.
+    let c = cfg(&[
+        ("k", "8"),
+        ("n", "1"),
+        ("num_vcs", "1"),
+        ("routing_function", "minhop"),
+        ("packet_size", "16"),
+        ("vc_buf_size", "2"),
+        ("sim_type", "batch"),
+        ("schedule", "tornado"),
+        ("message_flits", "64"),
+        ("deadlock_cycles", "200"),
+    ]);
+    let (t, r) = build_network(&c).unwrap();
+    let err = simulate(&t, &r, &c, None, &|_| {}).unwrap_err().to_string();
+    assert!(err.contains("deadlock") && err.contains("blocked"), "{err}");
+}
+
+#[test]
+fn impossible_combinations_are_refused() {
+    let bad = |pairs: &[(&str, &str)]| {
+        let c = cfg(pairs);
+        let (t, r) = build_network(&c)?;
+        simulate(&t, &r, &c, None, &|_| {}).map(|_| ())
+    };
+    assert!(bad(&[("vct", "1"), ("packet_size", "10"), ("vc_buf_size", "8")]).is_err());
+    assert!(bad(&[("num_vcs", "3")]).is_err()); // dateline DOR needs a multiple of 2
+    assert!(bad(&[("num_vcs", "1"), ("k", "4")]).is_err());
+    assert!(bad(&[("traffic", "bitcomp"), ("k", "3")]).is_err());
+    assert!(SimConfig::default().set("num_vc", "2").is_err());
+    assert!(SimConfig::default().set("injection_rate", "-1").is_err());
+}

@@ -1,0 +1,108 @@
+"""Flit-level simulation: cycle-accurate input-queued VC routers with credits.
+
+A run is described by a flat config whose keys match BookSim's where they mean the same
+(``topology``, ``k``, ``n``, ``routing_function``, ``num_vcs``, ``vc_buf_size``,
+``packet_size``, ``injection_rate``, ``traffic``, ``sim_type``, ``warmup_periods``,
+``sample_period``, ``max_samples``, ``seed`` …) plus netweave's own (``topology_file``,
+``routes_file``, ``injection_ports``, ``deadlock_cycles``, ``schedule``, ``batch_sync``,
+``request_reply`` …); :data:`KEYS` lists them all with their meaning.
+
+>>> import netweave.flitsim as fs
+>>> r = fs.simulate({"k": 4, "packet_size": 4, "injection_rate": 0.02, "sample_period": 300})
+>>> r["mode"], r["saturated"]
+('open_loop', False)
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, Optional, Union
+
+from netweave import _core
+
+#: ``{key: meaning}`` of every config key the simulator understands.
+KEYS: dict[str, str] = dict(_core.flitsim_keys())
+
+#: Keys whose value is a file path, resolved against the config file's directory.
+PATH_KEYS = ("topology_file", "routes_file")
+
+Config = Union[Mapping[str, Any], str, Path]
+
+
+class ConfigError(_core.NetweaveError):
+    """A config file that cannot be read (one-line message)."""
+
+
+def _text(key: str, value: Any) -> str:
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_text(key, v) for v in value) + "]"
+    if isinstance(value, Mapping):
+        raise ConfigError(f"{key}: tables are not supported; write every key at the top level")
+    return str(value)
+
+
+def load_config(path: Union[str, Path]) -> dict[str, Any]:
+    """Read a TOML config file into a flat dict, file paths made absolute."""
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{path}: {e}") from None
+    for key in PATH_KEYS:
+        if key in data and isinstance(data[key], str) and not Path(data[key]).is_absolute():
+            data[key] = str((path.parent / data[key]).resolve())
+    return data
+
+
+def parse_overrides(pairs: Iterable[str]) -> dict[str, str]:
+    """``["k=8", "traffic=transpose"]`` → ``{"k": "8", "traffic": "transpose"}``."""
+    out: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--set expects key=value, got '{pair}'")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def settings(config: Config, overrides: Optional[Mapping[str, Any]] = None) -> list[tuple[str, str]]:
+    """The ``(key, value)`` text pairs the engine takes, from a dict or a TOML path."""
+    data = dict(load_config(config) if isinstance(config, (str, Path)) else config)
+    data.update(overrides or {})
+    return [(k, _text(k, v)) for k, v in data.items()]
+
+
+def simulate(
+    config: Config,
+    overrides: Optional[Mapping[str, Any]] = None,
+    routes: Optional[_core.RoutingTable] = None,
+    schedule: Optional[_core.Schedule] = None,
+    progress: Optional[Callable[[int], None]] = None,
+) -> dict:
+    """Run one simulation; returns the open-loop statistics or the batch completion as a dict.
+
+    `routes` (with its topology) replaces the config's network; `schedule` replaces the
+    batch workload (``sim_type = "batch"``; its bytes count flits). `progress(cycle)` is
+    called every sample period (open loop) or every 10,000 cycles (batch).
+    """
+    return _core.flitsim_simulate(settings(config, overrides), routes, schedule, progress)
+
+
+def sweep(
+    config: Config,
+    rates: Iterable[float],
+    overrides: Optional[Mapping[str, Any]] = None,
+    routes: Optional[_core.RoutingTable] = None,
+    progress: Optional[Callable[[int], None]] = None,
+) -> dict:
+    """Open-loop runs at every injection rate, in parallel; marks saturated loads."""
+    return _core.flitsim_sweep(settings(config, overrides), list(rates), routes, progress)
+
+
+def network(config: Config, overrides: Optional[Mapping[str, Any]] = None) -> dict:
+    """Name, host and router counts, routing engine and VCs of a config's network."""
+    name, hosts, routers, engine, vcs = _core.flitsim_network(settings(config, overrides))
+    return {"topology": name, "hosts": hosts, "routers": routers, "routing": engine, "routing_vcs": vcs}

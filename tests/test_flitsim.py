@@ -1,0 +1,150 @@
+"""Flit-level simulator: Python API and `netweave simulate flit` end to end."""
+
+import json
+
+import pytest
+
+import netweave
+import netweave.flitsim as fs
+from conftest import run_cli
+
+SMALL = {"k": 4, "n": 2, "packet_size": 4, "injection_rate": 0.03, "sample_period": 300}
+
+
+def write_config(tmp_path, text: str):
+    path = tmp_path / "sim.toml"
+    path.write_text(text)
+    return path
+
+
+def test_open_loop_run_reports_booksim_statistics():
+    r = fs.simulate(SMALL)
+    assert r["mode"] == "open_loop"
+    assert not r["saturated"]
+    # 0.03 packets of 4 flits per host per cycle are all accepted below saturation.
+    assert r["accepted_flits"] == pytest.approx(0.12, rel=0.15)
+    assert r["packet_latency"]["min"] <= r["packet_latency"]["avg"] <= r["packet_latency"]["max"]
+    assert r["network_latency"]["avg"] <= r["packet_latency"]["avg"]
+
+
+def test_same_seed_same_bytes_other_seed_differs():
+    a = json.dumps(fs.simulate(SMALL), sort_keys=True)
+    b = json.dumps(fs.simulate(SMALL), sort_keys=True)
+    c = json.dumps(fs.simulate({**SMALL, "seed": 9}), sort_keys=True)
+    assert a == b
+    assert a != c
+
+
+def test_zero_load_latency_of_one_message_on_a_line():
+    # One 1-flit message across 4 routers of a mesh line: 4 cycles per router, 3 links,
+    # 3 cycles of host links and retirement (BookSim's zero-load figure).
+    sched = netweave._core.Schedule("one", 4, [[(0, 3, 1)]])
+    r = fs.simulate({"topology": "mesh", "k": 4, "n": 1, "sim_type": "batch"}, schedule=sched)
+    assert r["completion_cycles"] == 4 * 4 + 3 + 3
+
+
+def test_batch_alltoall_with_routes_from_the_routing_layer():
+    topo = netweave.topology.torus([3, 3])
+    routes = netweave.routing.route(topo, "dor")
+    r = fs.simulate({"sim_type": "batch", "packet_size": 4, "message_flits": 8}, routes=routes)
+    assert r["messages"] == 72
+    assert r["completion_cycles"] == max(r["host_finish"])
+
+
+def test_sweep_finds_saturation_in_parallel():
+    seen = []
+    r = fs.sweep({**SMALL, "topology": "mesh"}, [0.01, 0.3], progress=seen.append)
+    assert sorted(seen) == [0, 1]
+    assert [p["saturated"] for p in r["points"]] == [False, True]
+    assert r["saturation_rate"] == 0.3
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        ({"num_vc": 2}, "unknown config key 'num_vc'"),
+        ({"vct": 1, "packet_size": 10, "vc_buf_size": 8}, "virtual cut-through"),
+        ({"num_vcs": 1}, "needs 2 VCs"),
+        ({"traffic": "zigzag"}, "unknown traffic pattern"),
+        ({"injection_rate": 2.0}, "at most 1 packet"),
+    ],
+)
+def test_bad_configs_are_one_line_errors(extra, message):
+    with pytest.raises(netweave.NetweaveError, match=message):
+        fs.simulate({**SMALL, **extra})
+
+
+def test_cli_runs_a_toml_config_with_overrides(tmp_path):
+    cfg = write_config(tmp_path, 'topology = "torus"\nk = 4\nn = 2\npacket_size = 4\ninjection_rate = 0.02\nsample_period = 300\n')
+    out = json.loads(run_cli("simulate", "flit", str(cfg), "--set", "traffic=transpose", "--json").stdout)
+    assert out["network"]["hosts"] == 16
+    assert out["result"]["mode"] == "open_loop"
+    human = run_cli("simulate", "flit", str(cfg)).stdout
+    assert "packet latency" in human
+
+
+def test_cli_sweep(tmp_path):
+    cfg = write_config(tmp_path, "k = 4\npacket_size = 4\nsample_period = 300\n")
+    out = json.loads(run_cli("simulate", "flit", str(cfg), "--sweep", "injection_rate=0.01,0.02", "--json").stdout)
+    assert [p["injection_rate"] for p in out["sweep"]["points"]] == [0.01, 0.02]
+
+
+def test_cli_deadlock_is_reported_not_hung(tmp_path):
+    cfg = write_config(
+        tmp_path,
+        "k = 8\nn = 1\nnum_vcs = 1\nrouting_function = \"minhop\"\npacket_size = 16\nvc_buf_size = 2\n"
+        "sim_type = \"batch\"\nschedule = \"tornado\"\nmessage_flits = 64\ndeadlock_cycles = 200\n",
+    )
+    proc = run_cli("simulate", "flit", str(cfg), check=False)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("error: ") and "deadlock" in proc.stderr and "blocked" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    "text, args, message",
+    [
+        ("k = 4\nbogus = 1\n", [], "unknown config key 'bogus'"),
+        ("k = [\n", [], "sim.toml"),
+        ("k = 4\n", ["--set", "nokeyvalue"], "--set expects key=value"),
+        ("k = 4\n", ["--sweep", "k=1,2"], "--sweep expects injection_rate"),
+    ],
+)
+def test_cli_bad_input_exits_2_with_one_line(tmp_path, text, args, message):
+    cfg = write_config(tmp_path, text)
+    proc = run_cli("simulate", "flit", str(cfg), *args, check=False)
+    assert proc.returncode == 2
+    assert message in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_cli_batch_with_two_ports_and_local_sync(tmp_path):
+    cfg = write_config(
+        tmp_path,
+        'sim_type = "batch"\nk = 3\npacket_size = 4\nmessage_flits = 8\n'
+        'injection_ports = 2\nbatch_sync = "local"\n',
+    )
+    out = json.loads(run_cli("simulate", "flit", str(cfg), "--json").stdout)["result"]
+    assert out["mode"] == "batch"
+    assert out["messages"] == 9 * 8
+    assert len(out["host_finish"]) == 9
+    human = run_cli("simulate", "flit", str(cfg)).stdout
+    assert "completion" in human
+
+
+def test_request_reply_permutation_bandwidth_falls_with_distance():
+    # Paper 002's remote-DMA mode: the next transfer waits for the reply, so bandwidth per
+    # message falls as the partner gets farther away.
+    def bw(schedule):
+        return fs.simulate({"topology": "mesh", "k": 4, "n": 2, "sim_type": "batch", "request_reply": 1,
+                            "packet_size": 8, "message_flits": 64, "schedule": schedule})["bandwidth_flits_per_cycle"]
+
+    assert bw("neighbor") > bw("bitcomp")
+
+
+def test_reproduce_a2at_with_the_flit_model(tmp_path):
+    out = json.loads(run_cli("reproduce", "a2at", "--model", "flit", "--sides", "5", "--out", str(tmp_path), "--json").stdout)
+    assert set(out["files"]) >= {"a2at_flit.csv", "a2at_flit.png", "summary_flit.md"}
+    # Paper 001 reports torus A2AT within about 20 % of TV_NCT1; the flit model lands near it.
+    assert 0.8 < out["figures"]["S4"] < 1.5
+    assert "S8" in (tmp_path / "summary_flit.md").read_text()
