@@ -10,9 +10,11 @@
 //! - [`routing`]: destination-based forwarding tables (the InfiniBand LFT model).
 //! - [`traffic`]: schedules of messages between ranks, and their placement on hosts.
 //! - [`analysis`]: exact per-phase link loads and the figures derived from them.
+//! - [`flowsim`]: flow-level simulation with max-min fair sharing: how long a schedule takes.
 
 pub mod analysis;
 pub mod error;
+pub mod flowsim;
 pub mod routing;
 pub mod topology;
 pub mod traffic;

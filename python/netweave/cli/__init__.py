@@ -11,7 +11,7 @@ import sys
 import typer
 
 from netweave._core import NetweaveError
-from netweave.cli import plan, route, topo
+from netweave.cli import plan, route, simulate, topo
 from netweave.cli.common import UserError
 
 app = typer.Typer(
@@ -22,6 +22,7 @@ app = typer.Typer(
 )
 app.add_typer(topo.app, name="topo")
 app.add_typer(route.app, name="route")
+app.add_typer(simulate.app, name="simulate")
 app.command("plan")(plan.plan_cmd)
 
 

@@ -13,6 +13,8 @@
 
 use serde::{Deserialize, Serialize};
 
+pub mod dag;
+
 use crate::error::{NetweaveError, Result};
 use crate::topology::Topology;
 
