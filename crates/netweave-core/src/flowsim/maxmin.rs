@@ -49,6 +49,8 @@ const FROZEN: u8 = 2;
 
 /// Relative tolerance when comparing rates against the lowest changed level.
 const LEVEL_TOLERANCE: f64 = 1e-9;
+/// Relative change below which a recomputed rate counts as unchanged.
+const RATE_TOLERANCE: f64 = 1e-12;
 
 /// The max-min allocation over a fixed set of resources and paths, updated incrementally.
 ///
@@ -76,6 +78,8 @@ pub(crate) struct FairShare {
     used: Vec<f64>,
     /// Flows whose rate was recomputed, over all updates (a cost measure).
     pub(crate) flows_recomputed: u64,
+    /// Flows whose rate actually changed, over all updates.
+    pub(crate) rates_changed: u64,
     pub(crate) updates: u64,
 }
 
@@ -101,6 +105,7 @@ impl FairShare {
             path_off,
             path_res,
             flows_recomputed: 0,
+            rates_changed: 0,
             updates: 0,
         }
     }
@@ -120,6 +125,7 @@ impl FairShare {
     }
 
     /// Sum of the rates of the active flows on resource `r`.
+    #[cfg(test)]
     pub(crate) fn used(&self, r: u32) -> f64 {
         self.used[r as usize]
     }
@@ -228,8 +234,10 @@ impl FairShare {
                 }
                 self.flow_state[f as usize] = FROZEN;
                 let old = self.rate[f as usize];
-                self.rate[f as usize] = share;
-                if old != share {
+                // A rate equal to the old one up to rounding is left alone: rescheduling the
+                // flow would cost an event and change nothing.
+                if (share - old).abs() > RATE_TOLERANCE * old {
+                    self.rate[f as usize] = share;
                     changed.push((f, old));
                 }
                 for i in self.path(f) {
@@ -250,6 +258,7 @@ impl FairShare {
             }
         }
         self.flows_recomputed += self.set_flows.len() as u64;
+        self.rates_changed += changed.len() as u64;
         // New used rates and scratch reset.
         for &r in &self.seen_res {
             let r = r as usize;

@@ -198,6 +198,8 @@ pub struct FlowReport {
     /// Bandwidth reallocations and flows recomputed in them (how much work incrementality saved).
     pub reallocations: u64,
     pub flows_recomputed: u64,
+    /// Flows whose rate actually changed in those reallocations (each costs a new drain event).
+    pub rates_changed: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub series: Option<Vec<SeriesPoint>>,
 }
@@ -462,8 +464,9 @@ impl Control {
 enum EventKind {
     /// The message's data starts streaming (after the overhead).
     Start,
-    /// The flow's last byte would leave now, if its rate has not changed (version check).
-    Drain { version: u32 },
+    /// The flow's last byte may leave now. Only the flow's earliest pending drain event counts;
+    /// if its rate has dropped since, the event finds the flow unfinished and moves on.
+    Drain,
     /// The message's tail reaches its receiver.
     Deliver,
     /// One of the task's dependencies is met.
@@ -514,7 +517,10 @@ struct Sim<'a> {
     remaining: Vec<f64>,
     rate: Vec<f64>,
     last: Vec<f64>,
-    version: Vec<u32>,
+    /// Time of the flow's earliest pending drain event (infinity if none).
+    scheduled: Vec<f64>,
+    /// End of the instant being processed (events up to here count as simultaneous).
+    horizon: f64,
     /// Tail has been streamed but a relay's upstream has not fully arrived yet.
     drained_waiting: Vec<bool>,
     delivered: Vec<bool>,
@@ -562,7 +568,8 @@ impl<'a> Sim<'a> {
             remaining: vec![0.0; n],
             rate: vec![0.0; n],
             last: vec![0.0; n],
-            version: vec![0; n],
+            scheduled: vec![f64::INFINITY; n],
+            horizon: 0.0,
             drained_waiting: vec![false; n],
             delivered: vec![false; n],
             free: vec![config.nct; nh],
@@ -592,6 +599,7 @@ impl<'a> Sim<'a> {
         self.reallocate();
         while let Some(first) = self.events.pop() {
             let horizon = first.time + first.time.abs() * SAME_TIME;
+            self.horizon = horizon;
             self.now = first.time;
             self.handle(first);
             // Everything due at this instant, including what handling it scheduled.
@@ -643,14 +651,23 @@ impl<'a> Sim<'a> {
         let m = e.id as usize;
         match e.kind {
             EventKind::Start => self.start(e.id),
-            EventKind::Drain { version } => {
-                if version == self.version[m] && self.rate[m] > 0.0 {
+            EventKind::Drain => {
+                if e.time != self.scheduled[m] || self.rate[m] == 0.0 {
+                    return; // superseded by an earlier event, or already drained
+                }
+                self.scheduled[m] = f64::INFINITY;
+                let done = self.last[m] + self.remaining[m] / self.rate[m];
+                if done > self.horizon {
+                    self.scheduled[m] = done;
+                    self.push(done, EventKind::Drain, e.id);
+                    return;
+                }
+                {
                     self.leaving.push(e.id);
                     self.active -= 1;
                     self.aggregate_rate -= self.rate[m];
                     self.rate[m] = 0.0;
                     self.remaining[m] = 0.0;
-                    self.version[m] += 1;
                     self.tail_streamed(e.id);
                 }
             }
@@ -904,9 +921,13 @@ impl<'a> Sim<'a> {
             self.last[fi] = now;
             self.aggregate_rate += new_rate - self.rate[fi];
             self.rate[fi] = new_rate;
-            self.version[fi] += 1;
+            // Only an earlier drain needs a new event; a later one is found when the pending
+            // event fires (rates mostly fall when flows join, so this saves most pushes).
             let t = now + self.remaining[fi] / new_rate;
-            self.push(t, EventKind::Drain { version: self.version[fi] }, f);
+            if t < self.scheduled[fi] {
+                self.scheduled[fi] = t;
+                self.push(t, EventKind::Drain, f);
+            }
         }
         if self.config.series {
             self.series.push(SeriesPoint {
@@ -971,6 +992,7 @@ impl<'a> Sim<'a> {
             sync_messages: self.sync_messages,
             reallocations: self.fair.updates,
             flows_recomputed: self.fair.flows_recomputed,
+            rates_changed: self.fair.rates_changed,
             series: self.config.series.then(|| std::mem::take(&mut self.series)),
         }
     }
