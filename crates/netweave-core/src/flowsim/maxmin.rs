@@ -27,7 +27,6 @@ use std::collections::BinaryHeap;
 struct ShareEntry {
     share: f64,
     resource: u32,
-    version: u32,
 }
 
 impl Eq for ShareEntry {}
@@ -70,7 +69,6 @@ pub(crate) struct FairShare {
     res_seen: Vec<bool>,
     residual: Vec<f64>,
     unfrozen: Vec<u32>,
-    version: Vec<u32>,
     seen_res: Vec<u32>,
     set_flows: Vec<u32>,
     heap: BinaryHeap<ShareEntry>,
@@ -96,7 +94,6 @@ impl FairShare {
             res_seen: vec![false; r],
             residual: vec![0.0; r],
             unfrozen: vec![0; r],
-            version: vec![0; r],
             used: vec![0.0; r],
             seen_res: Vec::new(),
             set_flows: Vec::new(),
@@ -212,21 +209,26 @@ impl FairShare {
             self.residual[r] = (self.capacity[r] - fixed).max(0.0);
             self.unfrozen[r] = count;
             if count > 0 {
-                self.heap.push(ShareEntry {
-                    share: self.residual[r] / count as f64,
-                    resource: r as u32,
-                    version: self.version[r],
-                });
+                self.heap.push(ShareEntry { share: self.residual[r] / count as f64, resource: r as u32 });
             }
         }
-        // Progressive filling over the affected part.
+        // Progressive filling over the affected part. Freezing flows at the lowest level `s`
+        // can only raise another resource's share ((R − s)/(n − 1) ≥ R/n when s ≤ R/n), so
+        // heap keys are lower bounds: a popped key that turns out stale is pushed again with
+        // the current share instead of pushing on every change.
         while let Some(e) = self.heap.pop() {
             let r = e.resource as usize;
-            if e.version != self.version[r] || self.unfrozen[r] == 0 {
+            let n = self.unfrozen[r];
+            if n == 0 {
+                continue;
+            }
+            let current = self.residual[r] / n as f64;
+            if current > e.share * (1.0 + LEVEL_TOLERANCE) {
+                self.heap.push(ShareEntry { share: current, resource: r as u32 });
                 continue;
             }
             // Never hand out a zero rate because of rounding: a flow always moves.
-            let share = e.share.max(self.capacity[r] * 1e-12);
+            let share = current.max(self.capacity[r] * 1e-12);
             for k in 0..self.res_flows[r].len() {
                 let f = self.res_flows[r][k];
                 if self.flow_state[f as usize] != IN_SET {
@@ -244,16 +246,6 @@ impl FairShare {
                     let q = self.path_res[i] as usize;
                     self.residual[q] = (self.residual[q] - share).max(0.0);
                     self.unfrozen[q] -= 1;
-                    if q != r {
-                        self.version[q] = self.version[q].wrapping_add(1);
-                        if self.unfrozen[q] > 0 {
-                            self.heap.push(ShareEntry {
-                                share: self.residual[q] / self.unfrozen[q] as f64,
-                                resource: q as u32,
-                                version: self.version[q],
-                            });
-                        }
-                    }
                 }
             }
         }
