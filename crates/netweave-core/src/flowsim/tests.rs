@@ -133,6 +133,8 @@ fn sync_executor_matches_lock_step_fluid_time_without_latency() {
         let lock_step: f64 = loads.phases.iter().map(|p| p.max_load as f64 * M as f64 / B).sum();
         let rep = simulate(&topo, &routes, &sched, &FlowConfig::new(Executor::Sync)).unwrap();
         assert!(close(rep.makespan_s, lock_step), "{}: {} vs {lock_step}", topo.name(), rep.makespan_s);
+        // The analysis engine's own lock-step time (host links bounded too, as here).
+        assert!(close(rep.makespan_s, loads.fluid_time_host_links_s), "{}", loads.fluid_time_host_links_s);
         // A barrier cost adds once per phase boundary.
         let mut cfg = FlowConfig::new(Executor::Sync);
         cfg.barrier_s = 1e-6;
