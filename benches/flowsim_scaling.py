@@ -32,20 +32,6 @@ def _torus(dims, gbps, ns):
     return topology.from_networkx(g)
 
 
-def bruck_allgather(num_ranks: int, base_bytes: int):
-    """Standard Bruck allgather: step k, rank i sends base·2^k bytes to (i − 2^k) mod N."""
-    from netweave._core import Schedule
-
-    steps = (num_ranks - 1).bit_length()
-    phases = []
-    for k in range(steps):
-        size = base_bytes * (1 << k)
-        if (1 << (k + 1)) > num_ranks:  # last step of a non-power-of-two N sends the remainder
-            size = base_bytes * (num_ranks - (1 << k))
-        phases.append([(i, (i - (1 << k)) % num_ranks, size) for i in range(num_ranks)])
-    return Schedule(f"allgather-bruck(N={num_ranks})", num_ranks, phases)
-
-
 def bit_reversal(bits: int) -> list[int]:
     return [int(f"{r:0{bits}b}"[::-1], 2) for r in range(1 << bits)]
 
@@ -55,11 +41,11 @@ def peak_rss_gib() -> float:
 
 
 def paper_003(rows: list) -> None:
-    from netweave import flowsim, routing
+    from netweave import flowsim, routing, traffic
 
     topo = _torus([16, 16, 16], 40.0, 120.0)  # 5 GB/s = 40 Gbit/s
     routes = routing.route(topo, "dor")
-    sched = bruck_allgather(4096, 2048)
+    sched = traffic.build("allgather", "bruck", num_ranks=4096, bytes=2048)
     for placement_name, placement in (("x,y,z", list(range(4096))), ("bit-reversal", bit_reversal(12))):
         s = sched.with_placement(placement)
         loads = routes.analyze(s)

@@ -135,7 +135,7 @@ def _schedule_file(path, num_ranks, phases, placement=None):
 def fabric(tmp_path_factory):
     d = tmp_path_factory.mktemp("flow")
     topo, routes = d / "torus.json", d / "routes.json"
-    run_cli("topo", "torus", "4x4", "--bandwidth", "8", "--latency", "0", "-o", str(topo))
+    run_cli("topo", "torus", "--dims", "4x4", "--bandwidth", "8", "--latency", "0", "-o", str(topo))
     run_cli("route", "dor", str(topo), "-o", str(routes))
     n = 16
     shift = [[[s, (s + i) % n, MB] for s in range(n)] for i in range(1, n)]
