@@ -3,6 +3,10 @@
 
 import json
 import math
+import re
+import shutil
+import subprocess
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -188,3 +192,36 @@ def test_reproduce_a2at_fluid_reaches_table_1(tmp_path):
     assert table[2] == "7,112,112,84,56,42,112,84,56,42"
     assert (out / "a2at_fluid.png").stat().st_size > 0 and "35" not in (out / "summary.md").read_text().split("T4 cells")[1]
     assert math.isclose(json.loads((out / "result.json").read_text())["t4_cells_exact"], 10)
+
+
+C_MAIN = r"""
+int main(int argc, char **argv) {
+    nws_rank r;
+    if (argc != 3) return 2;
+    nws_read_rank(argv[1], (uint32_t)atoi(argv[2]), &r);
+    printf("%u %u %u %u %u %u\n", r.ranks, r.phases, r.collective, r.root, r.flags, r.concurrent_sends);
+    for (uint64_t i = 0; i < r.nsend; i++)
+        printf("s %u %u %llu\n", r.sends[i].phase, r.sends[i].peer, (unsigned long long)r.sends[i].bytes);
+    for (uint64_t i = 0; i < r.nrecv; i++)
+        printf("r %u %u %llu\n", r.recvs[i].phase, r.recvs[i].peer, (unsigned long long)r.recvs[i].bytes);
+    return 0;
+}
+"""
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler")
+def test_the_documented_c_reader_reads_our_files(tmp_path):
+    """The C sketch in docs/schedule-format.md compiles and reads what netweave writes."""
+    doc = (Path(__file__).parent.parent / "docs" / "schedule-format.md").read_text()
+    code = re.search(r"### Reading it from C.*?```c\n(.*?)```", doc, re.S).group(1)
+    (tmp_path / "reader.c").write_text(code + C_MAIN)
+    subprocess.run(["cc", "-std=c11", "-Wall", "-Werror", "-o", str(tmp_path / "reader"), str(tmp_path / "reader.c")],
+                   check=True, capture_output=True)
+    s = traffic.build("gather", "binomial", num_ranks=11, root=3, bytes=5)
+    traffic.save(s, tmp_path / "g.nws")
+    for rank in (0, 3, 10):
+        out = subprocess.run([str(tmp_path / "reader"), str(tmp_path / "g.nws"), str(rank)],
+                             check=True, capture_output=True, text=True).stdout.splitlines()
+        assert out[0] == "11 4 2 3 3 1"  # ranks, phases, gather, root, permutation|forwarded, 1 send
+        assert out[1:] == [f"s {p} {d} {b}" for p, d, b in s.send_order(rank)] + \
+                          [f"r {p} {src} {b}" for p, src, b in s.receive_order(rank)]

@@ -45,3 +45,22 @@ def analyze(
     every phase to be a permutation; `max_links` bounds the ``contended_links`` list.
     """
     return _core.analyze(routes, schedule, hop_latency_s, link_latency, claims_permutations, max_links)
+
+
+def claims_permutations(schedule: _core.Schedule) -> bool:
+    """Whether the schedule says every phase is a permutation (schedules that carry the claim)."""
+    return bool(getattr(schedule, "claims_permutation", False))
+
+
+def describe(schedule: _core.Schedule) -> dict:
+    """Name and sizes of a schedule, for reports."""
+    info = {
+        "name": schedule.name,
+        "ranks": schedule.num_ranks,
+        "phases": schedule.num_phases,
+        "messages": schedule.num_messages,
+    }
+    collective = getattr(schedule, "collective", None)
+    if collective is not None:
+        info["collective"] = collective
+    return info

@@ -11,7 +11,7 @@ import sys
 import typer
 
 from netweave._core import NetweaveError
-from netweave.cli import plan, reproduce, route, schedule, simulate, topo
+from netweave.cli import analyze, plan, reproduce, route, schedule, simulate, topo
 from netweave.cli.common import UserError
 
 app = typer.Typer(
@@ -26,6 +26,7 @@ app.add_typer(simulate.app, name="simulate")
 app.command("plan")(plan.plan_cmd)
 app.command("schedule")(schedule.schedule_cmd)
 app.add_typer(reproduce.app, name="reproduce")
+app.command("analyze")(analyze.analyze_cmd)
 
 
 def main() -> None:

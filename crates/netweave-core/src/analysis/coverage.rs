@@ -48,13 +48,23 @@ impl Coverage {
     }
 }
 
+/// Key of the ordered pair `src → dst` among `n` ranks: offset-major, a bijection onto `0..n²`.
+#[inline]
+fn key(n: u64, src: u32, dst: u32) -> u64 {
+    let (src, dst) = (src as u64, dst as u64);
+    let offset = if dst >= src { dst - src } else { dst + n - src };
+    offset * n + src
+}
+
 /// Largest bitmap (in bits) kept per worker for pair counting; beyond it, sorted keys.
 const MAX_BITMAP_BITS: u64 = 1 << 28;
 
 /// The set of ordered rank pairs seen so far, counting repeats.
 ///
 /// Dense schedules (all-to-all) use a bitmap of `N²` bits; sparse ones keep the pair keys and
-/// sort them at the end, so memory follows the schedule, never `N²` for a thin one.
+/// sort them at the end, so memory follows the schedule, never `N²` for a thin one. A pair is
+/// keyed by its *offset* `(dst − src) mod N` first and its source second: the phases of shift
+/// and most other all-to-alls keep the offset fixed, so a phase sets one contiguous run of bits.
 pub(crate) enum PairSet {
     Bits { num_ranks: u64, bits: Vec<u64>, repeats: u64 },
     Keys { num_ranks: u64, keys: Vec<u64> },
@@ -76,13 +86,13 @@ impl PairSet {
     pub(crate) fn insert(&mut self, src: u32, dst: u32) {
         match self {
             PairSet::Bits { num_ranks, bits, repeats } => {
-                let i = src as u64 * *num_ranks + dst as u64;
+                let i = key(*num_ranks, src, dst);
                 let word = &mut bits[(i >> 6) as usize];
                 let mask = 1u64 << (i & 63);
                 *repeats += u64::from(*word & mask != 0);
                 *word |= mask;
             }
-            PairSet::Keys { num_ranks, keys } => keys.push(src as u64 * *num_ranks + dst as u64),
+            PairSet::Keys { num_ranks, keys } => keys.push(key(*num_ranks, src, dst)),
         }
     }
 

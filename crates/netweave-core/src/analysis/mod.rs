@@ -241,6 +241,7 @@ struct Context<'a> {
     fabric_secs_per_byte: Vec<f64>,
     /// Latency of each channel when latency is modelled.
     latency: Option<Vec<f64>>,
+    bandwidth: Option<UniformBandwidth>,
 }
 
 impl<'a> Context<'a> {
@@ -257,19 +258,55 @@ impl<'a> Context<'a> {
                 })
                 .collect()
         });
-        let table = PathTable::build(topo, routes, schedule.num_messages());
-        Context { topo, routes, schedule, options, table, fabric, secs_per_byte, fabric_secs_per_byte, latency }
+        let table = PathTable::build(topo, routes, &fabric, schedule.num_messages());
+        let bandwidth = UniformBandwidth::new(&fabric, &secs_per_byte);
+        Context {
+            topo,
+            routes,
+            schedule,
+            options,
+            table,
+            fabric,
+            secs_per_byte,
+            fabric_secs_per_byte,
+            latency,
+            bandwidth,
+        }
     }
 }
 
-/// One flow of the current phase: its injection channel, the range of its remaining channels
-/// (in the path table, or in the worker's walked paths), and its size.
-#[derive(Clone, Copy)]
-struct Flow {
-    first: ChannelId,
-    start: u32,
-    end: u32,
-    bytes: u64,
+/// A phase's channel figures.
+struct ChannelFigures {
+    max_load: u32,
+    contended: u32,
+    /// Longest time a channel needs for its bytes, host links included.
+    secs_all: f64,
+    /// Longest time a switch-to-switch channel needs for its bytes.
+    secs_fabric: f64,
+}
+
+/// Present when every switch-to-switch link has one bandwidth and every host link one
+/// (possibly another): a phase's time then follows from its largest loads alone.
+struct UniformBandwidth {
+    /// `u32::MAX` for switch-to-switch channels, 0 for host links (a branch-free filter).
+    fabric_mask: Vec<u32>,
+    fabric_secs_per_byte: f64,
+    host_secs_per_byte: f64,
+}
+
+impl UniformBandwidth {
+    fn new(fabric: &[bool], secs_per_byte: &[f64]) -> Option<UniformBandwidth> {
+        let one = |want: bool| -> Option<f64> {
+            let mut it = secs_per_byte.iter().zip(fabric).filter(|(_, &f)| f == want).map(|(&s, _)| s);
+            let first = it.next().unwrap_or(0.0);
+            it.all(|s| s == first).then_some(first)
+        };
+        Some(UniformBandwidth {
+            fabric_mask: fabric.iter().map(|&f| if f { u32::MAX } else { 0 }).collect(),
+            fabric_secs_per_byte: one(true)?,
+            host_secs_per_byte: one(false)?,
+        })
+    }
 }
 
 /// One worker's scratch space and running totals over its block of phases.
@@ -278,8 +315,11 @@ struct Tally {
     load: Vec<u32>,
     phase_bytes: Vec<u64>,
     touched: Vec<ChannelId>,
-    flows: Vec<Flow>,
-    walked: Vec<ChannelId>,
+    touched_len: usize,
+    longest_latency: f64,
+    /// Channels of this phase's flows, back to back; flow `i` ends at `ends[i]`.
+    paths: Vec<ChannelId>,
+    ends: Vec<u32>,
     worst_hist: Vec<u64>,
     src_stamp: Vec<u32>,
     dst_stamp: Vec<u32>,
@@ -308,8 +348,10 @@ impl Tally {
             phase_bytes: vec![0; channels],
             // One spare slot: the branch-free append writes one past the last distinct channel.
             touched: vec![0; channels + 1],
-            flows: Vec::new(),
-            walked: Vec::new(),
+            touched_len: 0,
+            longest_latency: 0.0,
+            paths: Vec::new(),
+            ends: Vec::new(),
             worst_hist: Vec::new(),
             src_stamp: vec![0; ranks],
             dst_stamp: vec![0; ranks],
@@ -331,126 +373,45 @@ impl Tally {
 
     /// Count phase `p`.
     fn phase(&mut self, ctx: &Context, p: usize) -> Result<()> {
-        let stamp = p as u32 + 1;
-        let placement = ctx.schedule.placement();
         let messages = ctx.schedule.phase(p);
-
-        // Pass 1: coverage, permutation, sizes, and each flow's path.
-        self.flows.clear();
-        self.walked.clear();
-        let mut permutation = true;
-        let mut uniform = messages.first().map(|m| m.bytes);
-        for m in messages {
-            let (src, dst) = (m.src as usize, m.dst as usize);
-            permutation &= self.src_stamp[src] != stamp && self.dst_stamp[dst] != stamp;
-            self.src_stamp[src] = stamp;
-            self.dst_stamp[dst] = stamp;
-            if src == dst {
-                self.self_messages += 1;
-            } else {
-                self.pairs.insert(m.src, m.dst);
-            }
-            self.sent_bytes += m.bytes as u128;
-            uniform = uniform.filter(|&b| b == m.bytes);
-            let (s, d) = (placement[src] as usize, placement[dst] as usize);
-            if s == d {
-                continue;
-            }
-            let flow = match &ctx.table {
-                Some(table) => match table.lookup(s, d) {
-                    Some((first, start, end)) => Flow { first, start, end, bytes: m.bytes },
-                    // A host without links: the router names the problem.
-                    None => {
-                        return Err(ctx.routes.path(ctx.topo, s, d, &mut self.walked).err().unwrap_or_else(|| {
-                            NetweaveError::Routing(format!("host {} has no link", ctx.topo.label(ctx.topo.hosts()[s])))
-                        }))
-                    }
-                },
-                None => {
-                    let at = self.walked.len();
-                    ctx.routes.path(ctx.topo, s, d, &mut self.walked)?;
-                    Flow { first: self.walked[at], start: at as u32 + 1, end: self.walked.len() as u32, bytes: m.bytes }
-                }
-            };
-            self.flows.push(flow);
-        }
-        let chans: &[ChannelId] = match &ctx.table {
-            Some(table) => table.channels(),
-            None => &self.walked,
+        // Equal sizes (the usual case) let loads stand for bytes: no per-channel byte sums.
+        let uniform = match messages.first() {
+            Some(first) if messages.iter().all(|m| m.bytes == first.bytes) => Some(first.bytes),
+            _ => None,
         };
+        self.sent_bytes += match uniform {
+            Some(size) => size as u128 * messages.len() as u128,
+            None => messages.iter().map(|m| m.bytes as u128).sum(),
+        };
+        // Dense phases (every flow loads at least two channels) skip the list of touched
+        // channels and scan them all, branch-free, afterwards.
+        let dense = uniform.is_some() && ctx.bandwidth.is_some() && messages.len() * 8 >= self.load.len();
+        let permutation = match (uniform.is_some(), dense) {
+            (true, true) => self.route_and_count::<true, true>(ctx, p)?,
+            (true, false) => self.route_and_count::<true, false>(ctx, p)?,
+            (false, _) => self.route_and_count::<false, false>(ctx, p)?,
+        };
+        let load = &self.load;
 
-        // Pass 2: channel loads (and bytes, when sizes differ), hops and path latency.
-        let load = &mut self.load;
-        let phase_bytes = &mut self.phase_bytes;
-        let touched = &mut self.touched;
-        let mut touched_len = 0usize;
-        let mut longest_latency = 0.0f64;
-        let (mut phase_hops, mut phase_hop_bytes) = (0u64, 0u128);
-        for f in &self.flows {
-            let rest = &chans[f.start as usize..f.end as usize];
-            let mut hops = 0u32;
-            for &c in std::iter::once(&f.first).chain(rest) {
-                let l = &mut load[c as usize];
-                touched[touched_len] = c;
-                touched_len += usize::from(*l == 0);
-                *l += 1;
-                hops += u32::from(ctx.fabric[c as usize]);
-                if uniform.is_none() {
-                    phase_bytes[c as usize] = phase_bytes[c as usize].wrapping_add(f.bytes);
-                }
-            }
-            phase_hops += hops as u64;
-            phase_hop_bytes += hops as u128 * f.bytes as u128;
-            self.flow_bytes += f.bytes as u128;
-            if let Some(lat) = &ctx.latency {
-                let t: f64 = std::iter::once(&f.first).chain(rest).map(|&c| lat[c as usize]).sum();
-                longest_latency = longest_latency.max(t);
-            }
-        }
-        self.sum_hops += phase_hops;
-        self.hop_bytes += phase_hop_bytes;
-
-        // Pass 3: each flow's worst channel, as a histogram (exact, order-free).
-        let flows = self.flows.len();
+        // Each flow's worst channel, as a histogram (exact and independent of order).
+        let flows = self.ends.len();
         if self.worst_hist.len() <= flows {
             self.worst_hist.resize(flows + 1, 0);
         }
-        for f in &self.flows {
-            let rest = &chans[f.start as usize..f.end as usize];
-            let worst = rest.iter().fold(load[f.first as usize], |w, &c| w.max(load[c as usize]));
+        let mut start = 0;
+        for &end in &self.ends {
+            let path = &self.paths[start..end as usize];
+            let worst = path.iter().fold(0, |w, &c| w.max(load[c as usize]));
             self.worst_hist[worst as usize] += 1;
+            start = end as usize;
         }
 
-        // Pass 4: per-channel figures over the touched channels, then reset them.
-        let (mut max_load, mut contended) = (0u32, 0u32);
-        let (mut secs_all, mut secs_fabric) = (0.0f64, 0.0f64);
-        let mut visit = |c: usize, l: u32| {
-            let bytes = match uniform {
-                Some(size) => l as u64 * size,
-                None => std::mem::take(&mut phase_bytes[c]),
-            };
-            max_load = max_load.max(l);
-            contended += u32::from(l > 1);
-            secs_all = secs_all.max(bytes as f64 * ctx.secs_per_byte[c]);
-            secs_fabric = secs_fabric.max(bytes as f64 * ctx.fabric_secs_per_byte[c]);
-            if l > self.worst[c] {
-                self.worst[c] = l;
-                self.worst_phase[c] = p as u32;
-            }
-            self.contended_phases[c] += u32::from(l > 1);
-            self.channel_bytes[c] = self.channel_bytes[c].wrapping_add(bytes);
+        // Per-channel figures, then reset the loads.
+        let figures = match (uniform, &ctx.bandwidth) {
+            (Some(size), Some(bw)) if dense => self.dense_uniform(p as u32, size, bw),
+            _ => self.sparse(ctx, p as u32, uniform),
         };
-        if touched_len * 4 >= load.len() {
-            for (c, l) in load.iter_mut().enumerate() {
-                if *l != 0 {
-                    visit(c, std::mem::take(l));
-                }
-            }
-        } else {
-            for &c in &touched[..touched_len] {
-                visit(c as usize, std::mem::take(&mut load[c as usize]));
-            }
-        }
+        let ChannelFigures { max_load, contended, secs_all, secs_fabric } = figures;
 
         let mut ratio = 0.0;
         if self.ratio_hist.len() <= max_load as usize {
@@ -461,7 +422,7 @@ impl Tally {
             ratio += n as f64 / w as f64;
             self.ratio_hist[w] += n;
         }
-        let latency = if flows > 0 { longest_latency } else { 0.0 };
+        let latency = if flows > 0 { self.longest_latency } else { 0.0 };
         self.phases.push(PhaseLoad {
             flows: flows as u32,
             max_load,
@@ -472,6 +433,144 @@ impl Tally {
             permutation,
         });
         Ok(())
+    }
+
+    /// One pass over phase `p`'s messages: coverage and permutation bookkeeping, each flow's
+    /// path (table lookup or walk) appended to `paths`, and channel loads (plus bytes unless
+    /// `UNIFORM`; first touches listed unless `DENSE`), Σhops, hop-bytes and the longest path
+    /// latency. Returns whether the phase is a permutation.
+    fn route_and_count<const UNIFORM: bool, const DENSE: bool>(&mut self, ctx: &Context, p: usize) -> Result<bool> {
+        let stamp = p as u32 + 1;
+        let placement = ctx.schedule.placement();
+        let messages = ctx.schedule.phase(p);
+        self.paths.clear();
+        self.ends.clear();
+        self.touched_len = 0;
+        self.longest_latency = 0.0;
+        let mut permutation = true;
+        let (mut phase_hops, mut phase_hop_bytes, mut phase_bytes) = (0u64, 0u128, 0u128);
+        for m in messages {
+            let (src, dst) = (m.src as usize, m.dst as usize);
+            permutation &= self.src_stamp[src] != stamp && self.dst_stamp[dst] != stamp;
+            self.src_stamp[src] = stamp;
+            self.dst_stamp[dst] = stamp;
+            if src == dst {
+                self.self_messages += 1;
+            } else {
+                self.pairs.insert(m.src, m.dst);
+            }
+            let (s, d) = (placement[src] as usize, placement[dst] as usize);
+            if s == d {
+                continue;
+            }
+            let at = self.paths.len();
+            let hops = match &ctx.table {
+                Some(table) => match table.lookup(s, d) {
+                    Some((first, rest, hops)) => {
+                        self.paths.push(first);
+                        self.paths.extend_from_slice(rest);
+                        hops as u64
+                    }
+                    // A host without links: the router names the problem.
+                    None => {
+                        return Err(ctx.routes.path(ctx.topo, s, d, &mut self.paths).err().unwrap_or_else(|| {
+                            NetweaveError::Routing(format!("host {} has no link", ctx.topo.label(ctx.topo.hosts()[s])))
+                        }))
+                    }
+                },
+                None => {
+                    ctx.routes.path(ctx.topo, s, d, &mut self.paths)?;
+                    self.paths[at..].iter().filter(|&&c| ctx.fabric[c as usize]).count() as u64
+                }
+            };
+            let path = &self.paths[at..];
+            for &c in path {
+                let l = &mut self.load[c as usize];
+                if !DENSE {
+                    // Branch-free append of first touches: the slot is kept only when l was 0.
+                    self.touched[self.touched_len] = c;
+                    self.touched_len += usize::from(*l == 0);
+                }
+                *l += 1;
+                if !UNIFORM {
+                    let b = &mut self.phase_bytes[c as usize];
+                    *b = b.wrapping_add(m.bytes);
+                }
+            }
+            phase_hops += hops;
+            if !UNIFORM {
+                phase_hop_bytes += hops as u128 * m.bytes as u128;
+                phase_bytes += m.bytes as u128;
+            }
+            if let Some(lat) = &ctx.latency {
+                let t: f64 = path.iter().map(|&c| lat[c as usize]).sum();
+                self.longest_latency = self.longest_latency.max(t);
+            }
+            self.ends.push(self.paths.len() as u32);
+        }
+        if UNIFORM {
+            let size = messages.first().map_or(0, |m| m.bytes) as u128;
+            phase_hop_bytes = phase_hops as u128 * size;
+            phase_bytes = self.ends.len() as u128 * size;
+        }
+        self.sum_hops += phase_hops;
+        self.hop_bytes += phase_hop_bytes;
+        self.flow_bytes += phase_bytes;
+        Ok(permutation)
+    }
+
+    /// Channel figures of a phase whose messages all carry `size` bytes on a fabric whose
+    /// switch-to-switch links share one bandwidth and host links another: a branch-free scan
+    /// of every channel (used when most channels are loaded).
+    fn dense_uniform(&mut self, p: u32, size: u64, bw: &UniformBandwidth) -> ChannelFigures {
+        let (mut max_load, mut max_fabric, mut max_host, mut contended) = (0u32, 0u32, 0u32, 0u32);
+        let channels = self.load.len();
+        let (load, fabric_mask) = (&mut self.load[..channels], &bw.fabric_mask[..channels]);
+        let (worst, worst_phase) = (&mut self.worst[..channels], &mut self.worst_phase[..channels]);
+        let (cont, bytes) = (&mut self.contended_phases[..channels], &mut self.channel_bytes[..channels]);
+        for c in 0..channels {
+            let l = load[c];
+            max_load = max_load.max(l);
+            max_fabric = max_fabric.max(l & fabric_mask[c]);
+            max_host = max_host.max(l & !fabric_mask[c]);
+            let hot = u32::from(l > 1);
+            contended += hot;
+            cont[c] += hot;
+            let higher = l > worst[c];
+            worst[c] = if higher { l } else { worst[c] };
+            worst_phase[c] = if higher { p } else { worst_phase[c] };
+            bytes[c] = bytes[c].wrapping_add(l as u64 * size);
+            load[c] = 0;
+        }
+        let size = size as f64;
+        let secs_fabric = max_fabric as f64 * size * bw.fabric_secs_per_byte;
+        let secs_host = max_host as f64 * size * bw.host_secs_per_byte;
+        ChannelFigures { max_load, contended, secs_all: secs_fabric.max(secs_host), secs_fabric }
+    }
+
+    /// Channel figures of a phase, visiting only the channels it touched (any sizes, any
+    /// bandwidths).
+    fn sparse(&mut self, ctx: &Context, p: u32, uniform: Option<u64>) -> ChannelFigures {
+        let mut fig = ChannelFigures { max_load: 0, contended: 0, secs_all: 0.0, secs_fabric: 0.0 };
+        for &c in &self.touched[..self.touched_len] {
+            let c = c as usize;
+            let l = std::mem::take(&mut self.load[c]);
+            let bytes = match uniform {
+                Some(size) => l as u64 * size,
+                None => std::mem::take(&mut self.phase_bytes[c]),
+            };
+            fig.max_load = fig.max_load.max(l);
+            fig.contended += u32::from(l > 1);
+            fig.secs_all = fig.secs_all.max(bytes as f64 * ctx.secs_per_byte[c]);
+            fig.secs_fabric = fig.secs_fabric.max(bytes as f64 * ctx.fabric_secs_per_byte[c]);
+            if l > self.worst[c] {
+                self.worst[c] = l;
+                self.worst_phase[c] = p;
+            }
+            self.contended_phases[c] += u32::from(l > 1);
+            self.channel_bytes[c] = self.channel_bytes[c].wrapping_add(bytes);
+        }
+        fig
     }
 
     /// Fold in the tally of the next block of phases.

@@ -28,13 +28,15 @@ pub(crate) struct PathTable {
     /// Channels after injection of pair `g·H + d` are `channels[start[i]..start[i + 1]]`.
     start: Vec<u32>,
     channels: Vec<ChannelId>,
+    /// Switch-to-switch channels of each pair's path.
+    hops: Vec<u16>,
 }
 
 impl PathTable {
     /// Build the table when it pays: at most [`MAX_TABLE_PAIRS`] pairs, no more than twice the
     /// `messages` the schedule will look up, and every pair routable (otherwise `None`, so
     /// per-message walks report the exact failing pair, and only if the schedule uses it).
-    pub(crate) fn build(topo: &Topology, routes: &RoutingTable, messages: usize) -> Option<PathTable> {
+    pub(crate) fn build(topo: &Topology, routes: &RoutingTable, fabric: &[bool], messages: usize) -> Option<PathTable> {
         let hosts = topo.hosts();
         let num_hosts = hosts.len();
         // Group hosts by the node their first port reaches; remember one representative each.
@@ -62,10 +64,11 @@ impl PathTable {
             return None;
         }
         // Walk each group's row in parallel: (lengths, channels) per group.
-        let rows: Vec<Option<(Vec<u32>, Vec<ChannelId>)>> = members
+        let rows: Vec<Option<(Vec<u32>, Vec<u16>, Vec<ChannelId>)>> = members
             .par_iter()
             .map(|group| {
                 let mut lens = Vec::with_capacity(num_hosts);
+                let mut hops = Vec::with_capacity(num_hosts);
                 let mut chans = Vec::new();
                 let mut buf = Vec::new();
                 for d in 0..num_hosts {
@@ -73,25 +76,30 @@ impl PathTable {
                     // `d` never sends to `d` off-host, so its entry stays empty.
                     let Some(&rep) = group.iter().find(|&&h| h as usize != d) else {
                         lens.push(0);
+                        hops.push(0);
                         continue;
                     };
                     buf.clear();
                     routes.path(topo, rep as usize, d, &mut buf).ok()?;
                     chans.extend_from_slice(&buf[1..]);
                     lens.push(buf.len() as u32 - 1);
+                    let h = buf.iter().filter(|&&c| fabric[c as usize]).count();
+                    hops.push(u16::try_from(h).ok()?);
                 }
-                Some((lens, chans))
+                Some((lens, hops, chans))
             })
             .collect();
-        let total: usize = rows.iter().map(|r| r.as_ref().map_or(0, |(_, c)| c.len())).sum();
+        let total: usize = rows.iter().map(|r| r.as_ref().map_or(0, |(_, _, c)| c.len())).sum();
         if total > u32::MAX as usize {
             return None;
         }
         let mut start = Vec::with_capacity(pairs + 1);
         let mut channels = Vec::with_capacity(total);
+        let mut hops = Vec::with_capacity(pairs);
         start.push(0u32);
         for row in rows {
-            let (lens, chans) = row?;
+            let (lens, row_hops, chans) = row?;
+            hops.extend_from_slice(&row_hops);
             let mut at = channels.len() as u32;
             for len in lens {
                 at += len;
@@ -99,29 +107,20 @@ impl PathTable {
             }
             channels.extend_from_slice(&chans);
         }
-        Some(PathTable { num_hosts, group_of_host, injection, start, channels })
+        Some(PathTable { num_hosts, group_of_host, injection, start, channels, hops })
     }
 
-    /// Injection channel and the range of the remaining channels in [`channels`](Self::channels)
-    /// for the flow from host `src` to host `dst`; `None` if `src` has no link.
+    /// Injection channel, the remaining channels and the switch-to-switch hops of the flow
+    /// from host `src` to host `dst`; `None` if `src` has no link.
     #[inline]
-    pub(crate) fn lookup(&self, src: usize, dst: usize) -> Option<(ChannelId, u32, u32)> {
+    pub(crate) fn lookup(&self, src: usize, dst: usize) -> Option<(ChannelId, &[ChannelId], u16)> {
         let g = self.group_of_host[src];
         if g == NO_GROUP {
             return None;
         }
         let pair = g as usize * self.num_hosts + dst;
-        Some((self.injection[src], self.start[pair], self.start[pair + 1]))
-    }
-
-    pub(crate) fn channels(&self) -> &[ChannelId] {
-        &self.channels
-    }
-
-    /// Bytes held, for the benchmark's memory figure.
-    #[allow(dead_code)]
-    pub(crate) fn heap_bytes(&self) -> usize {
-        4 * (self.group_of_host.len() + self.injection.len() + self.start.len() + self.channels.len())
+        let (a, b) = (self.start[pair] as usize, self.start[pair + 1] as usize);
+        Some((self.injection[src], &self.channels[a..b], self.hops[pair]))
     }
 }
 

@@ -10,11 +10,16 @@ use crate::traffic::Message;
 
 /// `leaves` switches with `per_leaf` hosts each, all joined to one spine by a single link.
 fn two_level(leaves: u32, per_leaf: u32) -> Topology {
+    two_level_with_uplink(leaves, per_leaf, LinkSpec::default())
+}
+
+/// Like [`two_level`], with leaf 0's uplink given its own spec.
+fn two_level_with_uplink(leaves: u32, per_leaf: u32, first_uplink: LinkSpec) -> Topology {
     let mut b = TopologyBuilder::new("tree");
     let spine = b.add_switch("spine", leaves as u16);
     for l in 0..leaves {
         let leaf = b.add_switch(format!("leaf{l}"), (per_leaf + 1) as u16);
-        b.connect(leaf, spine, LinkSpec::default()).unwrap();
+        b.connect(leaf, spine, if l == 0 { first_uplink } else { LinkSpec::default() }).unwrap();
         for h in 0..per_leaf {
             let host = b.add_host(format!("h{l}.{h}"));
             b.connect(host, leaf, LinkSpec::default()).unwrap();
@@ -238,8 +243,9 @@ proptest! {
         phases in proptest::collection::vec(
             proptest::collection::vec((0u32..64, 0u32..64, 1u64..5000), 0..12), 1..6),
         placement_seed in 0u64..1000,
+        uplink_gbps in prop_oneof![Just(100.0), Just(40.0)],
     ) {
-        let t = two_level(leaves, per_leaf);
+        let t = two_level_with_uplink(leaves, per_leaf, LinkSpec::new(uplink_gbps, 100.0).unwrap());
         let hosts = t.num_hosts() as u32;
         let r = shortest_path(&t).unwrap();
         let ranks = hosts + 2; // two ranks share hosts

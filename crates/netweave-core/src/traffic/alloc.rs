@@ -32,7 +32,7 @@ use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use crate::error::Result;
+use crate::error::{NetweaveError, Result};
 use crate::topology::{NodeId, Topology};
 
 /// How ranks are laid onto the allocated hosts.
@@ -87,9 +87,9 @@ pub fn leaves(topo: &Topology) -> Vec<(NodeId, Vec<u32>)> {
 /// Parse `A` or `A-B` (inclusive) against `limit` items named `what`.
 fn parse_range(text: &str, item: &str, what: &str, limit: usize) -> Result<(usize, usize)> {
     let num = |s: &str| -> Result<usize> {
-        s.trim()
-            .parse::<usize>()
-            .or_else(|_| crate::invalid!("host list item '{item}': '{}' is not a number", s.trim()))
+        s.trim().parse::<usize>().map_err(|_| {
+            NetweaveError::InvalidParameter(format!("host list item '{item}': '{}' is not a number", s.trim()))
+        })
     };
     let (a, b) = match text.split_once('-') {
         Some((a, b)) => (num(a)?, num(b)?),

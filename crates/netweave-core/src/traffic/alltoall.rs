@@ -56,9 +56,9 @@ fn from_send_lists(
             phase
         })
         .collect();
-    Ok(Schedule::from_phases(name, num_ranks, phases)?
+    Schedule::from_phases(name, num_ranks, phases)?
         .with_collective(Collective::Alltoall, Delivery::Direct)
-        .with_concurrent_sends(nct)?)
+        .with_concurrent_sends(nct)
 }
 
 /// Shift (pairwise): phase `i` sends `S → (S + i) mod N`. Same as

@@ -20,6 +20,7 @@
 //! assert_eq!(io::from_json(&io::to_json(&s)).unwrap(), s);
 //! ```
 
+use std::fmt::Write as _;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
@@ -106,7 +107,7 @@ pub fn to_json(s: &Schedule) -> String {
             if i > 0 {
                 out.push(',');
             }
-            out.push_str(&format!("[{},{},{}]", m.src, m.dst, m.bytes));
+            let _ = write!(out, "[{},{},{}]", m.src, m.dst, m.bytes);
         }
         out.push(']');
     }
