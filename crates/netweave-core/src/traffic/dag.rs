@@ -31,7 +31,7 @@ use crate::topology::Topology;
 use crate::traffic::{Message, Schedule};
 
 /// How a task waits for one predecessor.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Dependency {
     /// Start after the predecessor has completely finished (sync message if needed).
@@ -136,7 +136,18 @@ impl TaskGraph {
             return Err(NetweaveError::Schedule(format!("task {id} relays more than one task")));
         }
         self.tasks.push(task);
+        // Stored sorted and without repeats, so equal graphs compare equal however built.
+        let start = self.preds.len();
         self.preds.extend_from_slice(deps);
+        self.preds[start..].sort_unstable();
+        let mut keep = start;
+        for i in start..self.preds.len() {
+            if keep == start || self.preds[keep - 1] != self.preds[i] {
+                self.preds[keep] = self.preds[i];
+                keep += 1;
+            }
+        }
+        self.preds.truncate(keep);
         self.pred_offsets.push(self.preds.len() as u32);
         Ok(id)
     }
@@ -202,7 +213,7 @@ impl TaskGraph {
     pub fn task(&self, t: TaskId) -> Message {
         self.tasks[t as usize]
     }
-    /// Predecessors of task `t` and how `t` waits for each.
+    /// Predecessors of task `t` and how `t` waits for each, sorted by task.
     pub fn predecessors(&self, t: TaskId) -> &[(TaskId, Dependency)] {
         &self.preds[self.pred_offsets[t as usize] as usize..self.pred_offsets[t as usize + 1] as usize]
     }
