@@ -44,7 +44,7 @@ SIMGRID_CONFIG = [
 # SimGrid side: runs under an interpreter with simgrid, without netweave.
 
 
-def simgrid_worker(case_dir: str) -> None:
+def run_in_simgrid(case_dir: str) -> None:
     from simgrid import Actor, Comm, Engine, this_actor  # noqa: F401
 
     d = Path(case_dir)
@@ -148,10 +148,10 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--simgrid-python", help="interpreter that can import simgrid")
-    ap.add_argument("--worker", help=argparse.SUPPRESS)
+    ap.add_argument("--simgrid-case", help=argparse.SUPPRESS)
     args = ap.parse_args()
-    if args.worker:
-        simgrid_worker(args.worker)
+    if args.simgrid_case:
+        run_in_simgrid(args.simgrid_case)
         return 0
     try:
         from netweave import flowsim
@@ -177,7 +177,7 @@ def main() -> int:
                 Path(tmp, "platform.xml").write_text(_platform(topo, routes, pairs))
                 hosts = sorted({s for ph in phases for s, _, _ in ph}, key=lambda h: int(h[1:]))
                 Path(tmp, "workload.json").write_text(json.dumps({"executor": executor, "phases": phases, "hosts": hosts}))
-                proc = subprocess.run([sg_python, __file__, "--worker", tmp], capture_output=True, text=True)
+                proc = subprocess.run([sg_python, __file__, "--simgrid-case", tmp], capture_output=True, text=True)
             if proc.returncode != 0:
                 print(f"SimGrid failed on {name}: {proc.stderr.strip().splitlines()[-1:]}", file=sys.stderr)
             else:

@@ -91,7 +91,7 @@ def simulate(
 
 
 def _run_watched(routes, workload, kwargs, on_progress) -> dict:
-    """Run in a worker thread (the engine releases the GIL) and report progress meanwhile."""
+    """Run in a background thread (the engine releases the GIL) and report progress meanwhile."""
     total = workload.num_tasks if isinstance(workload, _core.TaskGraph) else workload.num_messages
     progress = _core.FlowProgress()
     result: dict[str, Any] = {}
