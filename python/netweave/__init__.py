@@ -13,8 +13,8 @@ The engine is Rust (``netweave._core``); this package adds file handling, networ
 conversion, reports and the ``netweave`` command line.
 """
 
-from netweave._core import NetweaveError, ProjectivePlane, RoutingTable, Schedule, Topology
-from netweave import analysis, routing, topology, traffic
+from netweave._core import NetweaveError, ProjectivePlane, RoutingTable, Schedule, TaskGraph, Topology
+from netweave import analysis, flowsim, routing, topology, traffic
 
 __version__ = "0.1.0"
 
@@ -23,8 +23,10 @@ __all__ = [
     "ProjectivePlane",
     "RoutingTable",
     "Schedule",
+    "TaskGraph",
     "Topology",
     "analysis",
+    "flowsim",
     "routing",
     "topology",
     "traffic",

@@ -3,18 +3,20 @@
 //! The modules follow the pipeline, each depending only on those before it:
 //!
 //! ```text
-//! topology ──► routing ──► traffic ──► analysis
+//! topology ──► routing ──► traffic ──► analysis | flowsim | flitsim
 //! ```
 //!
 //! - [`topology`]: one [`Topology`](topology::Topology) type, its generators, metrics and files.
 //! - [`routing`]: destination-based forwarding tables (the InfiniBand LFT model).
 //! - [`traffic`]: schedules of messages between ranks, and their placement on hosts.
 //! - [`analysis`]: exact per-phase link loads and the figures derived from them.
+//! - [`flowsim`]: flow-level simulation with max-min fair sharing: how long a schedule takes.
 //! - [`flitsim`]: cycle-accurate flit-level simulation (input-queued VC routers, credits).
 
 pub mod analysis;
 pub mod error;
 pub mod flitsim;
+pub mod flowsim;
 pub mod routing;
 pub mod topology;
 pub mod traffic;

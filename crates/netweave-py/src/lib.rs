@@ -11,6 +11,7 @@ use pythonize::pythonize;
 
 mod analysis;
 mod flitsim;
+mod flowsim;
 mod routing;
 mod topology;
 mod traffic;
@@ -33,5 +34,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     traffic::register(m)?;
     analysis::register(m)?;
     flitsim::register(m)?;
+    flowsim::register(m)?;
     Ok(())
 }

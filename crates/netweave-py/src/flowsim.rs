@@ -1,0 +1,158 @@
+//! Flow-level simulation: the `TaskGraph` class, a progress counter, and `flow_simulate`.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use netweave_core::flowsim::{self, Executor, FlowConfig};
+use netweave_core::traffic::dag::{Dependency, TaskGraph};
+use netweave_core::traffic::Message;
+use pyo3::prelude::*;
+
+use crate::routing::PyRoutingTable;
+use crate::traffic::PySchedule;
+use crate::{err, to_py, NetweaveErrorPy};
+
+/// Transfers between ranks with dependencies (paper 004's DAG form).
+#[pyclass(name = "TaskGraph", module = "netweave._core", frozen)]
+pub(crate) struct PyTaskGraph {
+    pub(crate) inner: TaskGraph,
+}
+
+#[pymethods]
+impl PyTaskGraph {
+    /// `tasks` are `(src, dst, bytes, after, relays)`: `after` lists earlier tasks that must
+    /// completely finish first, `relays` the earlier task whose data this one forwards (or None).
+    #[new]
+    #[pyo3(signature = (name, num_ranks, tasks, placement=None))]
+    fn new(
+        name: &str,
+        num_ranks: u32,
+        tasks: Vec<(u32, u32, u64, Vec<u32>, Option<u32>)>,
+        placement: Option<Vec<u32>>,
+    ) -> PyResult<Self> {
+        let mut g = TaskGraph::new(name, num_ranks);
+        let mut deps = Vec::new();
+        for (src, dst, bytes, after, relays) in tasks {
+            deps.clear();
+            deps.extend(after.into_iter().map(|p| (p, Dependency::Complete)));
+            deps.extend(relays.map(|p| (p, Dependency::Relay)));
+            g.add_task(Message { src, dst, bytes }, &deps).map_err(err)?;
+        }
+        if let Some(p) = placement {
+            g = g.with_placement(p).map_err(err)?;
+        }
+        Ok(PyTaskGraph { inner: g })
+    }
+    /// The phased schedule as a DAG in local-sync order.
+    #[staticmethod]
+    fn from_schedule(schedule: &PySchedule) -> PyResult<Self> {
+        Ok(PyTaskGraph { inner: TaskGraph::from_schedule(&schedule.inner).map_err(err)? })
+    }
+    /// Parse the `netweave-dag` JSON form.
+    #[staticmethod]
+    fn from_json(text: &str) -> PyResult<Self> {
+        Ok(PyTaskGraph { inner: TaskGraph::from_json(text).map_err(err)? })
+    }
+    fn to_json(&self) -> String {
+        self.inner.to_json()
+    }
+    #[getter]
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+    #[getter]
+    fn num_ranks(&self) -> u32 {
+        self.inner.num_ranks()
+    }
+    #[getter]
+    fn num_tasks(&self) -> usize {
+        self.inner.num_tasks()
+    }
+    #[getter]
+    fn num_dependencies(&self) -> usize {
+        self.inner.num_dependencies()
+    }
+    #[getter]
+    fn placement(&self) -> Vec<u32> {
+        self.inner.placement().to_vec()
+    }
+}
+
+/// A counter of delivered messages another thread can read while a simulation runs.
+#[pyclass(name = "FlowProgress", module = "netweave._core", frozen)]
+pub(crate) struct PyFlowProgress {
+    delivered: Arc<AtomicU64>,
+}
+
+#[pymethods]
+impl PyFlowProgress {
+    #[new]
+    fn new() -> Self {
+        PyFlowProgress { delivered: Arc::new(AtomicU64::new(0)) }
+    }
+    /// Messages delivered so far.
+    #[getter]
+    fn delivered(&self) -> u64 {
+        self.delivered.load(Ordering::Relaxed)
+    }
+}
+
+/// Simulate `workload` (a Schedule or a TaskGraph) on `routes`' topology; returns a dict.
+#[pyfunction]
+#[pyo3(signature = (routes, workload, executor="sync", nct=1, barrier_s=0.0, overhead_s=0.0, mtu=None,
+    header_bytes=0, injection_gbps=None, ejection_gbps=None, bytes=None, series=false, progress=None))]
+#[allow(clippy::too_many_arguments)]
+fn flow_simulate(
+    py: Python<'_>,
+    routes: &PyRoutingTable,
+    workload: &Bound<'_, PyAny>,
+    executor: &str,
+    nct: u32,
+    barrier_s: f64,
+    overhead_s: f64,
+    mtu: Option<u64>,
+    header_bytes: u64,
+    injection_gbps: Option<f64>,
+    ejection_gbps: Option<f64>,
+    bytes: Option<u64>,
+    series: bool,
+    progress: Option<&PyFlowProgress>,
+) -> PyResult<PyObject> {
+    let executor: Executor = executor.parse().map_err(err)?;
+    let config = FlowConfig {
+        executor,
+        nct,
+        barrier_s,
+        overhead_s,
+        mtu,
+        header_bytes,
+        injection_gbps,
+        ejection_gbps,
+        bytes,
+        series,
+    };
+    let topology = &routes.topology.get().inner;
+    let counter = progress.map(|p| p.delivered.clone());
+    let report = if let Ok(s) = workload.downcast::<PySchedule>() {
+        let s = s.get();
+        py.allow_threads(|| {
+            flowsim::simulate_with_progress(topology, &routes.inner, &s.inner, &config, counter.as_deref())
+        })
+    } else if let Ok(g) = workload.downcast::<PyTaskGraph>() {
+        let g = g.get();
+        py.allow_threads(|| {
+            flowsim::simulate_dag_with_progress(topology, &routes.inner, &g.inner, &config, counter.as_deref())
+        })
+    } else {
+        return Err(NetweaveErrorPy::new_err("the workload must be a Schedule or a TaskGraph"));
+    }
+    .map_err(err)?;
+    to_py(py, &report)
+}
+
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyTaskGraph>()?;
+    m.add_class::<PyFlowProgress>()?;
+    m.add_function(wrap_pyfunction!(flow_simulate, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,211 @@
+"""Flow-level simulation: how long a schedule takes on a routed fabric.
+
+Every message is a flow over its routed path; flows share each directed channel's bandwidth
+max-min fairly, links add their latency, hosts inject and eject at their link's rate (or an
+overridden one). Executors decide when messages are issued: ``sync`` (phase-synchronous with a
+barrier), ``async`` (FIFO with ``nct`` concurrent sends per host, paper 001), ``local-sync``
+(each step waits for the previous step's incoming messages, paper 001) and ``dag`` (paper 004's
+dependency DAG with 1-byte sync messages and cut-through relays).
+
+>>> import netweave
+>>> topo = netweave.topology.torus([4, 4])
+>>> routes = netweave.routing.route(topo, "dor")
+>>> sched = netweave.traffic.alltoall(16, 1 << 16)
+>>> rep = netweave.flowsim.simulate(routes, sched, executor="async")
+>>> rep["makespan_s"] > 0
+True
+
+``simulate`` is the one entry point the rest of netweave (``plan``, ``reproduce``) calls.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import threading
+from pathlib import Path
+from typing import Any, Callable, Optional, Union
+
+import numpy as np
+
+from netweave import _core
+
+#: Executor names `simulate` accepts.
+EXECUTORS = ("sync", "async", "local-sync", "dag")
+
+#: Report fields that hold one value per host or per directed channel (numpy arrays).
+_ARRAY_FIELDS = ("host_finish_s", "channel_busy_s", "channel_bytes", "channel_utilisation")
+
+Workload = Union[_core.Schedule, _core.TaskGraph]
+
+
+def simulate(
+    routes: _core.RoutingTable,
+    workload: Workload,
+    executor: str = "sync",
+    nct: int = 1,
+    barrier_s: float = 0.0,
+    overhead_s: float = 0.0,
+    mtu: Optional[int] = None,
+    header_bytes: int = 0,
+    injection_gbps: Optional[float] = None,
+    ejection_gbps: Optional[float] = None,
+    bytes: Optional[int] = None,
+    series: bool = False,
+    on_progress: Optional[Callable[[int, int], None]] = None,
+) -> dict[str, Any]:
+    """Simulate `workload` (a Schedule, or a TaskGraph for the ``dag`` executor; a Schedule run
+    with ``dag`` becomes its local-sync DAG) on the topology `routes` was computed for.
+
+    `nct` is the number of concurrent sends per host, `barrier_s` the cost of each barrier
+    between phases (``sync``), `overhead_s` the software overhead per message, `mtu` and
+    `header_bytes` packetise messages, `injection_gbps`/`ejection_gbps` override the hosts'
+    link rates, `bytes` replaces every message's size, `series` records active flows and
+    aggregate rate over time. `on_progress(delivered, total)` is called a few times a second.
+
+    Returns a dict: ``makespan_s``, ``throughput_per_server_mib_s`` (IMB-style: payload sent
+    per server / makespan), per-host ``host_finish_s`` and per-channel ``channel_busy_s``,
+    ``channel_bytes``, ``channel_utilisation`` as numpy arrays, and counters.
+    """
+    if executor not in EXECUTORS:
+        raise _core.NetweaveError(f"unknown executor '{executor}' (known: {', '.join(EXECUTORS)})")
+    kwargs = dict(
+        executor=executor,
+        nct=nct,
+        barrier_s=barrier_s,
+        overhead_s=overhead_s,
+        mtu=mtu,
+        header_bytes=header_bytes,
+        injection_gbps=injection_gbps,
+        ejection_gbps=ejection_gbps,
+        bytes=bytes,
+        series=series,
+    )
+    if on_progress is None:
+        report = _core.flow_simulate(routes, workload, **kwargs)
+    else:
+        report = _run_watched(routes, workload, kwargs, on_progress)
+    for key in _ARRAY_FIELDS:
+        report[key] = np.asarray(report[key], dtype=np.uint64 if key == "channel_bytes" else np.float64)
+    return report
+
+
+def _run_watched(routes, workload, kwargs, on_progress) -> dict:
+    """Run in a background thread (the engine releases the GIL) and report progress meanwhile."""
+    total = workload.num_tasks if isinstance(workload, _core.TaskGraph) else workload.num_messages
+    progress = _core.FlowProgress()
+    result: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            result["report"] = _core.flow_simulate(routes, workload, progress=progress, **kwargs)
+        except BaseException as e:  # re-raised in the caller's thread
+            result["error"] = e
+
+    thread = threading.Thread(target=work, daemon=True)
+    thread.start()
+    while thread.is_alive():
+        thread.join(0.2)
+        on_progress(progress.delivered, total)
+    if "error" in result:
+        raise result["error"]
+    on_progress(total, total)
+    return result["report"]
+
+
+def load_workload(path) -> Workload:
+    """Read a schedule file: the phased form (via :func:`netweave.traffic.load`) or the
+    dependency-DAG form (``"form": "dag"``)."""
+    path = Path(path)
+    text = path.read_text() if path.suffix != ".nws" else None
+    if text is not None:
+        try:
+            head = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise _core.NetweaveError(f"{path}: not a JSON schedule file ({e.msg} at line {e.lineno})") from None
+        if isinstance(head, dict) and head.get("form") == "dag":
+            return _core.TaskGraph.from_json(text)
+    from netweave import traffic
+
+    loader = getattr(traffic, "load", None)
+    if loader is None:
+        raise _core.NetweaveError(f"{path}: phased schedule files need netweave.traffic.load, which this build lacks")
+    return loader(path)
+
+
+def summary(report: dict[str, Any]) -> dict[str, Any]:
+    """The scalar part of a report (what ``--json`` prints), without per-host/per-link arrays."""
+    keep = {k: v for k, v in report.items() if k not in _ARRAY_FIELDS and k != "series"}
+    finish = report["host_finish_s"]
+    active = finish[finish > 0]
+    keep["host_finish_min_s"] = float(active.min()) if active.size else 0.0
+    keep["host_finish_max_s"] = float(active.max()) if active.size else 0.0
+    keep["channels_used"] = int(np.count_nonzero(report["channel_bytes"]))
+    return keep
+
+
+def save(report: dict[str, Any], topology: _core.Topology, out_dir, plots: bool = True) -> list[Path]:
+    """Write ``flow.json`` (everything), ``hosts.csv``, ``channels.csv``, ``series.csv`` (if
+    recorded) and, with `plots`, ``link_utilisation.png`` and ``host_finish.png`` into `out_dir`."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    full = {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in report.items()}
+    (out / "flow.json").write_text(json.dumps(full, indent=1, sort_keys=True) + "\n")
+    written.append(out / "flow.json")
+    hosts = topology.hosts_labels() if hasattr(topology, "hosts_labels") else None
+    with open(out / "hosts.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["host", "label", "finish_s"])
+        for h, t in enumerate(report["host_finish_s"]):
+            w.writerow([h, hosts[h] if hosts else h, repr(float(t))])
+    written.append(out / "hosts.csv")
+    with open(out / "channels.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["channel", "link", "direction", "bytes", "busy_s", "utilisation"])
+        for c, (b, busy, u) in enumerate(
+            zip(report["channel_bytes"], report["channel_busy_s"], report["channel_utilisation"])
+        ):
+            w.writerow([c, c // 2, "a->b" if c % 2 == 0 else "b->a", int(b), repr(float(busy)), repr(float(u))])
+    written.append(out / "channels.csv")
+    if report.get("series"):
+        with open(out / "series.csv", "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["time_s", "active_flows", "aggregate_rate_Bps"])
+            for p in report["series"]:
+                w.writerow([repr(p["time_s"]), p["active_flows"], repr(p["aggregate_rate_bps"])])
+        written.append(out / "series.csv")
+    if plots:
+        written += plot(report, out)
+    return written
+
+
+def plot(report: dict[str, Any], out_dir) -> list[Path]:
+    """PNG plots: channel utilisation (sorted, busiest first) and per-host finish times."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out = Path(out_dir)
+    title = f"{report['executor']} executor, NCT {report['nct']}, makespan {report['makespan_s'] * 1e3:.4g} ms"
+    util = np.sort(report["channel_utilisation"][report["channel_bytes"] > 0])[::-1]
+    fig, ax = plt.subplots(figsize=(7, 3.5))
+    ax.plot(np.arange(util.size), util, drawstyle="steps-post")
+    ax.set_xlabel("directed channel (sorted by utilisation)")
+    ax.set_ylabel("bytes / (capacity x makespan)")
+    ax.set_ylim(0, max(1.0, float(util.max()) if util.size else 1.0) * 1.05)
+    ax.set_title(title, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(out / "link_utilisation.png", dpi=120)
+    plt.close(fig)
+    finish = report["host_finish_s"] * 1e3
+    fig, ax = plt.subplots(figsize=(7, 3.5))
+    ax.bar(np.arange(finish.size), finish, width=1.0)
+    ax.set_xlabel("host index")
+    ax.set_ylabel("finish time (ms)")
+    ax.set_title(title, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(out / "host_finish.png", dpi=120)
+    plt.close(fig)
+    return [out / "link_utilisation.png", out / "host_finish.png"]
