@@ -34,8 +34,7 @@ def analysis_lines(result: dict[str, Any]) -> list[str]:
     """An analysis report (``netweave analyze``) as short human-readable lines."""
     s = result["schedule"]
     verdict = "complete" if result["complete"] else f"INCOMPLETE: {result['problem']}"
-    cov = result["coverage"]
-    perm = f"{cov['permutation_phases']}/{s['phases']} phases are permutations"
+    perm = f"{result['permutation_phases']}/{s['phases']} phases are permutations"
     lines = [
         f"schedule    {s['name']}: {s['ranks']} ranks, {s['phases']} phases, {s['messages']} messages; {verdict}; {perm}",
         f"congestion  max {result['max_congestion']} flows on one link, {result['contended_links_total']} links "
