@@ -462,8 +462,11 @@ impl Tally {
             let hops = match &ctx.table {
                 Some(table) => match table.lookup(s, d) {
                     Some((first, rest, hops)) => {
+                        // Element by element: paths are a few channels, too short for memcpy.
                         self.paths.push(first);
-                        self.paths.extend_from_slice(rest);
+                        for &c in rest {
+                            self.paths.push(c);
+                        }
                         hops as u64
                     }
                     // A host without links: the router names the problem.

@@ -112,7 +112,7 @@ impl PathTable {
 
     /// Injection channel, the remaining channels and the switch-to-switch hops of the flow
     /// from host `src` to host `dst`; `None` if `src` has no link.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn lookup(&self, src: usize, dst: usize) -> Option<(ChannelId, &[ChannelId], u16)> {
         let g = self.group_of_host[src];
         if g == NO_GROUP {
