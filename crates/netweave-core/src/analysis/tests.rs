@@ -192,8 +192,12 @@ fn latency_adds_the_longest_path_of_each_phase() {
     }
 }
 
+/// Per phase `(flows, max load, Σ 1/worst, fluid seconds)`; then max channel bytes, Σhops and
+/// hop-bytes.
+type Recount = (Vec<(u32, u32, f64, f64)>, u64, u64, u64);
+
 /// Straightforward recount: walk every message, hash-map loads per phase.
-fn reference(t: &Topology, r: &RoutingTable, s: &Schedule) -> (Vec<(u32, u32, f64, f64)>, u64, u64, u64) {
+fn reference(t: &Topology, r: &RoutingTable, s: &Schedule) -> Recount {
     let fabric = paths::fabric_channels(t);
     let mut phases = Vec::new();
     let mut total: HashMap<u32, u64> = HashMap::new();
