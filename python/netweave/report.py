@@ -66,7 +66,7 @@ def summary_lines(plan: dict[str, Any]) -> list[str]:
         f"job       {job['collective']} over {job['ranks']} ranks, {_bytes(job['bytes_per_pair'])} per pair",
         "schedules lock-step time (paper 001), throughput ratio (paper 000), max link congestion:",
     ]
-    width = max((len(s["name"]) for s in plan["schedules"]), default=0)
+    width = max((len(s["name"]) for s in plan["schedules"] + plan.get("skipped", [])), default=0)
     for s in plan["schedules"]:
         if not s["complete"]:
             verdict = f"INCOMPLETE: {s['problem']}"
