@@ -43,6 +43,7 @@ test-python: setup
 
 bench: setup
 	cargo bench -p netweave-core --bench topology
+	cargo bench -p netweave-core --bench analysis
 	cargo bench -p netweave-core --bench flitsim
 
 clean:

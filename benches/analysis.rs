@@ -46,6 +46,13 @@ fn lsft_shift(c: &mut Criterion) {
     if let (Some(a), Some(b)) = (cpu, cpu_seconds()) {
         println!("lsft q=17 shift: {:.3} CPU s per analysis on one thread (mean of {runs})", (b - a) / runs as f64);
     }
+    let cpu = cpu_seconds();
+    for _ in 0..runs {
+        assert!(shift.completeness().ok());
+    }
+    if let (Some(a), Some(b)) = (cpu, cpu_seconds()) {
+        println!("  of which the schedule's completeness check: {:.3} CPU s", (b - a) / runs as f64);
+    }
     if let (Some(a), Some(b)) = (before, peak_mib()) {
         println!(
             "peak memory: {b:.0} MiB in all, {a:.0} MiB before analysing (topology, routes, 30.5 M-message schedule)"

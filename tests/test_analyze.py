@@ -32,7 +32,7 @@ def test_paper_003_cost_terms_on_the_16_cubed_torus():
     assert report["hop_bytes"] == 195_418_030_080
     assert report["max_link_bytes"] == 33_554_432
     assert report["hops_x_max_link"] == 6_450_504_007_680
-    assert not report["complete"]  # a Bruck pattern is no all-to-all
+    assert report["complete"]  # custom traffic claims nothing
 
 
 def test_shift_on_lsft_is_complete_and_contended_with_listed_links():
@@ -41,17 +41,16 @@ def test_shift_on_lsft_is_complete_and_contended_with_listed_links():
     n = topo.num_hosts
     report = analysis.analyze(routes, _core.shift_alltoall(n, 1 << 20), max_links=5)
     assert report["complete"] and report["problem"] is None
-    assert report["coverage"]["permutation_phases"] == n - 1
+    assert report["permutation_phases"] == n - 1
     assert report["flows"] == n * (n - 1)
     assert report["max_congestion"] > 1 and 0 < report["throughput_ratio"] < 1
     links = report["contended_links"]
     assert 0 < len(links) <= 5
     assert [l["max_load"] for l in links] == sorted((l["max_load"] for l in links), reverse=True)
     assert links[0]["max_load"] == report["max_congestion"]
-    # A listed channel really joins the two named nodes.
-    labels = {int(node): topo.label(node) for node in range(topo.num_nodes)} if hasattr(topo, "label") else None
-    if labels:
-        assert labels[links[0]["from"]] == links[0]["from_label"]
+    # A listed channel names its end nodes.
+    assert topo.label(links[0]["from"]) == links[0]["from_label"]
+    assert topo.label(links[0]["to"]) == links[0]["to_label"]
     # Equal sizes, equal bandwidths: every phase lasts max_load messages on a switch link, or
     # one message on the host links when no switch link is shared.
     message_s = (1 << 20) * 8 / 100e9
@@ -96,8 +95,68 @@ def test_completeness_counts_missing_and_repeated_pairs(ranks, drop, dup):
             dropped.add(phases[p].pop(m % len(phases[p]))[:2])
     if dup:
         phases.append([(0, 1, 4)])
-    report = analysis.analyze(routes, _core.Schedule("edited", ranks, phases))
-    cov = report["coverage"]
-    assert cov["missing_pairs"] == len(dropped) - (1 if dup and (0, 1) in dropped else 0)
-    assert cov["repeated_pairs"] == (1 if dup and (0, 1) not in dropped else 0)
-    assert report["complete"] == (cov["missing_pairs"] == 0 and cov["repeated_pairs"] == 0)
+    report = analysis.analyze(routes, _core.Schedule("edited", ranks, phases, collective="alltoall"))
+    c = report["completeness"]
+    assert c["missing"] == len(dropped) - (1 if dup and (0, 1) in dropped else 0)
+    assert c["duplicated"] == (1 if dup and (0, 1) not in dropped else 0)
+    assert report["complete"] == (c["missing"] == 0 and c["duplicated"] == 0)
+    assert report["flows"] == sum(len(p) for p in phases)
+
+
+@pytest.fixture(scope="module")
+def lsft_files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("analyze")
+    run_cli("topo", "lsft", "--order", "2", "-o", str(d / "t.json"))
+    run_cli("route", "lsft", str(d / "t.json"), "-o", str(d / "r.json"))
+    for algo in ("shift", "linear"):
+        run_cli("schedule", "alltoall", str(d / "t.json"), "--algo", algo, "-o", str(d / f"{algo}.json"))
+    run_cli("schedule", "alltoall", str(d / "t.json"), "--algo", "bruck", "-o", str(d / "bruck.nws"))
+    return d
+
+
+def test_analyze_cli_json_matches_the_api(lsft_files):
+    d = lsft_files
+    data = json.loads(run_cli("analyze", str(d / "t.json"), str(d / "r.json"), str(d / "shift.json"), "--json").stdout)
+    for key in ("complete", "max_congestion", "throughput_ratio", "phases", "fluid_time_s", "hop_bytes",
+                "max_link_bytes", "hops_x_max_link", "contended_links"):
+        assert key in data
+    assert data["complete"] and data["schedule"]["phases"] == 20 == len(data["phases"])
+    topo = topology.load(d / "t.json")
+    api = analysis.analyze(routing.load(topo, d / "r.json"), netweave.traffic.load(d / "shift.json"), max_links=10)
+    assert data["throughput_ratio"] == api["throughput_ratio"]
+    assert data["contended_links"] == api["contended_links"]
+    text = run_cli("analyze", str(d / "t.json"), str(d / "r.json"), str(d / "bruck.nws")).stdout
+    assert "complete" in text and "throughput ratio" in text and "fluid time" in text
+
+
+def test_analyze_cli_ranks_schedules(lsft_files):
+    # Linear all-to-all funnels every rank into one receiver per phase: far slower than shift.
+    d = lsft_files
+    times = {
+        algo: json.loads(run_cli("analyze", str(d / "t.json"), str(d / "r.json"), str(d / f"{algo}.json"), "--json").stdout)
+        for algo in ("shift", "linear")
+    }
+    assert times["linear"]["fluid_time_host_links_s"] > 5 * times["shift"]["fluid_time_host_links_s"]
+
+
+def test_analyze_cli_bad_input_is_one_line(lsft_files, tmp_path):
+    d = lsft_files
+    run_cli("topo", "lsft", "--order", "3", "-o", str(tmp_path / "big.json"))
+    cases = [
+        # routes computed for another fabric
+        (str(tmp_path / "big.json"), str(d / "r.json"), str(d / "shift.json")),
+        # a missing schedule file
+        (str(d / "t.json"), str(d / "r.json"), str(tmp_path / "none.json")),
+        # a schedule file that is not one
+        (str(d / "t.json"), str(d / "r.json"), str(d / "t.json")),
+    ]
+    for args in cases:
+        proc = run_cli("analyze", *args, check=False)
+        assert proc.returncode == 2, proc.stderr
+        assert proc.stderr.startswith("error: ") and proc.stderr.count("\n") == 1, proc.stderr
+    # A schedule for more ranks than the fabric has hosts.
+    run_cli("schedule", "alltoall", str(tmp_path / "big.json"), "--algo", "shift", "-o", str(tmp_path / "big-shift.json"))
+    proc = run_cli("analyze", str(d / "t.json"), str(d / "r.json"), str(tmp_path / "big-shift.json"), check=False)
+    assert proc.returncode == 2 and "host" in proc.stderr and proc.stderr.count("\n") == 1
+    proc = run_cli("analyze", str(d / "t.json"), str(d / "r.json"), str(d / "shift.json"), "--hop-latency", "-1", check=False)
+    assert proc.returncode == 2

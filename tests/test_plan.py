@@ -6,7 +6,7 @@ import networkx as nx
 import pytest
 
 import netweave
-from netweave import plan, topology
+from netweave import plan, report, topology
 from conftest import run_cli
 
 
@@ -86,3 +86,73 @@ def test_shift_ratio_on_lsft_order_17_matches_paper():
     report = routes.analyze(netweave.traffic.alltoall(topo.num_hosts, 1))
     assert report["flows"] == 5526 * 5525
     assert report["throughput_ratio"] == pytest.approx(0.108, abs=0.0005)
+
+
+def test_plan_picks_a2at_over_shift_on_a_torus(tmp_path):
+    # 5x5 torus, DOR: A2AND/A2AT take TV_NCT1 = 40 message times (paper 001), shift 42.
+    path = tmp_path / "torus.json"
+    run_cli("topo", "torus", "--dims", "5x5", "-o", str(path))
+    data = json.loads(run_cli("plan", str(path), "--json").stdout)
+    by_name = {s["name"]: s for s in data["schedules"]}
+    unit = (1 << 20) * 8 / 100e9
+    assert by_name["a2at"]["fluid_time_host_links_s"] == pytest.approx(40 * unit)
+    assert by_name["shift"]["fluid_time_host_links_s"] == pytest.approx(42 * unit)
+    assert data["best"]["name"] in ("a2and", "a2at")
+    assert data["best"]["speedup_vs_shift"] == pytest.approx(42 / 40)
+    assert "xor" in {s["name"] for s in data["skipped"]}  # 25 ranks: no power of two
+    text = run_cli("plan", str(path)).stdout
+    assert "1.05x faster than shift" in text and "skipped" in text
+
+
+def test_plan_lists_every_candidate_and_keeps_shift_when_nothing_beats_it():
+    data = plan.plan()
+    names = [s["name"] for s in data["schedules"]] + [s["name"] for s in data["skipped"]]
+    assert names[0] == "shift"
+    assert sorted(names) == sorted(netweave.traffic.algorithms("alltoall"))
+    assert all(s["complete"] for s in data["schedules"])
+    shift = data["schedules"][0]
+    best = data["best"]
+    assert best["fluid_time_host_links_s"] <= shift["fluid_time_host_links_s"] * (1 + 1e-9)
+    if best["name"] == "shift":
+        assert best["speedup_vs_shift"] == 1.0
+
+
+def test_plan_never_picks_an_unproven_schedule(monkeypatch):
+    # A candidate that skips half the pairs looks fast but is no all-to-all: it must lose.
+    def half(job):
+        n = job.num_ranks
+        phases = [[(s, (s + i) % n, job.bytes) for s in range(n)] for i in range(1, n // 2)]
+        return netweave._core.Schedule("half", n, phases, collective="alltoall")
+
+    monkeypatch.setitem(netweave.traffic.ALGORITHMS, ("alltoall", "half"),
+                        netweave.traffic.Algorithm("alltoall", "half", "incomplete on purpose", half))
+    data = plan.plan(topology.latin_square_fat_tree(2))
+    by_name = {s["name"]: s for s in data["schedules"]}
+    assert not by_name["half"]["complete"]
+    assert by_name["half"]["fluid_time_host_links_s"] < by_name["shift"]["fluid_time_host_links_s"]
+    assert data["best"]["name"] != "half"
+    assert "INCOMPLETE" in "\n".join(report.summary_lines(data))
+
+
+def test_choose_prefers_the_baseline_on_ties():
+    def s(name, t, ratio=0.5, phases=10, complete=True):
+        return {"name": name, "fluid_time_host_links_s": t, "throughput_ratio": ratio, "phases": phases,
+                "complete": complete}
+
+    assert plan.choose([s("shift", 1.0), s("a2a", 1.0 - 1e-15)])["name"] == "shift"
+    assert plan.choose([s("shift", 1.0), s("fast", 0.5)])["name"] == "fast"
+    assert plan.choose([s("shift", 1.0), s("fast", 0.5, complete=False)])["name"] == "shift"
+    assert plan.choose([s("shift", 1.0), s("free", 1.0, ratio=1.0)])["name"] == "free"
+    assert plan.choose([s("x", 1.0, complete=False)]) is None
+
+
+def test_plan_on_lsft_picks_the_contention_free_lsft_schedule():
+    # Paper 000's all-server schedule, once the traffic table has it: proven, ratio exactly
+    # 1.0, chosen over shift.
+    if ("alltoall", "lsft") not in netweave.traffic.ALGORITHMS:
+        pytest.skip("the traffic layer has no LSFT all-to-all")
+    data = plan.plan()
+    lsft = next(s for s in data["schedules"] if s["name"] == "lsft")
+    assert lsft["complete"] and lsft["contention_free"] and lsft["throughput_ratio"] == 1.0
+    assert data["best"]["name"] == "lsft"
+    assert data["best"]["speedup_vs_shift"] > 1

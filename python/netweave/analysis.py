@@ -2,8 +2,10 @@
 
 ``analyze`` returns a dict with
 
-- ``complete`` (every ordered rank pair exactly once and, if claimed, every phase a
-  permutation), ``problem`` (why not, or ``None``) and ``coverage`` (the counts behind it);
+- ``complete`` (every claim the schedule makes holds: its collective is complete — for a
+  direct all-to-all every ordered rank pair exactly once — and, if it claims so, every phase
+  is a permutation), ``problem`` (the first problem, or ``None``), ``completeness`` (the
+  counts behind it) and ``permutation_phases``;
 - ``max_congestion``, ``contended_links_total`` and ``contended_links`` (the most loaded
   channels, each with ``from_label``/``to_label`` nodes, ``max_load``, the ``phase`` reaching
   it, ``contended_phases`` and total ``bytes``);
@@ -35,21 +37,14 @@ def analyze(
     schedule: _core.Schedule,
     hop_latency_s: float = 0.0,
     link_latency: bool = False,
-    claims_permutations: bool = False,
     max_links: int = 20,
 ) -> dict:
     """Loads of `schedule` routed by `routes` (on the topology the routes were built for).
 
     `hop_latency_s` adds a per-channel latency along each phase's longest path, `link_latency`
-    the topology's own link latencies; `claims_permutations` makes ``complete`` also require
-    every phase to be a permutation; `max_links` bounds the ``contended_links`` list.
+    the topology's own link latencies; `max_links` bounds the ``contended_links`` list.
     """
-    return _core.analyze(routes, schedule, hop_latency_s, link_latency, claims_permutations, max_links)
-
-
-def claims_permutations(schedule: _core.Schedule) -> bool:
-    """Whether the schedule says every phase is a permutation (schedules that carry the claim)."""
-    return bool(getattr(schedule, "claims_permutation", False))
+    return _core.analyze(routes, schedule, hop_latency_s, link_latency, max_links)
 
 
 def describe(schedule: _core.Schedule) -> dict:
@@ -59,8 +54,6 @@ def describe(schedule: _core.Schedule) -> dict:
         "ranks": schedule.num_ranks,
         "phases": schedule.num_phases,
         "messages": schedule.num_messages,
+        "collective": schedule.collective,
     }
-    collective = getattr(schedule, "collective", None)
-    if collective is not None:
-        info["collective"] = collective
     return info

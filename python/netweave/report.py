@@ -34,8 +34,7 @@ def analysis_lines(result: dict[str, Any]) -> list[str]:
     """An analysis report (``netweave analyze``) as short human-readable lines."""
     s = result["schedule"]
     verdict = "complete" if result["complete"] else f"INCOMPLETE: {result['problem']}"
-    cov = result["coverage"]
-    perm = f"{cov['permutation_phases']}/{s['phases']} phases are permutations"
+    perm = f"{result['permutation_phases']}/{s['phases']} phases are permutations"
     lines = [
         f"schedule    {s['name']}: {s['ranks']} ranks, {s['phases']} phases, {s['messages']} messages; {verdict}; {perm}",
         f"congestion  max {result['max_congestion']} flows on one link, {result['contended_links_total']} links "
@@ -65,13 +64,32 @@ def summary_lines(plan: dict[str, Any]) -> list[str]:
         f"routing   {plan['routing']['engine']} ({plan['routing']['vcs']} VC, "
         f"{'deadlock-free' if plan['routing']['deadlock_free'] else 'CAN DEADLOCK'})",
         f"job       {job['collective']} over {job['ranks']} ranks, {_bytes(job['bytes_per_pair'])} per pair",
+        "schedules lock-step time (paper 001), throughput ratio (paper 000), max link congestion:",
     ]
+    width = max((len(s["name"]) for s in plan["schedules"] + plan.get("skipped", [])), default=0)
     for s in plan["schedules"]:
-        verdict = "contention-free" if s["contention_free"] else "contended"
+        if not s["complete"]:
+            verdict = f"INCOMPLETE: {s['problem']}"
+        else:
+            verdict = "contention-free" if s["contention_free"] else "contended"
         lines.append(
-            f"schedule  {s['name']}: {s['phases']} phases, max link congestion {s['max_congestion']}, "
-            f"throughput ratio {s['throughput_ratio']:.4f} ({verdict})"
+            f"  {s['name']:<{width}}  {_seconds(s['fluid_time_host_links_s']):>10}  ratio {s['throughput_ratio']:.4f}  "
+            f"congestion {s['max_congestion']:>3}  {s['phases']} phases, {verdict}"
         )
+    for s in plan.get("skipped", []):
+        lines.append(f"  {s['name']:<{width}}  skipped: {s['reason']}")
+    best = plan.get("best")
+    if best is None:
+        lines.append("best      no schedule could be proven complete")
+    else:
+        speedup = best["speedup_vs_shift"]
+        if best["name"] == "shift":
+            versus = "no proven schedule beats it"
+        elif speedup is None:
+            versus = "no link time at all"
+        else:
+            versus = f"{speedup:.2f}x faster than shift"
+        lines.append(f"best      {best['name']}: {_seconds(best['fluid_time_host_links_s'])}, {versus}")
     return lines
 
 
@@ -82,7 +100,8 @@ def to_text(plan: dict[str, Any]) -> str:
 def to_markdown(plan: dict[str, Any]) -> str:
     out = ["# netweave plan", ""]
     out += [f"- {line}" for line in summary_lines(plan)]
-    out += ["", "Throughput ratio: mean over flows and phases of 1 / (max load on the flow's path);",
+    out += ["", "Lock-step time: phases back to back, each as long as its most loaded link needs for its",
+            "bytes. Throughput ratio: mean over flows and phases of 1 / (max load on the flow's path);",
             "1.0 means no link carries two flows of the same phase.", ""]
     return "\n".join(out)
 

@@ -31,7 +31,6 @@ def analyze_cmd(
             schedule,
             hop_latency_s=hop_latency_ns * 1e-9,
             link_latency=link_latency,
-            claims_permutations=analysis.claims_permutations(schedule),
             max_links=links,
         )
     result["schedule"] = analysis.describe(schedule)

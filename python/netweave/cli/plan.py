@@ -9,7 +9,7 @@ import typer
 
 from netweave import plan as plan_mod
 from netweave import report, topology
-from netweave.cli.common import working
+from netweave.cli.common import err_console
 
 
 def plan_cmd(
@@ -19,10 +19,11 @@ def plan_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
     out: Optional[Path] = typer.Option(None, "--out", help="Also write report.json, report.md, phases.csv and topology.json here."),
 ) -> None:
-    """Route the fabric, run an all-to-all over all hosts and report link contention."""
+    """Route the fabric, prove and measure every all-to-all schedule for all hosts, and show the
+    best against shift."""
     topo = topology.load(topology_file) if topology_file is not None else topology.example_cluster()
-    with working("routing and analysing"):
-        result = plan_mod.plan(topo, bytes_per_pair, engine)
+    with err_console.status("routing") as status:
+        result = plan_mod.plan(topo, bytes_per_pair, engine, progress=status.update)
     print(report.to_json(result) if as_json else report.to_text(result), end="")
     if out is not None:
         for path in report.write_files(result, out, topo.to_text("json")):

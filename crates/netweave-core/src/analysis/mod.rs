@@ -16,7 +16,9 @@
 //!   bandwidth too;
 //! - **paper 003's cost terms**: Σhops and hop-bytes (hops are switch-to-switch links crossed),
 //!   the largest byte total on one switch-to-switch link (`max_link`), and `Σhops × max_link`;
-//! - **completeness**: every ordered rank pair exactly once, and which phases are permutations.
+//! - **completeness**: the schedule's own check of what it claims
+//!   ([`Schedule::completeness`]: for a direct all-to-all every ordered rank pair exactly once;
+//!   each phase a permutation where the schedule claims it), and which phases are permutations.
 //!
 //! Messages whose ranks share a host never touch the network: they count for completeness but
 //! not as flows.
@@ -36,19 +38,15 @@
 //! every figure merges exactly (integer counts, per-phase times summed in phase order), so the
 //! report does not depend on the number of threads.
 
-mod coverage;
 mod paths;
 
 use rayon::prelude::*;
 use serde::Serialize;
 
-pub use coverage::Coverage;
-
 use crate::error::{NetweaveError, Result};
 use crate::routing::RoutingTable;
 use crate::topology::{ChannelId, NodeId, Topology};
-use crate::traffic::Schedule;
-use coverage::PairSet;
+use crate::traffic::{Completeness, Schedule};
 use paths::PathTable;
 
 /// Knobs of [`analyze_with`]; the default is the pure fluid model of paper 001.
@@ -58,15 +56,13 @@ pub struct AnalysisOptions {
     pub hop_latency_s: f64,
     /// Add the topology's link latencies along each phase's longest path to its time.
     pub link_latency: bool,
-    /// The schedule claims every phase is a permutation: `complete` then also requires it.
-    pub claims_permutations: bool,
     /// How many contended links [`LoadReport::contended_links`] lists (most loaded first).
     pub max_listed_links: usize,
 }
 
 impl Default for AnalysisOptions {
     fn default() -> Self {
-        AnalysisOptions { hop_latency_s: 0.0, link_latency: false, claims_permutations: false, max_listed_links: 20 }
+        AnalysisOptions { hop_latency_s: 0.0, link_latency: false, max_listed_links: 20 }
     }
 }
 
@@ -113,11 +109,14 @@ pub struct ContendedLink {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct LoadReport {
     pub phases: Vec<PhaseLoad>,
-    /// The collective is complete: see [`Coverage::complete`].
+    /// Every claim the schedule makes holds ([`Completeness::ok`]): its collective is
+    /// complete and, if it claims so, every phase is a permutation.
     pub complete: bool,
-    /// Why it is not complete (`None` when complete).
+    /// The first problem found (`None` when complete).
     pub problem: Option<String>,
-    pub coverage: Coverage,
+    pub completeness: Completeness,
+    /// Phases in which no rank sends twice and no rank receives twice.
+    pub permutation_phases: u32,
     /// Largest load over all phases and channels.
     pub max_congestion: u32,
     /// Paper 000's ratio: mean of 1/c over all flows of all phases.
@@ -184,25 +183,30 @@ fn analyze_impl(
     }
     // One contiguous block of phases per thread, balanced by message count.
     let blocks = phase_blocks(schedule, rayon::current_num_threads());
-    let tallies: Vec<Tally> = blocks
+    let (completeness, tallies) = rayon::join(|| schedule.completeness(), || count_blocks(&ctx, blocks));
+    let mut tallies = tallies.into_iter();
+    let mut total = tallies.next().unwrap_or_else(|| Tally::new(&ctx));
+    for t in tallies {
+        total.merge(t);
+    }
+    total.finish(&ctx, completeness)
+}
+
+/// Count each block of phases on its own worker.
+fn count_blocks(ctx: &Context, blocks: Vec<(usize, usize)>) -> Vec<Tally> {
+    blocks
         .into_par_iter()
         .map(|(lo, hi)| {
-            let mut t = Tally::new(&ctx);
+            let mut t = Tally::new(ctx);
             for p in lo..hi {
-                if let Err(e) = t.phase(&ctx, p) {
+                if let Err(e) = t.phase(ctx, p) {
                     t.error = Some(e);
                     break;
                 }
             }
             t
         })
-        .collect();
-    let mut tallies = tallies.into_iter();
-    let mut total = tallies.next().unwrap_or_else(|| Tally::new(&ctx));
-    for t in tallies {
-        total.merge(t);
-    }
-    total.finish(&ctx)
+        .collect()
 }
 
 /// Split phases `0..P` into at most `parts` contiguous blocks of similar message counts.
@@ -329,8 +333,6 @@ struct Tally {
     contended_phases: Vec<u32>,
     channel_bytes: Vec<u64>,
     ratio_hist: Vec<u64>,
-    pairs: PairSet,
-    self_messages: u64,
     sent_bytes: u128,
     flow_bytes: u128,
     sum_hops: u64,
@@ -360,8 +362,6 @@ impl Tally {
             contended_phases: vec![0; channels],
             channel_bytes: vec![0; channels],
             ratio_hist: Vec::new(),
-            pairs: PairSet::new(ctx.schedule.num_ranks(), ctx.schedule.num_messages()),
-            self_messages: 0,
             sent_bytes: 0,
             flow_bytes: 0,
             sum_hops: 0,
@@ -454,11 +454,6 @@ impl Tally {
             permutation &= self.src_stamp[src] != stamp && self.dst_stamp[dst] != stamp;
             self.src_stamp[src] = stamp;
             self.dst_stamp[dst] = stamp;
-            if src == dst {
-                self.self_messages += 1;
-            } else {
-                self.pairs.insert(m.src, m.dst);
-            }
             let (s, d) = (placement[src] as usize, placement[dst] as usize);
             if s == d {
                 continue;
@@ -467,8 +462,11 @@ impl Tally {
             let hops = match &ctx.table {
                 Some(table) => match table.lookup(s, d) {
                     Some((first, rest, hops)) => {
+                        // Element by element: paths are a few channels, too short for memcpy.
                         self.paths.push(first);
-                        self.paths.extend_from_slice(rest);
+                        for &c in rest {
+                            self.paths.push(c);
+                        }
                         hops as u64
                     }
                     // A host without links: the router names the problem.
@@ -597,8 +595,6 @@ impl Tally {
         for (a, b) in self.ratio_hist.iter_mut().zip(&other.ratio_hist) {
             *a += b;
         }
-        self.pairs.merge(other.pairs);
-        self.self_messages += other.self_messages;
         self.sent_bytes += other.sent_bytes;
         self.flow_bytes += other.flow_bytes;
         self.sum_hops += other.sum_hops;
@@ -606,7 +602,7 @@ impl Tally {
         self.phases.extend(other.phases);
     }
 
-    fn finish(self, ctx: &Context) -> Result<LoadReport> {
+    fn finish(self, ctx: &Context, completeness: Completeness) -> Result<LoadReport> {
         if let Some(e) = self.error {
             return Err(e);
         }
@@ -620,20 +616,6 @@ impl Tally {
             .map_err(|_| NetweaveError::Schedule(format!("hop-bytes {} exceed a 64-bit count", self.hop_bytes)))?;
         let flows: u64 = self.phases.iter().map(|p| p.flows as u64).sum();
         let ratio_sum: f64 = self.ratio_hist.iter().enumerate().skip(1).map(|(w, &n)| n as f64 / w as f64).sum();
-        let (distinct, repeated) = self.pairs.finish();
-        let n = ctx.schedule.num_ranks() as u64;
-        let all_pairs = n * n.saturating_sub(1);
-        let non_permutation = self.phases.iter().position(|p| !p.permutation);
-        let coverage = Coverage {
-            every_pair_once: distinct == all_pairs && repeated == 0,
-            distinct_pairs: distinct,
-            missing_pairs: all_pairs - distinct,
-            repeated_pairs: repeated,
-            self_messages: self.self_messages,
-            permutation_phases: self.phases.iter().filter(|p| p.permutation).count() as u32,
-            first_non_permutation_phase: non_permutation.map(|p| p as u32),
-            claims_permutations: ctx.options.claims_permutations,
-        };
         let max_link_bytes =
             self.channel_bytes.iter().zip(&ctx.fabric).filter(|(_, &f)| f).map(|(&b, _)| b).max().unwrap_or(0);
         let mut contended: Vec<ChannelId> =
@@ -659,9 +641,10 @@ impl Tally {
             })
             .collect();
         Ok(LoadReport {
-            complete: coverage.complete(),
-            problem: coverage.problem(),
-            coverage,
+            complete: completeness.ok(),
+            problem: completeness.first_problem.clone(),
+            completeness,
+            permutation_phases: self.phases.iter().filter(|p| p.permutation).count() as u32,
             max_congestion: self.phases.iter().map(|p| p.max_load).max().unwrap_or(0),
             throughput_ratio: if flows == 0 { 1.0 } else { ratio_sum / flows as f64 },
             flows,

@@ -18,6 +18,9 @@ const NO_GROUP: u32 = u32::MAX;
 /// Largest table, in (attachment, destination) pairs, built ahead of the count.
 const MAX_TABLE_PAIRS: usize = 1 << 24;
 
+/// One group's row of the table: path lengths, hops and channels for every destination.
+type Row = (Vec<u32>, Vec<u16>, Vec<ChannelId>);
+
 /// The routed channels of every (attachment, destination host) pair, in CSR form.
 pub(crate) struct PathTable {
     num_hosts: usize,
@@ -64,7 +67,7 @@ impl PathTable {
             return None;
         }
         // Walk each group's row in parallel: (lengths, channels) per group.
-        let rows: Vec<Option<(Vec<u32>, Vec<u16>, Vec<ChannelId>)>> = members
+        let rows: Vec<Option<Row>> = members
             .par_iter()
             .map(|group| {
                 let mut lens = Vec::with_capacity(num_hosts);
@@ -112,7 +115,7 @@ impl PathTable {
 
     /// Injection channel, the remaining channels and the switch-to-switch hops of the flow
     /// from host `src` to host `dst`; `None` if `src` has no link.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn lookup(&self, src: usize, dst: usize) -> Option<(ChannelId, &[ChannelId], u16)> {
         let g = self.group_of_host[src];
         if g == NO_GROUP {

@@ -6,7 +6,7 @@ use super::*;
 use crate::routing::{route, shortest_path, Engine, RouteOptions};
 use crate::topology::grid::{mesh, torus};
 use crate::topology::{LinkSpec, TopologyBuilder};
-use crate::traffic::Message;
+use crate::traffic::{Collective, Delivery, Message};
 
 /// `leaves` switches with `per_leaf` hosts each, all joined to one spine by a single link.
 fn two_level(leaves: u32, per_leaf: u32) -> Topology {
@@ -47,8 +47,8 @@ fn single_uplink_tree_has_closed_form_congestion() {
     assert_eq!(rep.sum_hops, 12 * 8 * 2);
     assert_eq!(rep.hop_bytes, 12 * 8 * 2 * 100);
     assert_eq!(rep.hops_x_max_link, (12 * 8 * 2) as f64 * 3200.0);
-    assert!(rep.complete && rep.coverage.every_pair_once);
-    assert_eq!(rep.coverage.permutation_phases, 11);
+    assert!(rep.complete && rep.completeness.complete == Some(true));
+    assert_eq!(rep.permutation_phases, 11);
     // Contended links: the 6 leaf-spine channels, each at 4 flows, first in phase 3 (i = 4)
     // or earlier; listed with their end nodes.
     assert_eq!(rep.contended_links_total, 6);
@@ -69,10 +69,12 @@ fn disjoint_flows_are_contention_free() {
     assert_eq!(rep.throughput_ratio, 1.0);
     assert_eq!(rep.phases[0].contended_channels, 0);
     assert!(rep.contended_links.is_empty());
-    // Two of twelve ordered pairs: not a complete all-to-all.
+    assert!(rep.complete, "custom traffic claims nothing");
+    // Claimed as an all-to-all, two of twelve ordered pairs are not enough.
+    let rep = analyze(&t, &r, &s.with_collective(Collective::Alltoall, Delivery::Direct)).unwrap();
     assert!(!rep.complete);
-    assert_eq!(rep.coverage.missing_pairs, 10);
-    assert!(rep.problem.unwrap().contains("10 rank pairs"));
+    assert_eq!(rep.completeness.missing, 10);
+    assert!(rep.problem.unwrap().contains("never sent"));
 }
 
 #[test]
@@ -90,25 +92,23 @@ fn ranks_sharing_a_host_do_not_count() {
 }
 
 #[test]
-fn repeats_and_claimed_permutations_are_checked() {
+fn the_schedule_claims_are_checked() {
     let t = two_level(2, 2);
     let r = shortest_path(&t).unwrap();
     let m = |src, dst| Message { src, dst, bytes: 8 };
-    // Phase 0 sends twice from rank 0; one pair repeats, one is missing.
-    let phases = vec![vec![m(0, 1), m(0, 2), m(1, 0)], vec![m(0, 1)], vec![m(2, 2)]];
-    let s = Schedule::from_phases("bad", 3, phases).unwrap();
+    let alltoall = |phases| {
+        Schedule::from_phases("claimed", 3, phases).unwrap().with_collective(Collective::Alltoall, Delivery::Direct)
+    };
+    // Phase 0 sends twice from rank 0; one pair repeats, three are missing.
+    let s = alltoall(vec![vec![m(0, 1), m(0, 2), m(1, 0)], vec![m(0, 1)]]);
     let rep = analyze(&t, &r, &s).unwrap();
-    assert_eq!(rep.coverage.repeated_pairs, 1);
-    assert_eq!(rep.coverage.self_messages, 1);
-    assert_eq!(rep.coverage.missing_pairs, 6 - 3);
-    assert_eq!(rep.coverage.first_non_permutation_phase, Some(0));
+    assert_eq!((rep.completeness.duplicated, rep.completeness.missing), (1, 3));
     assert!(!rep.phases[0].permutation && rep.phases[1].permutation);
+    assert_eq!(rep.permutation_phases, 1);
     // A complete all-to-all whose phase is not a permutation fails only if it claims one.
     let all = vec![vec![m(0, 1), m(0, 2), m(1, 0), m(1, 2), m(2, 0), m(2, 1)]];
-    let s = Schedule::from_phases("one phase", 3, all).unwrap();
-    assert!(analyze(&t, &r, &s).unwrap().complete);
-    let claims = AnalysisOptions { claims_permutations: true, ..Default::default() };
-    let rep = analyze_with(&t, &r, &s, &claims).unwrap();
+    assert!(analyze(&t, &r, &alltoall(all.clone())).unwrap().complete);
+    let rep = analyze(&t, &r, &alltoall(all).with_permutation_claim(true)).unwrap();
     assert!(!rep.complete);
     assert!(rep.problem.unwrap().contains("phase 0 is not a permutation"));
 }
@@ -141,7 +141,7 @@ fn a2and(k: u32, nct: usize, bytes: u64) -> Schedule {
             phase
         })
         .collect();
-    Schedule::from_phases("a2and", k * k, phases).unwrap()
+    Schedule::from_phases("a2and", k * k, phases).unwrap().with_collective(Collective::Alltoall, Delivery::Direct)
 }
 
 #[test]
@@ -192,8 +192,12 @@ fn latency_adds_the_longest_path_of_each_phase() {
     }
 }
 
+/// Per phase `(flows, max load, Σ 1/worst, fluid seconds)`; then max channel bytes, Σhops and
+/// hop-bytes.
+type Recount = (Vec<(u32, u32, f64, f64)>, u64, u64, u64);
+
 /// Straightforward recount: walk every message, hash-map loads per phase.
-fn reference(t: &Topology, r: &RoutingTable, s: &Schedule) -> (Vec<(u32, u32, f64, f64)>, u64, u64, u64) {
+fn reference(t: &Topology, r: &RoutingTable, s: &Schedule) -> Recount {
     let fabric = paths::fabric_channels(t);
     let mut phases = Vec::new();
     let mut total: HashMap<u32, u64> = HashMap::new();
