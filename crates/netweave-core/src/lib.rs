@@ -4,15 +4,18 @@
 //!
 //! ```text
 //! topology ──► routing ──► traffic ──► analysis
+//!                               └──────► mapping
 //! ```
 //!
 //! - [`topology`]: one [`Topology`](topology::Topology) type, its generators, metrics and files.
 //! - [`routing`]: destination-based forwarding tables (the InfiniBand LFT model).
 //! - [`traffic`]: schedules of messages between ranks, and their placement on hosts.
 //! - [`analysis`]: exact per-phase link loads and the figures derived from them.
+//! - [`mapping`]: rank placement (paper 003's RMATT): costs, BISEM, annealing, baselines.
 
 pub mod analysis;
 pub mod error;
+pub mod mapping;
 pub mod routing;
 pub mod topology;
 pub mod traffic;

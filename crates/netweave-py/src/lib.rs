@@ -9,6 +9,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pythonize::pythonize;
 
+mod mapping;
 mod routing;
 mod topology;
 mod traffic;
@@ -29,5 +30,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     topology::register(m)?;
     routing::register(m)?;
     traffic::register(m)?;
+    mapping::register(m)?;
     Ok(())
 }

@@ -1,0 +1,1 @@
+"""Reproductions of the papers' evaluations, one module per paper (``netweave reproduce …``)."""
