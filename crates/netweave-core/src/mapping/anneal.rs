@@ -277,7 +277,7 @@ impl Tempering {
     /// Best placement found by any chain, with its figures.
     pub fn best(&self) -> (&[u32], CostParts, f64) {
         let c = self.chains.iter().min_by(|a, b| a.best_energy.total_cmp(&b.best_energy)).unwrap();
-        (&c.best, c.best_parts, c.best_energy * self.scale)
+        (&c.best, c.best_parts, self.config.objective.value(&c.best_parts))
     }
 
     /// Progress figures.
@@ -354,7 +354,7 @@ mod tests {
     #[test]
     fn tempering_improves_and_is_reproducible() {
         let (net, p) = setup();
-        let start = baselines::identity(&net, 64).unwrap();
+        let start = baselines::random(&net, 64, 1).unwrap();
         let cfg = AnnealConfig { replicas: 3, sweep: 300, seed: 5, range: 3, num_swaps: 3, ..Default::default() };
         let run = |cfg: AnnealConfig| {
             let mut t = Tempering::new(net.clone(), p.clone(), &start, cfg).unwrap();

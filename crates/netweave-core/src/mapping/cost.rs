@@ -496,19 +496,15 @@ mod tests {
 
     #[test]
     fn paper_003_reference_values() {
-        let t = torus(&[16, 16, 16], 1).unwrap();
-        let opts = RouteOptions { select: crate::routing::select::Select::LowPort, ..RouteOptions::default() };
-        let r = route(&t, Engine::Dor, &opts).unwrap();
-        let net = MapNetwork::new(&t, &r, 1).unwrap();
-        let p = Pattern::bruck(4096, 2048).unwrap();
+        let (net, p) = crate::mapping::testing::paper_case();
         let identity: Vec<u32> = (0..4096).collect();
-        let c = full_cost(&net, &p, &identity);
+        let c = full_cost(net, p, &identity);
         assert_eq!(c.hops, 192_240);
         assert_eq!(c.hop_bytes, 195_418_030_080);
         assert_eq!(c.max_link, 33_554_432);
         assert_eq!(c.rmatt(), 6_450_504_007_680);
         let bitrev: Vec<u32> = (0..4096u32).map(|r| r.reverse_bits() >> 20).collect();
-        let c = full_cost(&net, &p, &bitrev);
+        let c = full_cost(net, p, &bitrev);
         assert_eq!((c.hops, c.hop_bytes, c.max_link), (207_264, 73_264_988_160, 14_669_824));
     }
 }

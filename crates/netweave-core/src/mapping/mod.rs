@@ -36,3 +36,25 @@ pub mod pattern;
 pub use cost::{CostParts, Evaluator, Move, Objective};
 pub use network::MapNetwork;
 pub use pattern::Pattern;
+
+/// Shared fixtures for the unit tests.
+#[cfg(test)]
+pub(crate) mod testing {
+    use std::sync::OnceLock;
+
+    use super::{MapNetwork, Pattern};
+    use crate::routing::{route, select::Select, Engine, RouteOptions};
+    use crate::topology::grid::torus;
+
+    /// Paper 003's case, built once per test binary: the 4,096-rank Bruck allgather (2 KiB
+    /// base) on a 16×16×16 torus with dimension-order routes, ties to `+`.
+    pub(crate) fn paper_case() -> &'static (MapNetwork, Pattern) {
+        static CASE: OnceLock<(MapNetwork, Pattern)> = OnceLock::new();
+        CASE.get_or_init(|| {
+            let t = torus(&[16, 16, 16], 1).unwrap();
+            let opts = RouteOptions { select: Select::LowPort, ..RouteOptions::default() };
+            let r = route(&t, Engine::Dor, &opts).unwrap();
+            (MapNetwork::new(&t, &r, 1).unwrap(), Pattern::bruck(4096, 2048).unwrap())
+        })
+    }
+}
