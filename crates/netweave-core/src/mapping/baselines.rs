@@ -210,7 +210,8 @@ pub fn greedy(net: &MapNetwork, pattern: &Pattern) -> Result<Vec<u32>> {
             (0..slots).map(|i| (mid + i) % slots).find(|&s| free[s as usize]).unwrap()
         } else {
             let anchor = host_of_rank[heaviest_partner[r as usize] as usize];
-            let row = net.hops_from(anchor);
+            // Candidates ranked by their distance towards the anchor.
+            let row = net.hops_to(anchor);
             candidates.clear();
             candidates.extend((0..slots).filter(|&s| free[s as usize]).map(|s| (row[net.host_of_slot(s) as usize], s)));
             let keep = candidates.len().min(256);

@@ -321,27 +321,35 @@ impl Evaluator {
                 if (os, od) == (ns, nd) {
                     continue;
                 }
-                let (ho, hn) = (net.hops(os, od) as i64, net.hops(ns, nd) as i64);
-                dhops += hn - ho;
-                dhb += (hn - ho) as i128 * m.bytes as i128;
-                if self.track_loads {
+                let (ho, hn) = if self.track_loads {
+                    // The walks give the hop counts too (channels − 2 between distinct hosts),
+                    // which spares two lookups in the large hop table.
                     let b = m.bytes as i64;
                     let (delta, touched, cs) = (&mut self.delta, &mut self.touched, &mut self.chan_stamp);
+                    let mut old_len = 0i64;
                     net.for_each_channel(os, od, |c| {
+                        old_len += 1;
                         delta[c as usize] -= b;
                         if cs[c as usize] != stamp {
                             cs[c as usize] = stamp;
                             touched.push(c);
                         }
                     });
+                    let mut new_len = 0i64;
                     net.for_each_channel(ns, nd, |c| {
+                        new_len += 1;
                         delta[c as usize] += b;
                         if cs[c as usize] != stamp {
                             cs[c as usize] = stamp;
                             touched.push(c);
                         }
                     });
-                }
+                    ((old_len - 2).max(0), (new_len - 2).max(0))
+                } else {
+                    (net.hops(os, od) as i64, net.hops(ns, nd) as i64)
+                };
+                dhops += hn - ho;
+                dhb += (hn - ho) as i128 * m.bytes as i128;
             }
         }
         let mut parts = CostParts {

@@ -2,11 +2,13 @@
 //!
 //! A destination-based table already is a compact encoding of every host-to-host path, so the
 //! mapper keeps it in that form instead of expanding all `hosts²` paths (4,096 hosts would need
-//! ~800 MB of channel lists): `next_channel[switch · hosts + dst]` is the channel a packet for
+//! ~800 MB of channel lists): `next_channel[dst · switches + switch]` is the channel a packet for
 //! `dst` leaves `switch` on, `channel_switch[c]` the switch channel `c` enters (or [`AT_HOST`]).
-//! A path is then a chain of two flat lookups per hop. Every pair is walked once at build time
-//! (in parallel), which proves all routes deliver and fills the `hops` table, so later walks
-//! need no checks.
+//! A path is then a chain of two flat lookups per hop. The table is stored destination-major so
+//! one walk stays inside one row: on a lattice, consecutive routers along a dimension are
+//! neighbours in that row, which keeps walks in cache. Every pair is walked once at build time
+//! (in parallel, row by row), which proves all routes deliver and fills the `hops` table, so
+//! later walks need no checks.
 
 use rayon::prelude::*;
 
@@ -60,11 +62,11 @@ pub struct MapNetwork {
     num_channels: u32,
     /// First channel of each host (its injection link).
     inject: Vec<ChannelId>,
-    /// `next_channel[switch · hosts + dst]`.
+    /// `next_channel[dst · switches + switch]`.
     next_channel: Vec<ChannelId>,
     /// Switch index a channel enters, or [`AT_HOST`].
     channel_switch: Vec<u32>,
-    /// Switch-to-switch hops of every host pair, `hops[src · hosts + dst]`.
+    /// Switch-to-switch hops of every host pair, `hops[dst · hosts + src]`.
     hops: Vec<u16>,
     /// Rank slots per host.
     slots_per_host: u32,
@@ -114,8 +116,8 @@ impl MapNetwork {
             .collect();
         let switches = topo.switches();
         let mut next_channel = vec![NO_CHANNEL; s * h];
-        next_channel.par_chunks_mut(h).enumerate().for_each(|(sw, row)| {
-            for (dst, slot) in row.iter_mut().enumerate() {
+        next_channel.par_chunks_mut(s).enumerate().for_each(|(dst, row)| {
+            for (sw, slot) in row.iter_mut().enumerate() {
                 let port = routes.out_port(sw, dst);
                 *slot = topo.out_channel(switches[sw], port).unwrap_or(NO_CHANNEL);
             }
@@ -139,8 +141,8 @@ impl MapNetwork {
         let bad: Option<String> = hops
             .par_chunks_mut(h)
             .enumerate()
-            .map(|(src, row)| {
-                for (dst, slot) in row.iter_mut().enumerate() {
+            .map(|(dst, row)| {
+                for (src, slot) in row.iter_mut().enumerate() {
                     if src == dst {
                         continue;
                     }
@@ -187,7 +189,7 @@ impl MapNetwork {
             if hops > self.num_switches || hops >= u16::MAX as u32 {
                 return Err(());
             }
-            c = self.next_channel[sw as usize * self.num_hosts as usize + dst as usize];
+            c = self.next_channel[dst as usize * self.num_switches as usize + sw as usize];
             if c == NO_CHANNEL {
                 return Err(());
             }
@@ -209,14 +211,14 @@ impl MapNetwork {
         }
         let mut c = self.inject[src as usize];
         visit(c);
-        let row = dst as usize;
-        let h = self.num_hosts as usize;
+        let s = self.num_switches as usize;
+        let row = &self.next_channel[dst as usize * s..(dst as usize + 1) * s];
         loop {
             let sw = self.channel_switch[c as usize];
             if sw == AT_HOST {
                 return;
             }
-            c = self.next_channel[sw as usize * h + row];
+            c = row[sw as usize];
             visit(c);
         }
     }
@@ -224,12 +226,12 @@ impl MapNetwork {
     /// Switch-to-switch hops from host `src` to host `dst` (0 on the same switch).
     #[inline]
     pub fn hops(&self, src: u32, dst: u32) -> u32 {
-        self.hops[src as usize * self.num_hosts as usize + dst as usize] as u32
+        self.hops[dst as usize * self.num_hosts as usize + src as usize] as u32
     }
-    /// Row of the hop table for `src`.
-    pub fn hops_from(&self, src: u32) -> &[u16] {
+    /// Hops from every host to `dst` (indexed by source host).
+    pub fn hops_to(&self, dst: u32) -> &[u16] {
         let h = self.num_hosts as usize;
-        &self.hops[src as usize * h..(src as usize + 1) * h]
+        &self.hops[dst as usize * h..(dst as usize + 1) * h]
     }
     pub fn num_hosts(&self) -> u32 {
         self.num_hosts
