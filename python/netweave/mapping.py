@@ -141,8 +141,8 @@ def parse_pattern_text(text: str, fmt: str, name: str = "pattern", num_ranks: Op
                 continue
             fields = next(csv.reader([line])) if fmt == "csv" else line.split()
             fields = [f.strip() for f in fields]
-            if fmt == "csv" and lineno == 1 and fields[:3] == ["src", "dst", "bytes"]:
-                continue
+            if fmt == "csv" and not records and fields[:3] == ["src", "dst", "bytes"]:
+                continue  # the optional header
             want = 3 if fmt == "csv" else 4
             if len(fields) != want:
                 cols = "src,dst,bytes" if fmt == "csv" else "time src dst bytes"
@@ -256,15 +256,25 @@ def check_fits(net: MapNetwork, pattern: Pattern) -> None:
         )
 
 
-def start_placement(net: MapNetwork, pattern: Pattern, start: str, seed: int = 0) -> np.ndarray:
-    """The starting placement: ``bisem`` (falls back to ``greedy`` off lattices) or a baseline."""
+def start_placement(net: MapNetwork, pattern: Pattern, start: str, seed: int = 0, cost_spec: str = "rmatt") -> np.ndarray:
+    """The starting placement: ``best`` (the lowest-cost of BISEM and the deterministic
+    baselines under `cost_spec`), ``bisem`` (falls back to ``greedy`` off lattices) or a baseline."""
     check_fits(net, pattern)
+    if start == "best":
+        kinds = ["bisem", "identity", "greedy"]
+        if net.lattice is not None:
+            kinds += ["hilbert", "peano"]
+        if net.num_slots & (net.num_slots - 1) == 0:
+            kinds.append("bit-reversal")
+        candidates = [start_placement(net, pattern, k, seed) for k in kinds]
+        values = [objective_value(cost_spec, _core.map_cost(net, pattern, _placement(c))) for c in candidates]
+        return candidates[int(np.argmin(values))]
     if start == "bisem":
         if net.lattice is None:
             return baseline(net, pattern, "greedy", seed)
         return bisem(net, pattern, seed=seed)["host_of_rank"]
     if start not in BASELINES:
-        raise NetweaveError(f"unknown start '{start}' (bisem, {', '.join(BASELINES)})")
+        raise NetweaveError(f"unknown start '{start}' (best, bisem, {', '.join(BASELINES)})")
     return baseline(net, pattern, start, seed)
 
 

@@ -48,7 +48,7 @@ def map_cmd(
     target: Optional[float] = typer.Option(None, "--target", help="Stop once the cost is at or below this."),
     stall: Optional[float] = typer.Option(None, "--stall", min=0.0, help="Stop after this many seconds without improvement."),
     seed: int = typer.Option(0, "--seed", min=0, max=2**63 - 1, help="Seed for every random choice."),
-    start: str = typer.Option("bisem", "--start", help="Starting placement: bisem, identity, random, bit-reversal, hilbert, peano, greedy."),
+    start: str = typer.Option("best", "--start", help="Starting placement: best (lowest cost of BISEM and the baselines), bisem, identity, random, bit-reversal, hilbert, peano, greedy."),
     replicas: int = typer.Option(2, "--replicas", min=1, max=64, help="Tempering chains (threads) per process."),
     range_: int = typer.Option(4, "--range", min=0, help="Move box side in routers (paper's RANGE; 0 = whole network)."),
     swaps: int = typer.Option(2, "--swaps", min=2, max=64, help="Ranks rotated per move (paper's NUM_SWAPS)."),
@@ -60,7 +60,8 @@ def map_cmd(
     plots: Optional[Path] = typer.Option(None, "--plots", help="Directory for cost-vs-time and link-load histogram PNGs."),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
-    """Optimise where each rank runs: BISEM start, then parallel-tempering annealing."""
+    """Optimise where each rank runs: the best of BISEM and the baselines, then parallel-tempering annealing."""
+    mapping.objective_value(cost, {"hop_bytes": 0, "max_link": 0, "rmatt": 0})  # refuse a bad --cost early
     if fmt not in mapping.FORMATS:
         raise UserError(f"unknown --format '{fmt}' (use {', '.join(mapping.FORMATS)})")
     comm = None
@@ -85,7 +86,7 @@ def map_cmd(
         raise UserError("--format vcoord needs a torus or mesh topology")
     mapping.check_fits(net, pattern)
     with working(f"starting placement ({start})") if root else _quiet():
-        start_map = mapping.start_placement(net, pattern, start, seed)
+        start_map = mapping.start_placement(net, pattern, start, seed, cost)
     identity = mapping.cost(net, pattern, mapping.baseline(net, pattern, "identity"))
     start_figs = mapping.cost(net, pattern, start_map)
 
