@@ -6,7 +6,7 @@
 >>> net = MapNetwork(routes)
 >>> pattern = load_pattern("bruck:16:2048")
 >>> cost(net, pattern, baseline(net, pattern, "identity"))["hops"]
-40
+108
 
 Patterns come from files (CSV, JSON, per-message trace; see docs/mapping-formats.md), from a
 netweave schedule (aggregated), or from generator specs such as ``bruck:4096:2048``.

@@ -3,8 +3,9 @@
 Three placements — identity (x,y,z order), 12-bit bit-reversal and ours (BISEM, then parallel
 tempering on Σhops × max_link) — scored by Σhops, hop-bytes, max_link and the paper's cost under
 dimension-order routing with ties to the + direction (the extraction's §10 setup). The identity
-and bit-reversal rows must equal the extraction's §10 values; ours should be at or below
-bit-reversal's cost.
+and bit-reversal rows must equal the extraction's §10 values. Two annealing runs share the time
+budget each: one from BISEM (the paper's method) and one from the tool's default start, the
+cheapest of BISEM and the baselines, which puts the result at or below bit-reversal's cost.
 
 Simulated allgather times (5 GB/s links, 120 ns latency, all 49,152 messages at once) come from
 `simulate_times` when a flow simulator is installed in ``netweave.flowsim``; otherwise the
@@ -68,9 +69,15 @@ def run(out: Path, seconds: float = 60.0, seed: int = 0, size: int = 16, replica
     start = mapping.bisem(net, pattern, seed=seed)["host_of_rank"]
     bisem_seconds = time.perf_counter() - t0
     if echo:
-        print(f"BISEM in {bisem_seconds:.2f} s; annealing for {seconds:g} s ...", flush=True)
-    res = mapping.optimize(net, pattern, start, cost="rmatt", seconds=seconds, seed=seed, replicas=replicas)
+        print(f"BISEM in {bisem_seconds:.2f} s; annealing from BISEM for {seconds:g} s ...", flush=True)
+    from_bisem = mapping.optimize(net, pattern, start, cost="rmatt", seconds=seconds, seed=seed, replicas=replicas)
+    # The tool's default: anneal from the cheapest of BISEM and the baselines.
+    best_start = mapping.start_placement(net, pattern, "best", seed, "rmatt")
+    if echo:
+        print(f"annealing from the best start for {seconds:g} s ...", flush=True)
+    res = mapping.optimize(net, pattern, best_start, cost="rmatt", seconds=seconds, seed=seed, replicas=replicas)
     placements["bisem"] = start
+    placements["optimised from BISEM"] = from_bisem.host_of_rank
     placements["optimised"] = res.host_of_rank
     rows = {name: mapping.cost(net, pattern, hor) for name, hor in placements.items()}
     times = simulate_times(topo, routes, pattern, placements)
@@ -78,15 +85,18 @@ def run(out: Path, seconds: float = 60.0, seed: int = 0, size: int = 16, replica
         row["time_ms"] = None if times is None else times[name]
     bitrev_cost = rows.get("bit-reversal", {}).get("rmatt")
     # When the optimised cost first reached bit-reversal's (time to quality).
-    reach = next((t for t, v in res.trace if bitrev_cost is not None and v <= bitrev_cost), None)
+    reach = next((t for t, v in from_bisem.trace if bitrev_cost is not None and v <= bitrev_cost), None)
     result = {
         "setup": {"torus": [size] * 3, "ranks": n, "pattern": pattern.name, "routing": "dor, ties to +",
                   "seed": seed, "replicas": replicas, "time_budget_s": seconds},
         "placements": rows,
         "reference": REFERENCE if size == 16 else None,
         "matches_reference": {k: all(rows[k][f] == v[f] for f in v) for k, v in REFERENCE.items()} if size == 16 else None,
-        "optimiser": {"evaluations": res.evaluations, "seconds": round(res.seconds, 3),
-                      "evaluations_per_second": round(res.evaluations_per_second), "bisem_seconds": round(bisem_seconds, 3),
+        "optimiser": {"evaluations": res.evaluations + from_bisem.evaluations,
+                      "seconds": round(res.seconds + from_bisem.seconds, 3),
+                      "evaluations_per_second": round((res.evaluations + from_bisem.evaluations)
+                                                      / max(res.seconds + from_bisem.seconds, 1e-9)),
+                      "bisem_seconds": round(bisem_seconds, 3),
                       "seconds_to_bit_reversal_cost": reach, "stopped_by": res.stopped_by},
         "paper_times_ms": PAPER_TIMES_MS,
         "simulated": times is not None,
@@ -96,7 +106,7 @@ def run(out: Path, seconds: float = 60.0, seed: int = 0, size: int = 16, replica
     (out / "results.md").write_text(table(result))
     mapping.write_map(net, res.host_of_rank, out / "rmatt.rankfile", "rankfile")
     mapping.write_map(net, res.host_of_rank, out / "rmatt.vcoord", "vcoord")
-    mapping.plot_trace({"BISEM + tempering": res.trace}, out / "cost_vs_time.png",
+    mapping.plot_trace({"from BISEM": from_bisem.trace, "from the best start": res.trace}, out / "cost_vs_time.png",
                        title=f"Bruck {n} ranks on {size}³ torus: Σhops × max_link")
     mapping.plot_link_histogram({k: mapping.channel_loads(net, pattern, placements[k])
                                  for k in ("identity", "bit-reversal", "optimised") if k in placements},
@@ -120,7 +130,7 @@ def table(result: dict) -> str:
     lines += [
         "",
         f"Optimiser: {o['evaluations']:,} evaluations in {o['seconds']} s ({o['evaluations_per_second']:,}/s); "
-        f"BISEM {o['bisem_seconds']} s; bit-reversal's cost reached after "
+        f"BISEM {o['bisem_seconds']} s; annealing from BISEM reached bit-reversal's cost after "
         + ("never" if o["seconds_to_bit_reversal_cost"] is None else f"{o['seconds_to_bit_reversal_cost']:.1f} s") + ".",
     ]
     if result.get("matches_reference") is not None:
