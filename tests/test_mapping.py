@@ -123,6 +123,11 @@ def test_bisem_and_annealing_improve_bruck(torus444):
     b = mapping.bisem(net, p, seed=1)
     assert b["axes"] == [0, 1, 2]
     assert b["group_sizes"] == [8] * 8
+    full = mapping.bisem(net, p, levels=64, seed=1)
+    assert full["group_sizes"] == [1] * 64 and full["axes"] == [0, 1, 2] * 2
+    best = mapping.start_placement(net, p, "best", 1, "rmatt")
+    candidates = [mapping.start_placement(net, p, k, 1) for k in ("bisem", "bisem-full", "identity", "greedy")]
+    assert mapping.cost(net, p, best)["rmatt"] <= min(mapping.cost(net, p, c)["rmatt"] for c in candidates)
     identity = mapping.cost(net, p, mapping.baseline(net, p, "identity"))
     start = mapping.cost(net, p, b["host_of_rank"])
     res = mapping.optimize(net, p, b["host_of_rank"], seconds=None, evaluations=20_000, seed=2, replicas=2, sweep=500)

@@ -258,10 +258,11 @@ def check_fits(net: MapNetwork, pattern: Pattern) -> None:
 
 def start_placement(net: MapNetwork, pattern: Pattern, start: str, seed: int = 0, cost_spec: str = "rmatt") -> np.ndarray:
     """The starting placement: ``best`` (the lowest-cost of BISEM and the deterministic
-    baselines under `cost_spec`), ``bisem`` (falls back to ``greedy`` off lattices) or a baseline."""
+    baselines under `cost_spec`), ``bisem`` / ``bisem-full`` (fall back to ``greedy`` off
+    lattices) or a baseline."""
     check_fits(net, pattern)
     if start == "best":
-        kinds = ["bisem", "identity", "greedy"]
+        kinds = ["bisem", "bisem-full", "identity", "greedy"]
         if net.lattice is not None:
             kinds += ["hilbert", "peano"]
         if net.num_slots & (net.num_slots - 1) == 0:
@@ -269,12 +270,14 @@ def start_placement(net: MapNetwork, pattern: Pattern, start: str, seed: int = 0
         candidates = [start_placement(net, pattern, k, seed) for k in kinds]
         values = [objective_value(cost_spec, _core.map_cost(net, pattern, _placement(c))) for c in candidates]
         return candidates[int(np.argmin(values))]
-    if start == "bisem":
+    if start in ("bisem", "bisem-full"):
         if net.lattice is None:
             return baseline(net, pattern, "greedy", seed)
-        return bisem(net, pattern, seed=seed)["host_of_rank"]
+        # bisem: the paper's regions of at most 8 routers, shuffled inside; bisem-full: bisect
+        # down to single routers, so the partitioner also decides the order inside regions.
+        return bisem(net, pattern, levels=64 if start == "bisem-full" else None, seed=seed)["host_of_rank"]
     if start not in BASELINES:
-        raise NetweaveError(f"unknown start '{start}' (best, bisem, {', '.join(BASELINES)})")
+        raise NetweaveError(f"unknown start '{start}' (best, bisem, bisem-full, {', '.join(BASELINES)})")
     return baseline(net, pattern, start, seed)
 
 

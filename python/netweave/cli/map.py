@@ -48,7 +48,7 @@ def map_cmd(
     target: Optional[float] = typer.Option(None, "--target", help="Stop once the cost is at or below this."),
     stall: Optional[float] = typer.Option(None, "--stall", min=0.0, help="Stop after this many seconds without improvement."),
     seed: int = typer.Option(0, "--seed", min=0, max=2**63 - 1, help="Seed for every random choice."),
-    start: str = typer.Option("best", "--start", help="Starting placement: best (lowest cost of BISEM and the baselines), bisem, identity, random, bit-reversal, hilbert, peano, greedy."),
+    start: str = typer.Option("best", "--start", help="Starting placement: best (lowest cost of BISEM and the baselines), bisem, bisem-full, identity, random, bit-reversal, hilbert, peano, greedy."),
     replicas: int = typer.Option(2, "--replicas", min=1, max=64, help="Tempering chains (threads) per process."),
     range_: int = typer.Option(4, "--range", min=0, help="Move box side in routers (paper's RANGE; 0 = whole network)."),
     swaps: int = typer.Option(2, "--swaps", min=2, max=64, help="Ranks rotated per move (paper's NUM_SWAPS)."),
