@@ -216,7 +216,19 @@ pub struct Evaluator {
     touched: Vec<u32>,
     chan_stamp: Vec<u32>,
     pending: Option<(Move, CostParts)>,
+    // Current route of every message, `paths[m · stride..][..path_len[m]]`, so a move reads the
+    // old routes sequentially instead of walking the route table again (empty when disabled).
+    stride: usize,
+    paths: Vec<u32>,
+    path_len: Vec<u16>,
+    // New routes of the pending move's messages: `changed[i]` has its route at `new_paths[i · stride..]`.
+    changed: Vec<u32>,
+    new_paths: Vec<u32>,
+    new_len: Vec<u16>,
 }
+
+/// Most route entries the per-message route cache may hold (4 bytes each).
+const MAX_CACHED_CHANNELS: usize = 1 << 26;
 
 impl Evaluator {
     /// Start from `host_of_rank` (validated) with the given objective.
@@ -239,7 +251,29 @@ impl Evaluator {
             parts.max_link = 0;
         }
         let nch = net.num_channels() as usize;
+        let stride = net.max_hops() as usize + 2;
+        let cache = track_loads && pattern.num_messages().saturating_mul(stride) <= MAX_CACHED_CHANNELS;
+        let (mut paths, mut path_len) = (Vec::new(), Vec::new());
+        if cache {
+            paths = vec![0u32; pattern.num_messages() * stride];
+            path_len = vec![0u16; pattern.num_messages()];
+            for (i, m) in pattern.messages().iter().enumerate() {
+                let mut len = 0usize;
+                let row = &mut paths[i * stride..(i + 1) * stride];
+                net.for_each_channel(host_of_rank[m.src as usize], host_of_rank[m.dst as usize], |c| {
+                    row[len] = c;
+                    len += 1;
+                });
+                path_len[i] = len as u16;
+            }
+        }
         Ok(Evaluator {
+            stride: if cache { stride } else { 0 },
+            paths,
+            path_len,
+            changed: Vec::new(),
+            new_paths: Vec::new(),
+            new_len: Vec::new(),
             objective,
             track_loads,
             rank_of_slot,
@@ -289,6 +323,9 @@ impl Evaluator {
         debug_assert!(self.pending.is_none(), "propose twice without accept/reject");
         let k = mv.slots.len();
         self.moved_ranks.clear();
+        self.changed.clear();
+        self.new_paths.clear();
+        self.new_len.clear();
         for i in 0..k {
             let from = mv.slots[i];
             let to = mv.slots[(i + 1) % k];
@@ -327,16 +364,33 @@ impl Evaluator {
                     let b = m.bytes as i64;
                     let (delta, touched, cs) = (&mut self.delta, &mut self.touched, &mut self.chan_stamp);
                     let mut old_len = 0i64;
-                    net.for_each_channel(os, od, |c| {
+                    let mut take_old = |c: u32| {
                         old_len += 1;
                         delta[c as usize] -= b;
                         if cs[c as usize] != stamp {
                             cs[c as usize] = stamp;
                             touched.push(c);
                         }
-                    });
+                    };
+                    if self.stride > 0 {
+                        let off = mid as usize * self.stride;
+                        for &c in &self.paths[off..off + self.path_len[mid as usize] as usize] {
+                            take_old(c);
+                        }
+                    } else {
+                        net.for_each_channel(os, od, take_old);
+                    }
                     let mut new_len = 0i64;
+                    let stride = self.stride;
+                    let base = self.new_paths.len();
+                    if stride > 0 {
+                        self.new_paths.resize(base + stride, 0);
+                    }
+                    let new_paths = &mut self.new_paths;
                     net.for_each_channel(ns, nd, |c| {
+                        if stride > 0 {
+                            new_paths[base + new_len as usize] = c;
+                        }
                         new_len += 1;
                         delta[c as usize] += b;
                         if cs[c as usize] != stamp {
@@ -344,6 +398,10 @@ impl Evaluator {
                             touched.push(c);
                         }
                     });
+                    if stride > 0 {
+                        self.changed.push(mid);
+                        self.new_len.push(new_len as u16);
+                    }
                     ((old_len - 2).max(0), (new_len - 2).max(0))
                 } else {
                     (net.hops(os, od) as i64, net.hops(ns, nd) as i64)
@@ -405,6 +463,13 @@ impl Evaluator {
             self.delta[c as usize] = 0;
         }
         self.touched.clear();
+        let stride = self.stride;
+        for (i, &mid) in self.changed.iter().enumerate() {
+            let len = self.new_len[i] as usize;
+            let off = mid as usize * stride;
+            self.paths[off..off + len].copy_from_slice(&self.new_paths[i * stride..i * stride + len]);
+            self.path_len[mid as usize] = len as u16;
+        }
         for &r in &self.moved_ranks {
             self.host_of_rank[r as usize] = self.new_host[r as usize];
         }

@@ -68,6 +68,8 @@ pub struct MapNetwork {
     channel_switch: Vec<u32>,
     /// Switch-to-switch hops of every host pair, `hops[dst · hosts + src]`.
     hops: Vec<u16>,
+    /// Largest switch-to-switch hop count of any pair.
+    max_hops: u32,
     /// Rank slots per host.
     slots_per_host: u32,
     lattice: Option<Lattice>,
@@ -130,6 +132,7 @@ impl MapNetwork {
             next_channel,
             channel_switch,
             hops: vec![0; h * h],
+            max_hops: 0,
             slots_per_host,
             lattice: lattice_of(topo),
             host_labels: topo.hosts().iter().map(|&n| topo.label(n).to_string()).collect(),
@@ -164,6 +167,7 @@ impl MapNetwork {
         if let Some(msg) = bad {
             return Err(NetweaveError::Routing(msg));
         }
+        net.max_hops = hops.par_iter().copied().max().unwrap_or(0) as u32;
         net.hops = hops;
         if let Some(lat) = &net.lattice {
             let mut x = vec![0u32; lat.dims.len()];
@@ -235,6 +239,10 @@ impl MapNetwork {
     }
     pub fn num_hosts(&self) -> u32 {
         self.num_hosts
+    }
+    /// Longest route in switch-to-switch hops; a route has at most `max_hops + 2` channels.
+    pub fn max_hops(&self) -> u32 {
+        self.max_hops
     }
     pub fn num_channels(&self) -> u32 {
         self.num_channels
