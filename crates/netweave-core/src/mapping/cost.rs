@@ -225,7 +225,13 @@ pub struct Evaluator {
     changed: Vec<u32>,
     new_paths: Vec<u32>,
     new_len: Vec<u16>,
+    // Lockstep walks: destination host and next channel of every changed message.
+    walk_to: Vec<u32>,
+    walk_at: Vec<u32>,
 }
+
+/// `walk_at` value of a finished walk.
+const NO_WALK: u32 = u32::MAX;
 
 /// Most route entries the per-message route cache may hold (4 bytes each).
 const MAX_CACHED_CHANNELS: usize = 1 << 26;
@@ -274,6 +280,8 @@ impl Evaluator {
             changed: Vec::new(),
             new_paths: Vec::new(),
             new_len: Vec::new(),
+            walk_to: Vec::new(),
+            walk_at: Vec::new(),
             objective,
             track_loads,
             rank_of_slot,
@@ -326,6 +334,8 @@ impl Evaluator {
         self.changed.clear();
         self.new_paths.clear();
         self.new_len.clear();
+        self.walk_to.clear();
+        self.walk_at.clear();
         for i in 0..k {
             let from = mv.slots[i];
             let to = mv.slots[(i + 1) % k];
@@ -380,35 +390,35 @@ impl Evaluator {
                     } else {
                         net.for_each_channel(os, od, take_old);
                     }
-                    let mut new_len = 0i64;
-                    let stride = self.stride;
-                    let base = self.new_paths.len();
-                    if stride > 0 {
-                        self.new_paths.resize(base + stride, 0);
-                    }
-                    let new_paths = &mut self.new_paths;
-                    net.for_each_channel(ns, nd, |c| {
-                        if stride > 0 {
-                            new_paths[base + new_len as usize] = c;
-                        }
-                        new_len += 1;
-                        delta[c as usize] += b;
-                        if cs[c as usize] != stamp {
-                            cs[c as usize] = stamp;
-                            touched.push(c);
-                        }
-                    });
-                    if stride > 0 {
+                    if self.stride > 0 {
+                        // New routes are walked below, all at once.
                         self.changed.push(mid);
-                        self.new_len.push(new_len as u16);
+                        self.walk_to.push(nd);
+                        self.walk_at.push(if ns == nd { NO_WALK } else { net.injection_channel(ns) });
+                        ((old_len - 2).max(0), 0)
+                    } else {
+                        let mut new_len = 0i64;
+                        net.for_each_channel(ns, nd, |c| {
+                            new_len += 1;
+                            delta[c as usize] += b;
+                            if cs[c as usize] != stamp {
+                                cs[c as usize] = stamp;
+                                touched.push(c);
+                            }
+                        });
+                        ((old_len - 2).max(0), (new_len - 2).max(0))
                     }
-                    ((old_len - 2).max(0), (new_len - 2).max(0))
                 } else {
                     (net.hops(os, od) as i64, net.hops(ns, nd) as i64)
                 };
                 dhops += hn - ho;
                 dhb += (hn - ho) as i128 * m.bytes as i128;
             }
+        }
+        if self.stride > 0 && !self.changed.is_empty() {
+            let (h, hb) = self.walk_new_routes(net, pattern);
+            dhops += h;
+            dhb += hb;
         }
         let mut parts = CostParts {
             hops: (self.parts.hops as i64 + dhops) as u64,
@@ -420,6 +430,47 @@ impl Evaluator {
         }
         self.pending = Some((mv.clone(), parts));
         parts
+    }
+
+    /// Walk the new routes of all `changed` messages in lockstep, one hop of each per pass:
+    /// the table lookups of different walks do not depend on each other, so their cache misses
+    /// overlap instead of queueing. Records the routes and returns the added hops and hop-bytes.
+    fn walk_new_routes(&mut self, net: &MapNetwork, pattern: &Pattern) -> (i64, i128) {
+        let n = self.changed.len();
+        let stride = self.stride;
+        self.new_paths.resize(n * stride, 0);
+        self.new_len.clear();
+        self.new_len.resize(n, 0);
+        let stamp = self.stamp;
+        let messages = pattern.messages();
+        let mut active = self.walk_at.iter().filter(|&&c| c != NO_WALK).count();
+        while active > 0 {
+            for i in 0..n {
+                let c = self.walk_at[i];
+                if c == NO_WALK {
+                    continue;
+                }
+                let len = self.new_len[i] as usize;
+                self.new_paths[i * stride + len] = c;
+                self.new_len[i] += 1;
+                self.delta[c as usize] += messages[self.changed[i] as usize].bytes as i64;
+                if self.chan_stamp[c as usize] != stamp {
+                    self.chan_stamp[c as usize] = stamp;
+                    self.touched.push(c);
+                }
+                self.walk_at[i] = net.next_hop(c, self.walk_to[i]).unwrap_or(NO_WALK);
+                if self.walk_at[i] == NO_WALK {
+                    active -= 1;
+                }
+            }
+        }
+        let (mut hops, mut hop_bytes) = (0i64, 0i128);
+        for i in 0..n {
+            let h = (self.new_len[i] as i64 - 2).max(0);
+            hops += h;
+            hop_bytes += h as i128 * messages[self.changed[i] as usize].bytes as i128;
+        }
+        (hops, hop_bytes)
     }
 
     /// Maximum channel load after applying the pending deltas.

@@ -227,6 +227,19 @@ impl MapNetwork {
         }
     }
 
+    /// The channel host `host` injects on (first channel of every route from it).
+    #[inline]
+    pub fn injection_channel(&self, host: u32) -> ChannelId {
+        self.inject[host as usize]
+    }
+
+    /// The channel after `c` on a route to host `dst`, or `None` when `c` reaches a host.
+    #[inline]
+    pub fn next_hop(&self, c: ChannelId, dst: u32) -> Option<ChannelId> {
+        let sw = self.channel_switch[c as usize];
+        (sw != AT_HOST).then(|| self.next_channel[dst as usize * self.num_switches as usize + sw as usize])
+    }
+
     /// Switch-to-switch hops from host `src` to host `dst` (0 on the same switch).
     #[inline]
     pub fn hops(&self, src: u32, dst: u32) -> u32 {
