@@ -62,10 +62,16 @@ def test_pattern_files_round_trip(tmp_path):
     assert [x.tolist() for x in t.arrays()] == [[0, 3], [1, 2], [15, 1]]
 
 
-def test_schedule_aggregates_into_a_pattern():
+def test_schedule_aggregates_into_a_pattern(tmp_path):
     s = netweave._core.Schedule("two phases", 3, [[(0, 1, 5), (1, 2, 7)], [(0, 1, 5)]])
     p = mapping.Pattern.from_schedule(s)
     assert [x.tolist() for x in p.arrays()] == [[0, 1], [1, 2], [10, 7]]
+    # Schedule files (JSON and NWSCHED) are patterns too.
+    a2a = netweave.traffic.alltoall(6, 100)
+    for name in ("a2a.json", "a2a.nws"):
+        netweave.traffic.save(a2a, tmp_path / name)
+        q = mapping.load_pattern(tmp_path / name)
+        assert (q.num_ranks, q.num_messages, q.total_bytes) == (6, 30, 3000)
 
 
 @pytest.mark.parametrize("text,fmt,err", [

@@ -1,13 +1,66 @@
-"""Analysis: exact per-phase directed-link loads of a schedule on routed topology.
+"""Analysis: exact per-phase directed-link loads of a schedule on a routed topology.
 
-The result is a dict with ``max_congestion``, ``throughput_ratio`` (paper 000: mean over
-flows of 1 / max load on the flow's path; 1.0 means contention-free), ``flows``,
-``max_channel_bytes`` and a ``phases`` list with per-phase figures.
+``analyze`` returns a dict with
+
+- ``complete`` (every ordered rank pair exactly once and, if claimed, every phase a
+  permutation), ``problem`` (why not, or ``None``) and ``coverage`` (the counts behind it);
+- ``max_congestion``, ``contended_links_total`` and ``contended_links`` (the most loaded
+  channels, each with ``from_label``/``to_label`` nodes, ``max_load``, the ``phase`` reaching
+  it, ``contended_phases`` and total ``bytes``);
+- ``throughput_ratio`` (paper 000: mean over flows of 1 / max load on the flow's path);
+- ``fluid_time_s`` (paper 001's lock-step fluid time: phases back to back, each as long as its
+  most loaded switch-to-switch channel needs at its bandwidth) and
+  ``fluid_time_host_links_s`` (host links bounded by their bandwidth too);
+- paper 003's cost terms: ``sum_hops``, ``hop_bytes``, ``max_link_bytes`` (``max_link``)
+  and ``hops_x_max_link``; also ``max_channel_bytes`` (host links included), ``bytes`` and
+  ``flows``;
+- ``phases``: per phase ``flows``, ``max_load``, ``contended_channels``,
+  ``throughput_ratio``, ``fluid_time_s``, ``fluid_time_host_links_s`` and ``permutation``.
+
+>>> import netweave
+>>> topo = netweave.topology.latin_square_fat_tree(2)
+>>> routes = netweave.routing.route(topo, "lsft")
+>>> report = analyze(routes, netweave.traffic.alltoall(topo.num_hosts, 1 << 20))
+>>> report["complete"], report["max_congestion"] > 1
+(True, True)
 """
+
+from __future__ import annotations
 
 from netweave import _core
 
 
-def analyze(routes: _core.RoutingTable, schedule: _core.Schedule) -> dict:
-    """Loads of `schedule` routed by `routes` (on the topology the routes were built for)."""
-    return routes.analyze(schedule)
+def analyze(
+    routes: _core.RoutingTable,
+    schedule: _core.Schedule,
+    hop_latency_s: float = 0.0,
+    link_latency: bool = False,
+    claims_permutations: bool = False,
+    max_links: int = 20,
+) -> dict:
+    """Loads of `schedule` routed by `routes` (on the topology the routes were built for).
+
+    `hop_latency_s` adds a per-channel latency along each phase's longest path, `link_latency`
+    the topology's own link latencies; `claims_permutations` makes ``complete`` also require
+    every phase to be a permutation; `max_links` bounds the ``contended_links`` list.
+    """
+    return _core.analyze(routes, schedule, hop_latency_s, link_latency, claims_permutations, max_links)
+
+
+def claims_permutations(schedule: _core.Schedule) -> bool:
+    """Whether the schedule says every phase is a permutation (schedules that carry the claim)."""
+    return bool(getattr(schedule, "claims_permutation", False))
+
+
+def describe(schedule: _core.Schedule) -> dict:
+    """Name and sizes of a schedule, for reports."""
+    info = {
+        "name": schedule.name,
+        "ranks": schedule.num_ranks,
+        "phases": schedule.num_phases,
+        "messages": schedule.num_messages,
+    }
+    collective = getattr(schedule, "collective", None)
+    if collective is not None:
+        info["collective"] = collective
+    return info

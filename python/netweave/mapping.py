@@ -158,23 +158,22 @@ def parse_pattern_text(text: str, fmt: str, name: str = "pattern", num_ranks: Op
 
 
 def load_pattern(source: str | Path, num_ranks: Optional[int] = None) -> Pattern:
-    """A pattern from a file (``.csv``, ``.json``, ``.trace``; a netweave schedule JSON is
-    aggregated) or a generator spec (``bruck:4096:2048``, ``stencil:16x16x16``, …)."""
+    """A pattern from a file (``.csv``, ``.json``, ``.trace``; a netweave schedule, ``.json``
+    or ``.nws``, is aggregated) or a generator spec (``bruck:4096:2048``, ``stencil:16x16x16``, …)."""
     path = Path(source)
     if path.is_file():
-        text = path.read_text()
         suffix = path.suffix.lower()
+        if suffix == ".nws" or (suffix == ".json" and _is_schedule_json(path)):
+            from netweave import traffic
+
+            p = Pattern.from_schedule(traffic.load(path))
+            if num_ranks is not None and num_ranks != p.num_ranks:
+                raise NetweaveError(f"the schedule has {p.num_ranks} ranks, not {num_ranks}")
+            return p
         fmt = {".csv": "csv", ".json": "json", ".trace": "trace", ".txt": "trace"}.get(suffix)
         if fmt is None:
-            raise NetweaveError(f"unknown pattern file type '{suffix}' (use .csv, .json or .trace)")
-        if fmt == "json":
-            schedule = _maybe_schedule(text)
-            if schedule is not None:
-                p = Pattern.from_schedule(schedule)
-                if num_ranks is not None and num_ranks != p.num_ranks:
-                    raise NetweaveError(f"the schedule has {p.num_ranks} ranks, not {num_ranks}")
-                return p
-        return parse_pattern_text(text, fmt, path.name, num_ranks)
+            raise NetweaveError(f"unknown pattern file type '{suffix}' (use .csv, .json, .trace or a .nws schedule)")
+        return parse_pattern_text(path.read_text(), fmt, path.name, num_ranks)
     spec = str(source)
     if ":" not in spec and spec not in _GENERATORS:
         raise NetweaveError(f"pattern '{spec}' is neither a file nor a generator spec such as bruck:64")
@@ -184,22 +183,13 @@ def load_pattern(source: str | Path, num_ranks: Optional[int] = None) -> Pattern
     return p
 
 
-def _maybe_schedule(text: str):
-    """A netweave schedule read from JSON text, when the traffic module can read one."""
+def _is_schedule_json(path: Path) -> bool:
+    """Whether a JSON file is a netweave schedule (it has phases) rather than a pattern."""
     try:
-        doc = json.loads(text)
+        doc = json.loads(path.read_text())
     except json.JSONDecodeError:
-        return None
-    if not (isinstance(doc, dict) and "phases" in doc):
-        return None
-    from netweave import traffic
-
-    reader = getattr(traffic, "loads", None) or getattr(traffic, "from_json", None)
-    if reader is not None:
-        return reader(text)
-    phases = [[(int(m[0]), int(m[1]), int(m[2])) if not isinstance(m, dict) else (m["src"], m["dst"], m["bytes"])
-               for m in phase] for phase in doc["phases"]]
-    return _core.Schedule(doc.get("name", "schedule"), int(doc["num_ranks"]), phases)
+        return False
+    return isinstance(doc, dict) and "phases" in doc
 
 
 def save_pattern(pattern: Pattern, path: str | Path) -> Path:

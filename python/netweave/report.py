@@ -16,6 +16,45 @@ def _bytes(n: int) -> str:
     return f"{n} B"
 
 
+def _seconds(t: float) -> str:
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
+        if t >= scale:
+            return f"{t / scale:.4g} {unit}"
+    return f"{t / 1e-9:.4g} ns"
+
+
+def _size(n: float) -> str:
+    for unit, size in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            return f"{n / size:.4g} {unit}"
+    return f"{n:.0f} B"
+
+
+def analysis_lines(result: dict[str, Any]) -> list[str]:
+    """An analysis report (``netweave analyze``) as short human-readable lines."""
+    s = result["schedule"]
+    verdict = "complete" if result["complete"] else f"INCOMPLETE: {result['problem']}"
+    cov = result["coverage"]
+    perm = f"{cov['permutation_phases']}/{s['phases']} phases are permutations"
+    lines = [
+        f"schedule    {s['name']}: {s['ranks']} ranks, {s['phases']} phases, {s['messages']} messages; {verdict}; {perm}",
+        f"congestion  max {result['max_congestion']} flows on one link, {result['contended_links_total']} links "
+        f"contended in some phase; throughput ratio {result['throughput_ratio']:.4f} (paper 000)",
+        f"fluid time  {_seconds(result['fluid_time_s'])} over switch links (paper 001), "
+        f"{_seconds(result['fluid_time_host_links_s'])} with host links",
+        f"costs       Σhops {result['sum_hops']}, hop-bytes {_size(result['hop_bytes'])}, max link "
+        f"{_size(result['max_link_bytes'])}, Σhops×max_link {result['hops_x_max_link']:.4g} (paper 003)",
+    ]
+    if result["contended_links"]:
+        lines.append("most loaded links:")
+        for link in result["contended_links"]:
+            lines.append(
+                f"  {link['from_label']} -> {link['to_label']}: {link['max_load']} flows (phase {link['phase']}), "
+                f"contended in {link['contended_phases']} phases, {_size(link['bytes'])} in all"
+            )
+    return lines
+
+
 def summary_lines(plan: dict[str, Any]) -> list[str]:
     """The plan as short human-readable lines (shared by terminal and Markdown output)."""
     t = plan["topology"]

@@ -4,18 +4,277 @@
 >>> s = traffic.alltoall(4, 1024)
 >>> s.num_phases, s.phase(0)[:2]
 (3, [(0, 1, 1024), (1, 2, 1024)])
+>>> traffic.build("alltoall", "a2at", num_ranks=25, nct=2).name
+'alltoall-a2at(5x5,nct=2)'
+
+Every algorithm sits in one table, :data:`ALGORITHMS`, keyed by ``(collective, name)``; the
+``netweave schedule`` command and :func:`build` read it. An entry says which options it
+takes (``nct``, ``root``, ``seed``, ...), whether it needs the ranks' lattice shape, and how
+to build the schedule from a :class:`Job`. Adding an algorithm is one :func:`register` call.
+
+Files: :func:`save` / :func:`load` pick the format from the extension — ``.json`` (versioned
+JSON) or ``.nws`` (the compact binary format an MPI runtime reads; see
+``docs/schedule-format.md``).
 """
 
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Optional
+
 from netweave import _core
+from netweave._core import NetweaveError, Schedule, Topology
 
-#: All-to-all algorithms `alltoall` accepts.
-ALLTOALL_ALGORITHMS = ("shift",)
+#: Bytes per rank pair (or per block) when the caller gives none: 1 MiB; a barrier sends 8.
+DEFAULT_BYTES = 1 << 20
+DEFAULT_BARRIER_BYTES = 8
+
+COLLECTIVES = ("alltoall", "allgather", "gather", "barrier")
 
 
-def alltoall(num_ranks: int, bytes_per_pair: int, algorithm: str = "shift") -> _core.Schedule:
-    """An all-to-all schedule over `num_ranks` ranks placed on hosts ``0..num_ranks``."""
-    if algorithm != "shift":
-        raise _core.NetweaveError(
-            f"unknown all-to-all algorithm '{algorithm}' (known: {', '.join(ALLTOALL_ALGORITHMS)})"
+@dataclass
+class Job:
+    """What a schedule is built for: the ranks, where they run, and the algorithm's options."""
+
+    #: Host index of each rank (rank r runs on host ``hosts[r]``).
+    hosts: list[int]
+    #: Bytes per pair (all-to-all) or per block (allgather, gather); per signal (barrier).
+    bytes: int
+    #: The topology the job runs on, if any (algorithms that depend on the fabric read it).
+    topology: Optional[Topology] = None
+    #: The ranks' lattice shape, dimension 0 fastest (A2AND, A2AT).
+    shape: Optional[list[int]] = None
+    #: Concurrent sends per rank (paper 001's NCT).
+    nct: int = 1
+    #: Root rank (gather, multicast barrier).
+    root: int = 0
+    #: Seed for random choices (multicast barrier's visiting list).
+    seed: int = 0
+    #: Further algorithm-specific options (e.g. ``k``, ``m``, ``rule``).
+    options: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def num_ranks(self) -> int:
+        return len(self.hosts)
+
+
+@dataclass(frozen=True)
+class Algorithm:
+    """One entry of the algorithm table."""
+
+    collective: str
+    name: str
+    help: str
+    #: Builds the schedule over ranks ``0..job.num_ranks``.
+    build: Callable[[Job], Schedule]
+    #: Job fields and options this algorithm reads besides hosts and bytes
+    #: (any of ``nct``, ``root``, ``seed``, ``shape`` or an ``options`` key).
+    takes: tuple[str, ...] = ()
+    #: The builder places ranks itself (it reads ``job.hosts``/``job.topology``); otherwise
+    #: rank r is placed on ``job.hosts[r]`` afterwards.
+    places_ranks: bool = False
+
+
+#: ``(collective, algorithm) → Algorithm``.
+ALGORITHMS: dict[tuple[str, str], Algorithm] = {}
+
+
+def register(collective: str, name: str, help: str, takes: tuple[str, ...] = (), places_ranks: bool = False):
+    """Decorator adding a builder ``fn(job) -> Schedule`` to :data:`ALGORITHMS`."""
+
+    def add(fn: Callable[[Job], Schedule]) -> Callable[[Job], Schedule]:
+        ALGORITHMS[(collective, name)] = Algorithm(collective, name, help, fn, takes, places_ranks)
+        return fn
+
+    return add
+
+
+def algorithms(collective: str) -> list[str]:
+    """Algorithm names known for `collective`, in table order."""
+    return [a for (c, a) in ALGORITHMS if c == collective]
+
+
+# --- the table ---------------------------------------------------------------------------------
+
+register("alltoall", "shift", "Pairwise: phase i sends S -> (S+i) mod N; every phase a permutation.")(
+    lambda j: _core.shift_alltoall(j.num_ranks, j.bytes)
+)
+register("alltoall", "linear", "Every rank walks ranks 0..N-1 in order: the hot-spot baseline.")(
+    lambda j: _core.alltoall_linear(j.num_ranks, j.bytes)
+)
+register("alltoall", "xor", "Phase i pairs S with S xor i (power-of-two N).")(
+    lambda j: _core.alltoall_xor(j.num_ranks, j.bytes)
+)
+register("alltoall", "bruck", "Bruck: ceil(log2 N) steps forwarding blocks, real per-step sizes.")(
+    lambda j: _core.alltoall_bruck(j.num_ranks, j.bytes)
+)
+register("alltoall", "a2a", "Paper 001's A2A (MPICH SimpleSpread), NCT sends at a time.", takes=("nct",))(
+    lambda j: _core.alltoall_a2a(j.num_ranks, j.bytes, j.nct)
+)
+register("alltoall", "a2and", "Paper 001's A2AND: lexicographic relative offsets on an n-D shape.", takes=("nct", "shape"))(
+    lambda j: _core.alltoall_a2and(_shape(j, "a2and"), j.bytes, j.nct)
+)
+register("alltoall", "a2at", "Paper 001's A2AT: odd square 2-D shapes, NCT 1, 2 or 4.", takes=("nct", "shape"))(
+    lambda j: _core.alltoall_a2at(_shape(j, "a2at"), j.bytes, j.nct)
+)
+register("allgather", "ring", "Ring: N-1 steps passing one block to the right.")(
+    lambda j: _core.allgather_ring(j.num_ranks, j.bytes)
+)
+register("allgather", "bruck", "Bruck: ceil(log2 N) steps, min(2^k, N-2^k) blocks each.")(
+    lambda j: _core.allgather_bruck(j.num_ranks, j.bytes)
+)
+register("allgather", "recursive-doubling", "Exchange with S xor 2^k, doubling blocks (power-of-two N).")(
+    lambda j: _core.allgather_recursive_doubling(j.num_ranks, j.bytes)
+)
+register("gather", "linear", "Every rank sends straight to the root, in one phase.", takes=("root",))(
+    lambda j: _core.gather_linear(j.num_ranks, j.bytes, j.root)
+)
+register("gather", "binomial", "Binomial tree towards the root, subtrees forwarded.", takes=("root",))(
+    lambda j: _core.gather_binomial(j.num_ranks, j.bytes, j.root)
+)
+register("barrier", "dissemination", "Round k: S signals S + 2^k; ceil(log2 N) rounds.")(
+    lambda j: _core.barrier_dissemination(j.num_ranks, j.bytes)
+)
+register(
+    "barrier", "multicast",
+    "Paper 002: gather + release over a unicast-based multicast tree of a random visiting list.",
+    takes=("root", "seed"),
+)(lambda j: _core.barrier_multicast(j.num_ranks, j.bytes, j.root, j.seed))
+
+
+# --- building --------------------------------------------------------------------------------
+
+
+def _shape(job: Job, algo: str) -> list[int]:
+    if job.shape is not None:
+        return list(job.shape)
+    raise NetweaveError(f"{algo} needs the ranks' lattice shape: give --shape (e.g. 5x5) or run it on a whole mesh/torus")
+
+
+def grid_shape(topo: Topology, hosts: list[int]) -> Optional[list[int]]:
+    """The lattice shape of a job that covers a whole mesh or torus with one host per router,
+    ranks in router order; None otherwise."""
+    params = topo.params
+    if topo.family not in ("mesh", "torus") or params.get("hosts_per_router") != 1:
+        return None
+    if list(hosts) != list(range(topo.num_hosts)):
+        return None
+    return [int(d) for d in params["dims"]]
+
+
+def build(
+    collective: str,
+    algorithm: str,
+    *,
+    topology: Optional[Topology] = None,
+    hosts: Optional[str] = None,
+    order: str = "listed",
+    num_ranks: Optional[int] = None,
+    bytes: Optional[int] = None,
+    nct: Optional[int] = None,
+    root: Optional[int] = None,
+    seed: Optional[int] = None,
+    shape: Optional[list[int]] = None,
+    allow_partial_leaves: bool = False,
+    **options: Any,
+) -> Schedule:
+    """Build `algorithm` for `collective`.
+
+    The job is the hosts of `topology` named by `hosts` (``"all"`` when omitted; syntax
+    ``0-15,20,leaf:2-3``; fat-trees take whole leaves) in rank `order` (``listed``,
+    ``cyclic``, ``random`` with `seed`) — or, without a topology, `num_ranks` ranks on hosts
+    ``0..num_ranks``. Options the algorithm does not take are an error, so a typo never goes
+    unnoticed. A2AND/A2AT need the ranks' `shape` unless the job is a whole mesh/torus with
+    one host per router; without a topology, A2AT takes a square `num_ranks` as a square shape
+    and A2AND runs on the 1-D shape ``[num_ranks]``.
+    """
+    if collective not in COLLECTIVES:
+        raise NetweaveError(f"unknown collective '{collective}' (known: {', '.join(COLLECTIVES)})")
+    algo = ALGORITHMS.get((collective, algorithm))
+    if algo is None:
+        raise NetweaveError(
+            f"unknown {collective} algorithm '{algorithm}' (known: {', '.join(algorithms(collective))})"
         )
-    return _core.shift_alltoall(num_ranks, bytes_per_pair)
+    given = {"nct": nct, "root": root, "seed": seed, "shape": shape, **options}
+    extra = [k for k, v in given.items() if v is not None and k not in algo.takes and not (k == "seed" and order == "random")]
+    if extra:
+        raise NetweaveError(f"{collective} {algorithm} does not take {', '.join('--' + k for k in extra)}")
+    if topology is not None:
+        if num_ranks is not None:
+            raise NetweaveError("give either a topology (and a host list) or a number of ranks, not both")
+        placed = _core.allocate_hosts(topology, hosts or "all", order, seed or 0, allow_partial_leaves)
+    else:
+        if hosts is not None:
+            raise NetweaveError("a host list needs a topology")
+        if num_ranks is None:
+            raise NetweaveError("give a topology or a number of ranks")
+        placed = list(range(num_ranks))
+    if shape is None and "shape" in algo.takes:
+        if topology is not None:
+            shape = grid_shape(topology, placed)
+        elif algorithm == "a2at" and math.isqrt(len(placed)) ** 2 == len(placed):
+            shape = [math.isqrt(len(placed))] * 2
+        elif algorithm != "a2at":
+            shape = [len(placed)]
+    if shape is not None and math.prod(shape) != len(placed):
+        raise NetweaveError(
+            f"shape {'x'.join(map(str, shape))} has {math.prod(shape)} ranks but the job has {len(placed)} hosts"
+        )
+    default_bytes = DEFAULT_BARRIER_BYTES if collective == "barrier" else DEFAULT_BYTES
+    job = Job(
+        hosts=placed,
+        bytes=default_bytes if bytes is None else bytes,
+        topology=topology,
+        shape=shape,
+        nct=1 if nct is None else nct,
+        root=0 if root is None else root,
+        seed=0 if seed is None else seed,
+        options={k: v for k, v in options.items() if v is not None},
+    )
+    schedule = algo.build(job)
+    return schedule if algo.places_ranks else schedule.with_placement(placed)
+
+
+#: ``a2at_theory(k)``: paper 001's Table 1 for odd side k — (TV_NCT1, LB_Mesh, TV_NCT2,
+#: LB_Torus) in message units.
+a2at_theory = _core.a2at_theory
+#: ``a2at_offsets(k)``: A2AT's send list as (dx, dy) offsets (with the j ≤ i−1 correction).
+a2at_offsets = _core.a2at_offsets
+#: ``a2and_offsets(dims)``: A2AND's offsets, lexicographic with dimension 0 outermost.
+a2and_offsets = _core.a2and_offsets
+#: ``visiting_list(n, root, seed)``: paper 002's barrier visiting list.
+visiting_list = _core.visiting_list
+
+
+def alltoall(num_ranks: int, bytes_per_pair: int, algorithm: str = "shift") -> Schedule:
+    """An all-to-all schedule over `num_ranks` ranks placed on hosts ``0..num_ranks``."""
+    return build("alltoall", algorithm, num_ranks=num_ranks, bytes=bytes_per_pair)
+
+
+def save(schedule: Schedule, path: str | Path) -> None:
+    """Write `schedule`: ``.json`` as JSON, ``.nws`` as the compact binary format."""
+    _core.save_schedule(schedule, Path(path))
+
+
+def load(path: str | Path) -> Schedule:
+    """Read a schedule written by :func:`save`."""
+    return _core.load_schedule(Path(path))
+
+
+def summary(schedule: Schedule) -> dict[str, Any]:
+    """Sizes and the completeness check of a schedule, as a JSON-ready dict."""
+    return {
+        "name": schedule.name,
+        "collective": schedule.collective,
+        "root": schedule.root,
+        "delivery": schedule.delivery,
+        "ranks": schedule.num_ranks,
+        "phases": schedule.num_phases,
+        "messages": schedule.num_messages,
+        "total_bytes": schedule.total_bytes,
+        "concurrent_sends": schedule.concurrent_sends,
+        "claims_permutation": schedule.claims_permutation,
+        "completeness": schedule.completeness(),
+    }

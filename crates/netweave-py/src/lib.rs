@@ -9,6 +9,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pythonize::pythonize;
 
+mod analysis;
 mod mapping;
 mod routing;
 mod topology;
@@ -30,6 +31,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     topology::register(m)?;
     routing::register(m)?;
     traffic::register(m)?;
+    analysis::register(m)?;
     mapping::register(m)?;
     Ok(())
 }

@@ -11,8 +11,8 @@ import sys
 import typer
 
 from netweave._core import NetweaveError
+from netweave.cli import analyze, plan, reproduce, route, schedule, topo
 from netweave.cli import map as map_cli
-from netweave.cli import plan, reproduce, route, topo
 from netweave.cli.common import UserError
 
 app = typer.Typer(
@@ -24,8 +24,10 @@ app = typer.Typer(
 app.add_typer(topo.app, name="topo")
 app.add_typer(route.app, name="route")
 app.command("plan")(plan.plan_cmd)
-app.command("map")(map_cli.map_cmd)
+app.command("schedule")(schedule.schedule_cmd)
 app.add_typer(reproduce.app, name="reproduce")
+app.command("analyze")(analyze.analyze_cmd)
+app.command("map")(map_cli.map_cmd)
 
 
 def main() -> None:

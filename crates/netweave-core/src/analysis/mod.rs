@@ -1,9 +1,25 @@
-//! Analysis: exact per-phase directed-link loads — the first evaluation engine.
+//! Analysis: exact, static per-phase directed-link loads — the first evaluation engine.
 //!
-//! For each phase, every message's routed path is walked and each directed channel counts
-//! the messages crossing it. From the counts come the phase's maximum congestion and paper
-//! 000's *throughput ratio*: a flow whose most loaded channel carries `c` flows gets `1/c`,
-//! and the ratio is the mean over all flows of all phases (1.0 = contention-free).
+//! For each phase of a [`Schedule`], every message's routed path is followed and each directed
+//! channel (host links included) counts the flows and bytes crossing it. From the counts:
+//!
+//! - **congestion**: the phase's largest channel load, and the contended channels (load > 1),
+//!   listed with their end nodes;
+//! - **throughput ratio** (paper 000): a flow whose most loaded channel carries `c` flows gets
+//!   `1/c`; the ratio is the mean over all flows of all phases (1.0 = contention-free);
+//! - **lock-step fluid time** (paper 001): phases run back to back, and each lasts as long as
+//!   its most loaded channel needs to move its bytes, `max_c bytes_c / bandwidth_c`, plus the
+//!   latency of the phase's longest path when [`AnalysisOptions`] asks for it. Paper 001 treats
+//!   node–router links as "sufficiently faster" than router links, so
+//!   [`LoadReport::fluid_time_s`] counts switch-to-switch channels only (that is the model of
+//!   the paper's T4 table); [`LoadReport::fluid_time_host_links_s`] bounds host links by their
+//!   bandwidth too;
+//! - **paper 003's cost terms**: Σhops and hop-bytes (hops are switch-to-switch links crossed),
+//!   the largest byte total on one switch-to-switch link (`max_link`), and `Σhops × max_link`;
+//! - **completeness**: every ordered rank pair exactly once, and which phases are permutations.
+//!
+//! Messages whose ranks share a host never touch the network: they count for completeness but
+//! not as flows.
 //!
 //! ```
 //! use netweave_core::{analysis::analyze, routing::shortest_path, topology::grid::mesh, traffic::Schedule};
@@ -13,14 +29,46 @@
 //! let report = analyze(&topo, &routes, &sched).unwrap();
 //! assert_eq!(report.max_congestion, 2);      // phase 2: 0→2 and 1→3 share the link 1→2
 //! assert!(report.throughput_ratio < 1.0);
+//! assert!(report.complete);                  // every ordered pair once
 //! ```
+//!
+//! The count runs over phases in parallel (rayon, one contiguous block of phases per thread);
+//! every figure merges exactly (integer counts, per-phase times summed in phase order), so the
+//! report does not depend on the number of threads.
 
+mod coverage;
+mod paths;
+
+use rayon::prelude::*;
 use serde::Serialize;
 
-use crate::error::Result;
+pub use coverage::Coverage;
+
+use crate::error::{NetweaveError, Result};
 use crate::routing::RoutingTable;
-use crate::topology::{ChannelId, Topology};
+use crate::topology::{ChannelId, NodeId, Topology};
 use crate::traffic::Schedule;
+use coverage::PairSet;
+use paths::PathTable;
+
+/// Knobs of [`analyze_with`]; the default is the pure fluid model of paper 001.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AnalysisOptions {
+    /// Seconds added to a phase per channel on its longest path (router plus wire); 0 = none.
+    pub hop_latency_s: f64,
+    /// Add the topology's link latencies along each phase's longest path to its time.
+    pub link_latency: bool,
+    /// The schedule claims every phase is a permutation: `complete` then also requires it.
+    pub claims_permutations: bool,
+    /// How many contended links [`LoadReport::contended_links`] lists (most loaded first).
+    pub max_listed_links: usize,
+}
+
+impl Default for AnalysisOptions {
+    fn default() -> Self {
+        AnalysisOptions { hop_latency_s: 0.0, link_latency: false, claims_permutations: false, max_listed_links: 20 }
+    }
+}
 
 /// Loads of one phase.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -33,148 +81,604 @@ pub struct PhaseLoad {
     pub contended_channels: u32,
     /// Mean of 1/(max load on the flow's path) over the phase's flows (1.0 if none).
     pub throughput_ratio: f64,
+    /// Lock-step fluid time of the phase over switch-to-switch channels, in seconds.
+    pub fluid_time_s: f64,
+    /// Like `fluid_time_s`, with host links bounded by their bandwidth too.
+    pub fluid_time_host_links_s: f64,
+    /// No rank sends twice and no rank receives twice in this phase.
+    pub permutation: bool,
+}
+
+/// A directed channel that carried more than one flow in some phase.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ContendedLink {
+    pub channel: ChannelId,
+    /// Node the channel leaves.
+    pub from: NodeId,
+    /// Node the channel enters.
+    pub to: NodeId,
+    pub from_label: String,
+    pub to_label: String,
+    /// Largest number of flows on the channel in one phase.
+    pub max_load: u32,
+    /// First phase reaching `max_load`.
+    pub phase: u32,
+    /// Number of phases in which the channel carries more than one flow.
+    pub contended_phases: u32,
+    /// Bytes carried over the whole schedule.
+    pub bytes: u64,
 }
 
 /// Result of [`analyze`].
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct LoadReport {
     pub phases: Vec<PhaseLoad>,
+    /// The collective is complete: see [`Coverage::complete`].
+    pub complete: bool,
+    /// Why it is not complete (`None` when complete).
+    pub problem: Option<String>,
+    pub coverage: Coverage,
     /// Largest load over all phases and channels.
     pub max_congestion: u32,
     /// Paper 000's ratio: mean of 1/c over all flows of all phases.
     pub throughput_ratio: f64,
     /// Flows counted (messages between different hosts).
     pub flows: u64,
-    /// Largest total bytes carried by one directed channel over the whole schedule.
+    /// Paper 001's lock-step fluid time over switch-to-switch channels, in seconds.
+    pub fluid_time_s: f64,
+    /// Lock-step fluid time with host links bounded by their bandwidth too, in seconds.
+    pub fluid_time_host_links_s: f64,
+    /// Bytes moved between different hosts.
+    pub bytes: u64,
+    /// Largest total bytes carried by one directed channel, host links included.
     pub max_channel_bytes: u64,
+    /// Paper 003's `max_link`: largest total bytes on one directed switch-to-switch channel.
+    pub max_link_bytes: u64,
+    /// Paper 003's Σhops: switch-to-switch channels crossed, summed over flows.
+    pub sum_hops: u64,
+    /// Σ bytes × hops over flows.
+    pub hop_bytes: u64,
+    /// Paper 003's cost `Σhops × max_link` (a float: it can exceed 64 bits).
+    pub hops_x_max_link: f64,
+    /// Directed channels contended (load > 1) in at least one phase.
+    pub contended_links_total: u32,
+    /// The most loaded contended channels, at most [`AnalysisOptions::max_listed_links`].
+    pub contended_links: Vec<ContendedLink>,
 }
 
-/// Count per-phase channel loads of `schedule` routed by `routes` on `topo`.
-///
-/// Messages whose ranks share a host never touch the network and are left out of the ratio.
+/// Count per-phase channel loads of `schedule` routed by `routes` on `topo`, with the default
+/// [`AnalysisOptions`] (pure fluid time, no latency).
 pub fn analyze(topo: &Topology, routes: &RoutingTable, schedule: &Schedule) -> Result<LoadReport> {
+    analyze_with(topo, routes, schedule, &AnalysisOptions::default())
+}
+
+/// Like [`analyze`], with options.
+pub fn analyze_with(
+    topo: &Topology,
+    routes: &RoutingTable,
+    schedule: &Schedule,
+    options: &AnalysisOptions,
+) -> Result<LoadReport> {
+    if !(options.hop_latency_s.is_finite() && options.hop_latency_s >= 0.0) {
+        return crate::invalid!(
+            "per-hop latency must be a non-negative number of seconds, got {}",
+            options.hop_latency_s
+        );
+    }
+    routes.check_fits(topo)?;
     schedule.check_fits(topo)?;
-    let placement = schedule.placement();
-    let mut load = vec![0u32; topo.num_channels()];
-    let mut bytes = vec![0u64; topo.num_channels()];
-    // Flat path buffer for one phase: channels of message i are paths[ends[i-1]..ends[i]].
-    let mut paths: Vec<ChannelId> = Vec::new();
-    let mut ends: Vec<usize> = Vec::new();
-    let mut phases = Vec::with_capacity(schedule.num_phases());
-    let mut ratio_sum = 0.0;
-    let mut flows_total = 0u64;
-    for phase in schedule.phases() {
-        paths.clear();
-        ends.clear();
-        for m in phase {
-            let (src, dst) = (placement[m.src as usize] as usize, placement[m.dst as usize] as usize);
-            if src == dst {
-                continue;
+    analyze_impl(topo, routes, schedule, options, true)
+}
+
+/// [`analyze_with`], optionally without the path table (tests compare both ways).
+fn analyze_impl(
+    topo: &Topology,
+    routes: &RoutingTable,
+    schedule: &Schedule,
+    options: &AnalysisOptions,
+    path_table: bool,
+) -> Result<LoadReport> {
+    let mut ctx = Context::new(topo, routes, schedule, options);
+    if !path_table {
+        ctx.table = None;
+    }
+    // One contiguous block of phases per thread, balanced by message count.
+    let blocks = phase_blocks(schedule, rayon::current_num_threads());
+    let tallies: Vec<Tally> = blocks
+        .into_par_iter()
+        .map(|(lo, hi)| {
+            let mut t = Tally::new(&ctx);
+            for p in lo..hi {
+                if let Err(e) = t.phase(&ctx, p) {
+                    t.error = Some(e);
+                    break;
+                }
             }
-            let start = paths.len();
-            routes.path(topo, src, dst, &mut paths)?;
-            for &c in &paths[start..] {
-                load[c as usize] += 1;
-                bytes[c as usize] += m.bytes;
-            }
-            ends.push(paths.len());
+            t
+        })
+        .collect();
+    let mut tallies = tallies.into_iter();
+    let mut total = tallies.next().unwrap_or_else(|| Tally::new(&ctx));
+    for t in tallies {
+        total.merge(t);
+    }
+    total.finish(&ctx)
+}
+
+/// Split phases `0..P` into at most `parts` contiguous blocks of similar message counts.
+fn phase_blocks(schedule: &Schedule, parts: usize) -> Vec<(usize, usize)> {
+    let phases = schedule.num_phases();
+    let parts = parts.clamp(1, phases.max(1));
+    let per_block = schedule.num_messages().div_ceil(parts).max(1);
+    let mut blocks = Vec::with_capacity(parts);
+    let (mut lo, mut acc) = (0, 0);
+    for p in 0..phases {
+        acc += schedule.phase(p).len();
+        if acc >= per_block && blocks.len() + 1 < parts {
+            blocks.push((lo, p + 1));
+            lo = p + 1;
+            acc = 0;
         }
-        let mut phase_ratio = 0.0;
+    }
+    if lo < phases || blocks.is_empty() {
+        blocks.push((lo, phases));
+    }
+    blocks
+}
+
+/// Inputs shared by every worker, with the per-channel constants precomputed.
+struct Context<'a> {
+    topo: &'a Topology,
+    routes: &'a RoutingTable,
+    schedule: &'a Schedule,
+    options: &'a AnalysisOptions,
+    table: Option<PathTable>,
+    /// Switch-to-switch channel?
+    fabric: Vec<bool>,
+    /// Seconds per byte of each channel.
+    secs_per_byte: Vec<f64>,
+    /// Seconds per byte of switch-to-switch channels, 0 for host links.
+    fabric_secs_per_byte: Vec<f64>,
+    /// Latency of each channel when latency is modelled.
+    latency: Option<Vec<f64>>,
+    bandwidth: Option<UniformBandwidth>,
+}
+
+impl<'a> Context<'a> {
+    fn new(topo: &'a Topology, routes: &'a RoutingTable, schedule: &'a Schedule, options: &'a AnalysisOptions) -> Self {
+        let fabric = paths::fabric_channels(topo);
+        let secs_per_byte: Vec<f64> =
+            (0..topo.num_channels()).map(|c| 8.0 / (topo.links()[c / 2].spec.bandwidth_gbps * 1e9)).collect();
+        let fabric_secs_per_byte = secs_per_byte.iter().zip(&fabric).map(|(&s, &f)| if f { s } else { 0.0 }).collect();
+        let latency = (options.link_latency || options.hop_latency_s > 0.0).then(|| {
+            (0..topo.num_channels())
+                .map(|c| {
+                    let wire = if options.link_latency { topo.links()[c / 2].spec.latency_ns * 1e-9 } else { 0.0 };
+                    wire + options.hop_latency_s
+                })
+                .collect()
+        });
+        let table = PathTable::build(topo, routes, &fabric, schedule.num_messages());
+        let bandwidth = UniformBandwidth::new(&fabric, &secs_per_byte);
+        Context {
+            topo,
+            routes,
+            schedule,
+            options,
+            table,
+            fabric,
+            secs_per_byte,
+            fabric_secs_per_byte,
+            latency,
+            bandwidth,
+        }
+    }
+}
+
+/// A phase's channel figures.
+struct ChannelFigures {
+    max_load: u32,
+    contended: u32,
+    /// Longest time a channel needs for its bytes, host links included.
+    secs_all: f64,
+    /// Longest time a switch-to-switch channel needs for its bytes.
+    secs_fabric: f64,
+}
+
+/// Present when every switch-to-switch link has one bandwidth and every host link one
+/// (possibly another): a phase's time then follows from its largest loads alone.
+struct UniformBandwidth {
+    /// `u32::MAX` for switch-to-switch channels, 0 for host links (a branch-free filter).
+    fabric_mask: Vec<u32>,
+    fabric_secs_per_byte: f64,
+    host_secs_per_byte: f64,
+}
+
+impl UniformBandwidth {
+    fn new(fabric: &[bool], secs_per_byte: &[f64]) -> Option<UniformBandwidth> {
+        let one = |want: bool| -> Option<f64> {
+            let mut it = secs_per_byte.iter().zip(fabric).filter(|(_, &f)| f == want).map(|(&s, _)| s);
+            let first = it.next().unwrap_or(0.0);
+            it.all(|s| s == first).then_some(first)
+        };
+        Some(UniformBandwidth {
+            fabric_mask: fabric.iter().map(|&f| if f { u32::MAX } else { 0 }).collect(),
+            fabric_secs_per_byte: one(true)?,
+            host_secs_per_byte: one(false)?,
+        })
+    }
+}
+
+/// One worker's scratch space and running totals over its block of phases.
+struct Tally {
+    // Per-phase scratch, reset after each phase.
+    load: Vec<u32>,
+    phase_bytes: Vec<u64>,
+    touched: Vec<ChannelId>,
+    touched_len: usize,
+    longest_latency: f64,
+    /// Channels of this phase's flows, back to back; flow `i` ends at `ends[i]`.
+    paths: Vec<ChannelId>,
+    ends: Vec<u32>,
+    worst_hist: Vec<u64>,
+    src_stamp: Vec<u32>,
+    dst_stamp: Vec<u32>,
+    // Totals over the block.
+    worst: Vec<u32>,
+    worst_phase: Vec<u32>,
+    contended_phases: Vec<u32>,
+    channel_bytes: Vec<u64>,
+    ratio_hist: Vec<u64>,
+    pairs: PairSet,
+    self_messages: u64,
+    sent_bytes: u128,
+    flow_bytes: u128,
+    sum_hops: u64,
+    hop_bytes: u128,
+    phases: Vec<PhaseLoad>,
+    error: Option<NetweaveError>,
+}
+
+impl Tally {
+    fn new(ctx: &Context) -> Tally {
+        let channels = ctx.topo.num_channels();
+        let ranks = ctx.schedule.num_ranks() as usize;
+        Tally {
+            load: vec![0; channels],
+            phase_bytes: vec![0; channels],
+            // One spare slot: the branch-free append writes one past the last distinct channel.
+            touched: vec![0; channels + 1],
+            touched_len: 0,
+            longest_latency: 0.0,
+            paths: Vec::new(),
+            ends: Vec::new(),
+            worst_hist: Vec::new(),
+            src_stamp: vec![0; ranks],
+            dst_stamp: vec![0; ranks],
+            worst: vec![0; channels],
+            worst_phase: vec![0; channels],
+            contended_phases: vec![0; channels],
+            channel_bytes: vec![0; channels],
+            ratio_hist: Vec::new(),
+            pairs: PairSet::new(ctx.schedule.num_ranks(), ctx.schedule.num_messages()),
+            self_messages: 0,
+            sent_bytes: 0,
+            flow_bytes: 0,
+            sum_hops: 0,
+            hop_bytes: 0,
+            phases: Vec::new(),
+            error: None,
+        }
+    }
+
+    /// Count phase `p`.
+    fn phase(&mut self, ctx: &Context, p: usize) -> Result<()> {
+        let messages = ctx.schedule.phase(p);
+        // Equal sizes (the usual case) let loads stand for bytes: no per-channel byte sums.
+        let uniform = match messages.first() {
+            Some(first) if messages.iter().all(|m| m.bytes == first.bytes) => Some(first.bytes),
+            _ => None,
+        };
+        self.sent_bytes += match uniform {
+            Some(size) => size as u128 * messages.len() as u128,
+            None => messages.iter().map(|m| m.bytes as u128).sum(),
+        };
+        // Dense phases (every flow loads at least two channels) skip the list of touched
+        // channels and scan them all, branch-free, afterwards.
+        let dense = uniform.is_some() && ctx.bandwidth.is_some() && messages.len() * 8 >= self.load.len();
+        let permutation = match (uniform.is_some(), dense) {
+            (true, true) => self.route_and_count::<true, true>(ctx, p)?,
+            (true, false) => self.route_and_count::<true, false>(ctx, p)?,
+            (false, _) => self.route_and_count::<false, false>(ctx, p)?,
+        };
+        let load = &self.load;
+
+        // Each flow's worst channel, as a histogram (exact and independent of order).
+        let flows = self.ends.len();
+        if self.worst_hist.len() <= flows {
+            self.worst_hist.resize(flows + 1, 0);
+        }
         let mut start = 0;
-        for &end in &ends {
-            let worst = paths[start..end].iter().map(|&c| load[c as usize]).max().unwrap_or(1);
-            phase_ratio += 1.0 / worst as f64;
-            start = end;
+        for &end in &self.ends {
+            let path = &self.paths[start..end as usize];
+            let worst = path.iter().fold(0, |w, &c| w.max(load[c as usize]));
+            self.worst_hist[worst as usize] += 1;
+            start = end as usize;
         }
-        // Reset only what this phase touched, and collect its figures on the way.
-        let mut max_load = 0;
-        let mut contended = 0;
-        for &c in &paths {
-            let l = &mut load[c as usize];
-            if *l > 0 {
-                max_load = max_load.max(*l);
-                contended += u32::from(*l > 1);
-                *l = 0;
-            }
+
+        // Per-channel figures, then reset the loads.
+        let figures = match (uniform, &ctx.bandwidth) {
+            (Some(size), Some(bw)) if dense => self.dense_uniform(p as u32, size, bw),
+            _ => self.sparse(ctx, p as u32, uniform),
+        };
+        let ChannelFigures { max_load, contended, secs_all, secs_fabric } = figures;
+
+        let mut ratio = 0.0;
+        if self.ratio_hist.len() <= max_load as usize {
+            self.ratio_hist.resize(max_load as usize + 1, 0);
         }
-        let flows = ends.len() as u32;
-        ratio_sum += phase_ratio;
-        flows_total += flows as u64;
-        phases.push(PhaseLoad {
-            flows,
+        for w in 1..=max_load as usize {
+            let n = std::mem::take(&mut self.worst_hist[w]);
+            ratio += n as f64 / w as f64;
+            self.ratio_hist[w] += n;
+        }
+        let latency = if flows > 0 { self.longest_latency } else { 0.0 };
+        self.phases.push(PhaseLoad {
+            flows: flows as u32,
             max_load,
             contended_channels: contended,
-            throughput_ratio: if flows == 0 { 1.0 } else { phase_ratio / flows as f64 },
+            throughput_ratio: if flows == 0 { 1.0 } else { ratio / flows as f64 },
+            fluid_time_s: if flows == 0 { 0.0 } else { secs_fabric + latency },
+            fluid_time_host_links_s: if flows == 0 { 0.0 } else { secs_all + latency },
+            permutation,
         });
+        Ok(())
     }
-    Ok(LoadReport {
-        max_congestion: phases.iter().map(|p| p.max_load).max().unwrap_or(0),
-        throughput_ratio: if flows_total == 0 { 1.0 } else { ratio_sum / flows_total as f64 },
-        flows: flows_total,
-        max_channel_bytes: bytes.into_iter().max().unwrap_or(0),
-        phases,
-    })
+
+    /// One pass over phase `p`'s messages: coverage and permutation bookkeeping, each flow's
+    /// path (table lookup or walk) appended to `paths`, and channel loads (plus bytes unless
+    /// `UNIFORM`; first touches listed unless `DENSE`), Σhops, hop-bytes and the longest path
+    /// latency. Returns whether the phase is a permutation.
+    fn route_and_count<const UNIFORM: bool, const DENSE: bool>(&mut self, ctx: &Context, p: usize) -> Result<bool> {
+        let stamp = p as u32 + 1;
+        let placement = ctx.schedule.placement();
+        let messages = ctx.schedule.phase(p);
+        self.paths.clear();
+        self.ends.clear();
+        self.touched_len = 0;
+        self.longest_latency = 0.0;
+        let mut permutation = true;
+        let (mut phase_hops, mut phase_hop_bytes, mut phase_bytes) = (0u64, 0u128, 0u128);
+        for m in messages {
+            let (src, dst) = (m.src as usize, m.dst as usize);
+            permutation &= self.src_stamp[src] != stamp && self.dst_stamp[dst] != stamp;
+            self.src_stamp[src] = stamp;
+            self.dst_stamp[dst] = stamp;
+            if src == dst {
+                self.self_messages += 1;
+            } else {
+                self.pairs.insert(m.src, m.dst);
+            }
+            let (s, d) = (placement[src] as usize, placement[dst] as usize);
+            if s == d {
+                continue;
+            }
+            let at = self.paths.len();
+            let hops = match &ctx.table {
+                Some(table) => match table.lookup(s, d) {
+                    Some((first, rest, hops)) => {
+                        self.paths.push(first);
+                        self.paths.extend_from_slice(rest);
+                        hops as u64
+                    }
+                    // A host without links: the router names the problem.
+                    None => {
+                        return Err(ctx.routes.path(ctx.topo, s, d, &mut self.paths).err().unwrap_or_else(|| {
+                            NetweaveError::Routing(format!("host {} has no link", ctx.topo.label(ctx.topo.hosts()[s])))
+                        }))
+                    }
+                },
+                None => {
+                    ctx.routes.path(ctx.topo, s, d, &mut self.paths)?;
+                    self.paths[at..].iter().filter(|&&c| ctx.fabric[c as usize]).count() as u64
+                }
+            };
+            let path = &self.paths[at..];
+            for &c in path {
+                let l = &mut self.load[c as usize];
+                if !DENSE {
+                    // Branch-free append of first touches: the slot is kept only when l was 0.
+                    self.touched[self.touched_len] = c;
+                    self.touched_len += usize::from(*l == 0);
+                }
+                *l += 1;
+                if !UNIFORM {
+                    let b = &mut self.phase_bytes[c as usize];
+                    *b = b.wrapping_add(m.bytes);
+                }
+            }
+            phase_hops += hops;
+            if !UNIFORM {
+                phase_hop_bytes += hops as u128 * m.bytes as u128;
+                phase_bytes += m.bytes as u128;
+            }
+            if let Some(lat) = &ctx.latency {
+                let t: f64 = path.iter().map(|&c| lat[c as usize]).sum();
+                self.longest_latency = self.longest_latency.max(t);
+            }
+            self.ends.push(self.paths.len() as u32);
+        }
+        if UNIFORM {
+            let size = messages.first().map_or(0, |m| m.bytes) as u128;
+            phase_hop_bytes = phase_hops as u128 * size;
+            phase_bytes = self.ends.len() as u128 * size;
+        }
+        self.sum_hops += phase_hops;
+        self.hop_bytes += phase_hop_bytes;
+        self.flow_bytes += phase_bytes;
+        Ok(permutation)
+    }
+
+    /// Channel figures of a phase whose messages all carry `size` bytes on a fabric whose
+    /// switch-to-switch links share one bandwidth and host links another: a branch-free scan
+    /// of every channel (used when most channels are loaded).
+    fn dense_uniform(&mut self, p: u32, size: u64, bw: &UniformBandwidth) -> ChannelFigures {
+        let (mut max_load, mut max_fabric, mut max_host, mut contended) = (0u32, 0u32, 0u32, 0u32);
+        let channels = self.load.len();
+        let (load, fabric_mask) = (&mut self.load[..channels], &bw.fabric_mask[..channels]);
+        let (worst, worst_phase) = (&mut self.worst[..channels], &mut self.worst_phase[..channels]);
+        let (cont, bytes) = (&mut self.contended_phases[..channels], &mut self.channel_bytes[..channels]);
+        for c in 0..channels {
+            let l = load[c];
+            max_load = max_load.max(l);
+            max_fabric = max_fabric.max(l & fabric_mask[c]);
+            max_host = max_host.max(l & !fabric_mask[c]);
+            let hot = u32::from(l > 1);
+            contended += hot;
+            cont[c] += hot;
+            let higher = l > worst[c];
+            worst[c] = if higher { l } else { worst[c] };
+            worst_phase[c] = if higher { p } else { worst_phase[c] };
+            bytes[c] = bytes[c].wrapping_add(l as u64 * size);
+            load[c] = 0;
+        }
+        let size = size as f64;
+        let secs_fabric = max_fabric as f64 * size * bw.fabric_secs_per_byte;
+        let secs_host = max_host as f64 * size * bw.host_secs_per_byte;
+        ChannelFigures { max_load, contended, secs_all: secs_fabric.max(secs_host), secs_fabric }
+    }
+
+    /// Channel figures of a phase, visiting only the channels it touched (any sizes, any
+    /// bandwidths).
+    fn sparse(&mut self, ctx: &Context, p: u32, uniform: Option<u64>) -> ChannelFigures {
+        let mut fig = ChannelFigures { max_load: 0, contended: 0, secs_all: 0.0, secs_fabric: 0.0 };
+        for &c in &self.touched[..self.touched_len] {
+            let c = c as usize;
+            let l = std::mem::take(&mut self.load[c]);
+            let bytes = match uniform {
+                Some(size) => l as u64 * size,
+                None => std::mem::take(&mut self.phase_bytes[c]),
+            };
+            fig.max_load = fig.max_load.max(l);
+            fig.contended += u32::from(l > 1);
+            fig.secs_all = fig.secs_all.max(bytes as f64 * ctx.secs_per_byte[c]);
+            fig.secs_fabric = fig.secs_fabric.max(bytes as f64 * ctx.fabric_secs_per_byte[c]);
+            if l > self.worst[c] {
+                self.worst[c] = l;
+                self.worst_phase[c] = p;
+            }
+            self.contended_phases[c] += u32::from(l > 1);
+            self.channel_bytes[c] = self.channel_bytes[c].wrapping_add(bytes);
+        }
+        fig
+    }
+
+    /// Fold in the tally of the next block of phases.
+    fn merge(&mut self, other: Tally) {
+        if self.error.is_some() {
+            return;
+        }
+        if other.error.is_some() {
+            self.error = other.error;
+            return;
+        }
+        for c in 0..self.worst.len() {
+            // Blocks arrive in phase order, so on a tie the earlier phase stays.
+            if other.worst[c] > self.worst[c] {
+                self.worst[c] = other.worst[c];
+                self.worst_phase[c] = other.worst_phase[c];
+            }
+            self.contended_phases[c] += other.contended_phases[c];
+            self.channel_bytes[c] = self.channel_bytes[c].wrapping_add(other.channel_bytes[c]);
+        }
+        if self.ratio_hist.len() < other.ratio_hist.len() {
+            self.ratio_hist.resize(other.ratio_hist.len(), 0);
+        }
+        for (a, b) in self.ratio_hist.iter_mut().zip(&other.ratio_hist) {
+            *a += b;
+        }
+        self.pairs.merge(other.pairs);
+        self.self_messages += other.self_messages;
+        self.sent_bytes += other.sent_bytes;
+        self.flow_bytes += other.flow_bytes;
+        self.sum_hops += other.sum_hops;
+        self.hop_bytes += other.hop_bytes;
+        self.phases.extend(other.phases);
+    }
+
+    fn finish(self, ctx: &Context) -> Result<LoadReport> {
+        if let Some(e) = self.error {
+            return Err(e);
+        }
+        if self.sent_bytes > u64::MAX as u128 {
+            return Err(NetweaveError::Schedule(format!(
+                "the schedule moves {} bytes, more than a 64-bit count holds",
+                self.sent_bytes
+            )));
+        }
+        let hop_bytes = u64::try_from(self.hop_bytes)
+            .map_err(|_| NetweaveError::Schedule(format!("hop-bytes {} exceed a 64-bit count", self.hop_bytes)))?;
+        let flows: u64 = self.phases.iter().map(|p| p.flows as u64).sum();
+        let ratio_sum: f64 = self.ratio_hist.iter().enumerate().skip(1).map(|(w, &n)| n as f64 / w as f64).sum();
+        let (distinct, repeated) = self.pairs.finish();
+        let n = ctx.schedule.num_ranks() as u64;
+        let all_pairs = n * n.saturating_sub(1);
+        let non_permutation = self.phases.iter().position(|p| !p.permutation);
+        let coverage = Coverage {
+            every_pair_once: distinct == all_pairs && repeated == 0,
+            distinct_pairs: distinct,
+            missing_pairs: all_pairs - distinct,
+            repeated_pairs: repeated,
+            self_messages: self.self_messages,
+            permutation_phases: self.phases.iter().filter(|p| p.permutation).count() as u32,
+            first_non_permutation_phase: non_permutation.map(|p| p as u32),
+            claims_permutations: ctx.options.claims_permutations,
+        };
+        let max_link_bytes =
+            self.channel_bytes.iter().zip(&ctx.fabric).filter(|(_, &f)| f).map(|(&b, _)| b).max().unwrap_or(0);
+        let mut contended: Vec<ChannelId> =
+            (0..self.worst.len() as ChannelId).filter(|&c| self.worst[c as usize] > 1).collect();
+        let contended_links_total = contended.len() as u32;
+        contended.sort_by_key(|&c| (std::cmp::Reverse(self.worst[c as usize]), c));
+        let contended_links = contended
+            .into_iter()
+            .take(ctx.options.max_listed_links)
+            .map(|c| {
+                let (from, to) = paths::channel_nodes(ctx.topo, c);
+                ContendedLink {
+                    channel: c,
+                    from,
+                    to,
+                    from_label: ctx.topo.label(from).to_string(),
+                    to_label: ctx.topo.label(to).to_string(),
+                    max_load: self.worst[c as usize],
+                    phase: self.worst_phase[c as usize],
+                    contended_phases: self.contended_phases[c as usize],
+                    bytes: self.channel_bytes[c as usize],
+                }
+            })
+            .collect();
+        Ok(LoadReport {
+            complete: coverage.complete(),
+            problem: coverage.problem(),
+            coverage,
+            max_congestion: self.phases.iter().map(|p| p.max_load).max().unwrap_or(0),
+            throughput_ratio: if flows == 0 { 1.0 } else { ratio_sum / flows as f64 },
+            flows,
+            fluid_time_s: self.phases.iter().map(|p| p.fluid_time_s).sum(),
+            fluid_time_host_links_s: self.phases.iter().map(|p| p.fluid_time_host_links_s).sum(),
+            bytes: self.flow_bytes as u64,
+            max_channel_bytes: self.channel_bytes.iter().copied().max().unwrap_or(0),
+            max_link_bytes,
+            sum_hops: self.sum_hops,
+            hop_bytes,
+            hops_x_max_link: self.sum_hops as f64 * max_link_bytes as f64,
+            contended_links_total,
+            contended_links,
+            phases: self.phases,
+        })
+    }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::routing::shortest_path;
-    use crate::topology::{LinkSpec, TopologyBuilder};
-    use crate::traffic::Message;
-
-    /// `leaves` switches with `per_leaf` hosts each, all joined to one spine by a single link.
-    fn two_level(leaves: u32, per_leaf: u32) -> Topology {
-        let mut b = TopologyBuilder::new("tree");
-        let spine = b.add_switch("spine", leaves as u16);
-        for l in 0..leaves {
-            let leaf = b.add_switch(format!("leaf{l}"), (per_leaf + 1) as u16);
-            b.connect(leaf, spine, LinkSpec::default()).unwrap();
-            for h in 0..per_leaf {
-                let host = b.add_host(format!("h{l}.{h}"));
-                b.connect(host, leaf, LinkSpec::default()).unwrap();
-            }
-        }
-        b.build().unwrap()
-    }
-
-    #[test]
-    fn single_uplink_tree_has_closed_form_congestion() {
-        // With k hosts per leaf behind one uplink, a shift phase that sends every host off-leaf
-        // loads each uplink with k flows.
-        let t = two_level(3, 4);
-        let r = shortest_path(&t).unwrap();
-        let s = Schedule::shift_alltoall(12, 100).unwrap();
-        let rep = analyze(&t, &r, &s).unwrap();
-        assert_eq!(rep.max_congestion, 4);
-        assert_eq!(rep.flows, 12 * 11);
-        assert_eq!(rep.phases[3].max_load, 4); // phase i=4: every host sends to the next leaf
-        assert!((rep.phases[3].throughput_ratio - 0.25).abs() < 1e-12);
-        // The spine-to-leaf channel carries 4 hosts × 8 off-leaf peers × 100 bytes.
-        assert_eq!(rep.max_channel_bytes, 4 * 8 * 100);
-    }
-
-    #[test]
-    fn disjoint_flows_are_contention_free() {
-        let t = two_level(2, 2);
-        let r = shortest_path(&t).unwrap();
-        let phase = vec![Message { src: 0, dst: 1, bytes: 1 }, Message { src: 2, dst: 3, bytes: 1 }];
-        let s = Schedule::from_phases("p", 4, vec![phase]).unwrap();
-        let rep = analyze(&t, &r, &s).unwrap();
-        assert_eq!(rep.max_congestion, 1);
-        assert_eq!(rep.throughput_ratio, 1.0);
-        assert_eq!(rep.phases[0].contended_channels, 0);
-    }
-
-    #[test]
-    fn ranks_sharing_a_host_do_not_count() {
-        let t = two_level(2, 2);
-        let r = shortest_path(&t).unwrap();
-        let s = Schedule::shift_alltoall(2, 1).unwrap().with_placement(vec![1, 1]).unwrap();
-        let rep = analyze(&t, &r, &s).unwrap();
-        assert_eq!(rep.flows, 0);
-        assert_eq!(rep.throughput_ratio, 1.0);
-        let off = Schedule::shift_alltoall(2, 1).unwrap().with_placement(vec![0, 9]).unwrap();
-        assert!(analyze(&t, &r, &off).is_err());
-    }
-}
+mod tests;

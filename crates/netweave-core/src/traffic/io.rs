@@ -1,0 +1,561 @@
+//! Schedule files: versioned JSON, and the compact binary `NWSCHED` format an MPI runtime reads.
+//!
+//! Both are specified in `docs/schedule-format.md`. In short:
+//!
+//! - **JSON** (`.json`): `{"format": "netweave-schedule", "version": 1, "form": "phases", ...,
+//!   "phases": [[[src, dst, bytes], ...], ...]}` — readable, diffable, for tools.
+//! - **NWSCHED** (`.nws`): a 64-byte little-endian header, the name, the placement, then per
+//!   rank an index into a send table and a receive table of fixed 16-byte records
+//!   `{u32 phase, u32 peer, u64 bytes}`. A rank seeks straight to its own sends and receives,
+//!   so a C runtime reads what it needs with a few `fread`s.
+//!
+//! The binary file stores each rank's sends in its send order; reading it back gives each
+//! phase's messages sorted by source rank ([`Schedule::canonicalized`]), which is the order
+//! every generator emits. Readers reject anything malformed with one line naming the problem.
+//!
+//! ```
+//! use netweave_core::traffic::{io, Schedule};
+//! let s = Schedule::shift_alltoall(5, 64).unwrap();
+//! assert_eq!(io::from_binary(&io::to_binary(&s).unwrap()).unwrap(), s);
+//! assert_eq!(io::from_json(&io::to_json(&s)).unwrap(), s);
+//! ```
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use super::{Collective, Delivery, Message, Schedule};
+use crate::error::{NetweaveError, Result};
+
+/// The `format` value of schedule JSON files.
+pub const JSON_FORMAT: &str = "netweave-schedule";
+/// The version both formats are written with; readers accept exactly this version.
+pub const VERSION: u32 = 1;
+/// First 8 bytes of a binary schedule.
+pub const MAGIC: [u8; 8] = *b"NWSCHED\0";
+/// Size of the binary header in bytes.
+pub const HEADER_BYTES: usize = 64;
+/// Size of one send or receive record in bytes.
+pub const RECORD_BYTES: usize = 16;
+/// Readers accept at most this many phases beyond one per message (empty phases carry no
+/// records, so a corrupt count could otherwise ask for any amount of memory).
+pub const MAX_EMPTY_PHASES: u64 = 1 << 20;
+/// Binary `flags` bit: every phase is claimed to be a permutation.
+pub const FLAG_PERMUTATION: u32 = 1;
+/// Binary `flags` bit: delivery is forwarded (ranks pass on data received earlier).
+pub const FLAG_FORWARDED: u32 = 2;
+
+#[derive(Serialize, Deserialize)]
+struct JsonSchedule {
+    format: String,
+    version: u32,
+    #[serde(default = "phases_form")]
+    form: String,
+    name: String,
+    collective: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    root: Option<u32>,
+    delivery: String,
+    claims_permutation: bool,
+    concurrent_sends: u32,
+    num_ranks: u32,
+    placement: Vec<u32>,
+    phases: Vec<Vec<(u32, u32, u64)>>,
+}
+
+fn phases_form() -> String {
+    "phases".to_string()
+}
+
+fn json_err(line: usize, message: impl Into<String>) -> NetweaveError {
+    NetweaveError::Parse { format: "schedule JSON", line, message: message.into() }
+}
+
+fn bin_err(message: impl Into<String>) -> NetweaveError {
+    NetweaveError::Parse { format: "NWSCHED", line: 0, message: message.into() }
+}
+
+/// The schedule as versioned JSON text (one line per phase).
+pub fn to_json(s: &Schedule) -> String {
+    let root = match s.collective() {
+        Collective::Gather { root } => Some(root),
+        _ => None,
+    };
+    let head = JsonSchedule {
+        format: JSON_FORMAT.to_string(),
+        version: VERSION,
+        form: phases_form(),
+        name: s.name().to_string(),
+        collective: s.collective().name().to_string(),
+        root,
+        delivery: s.delivery().name().to_string(),
+        claims_permutation: s.claims_permutation(),
+        concurrent_sends: s.concurrent_sends(),
+        num_ranks: s.num_ranks(),
+        placement: s.placement().to_vec(),
+        phases: Vec::new(),
+    };
+    // Serialise the header with serde, then stream the phases one per line: compact for big
+    // schedules yet still diffable.
+    let mut out = serde_json::to_string(&head).expect("plain data serialises");
+    out.truncate(out.len() - "[]}".len());
+    out.push_str("[\n");
+    for (p, phase) in s.phases().enumerate() {
+        out.push_str(if p == 0 { "  [" } else { ",\n  [" });
+        for (i, m) in phase.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            let _ = write!(out, "[{},{},{}]", m.src, m.dst, m.bytes);
+        }
+        out.push(']');
+    }
+    out.push_str("\n]}\n");
+    out
+}
+
+/// Read a schedule from JSON text written by [`to_json`] (or by hand).
+pub fn from_json(text: &str) -> Result<Schedule> {
+    // Check format and version first, so a newer file says so instead of naming a field.
+    #[derive(Deserialize)]
+    struct Head {
+        format: Option<String>,
+        version: Option<u32>,
+    }
+    let head: Head = serde_json::from_str(text).map_err(|e| json_err(e.line(), e.to_string()))?;
+    if head.format.as_deref() != Some(JSON_FORMAT) {
+        return Err(json_err(0, format!("not a netweave schedule ('format' must be '{JSON_FORMAT}')")));
+    }
+    if head.version != Some(VERSION) {
+        let v = head.version.map_or("missing".to_string(), |v| v.to_string());
+        return Err(json_err(0, format!("version {v} is not supported (this netweave reads version {VERSION})")));
+    }
+    let raw: JsonSchedule = serde_json::from_str(text).map_err(|e| json_err(e.line(), e.to_string()))?;
+    if raw.form != "phases" {
+        return Err(json_err(0, format!("form '{}' is not supported (this netweave reads 'phases')", raw.form)));
+    }
+    let collective =
+        Collective::from_name(&raw.collective, raw.root.unwrap_or(0)).map_err(|e| json_err(0, e.to_string()))?;
+    check_root(collective, raw.num_ranks).map_err(|m| json_err(0, m))?;
+    if raw.placement.len() != raw.num_ranks as usize {
+        return Err(json_err(
+            0,
+            format!("'placement' lists {} hosts for {} ranks", raw.placement.len(), raw.num_ranks),
+        ));
+    }
+    let delivery = Delivery::from_name(&raw.delivery).map_err(|e| json_err(0, e.to_string()))?;
+    let phases = raw
+        .phases
+        .into_iter()
+        .map(|p| p.into_iter().map(|(src, dst, bytes)| Message { src, dst, bytes }).collect())
+        .collect();
+    let s = Schedule::from_phases(raw.name, raw.num_ranks, phases)
+        .and_then(|s| s.with_placement(raw.placement))
+        .and_then(|s| s.with_concurrent_sends(raw.concurrent_sends))
+        .map_err(|e| json_err(0, e.to_string()))?;
+    Ok(s.with_collective(collective, delivery).with_permutation_claim(raw.claims_permutation))
+}
+
+fn check_root(collective: Collective, num_ranks: u32) -> std::result::Result<(), String> {
+    match collective {
+        Collective::Gather { root } if root >= num_ranks => {
+            Err(format!("gather root {root} is outside the ranks 0..{num_ranks}"))
+        }
+        _ => Ok(()),
+    }
+}
+
+fn collective_code(c: Collective) -> (u32, u32) {
+    match c {
+        Collective::Alltoall => (0, 0),
+        Collective::Allgather => (1, 0),
+        Collective::Gather { root } => (2, root),
+        Collective::Barrier => (3, 0),
+        Collective::Custom => (4, 0),
+    }
+}
+
+fn pad8(n: usize) -> usize {
+    n.div_ceil(8) * 8
+}
+
+/// The schedule in the compact binary `NWSCHED` format (version 1, little-endian).
+pub fn to_binary(s: &Schedule) -> Result<Vec<u8>> {
+    // Receive records list a phase's senders in the order the reader rebuilds them.
+    let sorted;
+    let s = if s.is_canonical() {
+        s
+    } else {
+        sorted = s.clone().canonicalized();
+        &sorted
+    };
+    let n = s.num_ranks() as usize;
+    let m = s.num_messages();
+    let name = s.name().as_bytes();
+    if name.len() > u32::MAX as usize {
+        return crate::invalid!("schedule name is too long for the binary format");
+    }
+    let size = HEADER_BYTES + pad8(name.len()) + pad8(4 * n) + 2 * 8 * (n + 1) + 2 * RECORD_BYTES * m;
+    let mut out = Vec::with_capacity(size);
+    let (code, root) = collective_code(s.collective());
+    let mut flags = 0;
+    if s.claims_permutation() {
+        flags |= FLAG_PERMUTATION;
+    }
+    if s.delivery() == Delivery::Forwarded {
+        flags |= FLAG_FORWARDED;
+    }
+    out.extend_from_slice(&MAGIC);
+    for v in [VERSION, 0, s.num_ranks(), s.num_phases() as u32] {
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+    out.extend_from_slice(&(m as u64).to_le_bytes());
+    for v in [code, root, flags, s.concurrent_sends(), name.len() as u32, 0] {
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+    out.extend_from_slice(&0u64.to_le_bytes());
+    debug_assert_eq!(out.len(), HEADER_BYTES);
+    out.extend_from_slice(name);
+    out.resize(pad8(out.len()), 0);
+    for &h in s.placement() {
+        out.extend_from_slice(&h.to_le_bytes());
+    }
+    out.resize(pad8(out.len()), 0);
+    let phase_of = s.message_phases();
+    let sends = s.send_order();
+    let recvs = s.receive_order();
+    for order in [&sends, &recvs] {
+        for &o in &order.offsets {
+            out.extend_from_slice(&u64::from(o).to_le_bytes());
+        }
+    }
+    for (order, peer_is_dst) in [(&sends, true), (&recvs, false)] {
+        for &i in &order.messages {
+            let msg = s.message(i as usize);
+            out.extend_from_slice(&phase_of[i as usize].to_le_bytes());
+            out.extend_from_slice(&(if peer_is_dst { msg.dst } else { msg.src }).to_le_bytes());
+            out.extend_from_slice(&msg.bytes.to_le_bytes());
+        }
+    }
+    debug_assert_eq!(out.len(), size);
+    Ok(out)
+}
+
+/// Little-endian cursor over a byte slice; every read checks bounds.
+struct Reader<'a> {
+    data: &'a [u8],
+    pos: usize,
+}
+
+impl Reader<'_> {
+    fn take(&mut self, n: usize, what: &str) -> Result<&[u8]> {
+        let end = self.pos.checked_add(n).filter(|&e| e <= self.data.len());
+        match end {
+            Some(end) => {
+                let out = &self.data[self.pos..end];
+                self.pos = end;
+                Ok(out)
+            }
+            None => Err(bin_err(format!("file ends inside the {what} (at byte {} of {})", self.pos, self.data.len()))),
+        }
+    }
+    fn u32(&mut self, what: &str) -> Result<u32> {
+        Ok(u32::from_le_bytes(self.take(4, what)?.try_into().expect("4 bytes")))
+    }
+    fn u64(&mut self, what: &str) -> Result<u64> {
+        Ok(u64::from_le_bytes(self.take(8, what)?.try_into().expect("8 bytes")))
+    }
+    fn align8(&mut self, what: &str) -> Result<()> {
+        let pad = pad8(self.pos) - self.pos;
+        if self.take(pad, what)?.iter().any(|&b| b != 0) {
+            return Err(bin_err(format!("padding after the {what} is not zero")));
+        }
+        Ok(())
+    }
+}
+
+/// Read a binary `NWSCHED` schedule, checking every field (see the module docs).
+pub fn from_binary(data: &[u8]) -> Result<Schedule> {
+    let mut r = Reader { data, pos: 0 };
+    if r.take(8, "header")? != MAGIC {
+        return Err(bin_err("not a netweave binary schedule (the file does not start with NWSCHED)"));
+    }
+    let version = r.u32("header")?;
+    if version != VERSION {
+        return Err(bin_err(format!("version {version} is not supported (this netweave reads version {VERSION})")));
+    }
+    let form = r.u32("header")?;
+    if form != 0 {
+        return Err(bin_err(format!("form {form} is not supported (this netweave reads form 0, phases)")));
+    }
+    let num_ranks = r.u32("header")?;
+    let num_phases = r.u32("header")?;
+    let num_messages = r.u64("header")?;
+    let (code, root, flags, concurrent_sends, name_bytes) =
+        (r.u32("header")?, r.u32("header")?, r.u32("header")?, r.u32("header")?, r.u32("header")?);
+    if r.u32("header")? != 0 || r.u64("header")? != 0 {
+        return Err(bin_err("reserved header fields are not zero"));
+    }
+    let collective = match code {
+        0 => Collective::Alltoall,
+        1 => Collective::Allgather,
+        2 => Collective::Gather { root },
+        3 => Collective::Barrier,
+        4 => Collective::Custom,
+        _ => return Err(bin_err(format!("unknown collective code {code} (known: 0-4)"))),
+    };
+    if code != 2 && root != 0 {
+        return Err(bin_err(format!("root is {root} but only a gather has a root")));
+    }
+    check_root(collective, num_ranks).map_err(bin_err)?;
+    if flags & !(FLAG_PERMUTATION | FLAG_FORWARDED) != 0 {
+        return Err(bin_err(format!("unknown flag bits {:#x}", flags & !(FLAG_PERMUTATION | FLAG_FORWARDED))));
+    }
+    if concurrent_sends == 0 {
+        return Err(bin_err("concurrent sends is 0; a rank needs at least 1"));
+    }
+    // Check the total size before allocating anything proportional to the counts.
+    let n = num_ranks as u64;
+    let expected = (|| {
+        let fixed = (HEADER_BYTES as u64).checked_add(pad8(name_bytes as usize) as u64)?;
+        let placement = (4 * n).div_ceil(8) * 8;
+        let index = 16u64.checked_mul(n + 1)?;
+        let records = (2 * RECORD_BYTES as u64).checked_mul(num_messages)?;
+        fixed.checked_add(placement)?.checked_add(index)?.checked_add(records)
+    })();
+    if expected != Some(data.len() as u64) {
+        return Err(bin_err(format!(
+            "file is {} bytes but its header ({num_ranks} ranks, {num_messages} messages, {name_bytes}-byte name) implies {}",
+            data.len(),
+            expected.map_or("more than 2^64".to_string(), |e| e.to_string())
+        )));
+    }
+    if num_messages > u32::MAX as u64 {
+        return Err(bin_err(format!("{num_messages} messages exceed the 32-bit message index range")));
+    }
+    if num_phases as u64 > num_messages + MAX_EMPTY_PHASES {
+        return Err(bin_err(format!("{num_phases} phases for {num_messages} messages: the header is corrupt")));
+    }
+    let name = std::str::from_utf8(r.take(name_bytes as usize, "name")?)
+        .map_err(|_| bin_err("the schedule name is not UTF-8"))?
+        .to_string();
+    r.align8("name")?;
+    let placement = (0..num_ranks).map(|_| r.u32("placement")).collect::<Result<Vec<u32>>>()?;
+    r.align8("placement")?;
+    let mut index = [Vec::new(), Vec::new()];
+    for (table, idx) in ["send", "receive"].iter().zip(index.iter_mut()) {
+        *idx = (0..=num_ranks).map(|_| r.u64("index")).collect::<Result<Vec<u64>>>()?;
+        if idx[0] != 0 || idx[num_ranks as usize] != num_messages || idx.windows(2).any(|w| w[0] > w[1]) {
+            return Err(bin_err(format!("the {table} index does not run from 0 to {num_messages} in order")));
+        }
+    }
+    // Send table: rebuild phases. Records of a rank must come in phase order.
+    let mut phases: Vec<Vec<Message>> = vec![Vec::new(); num_phases as usize];
+    let mut sends_in_phase: Vec<u64> = Vec::new();
+    for src in 0..num_ranks {
+        let count = index[0][src as usize + 1] - index[0][src as usize];
+        let mut last_phase = 0;
+        for k in 0..count {
+            let (phase, dst, bytes) = (r.u32("send table")?, r.u32("send table")?, r.u64("send table")?);
+            if phase >= num_phases || dst >= num_ranks {
+                return Err(bin_err(format!(
+                    "send record {k} of rank {src} names phase {phase} / rank {dst}, outside {num_phases} phases / {num_ranks} ranks"
+                )));
+            }
+            if phase < last_phase {
+                return Err(bin_err(format!("sends of rank {src} are not in phase order (record {k})")));
+            }
+            last_phase = phase;
+            phases[phase as usize].push(Message { src, dst, bytes });
+        }
+    }
+    sends_in_phase.extend(phases.iter().map(|p| p.len() as u64));
+    let s = Schedule::from_phases(name, num_ranks, phases)
+        .and_then(|s| s.with_placement(placement))
+        .and_then(|s| s.with_concurrent_sends(concurrent_sends))
+        .map_err(|e| bin_err(e.to_string()))?;
+    let delivery = if flags & FLAG_FORWARDED != 0 { Delivery::Forwarded } else { Delivery::Direct };
+    let s = s.with_collective(collective, delivery).with_permutation_claim(flags & FLAG_PERMUTATION != 0);
+    // Receive table: must be exactly the receive order of the send table.
+    let recvs = s.receive_order();
+    let phase_of = s.message_phases();
+    for dst in 0..num_ranks {
+        if recvs.offsets[dst as usize + 1] as u64 != index[1][dst as usize + 1] {
+            return Err(bin_err(format!("the receive index of rank {dst} disagrees with the send table")));
+        }
+        for (k, &i) in recvs.of(dst).iter().enumerate() {
+            let (phase, src, bytes) = (r.u32("receive table")?, r.u32("receive table")?, r.u64("receive table")?);
+            let m = s.message(i as usize);
+            if (phase, src, bytes) != (phase_of[i as usize], m.src, m.bytes) {
+                return Err(bin_err(format!(
+                    "receive record {k} of rank {dst} (phase {phase}, from {src}, {bytes} bytes) disagrees with the send table"
+                )));
+            }
+        }
+    }
+    Ok(s)
+}
+
+/// Write `s` to `path`: `.json` as JSON, `.nws` as binary NWSCHED.
+pub fn save(s: &Schedule, path: &Path) -> Result<()> {
+    let bytes = match extension(path)?.as_str() {
+        "json" => to_json(s).into_bytes(),
+        _ => to_binary(s)?,
+    };
+    std::fs::write(path, bytes)
+        .map_err(|e| NetweaveError::InvalidParameter(format!("cannot write {}: {e}", path.display())))
+}
+
+/// Read a schedule from `path` (format from the extension, as in [`save`]).
+pub fn load(path: &Path) -> Result<Schedule> {
+    let ext = extension(path)?;
+    let data = std::fs::read(path)
+        .map_err(|e| NetweaveError::InvalidParameter(format!("cannot read {}: {e}", path.display())))?;
+    match ext.as_str() {
+        "json" => from_json(std::str::from_utf8(&data).map_err(|_| json_err(0, "the file is not UTF-8 text"))?),
+        _ => from_binary(&data),
+    }
+}
+
+fn extension(path: &Path) -> Result<String> {
+    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("").to_ascii_lowercase();
+    match ext.as_str() {
+        "json" | "nws" => Ok(ext),
+        _ => crate::invalid!("{}: unknown schedule file extension (use .json or .nws)", path.display()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn sample() -> Schedule {
+        let phases = vec![
+            vec![Message { src: 0, dst: 2, bytes: 7 }, Message { src: 0, dst: 1, bytes: 9 }],
+            vec![],
+            vec![Message { src: 2, dst: 0, bytes: u64::MAX }, Message { src: 1, dst: 1, bytes: 0 }],
+        ];
+        Schedule::from_phases("sample ünïcode", 3, phases)
+            .unwrap()
+            .with_placement(vec![5, 3, 4])
+            .unwrap()
+            .with_collective(Collective::Gather { root: 1 }, Delivery::Forwarded)
+            .with_concurrent_sends(4)
+            .unwrap()
+    }
+
+    #[test]
+    fn both_formats_round_trip() {
+        for s in [sample(), Schedule::shift_alltoall(6, 3).unwrap(), sample().with_permutation_claim(true)] {
+            assert_eq!(from_json(&to_json(&s)).unwrap(), s);
+            assert_eq!(from_binary(&to_binary(&s).unwrap()).unwrap(), s.clone().canonicalized());
+        }
+    }
+
+    #[test]
+    fn binary_layout_is_as_documented() {
+        let s = Schedule::shift_alltoall(3, 10).unwrap();
+        let b = to_binary(&s).unwrap();
+        // header 64, name "alltoall-shift(N=3)" 19 → 24, placement 12 → 16, index 2·4·8, records 2·6·16
+        assert_eq!(b.len(), 64 + 24 + 16 + 64 + 192);
+        let send_table = 64 + 24 + 16 + 64;
+        // rank 0's first send: phase 0 to rank 1, 10 bytes
+        assert_eq!(&b[send_table..send_table + 16], &[0, 0, 0, 0, 1, 0, 0, 0, 10, 0, 0, 0, 0, 0, 0, 0]);
+    }
+
+    #[test]
+    fn malformed_files_give_clear_errors() {
+        let good = to_binary(&Schedule::shift_alltoall(4, 1).unwrap()).unwrap();
+        let msg = |b: &[u8]| from_binary(b).unwrap_err().to_string();
+        assert!(msg(b"hello").contains("file ends inside the header"));
+        assert!(msg(&[b"NWSCHEX\0".as_slice(), &good[8..]].concat()).contains("does not start with NWSCHED"));
+        let mut v2 = good.clone();
+        v2[8] = 2;
+        assert!(msg(&v2).contains("version 2 is not supported"));
+        assert!(msg(&good[..good.len() - 1]).contains("implies"));
+        let mut bad_phase = good.clone();
+        let send_table = good.len() - 2 * 16 * 12;
+        bad_phase[send_table] = 77;
+        assert!(msg(&bad_phase).contains("outside"));
+        let mut bad_recv = good.clone();
+        let last = good.len() - 1;
+        bad_recv[last] = 1;
+        assert!(msg(&bad_recv).contains("disagrees with the send table"));
+        assert!(from_json("{").unwrap_err().to_string().contains("schedule JSON parse error"));
+        let j = to_json(&Schedule::shift_alltoall(3, 1).unwrap());
+        assert!(from_json(&j.replace("\"version\":1", "\"version\":9")).unwrap_err().to_string().contains("version 9"));
+        assert!(from_json(&j.replace("[0,1,1]", "[0,7,1]")).unwrap_err().to_string().contains("outside"));
+    }
+
+    fn arb_schedule() -> impl Strategy<Value = Schedule> {
+        (1u32..6, 0usize..5, any::<bool>(), 1u32..5, 0u8..5).prop_flat_map(|(n, phases, perm, nct, coll)| {
+            let msg = (0..n, 0..n, any::<u64>()).prop_map(|(src, dst, bytes)| Message { src, dst, bytes });
+            (
+                proptest::collection::vec(proptest::collection::vec(msg, 0..6), phases),
+                proptest::collection::vec(0u32..100, n as usize),
+            )
+                .prop_map(move |(p, placement)| {
+                    let collective = match coll {
+                        0 => Collective::Alltoall,
+                        1 => Collective::Allgather,
+                        2 => Collective::Gather { root: n - 1 },
+                        3 => Collective::Barrier,
+                        _ => Collective::Custom,
+                    };
+                    let delivery = if perm { Delivery::Direct } else { Delivery::Forwarded };
+                    Schedule::from_phases(format!("random {n}"), n, p)
+                        .unwrap()
+                        .with_placement(placement)
+                        .unwrap()
+                        .with_collective(collective, delivery)
+                        .with_permutation_claim(perm)
+                        .with_concurrent_sends(nct)
+                        .unwrap()
+                })
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+        #[test]
+        fn random_schedules_round_trip(s in arb_schedule()) {
+            prop_assert_eq!(from_json(&to_json(&s)).unwrap(), s.clone());
+            prop_assert_eq!(from_binary(&to_binary(&s).unwrap()).unwrap(), s.canonicalized());
+        }
+
+        #[test]
+        fn corrupted_binary_never_panics(s in arb_schedule(), flips in proptest::collection::vec((any::<usize>(), any::<u8>()), 1..4), cut in any::<usize>()) {
+            let mut b = to_binary(&s).unwrap();
+            for (at, v) in flips {
+                let len = b.len();
+                b[at % len] ^= v;
+            }
+            // Either a clean error or a schedule that itself round-trips.
+            if let Ok(back) = from_binary(&b) {
+                prop_assert_eq!(from_binary(&to_binary(&back).unwrap()).unwrap(), back);
+            }
+            let _ = from_binary(&b[..cut % (b.len() + 1)]);
+        }
+
+        #[test]
+        fn random_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..300), text in ".{0,200}") {
+            let mut with_magic = MAGIC.to_vec();
+            with_magic.extend_from_slice(&bytes);
+            prop_assert!(from_binary(&with_magic).is_err() || bytes.len() >= 56);
+            let _ = from_binary(&bytes);
+            let _ = from_json(&text);
+        }
+
+        #[test]
+        fn corrupted_json_never_panics(s in arb_schedule(), at in any::<usize>(), c in any::<char>()) {
+            let mut j: Vec<char> = to_json(&s).chars().collect();
+            let len = j.len();
+            j[at % len] = c;
+            let text: String = j.into_iter().collect();
+            let _ = from_json(&text);
+        }
+    }
+}
