@@ -326,11 +326,17 @@ fn metis_bisect(
     let ncon: usize = if use_traffic { 2 } else { 1 };
     let pin = n as metis::Idx;
     let mut vwgt: Vec<metis::Idx> = Vec::with_capacity(nv * ncon);
-    for i in 0..nv {
-        let is_super = i >= n;
-        vwgt.push(if is_super { pin } else { 1 });
+    // Group vertices: one rank each, their internal traffic; super-vertices: pinned by count.
+    for &w in inner {
+        vwgt.push(1);
         if use_traffic {
-            vwgt.push(if is_super { 0 } else { sw(inner[i], is).max(1) });
+            vwgt.push(sw(w, is).max(1));
+        }
+    }
+    for _ in n..nv {
+        vwgt.push(pin);
+        if use_traffic {
+            vwgt.push(0);
         }
     }
     let total_count = (n + pin as usize * (usize::from(has_a) + usize::from(has_b))) as f32;
