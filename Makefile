@@ -8,17 +8,18 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.netweave-installed
 SOURCES := $(shell find crates python -name '*.rs' -o -name '*.py' -o -name 'Cargo.toml') Cargo.toml pyproject.toml
 
-# Debian packages the integration tests drive (the real InfiniBand simulator, diagnostics and subnet manager).
-SYSTEM_PACKAGES := ibsim-utils infiniband-diags opensm
+# Debian packages the integration tests drive (the real InfiniBand simulator, diagnostics and subnet manager;
+# Open MPI for the MPI mapping test, whose headers mpi4py compiles against during setup).
+SYSTEM_PACKAGES := ibsim-utils infiniband-diags opensm openmpi-bin libopenmpi-dev
 
 .PHONY: plan test setup system-deps test-rust test-python bench clean
 
 plan: setup
 	$(BIN)/netweave plan
 
-test: setup system-deps test-rust test-python
+test: system-deps setup test-rust test-python
 
-setup: $(STAMP)
+setup: system-deps $(STAMP)
 
 $(STAMP): $(SOURCES) requirements-dev.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)

@@ -4,11 +4,13 @@
 //!
 //! ```text
 //! topology ──► routing ──► traffic ──► analysis | flowsim | flitsim
+//!                             └──► mapping (rank placement, scored under the routes)
 //! ```
 //!
 //! - [`topology`]: one [`Topology`](topology::Topology) type, its generators, metrics and files.
 //! - [`routing`]: destination-based forwarding tables (the InfiniBand LFT model).
 //! - [`traffic`]: schedules of messages between ranks, and their placement on hosts.
+//! - [`mapping`]: rank placement (paper 003's RMATT): costs, BISEM, annealing, baselines.
 //! - [`analysis`]: exact per-phase link loads and the figures derived from them.
 //! - [`flowsim`]: flow-level simulation with max-min fair sharing: how long a schedule takes.
 //! - [`flitsim`]: cycle-accurate flit-level simulation (input-queued VC routers, credits).
@@ -17,6 +19,7 @@ pub mod analysis;
 pub mod error;
 pub mod flitsim;
 pub mod flowsim;
+pub mod mapping;
 pub mod routing;
 pub mod topology;
 pub mod traffic;

@@ -12,6 +12,7 @@ use pythonize::pythonize;
 mod analysis;
 mod flitsim;
 mod flowsim;
+mod mapping;
 mod routing;
 mod topology;
 mod traffic;
@@ -35,5 +36,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     analysis::register(m)?;
     flitsim::register(m)?;
     flowsim::register(m)?;
+    mapping::register(m)?;
     Ok(())
 }

@@ -12,6 +12,7 @@ import typer
 
 from netweave._core import NetweaveError
 from netweave.cli import analyze, plan, reproduce, route, schedule, simulate, topo
+from netweave.cli import map as map_cli
 from netweave.cli.common import UserError
 
 app = typer.Typer(
@@ -22,11 +23,12 @@ app = typer.Typer(
 )
 app.add_typer(topo.app, name="topo")
 app.add_typer(route.app, name="route")
+app.command("schedule")(schedule.schedule_cmd)
+app.command("map")(map_cli.map_cmd)
+app.command("analyze")(analyze.analyze_cmd)
 app.add_typer(simulate.app, name="simulate")
 app.command("plan")(plan.plan_cmd)
-app.command("schedule")(schedule.schedule_cmd)
 app.add_typer(reproduce.app, name="reproduce")
-app.command("analyze")(analyze.analyze_cmd)
 
 
 def main() -> None:

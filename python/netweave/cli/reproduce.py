@@ -89,3 +89,22 @@ def a2at_cmd(
     print(f"T4: {result['t4_cells_exact']}/{result['t4_cells']} cells reach Table 1 exactly; "
           f"A2AND: {result['a2and_cells_matching']}/{result['a2and_cells']} cells as expected")
     print(f"wrote {len(result['files'])} files to {out} (summary.md)")
+
+
+@app.command("rmatt")
+def rmatt_cmd(
+    out: Path = typer.Option(Path("rmatt-out"), "--out", "-o", help="Directory for results.json, results.md, maps and PNGs."),
+    seconds: float = typer.Option(60.0, "--time", min=0.0, help="Annealing time budget in seconds (per run)."),
+    seed: int = typer.Option(0, "--seed", min=0, help="Seed for BISEM and annealing."),
+    size: int = typer.Option(16, "--size", min=2, max=32, help="Torus side (the paper: 16, i.e. 4,096 ranks)."),
+    replicas: int = typer.Option(2, "--replicas", min=1, max=64, help="Tempering chains (threads)."),
+) -> None:
+    """Paper 003 (RMATT): the Bruck allgather (2,048 B base) on a size³ torus — identity,
+    bit-reversal and the optimised map (Σhops, hop-bytes, max_link, cost, simulated time when available)."""
+    from netweave.reproduce import rmatt
+
+    if out.exists() and not out.is_dir():
+        raise UserError(f"--out {out} exists and is not a directory")
+    result = rmatt.run(out, seconds=seconds, seed=seed, size=size, replicas=replicas, echo=True)
+    print(rmatt.table(result), end="")
+    print(f"wrote {out}/results.json, results.md, cost_vs_time.png, link_load_histogram.png")

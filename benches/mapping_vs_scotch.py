@@ -1,0 +1,95 @@
+"""netweave map against Scotch's `scotch_gmap`, side by side on the same graphs and tori.
+
+For every case: Scotch maps the symmetrised traffic graph onto a `torus3D` target; netweave
+starts from its default start (the cheapest of BISEM, full-depth BISEM and the baselines) and anneals on hop-bytes for as long as Scotch took (and for a fixed longer
+budget). Both results are scored by netweave's exact cost under dimension-order routes.
+
+    python benches/mapping_vs_scotch.py [--budget 10]
+
+Needs Debian's `scotch` package (the `scotch_gmap` command); prints a note and exits if absent.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+import netweave
+from netweave import mapping
+
+CASES = [
+    # (name, pattern spec, torus dims)
+    ("stencil 8x8x64 on 16^3", "stencil:8x8x64:4096", [16, 16, 16]),
+    ("stencil 32x32x4 on 16^3", "stencil:32x32x4:4096", [16, 16, 16]),
+    ("bruck 4096 on 16^3", "bruck:4096:2048", [16, 16, 16]),
+    ("random deg 6 on 8^3", "random:512:6:4096:1", [8, 8, 8]),
+]
+
+
+def scotch_graph(pattern, path: Path) -> None:
+    """Write the symmetrised pattern as a Scotch source graph with edge weights."""
+    src, dst, nbytes = (a.tolist() for a in pattern.arrays())
+    n = pattern.num_ranks
+    adj: list[dict[int, int]] = [dict() for _ in range(n)]
+    for s, d, b in zip(src, dst, nbytes):
+        adj[s][d] = adj[s].get(d, 0) + b
+        adj[d][s] = adj[d].get(s, 0) + b
+    top = max((w for a in adj for w in a.values()), default=1)
+    scale = max(1, top // (1 << 20))  # keep weights well inside 32 bits
+    arcs = sum(len(a) for a in adj)
+    lines = ["0", f"{n} {arcs}", "0 010"]
+    for a in adj:
+        items = " ".join(f"{max(1, w // scale)} {v}" for v, w in sorted(a.items()))
+        lines.append(f"{len(a)} {items}".rstrip())
+    path.write_text("\n".join(lines) + "\n")
+
+
+def run_scotch(gmap: str, pattern, dims, tmp: Path):
+    scotch_graph(pattern, tmp / "g.grf")
+    (tmp / "t.tgt").write_text("torus3D " + " ".join(str(d) for d in dims) + "\n")
+    t0 = time.perf_counter()
+    subprocess.run([gmap, str(tmp / "g.grf"), str(tmp / "t.tgt"), str(tmp / "m.map")], check=True,
+                   capture_output=True)
+    seconds = time.perf_counter() - t0
+    rows = (tmp / "m.map").read_text().split()[1:]
+    hor = np.zeros(pattern.num_ranks, dtype=np.uint32)
+    for v, dom in zip(rows[0::2], rows[1::2]):
+        hor[int(v)] = int(dom)  # torus3D terminal numbers are x + X(y + Yz), our host order
+    return hor, seconds
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--budget", type=float, default=10.0, help="the longer netweave budget in seconds")
+    args = ap.parse_args()
+    gmap = shutil.which("scotch_gmap") or shutil.which("gmap")
+    if gmap is None:
+        print("scotch_gmap not found (Debian package 'scotch'); nothing to compare")
+        return
+    print(f"{'case':<26}{'identity':>16}{'scotch':>16}{'t(s)':>7}{'ours@=t':>16}{'ours@budget':>16}{'start t(s)':>11}")
+    for name, spec, dims in CASES:
+        topo = netweave.topology.torus(dims)
+        net = mapping.MapNetwork(netweave.routing.route(topo, "dor", select="low-port"))
+        pattern = mapping.load_pattern(spec)
+        with tempfile.TemporaryDirectory() as d:
+            s_hor, s_sec = run_scotch(gmap, pattern, dims, Path(d))
+        t0 = time.perf_counter()
+        start = mapping.start_placement(net, pattern, "best", 1, "hop-bytes")
+        b_sec = time.perf_counter() - t0
+        left = max(s_sec - b_sec, 0.0)
+        same = mapping.optimize(net, pattern, start, cost="hop-bytes", seconds=left, seed=1, sweep=500)
+        longer = mapping.optimize(net, pattern, start, cost="hop-bytes", seconds=args.budget, seed=1)
+        hb = lambda hor: mapping.cost(net, pattern, hor)["hop_bytes"]  # noqa: E731
+        ident = hb(mapping.baseline(net, pattern, "identity"))
+        print(f"{name:<26}{ident:>16.4g}{hb(s_hor):>16.4g}{s_sec:>7.2f}{hb(same.host_of_rank):>16.4g}"
+              f"{hb(longer.host_of_rank):>16.4g}{b_sec:>11.2f}")
+
+
+if __name__ == "__main__":
+    main()

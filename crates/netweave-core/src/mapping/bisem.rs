@@ -1,0 +1,434 @@
+//! BISEM: recursive bisection of the network and of the rank graph (paper 003 §5).
+//!
+//! At every level each region (a box of routers) is cut in two along the axis where the
+//! regions are longest (ties to the lowest axis), and the rank group placed on it is cut by
+//! METIS into two groups sized for the halves' slot capacities, balanced also in internal
+//! traffic (a second vertex-weight constraint, `Σ_{v∈g} W(u,v)`), with minimum traffic across.
+//! Groups already split at this level whose regions touch only one half (torus wrap-around
+//! counts) are collapsed into two super-vertices `a` (next to the lower half) and `b` (next to
+//! the upper half) joined to the group by their traffic. METIS has no fixed vertices, so they
+//! are pinned by weight: each weighs as much as the whole group in the rank-count constraint
+//! and the target part weights leave room for exactly one of them on each side; the result is
+//! flipped if `a` lands on the upper side. Ranks pulled by `a` thus land next to `a`'s region
+//! (the extraction's Conditions 3–4). A greedy pass then moves the cheapest vertices until the
+//! counts fit the halves exactly. Finally the ranks of every group are shuffled onto their
+//! region's slots (seeded).
+
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+use super::network::{Lattice, MapNetwork};
+use super::pattern::Pattern;
+use crate::error::{NetweaveError, Result};
+
+/// An axis-aligned box of routers, `lo ≤ x < hi` per dimension.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Region {
+    pub lo: Vec<u32>,
+    pub hi: Vec<u32>,
+}
+
+impl Region {
+    fn extent(&self, d: usize) -> u32 {
+        self.hi[d] - self.lo[d]
+    }
+    fn routers(&self) -> u32 {
+        (0..self.lo.len()).map(|d| self.extent(d)).product()
+    }
+    fn split(&self, axis: usize) -> (Region, Region) {
+        let mid = self.lo[axis] + self.extent(axis) / 2;
+        let mut a = self.clone();
+        let mut b = self.clone();
+        a.hi[axis] = mid;
+        b.lo[axis] = mid;
+        (a, b)
+    }
+    /// Whether two disjoint boxes share a face (torus wrap-around included).
+    fn adjacent(&self, other: &Region, lat: &Lattice) -> bool {
+        let mut touching = 0;
+        for d in 0..self.lo.len() {
+            let overlap = self.lo[d] < other.hi[d] && other.lo[d] < self.hi[d];
+            if overlap {
+                continue;
+            }
+            let k = lat.dims[d];
+            let touch = self.hi[d] == other.lo[d]
+                || other.hi[d] == self.lo[d]
+                || (lat.torus && ((self.hi[d] == k && other.lo[d] == 0) || (other.hi[d] == k && self.lo[d] == 0)));
+            if !touch {
+                return false;
+            }
+            touching += 1;
+        }
+        touching == 1
+    }
+    /// Router ids inside, dimension 0 fastest.
+    fn router_ids(&self, lat: &Lattice) -> Vec<u32> {
+        let n = self.lo.len();
+        let mut out = Vec::with_capacity(self.routers() as usize);
+        let mut x = self.lo.clone();
+        loop {
+            out.push(lat.router_id(&x));
+            let mut d = 0;
+            loop {
+                if d == n {
+                    return out;
+                }
+                x[d] += 1;
+                if x[d] < self.hi[d] {
+                    break;
+                }
+                x[d] = self.lo[d];
+                d += 1;
+            }
+        }
+    }
+}
+
+/// Result of BISEM: the initial placement and the final (region, group) pairs.
+#[derive(Clone, Debug)]
+pub struct Bisection {
+    /// Host of every rank (paper's `map0`, inverted).
+    pub host_of_rank: Vec<u32>,
+    pub regions: Vec<Region>,
+    pub groups: Vec<Vec<u32>>,
+    /// Axis cut at every level.
+    pub axes: Vec<usize>,
+}
+
+/// Run BISEM for `levels` bisections (`None`: until regions hold at most 8 routers, the
+/// paper's 2×2×2 on a 16³ torus) with seed `seed` for METIS and the final shuffle.
+pub fn bisem(net: &MapNetwork, pattern: &Pattern, levels: Option<u32>, seed: u64) -> Result<Bisection> {
+    let Some(lat) = net.lattice() else {
+        return crate::invalid!("BISEM needs a torus or mesh topology (a lattice of routers)");
+    };
+    let n = pattern.num_ranks();
+    if n > net.num_slots() {
+        return crate::invalid!("{n} ranks do not fit {} host slots", net.num_slots());
+    }
+    let spr = lat.hosts_per_router * net.slots_per_host();
+    let (off, nbr, wts) = pattern.symmetric_csr();
+    let graph = SymGraph { off: &off, nbr: &nbr, wts: &wts };
+    let mut pairs: Vec<(Region, Vec<u32>)> =
+        vec![(Region { lo: vec![0; lat.dims.len()], hi: lat.dims.clone() }, (0..n).collect())];
+    let mut label = vec![u32::MAX; n as usize];
+    let mut local = vec![u32::MAX; n as usize];
+    let mut axes = Vec::new();
+    let mut level = 0u32;
+    loop {
+        let max_routers = pairs.iter().map(|(r, _)| r.routers()).max().unwrap_or(1);
+        match levels {
+            Some(l) if level >= l => break,
+            None if max_routers <= 8 => break,
+            _ => {}
+        }
+        let dims = lat.dims.len();
+        let axis =
+            (0..dims).max_by_key(|&d| (pairs.iter().map(|(r, _)| r.extent(d)).max().unwrap(), dims - d)).unwrap();
+        if pairs.iter().all(|(r, _)| r.extent(axis) < 2) {
+            break;
+        }
+        axes.push(axis);
+        label.fill(u32::MAX);
+        let mut next: Vec<(Region, Vec<u32>)> = Vec::with_capacity(2 * pairs.len());
+        for (region, group) in pairs {
+            if region.extent(axis) < 2 {
+                for &r in &group {
+                    label[r as usize] = next.len() as u32;
+                }
+                next.push((region, group));
+                continue;
+            }
+            let (lo, hi) = region.split(axis);
+            let near_lo: Vec<bool> = next.iter().map(|(q, _)| q.adjacent(&lo, lat) && !q.adjacent(&hi, lat)).collect();
+            let near_hi: Vec<bool> = next.iter().map(|(q, _)| q.adjacent(&hi, lat) && !q.adjacent(&lo, lat)).collect();
+            let (cap_lo, cap_hi) = (lo.routers() * spr, hi.routers() * spr);
+            let size = group.len() as u32;
+            let ideal =
+                ((size as u64 * cap_lo as u64 + (cap_lo + cap_hi) as u64 / 2) / (cap_lo + cap_hi) as u64) as u32;
+            let n_lo = ideal.clamp(size.saturating_sub(cap_hi), cap_lo.min(size));
+            let seed_here = seed ^ ((level as u64) << 32) ^ next.len() as u64;
+            let (g_lo, g_hi) = bisect_group(&graph, &group, &label, &near_lo, &near_hi, n_lo, seed_here, &mut local)?;
+            for &r in &g_lo {
+                label[r as usize] = next.len() as u32;
+            }
+            next.push((lo, g_lo));
+            for &r in &g_hi {
+                label[r as usize] = next.len() as u32;
+            }
+            next.push((hi, g_hi));
+        }
+        pairs = next;
+        level += 1;
+    }
+    // makeInitMap: shuffle every group onto its region's slots.
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut host_of_rank = vec![0u32; n as usize];
+    for (region, group) in &pairs {
+        let mut slots: Vec<u32> =
+            region.router_ids(lat).into_iter().flat_map(|router| (0..spr).map(move |i| router * spr + i)).collect();
+        slots.shuffle(&mut rng);
+        for (&r, &s) in group.iter().zip(&slots) {
+            host_of_rank[r as usize] = net.host_of_slot(s);
+        }
+    }
+    let (regions, groups) = pairs.into_iter().unzip();
+    Ok(Bisection { host_of_rank, regions, groups, axes })
+}
+
+struct SymGraph<'a> {
+    off: &'a [u32],
+    nbr: &'a [u32],
+    wts: &'a [u64],
+}
+
+/// Split `group` into `(lower, upper)` with `|lower| = n_lo`; see the module docs.
+#[allow(clippy::too_many_arguments)]
+fn bisect_group(
+    g: &SymGraph,
+    group: &[u32],
+    label: &[u32],
+    near_lo: &[bool],
+    near_hi: &[bool],
+    n_lo: u32,
+    seed: u64,
+    local: &mut [u32],
+) -> Result<(Vec<u32>, Vec<u32>)> {
+    let n = group.len();
+    for (i, &r) in group.iter().enumerate() {
+        local[r as usize] = i as u32;
+    }
+    // Weights towards the collapsed neighbours and inside the group.
+    let mut to_a = vec![0u64; n];
+    let mut to_b = vec![0u64; n];
+    let mut inner = vec![0u64; n];
+    let mut edges: Vec<(u32, u32, u64)> = Vec::new();
+    // Edges are pushed vertex by vertex: vertex i's are edges[edge_off[i]..edge_off[i + 1]].
+    let mut edge_off: Vec<usize> = Vec::with_capacity(n + 1);
+    for (i, &u) in group.iter().enumerate() {
+        edge_off.push(edges.len());
+        for k in g.off[u as usize] as usize..g.off[u as usize + 1] as usize {
+            let v = g.nbr[k];
+            let w = g.wts[k];
+            let lv = local[v as usize];
+            if lv != u32::MAX {
+                edges.push((i as u32, lv, w));
+                inner[i] += w;
+            } else if let Some(&l) = label.get(v as usize).filter(|&&l| l != u32::MAX) {
+                if near_lo[l as usize] {
+                    to_a[i] += w;
+                } else if near_hi[l as usize] {
+                    to_b[i] += w;
+                }
+            }
+        }
+    }
+    edge_off.push(edges.len());
+    let has_a = to_a.iter().any(|&w| w > 0);
+    let has_b = to_b.iter().any(|&w| w > 0);
+    let part =
+        if n >= 4 { metis_bisect(n, &edges, &to_a, &to_b, &inner, has_a, has_b, n_lo, seed)? } else { vec![0u8; n] };
+    for &r in group {
+        local[r as usize] = u32::MAX;
+    }
+    // Rebalance to exactly n_lo on the lower side, moving the vertices that cost least.
+    let mut side: Vec<u8> = part;
+    let affinity = |i: usize, side: &[u8]| -> i128 {
+        // Gain of having i on the lower side rather than the upper.
+        let mut lo_pull = to_a[i] as i128 - to_b[i] as i128;
+        for &(_, b, w) in &edges[edge_off[i]..edge_off[i + 1]] {
+            lo_pull += if side[b as usize] == 0 { w as i128 } else { -(w as i128) };
+        }
+        lo_pull
+    };
+    let count_lo = side.iter().filter(|&&s| s == 0).count() as u32;
+    if count_lo != n_lo {
+        let from = if count_lo > n_lo { 0u8 } else { 1u8 };
+        let excess = count_lo.abs_diff(n_lo) as usize;
+        let mut cands: Vec<(i128, usize)> = (0..n)
+            .filter(|&i| side[i] == from)
+            .map(|i| {
+                let a = affinity(i, &side);
+                (if from == 0 { a } else { -a }, i)
+            })
+            .collect();
+        cands.sort_unstable();
+        for &(_, i) in cands.iter().take(excess) {
+            side[i] = 1 - from;
+        }
+    }
+    let mut lower = Vec::with_capacity(n_lo as usize);
+    let mut upper = Vec::with_capacity(n - n_lo as usize);
+    for (i, &r) in group.iter().enumerate() {
+        if side[i] == 0 {
+            lower.push(r);
+        } else {
+            upper.push(r);
+        }
+    }
+    Ok((lower, upper))
+}
+
+/// METIS recursive bisection with the pinned super-vertices; returns 0 (lower) / 1 (upper)
+/// per group vertex.
+#[allow(clippy::too_many_arguments)]
+fn metis_bisect(
+    n: usize,
+    edges: &[(u32, u32, u64)],
+    to_a: &[u64],
+    to_b: &[u64],
+    inner: &[u64],
+    has_a: bool,
+    has_b: bool,
+    n_lo: u32,
+    seed: u64,
+) -> Result<Vec<u8>> {
+    let a = has_a.then_some(n);
+    let b = has_b.then_some(n + usize::from(has_a));
+    let nv = n + usize::from(has_a) + usize::from(has_b);
+    // Integer weights for METIS: scale so sums stay far below i32.
+    let edge_total: u128 = edges.iter().map(|e| e.2 as u128).sum::<u128>()
+        + to_a.iter().map(|&w| 2 * w as u128).sum::<u128>()
+        + to_b.iter().map(|&w| 2 * w as u128).sum::<u128>();
+    let inner_total: u128 = inner.iter().map(|&w| w as u128).sum();
+    let scale_of = |total: u128| (total / (1u128 << 24)).max(1);
+    let (es, is) = (scale_of(edge_total), scale_of(inner_total));
+    let sw = |w: u64, s: u128| -> i32 { ((w as u128).div_ceil(s)).min(i32::MAX as u128) as i32 };
+    let mut adj: Vec<Vec<(u32, i32)>> = vec![Vec::new(); nv];
+    for &(u, v, w) in edges {
+        adj[u as usize].push((v, sw(w, es)));
+    }
+    for i in 0..n {
+        if let Some(a) = a.filter(|_| to_a[i] > 0) {
+            let w = sw(to_a[i], es);
+            adj[i].push((a as u32, w));
+            adj[a].push((i as u32, w));
+        }
+        if let Some(b) = b.filter(|_| to_b[i] > 0) {
+            let w = sw(to_b[i], es);
+            adj[i].push((b as u32, w));
+            adj[b].push((i as u32, w));
+        }
+    }
+    let mut xadj: Vec<metis::Idx> = Vec::with_capacity(nv + 1);
+    let mut adjncy: Vec<metis::Idx> = Vec::new();
+    let mut adjwgt: Vec<metis::Idx> = Vec::new();
+    xadj.push(0);
+    for list in &adj {
+        for &(v, w) in list {
+            adjncy.push(v as metis::Idx);
+            adjwgt.push(w.max(1));
+        }
+        xadj.push(adjncy.len() as metis::Idx);
+    }
+    let use_traffic = inner_total > 0;
+    let ncon: usize = if use_traffic { 2 } else { 1 };
+    let pin = n as metis::Idx;
+    let mut vwgt: Vec<metis::Idx> = Vec::with_capacity(nv * ncon);
+    // Group vertices: one rank each, their internal traffic; super-vertices: pinned by count.
+    for &w in inner {
+        vwgt.push(1);
+        if use_traffic {
+            vwgt.push(sw(w, is).max(1));
+        }
+    }
+    for _ in n..nv {
+        vwgt.push(pin);
+        if use_traffic {
+            vwgt.push(0);
+        }
+    }
+    let total_count = (n + pin as usize * (usize::from(has_a) + usize::from(has_b))) as f32;
+    let lo_count = n_lo as f32 + if has_a { pin as f32 } else { 0.0 };
+    let lo_share = (lo_count / total_count).clamp(1e-3, 1.0 - 1e-3);
+    let traffic_share = (n_lo as f32 / n as f32).clamp(1e-3, 1.0 - 1e-3);
+    let mut tpwgts: Vec<metis::Real> = vec![lo_share];
+    if use_traffic {
+        tpwgts.push(traffic_share);
+    }
+    tpwgts.push(1.0 - lo_share);
+    if use_traffic {
+        tpwgts.push(1.0 - traffic_share);
+    }
+    let ubvec: Vec<metis::Real> = if use_traffic { vec![1.01, 1.05] } else { vec![1.01] };
+    let mut part = vec![0 as metis::Idx; nv];
+    let fail = |e: String| NetweaveError::InvalidParameter(format!("METIS bisection failed: {e}"));
+    metis::Graph::new(ncon as metis::Idx, 2, &xadj, &adjncy)
+        .map_err(|e| fail(e.to_string()))?
+        .set_vwgt(&vwgt)
+        .set_adjwgt(&adjwgt)
+        .set_tpwgts(&tpwgts)
+        .set_ubvec(&ubvec)
+        .set_option(metis::option::Seed((seed & 0x7fff_ffff) as metis::Idx))
+        .part_recursive(&mut part)
+        .map_err(|e| fail(e.to_string()))?;
+    let flip = match (a, b) {
+        (Some(a), _) => part[a] == 1,
+        (None, Some(b)) => part[b] == 0,
+        _ => false,
+    };
+    Ok(part[..n].iter().map(|&p| ((p == 1) != flip) as u8).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mapping::cost::{check_placement, full_cost};
+    use crate::mapping::{baselines, Pattern};
+    use crate::routing::{route, Engine, RouteOptions};
+    use crate::topology::grid::{mesh, torus};
+
+    #[test]
+    fn paper_003_a2_regions_and_axes() {
+        let (net, p) = crate::mapping::testing::paper_case();
+        let b = bisem(net, p, Some(9), 1).unwrap();
+        assert_eq!(b.axes, vec![0, 1, 2, 0, 1, 2, 0, 1, 2]);
+        assert_eq!(b.regions.len(), 512);
+        assert!(b.regions.iter().all(|r| (0..3).all(|d| r.extent(d) == 2)));
+        assert!(b.groups.iter().all(|g| g.len() == 8));
+        check_placement(net, 4096, &b.host_of_rank).unwrap();
+        // Compact groups: far fewer hop-bytes than the identity.
+        let id = baselines::identity(net, 4096).unwrap();
+        assert!(full_cost(net, p, &b.host_of_rank).hop_bytes < full_cost(net, p, &id).hop_bytes);
+    }
+
+    #[test]
+    fn a3_mesh_4x4_quadrants() {
+        let t = mesh(&[4, 4], 1).unwrap();
+        let r = route(&t, Engine::Dor, &RouteOptions::default()).unwrap();
+        let net = MapNetwork::new(&t, &r, 1).unwrap();
+        // A 4x4 halo exchange: the best balanced 4-way split is the four 2x2 quadrants.
+        let p = Pattern::stencil(&[4, 4], false, 100).unwrap();
+        let b = bisem(&net, &p, Some(2), 3).unwrap();
+        assert_eq!(b.axes, vec![0, 1]);
+        assert_eq!(b.regions.len(), 4);
+        assert!(b.groups.iter().all(|g| g.len() == 4));
+        check_placement(&net, 16, &b.host_of_rank).unwrap();
+        let mut group_of = [0usize; 16];
+        for (i, g) in b.groups.iter().enumerate() {
+            for &r in g {
+                group_of[r as usize] = i;
+            }
+        }
+        let cut = p.messages().iter().filter(|m| group_of[m.src as usize] != group_of[m.dst as usize]).count();
+        assert_eq!(cut, 2 * 8, "8 grid edges cut, each carrying a message both ways");
+        // Conditions 3-4: each group of the second half talks more to its neighbour region's group.
+        let traffic = |a: usize, c: usize| {
+            p.messages().iter().filter(|m| group_of[m.src as usize] == a && group_of[m.dst as usize] == c).count()
+        };
+        // Groups 0,1 split the lower x half along y; 2 sits next to 0 and 3 next to 1.
+        assert!(traffic(2, 0) > traffic(2, 1), "{:?}", b.groups);
+        assert!(traffic(3, 1) > traffic(3, 0), "{:?}", b.groups);
+    }
+
+    #[test]
+    fn fewer_ranks_than_slots_and_bad_topology() {
+        let t = torus(&[4, 4], 2).unwrap();
+        let r = route(&t, Engine::Dor, &RouteOptions::default()).unwrap();
+        let net = MapNetwork::new(&t, &r, 2).unwrap();
+        let p = Pattern::random_sparse(45, 3, 10, 1).unwrap();
+        let b = bisem(&net, &p, None, 0).unwrap();
+        check_placement(&net, 45, &b.host_of_rank).unwrap();
+    }
+}

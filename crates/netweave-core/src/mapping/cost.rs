@@ -1,0 +1,634 @@
+//! Placement costs, full and incremental.
+//!
+//! Three exact integer figures describe a placement of a [`Pattern`] on a [`MapNetwork`]:
+//!
+//! - `hops`: Σ over communicating pairs of the switch-to-switch hops between their hosts
+//!   (paper 003's Σhop, each directed pair counted once);
+//! - `hop_bytes`: Σ bytes × hops;
+//! - `max_link`: the largest byte count any directed channel carries under the actual routes
+//!   (host links included; messages between ranks on one host use no channel).
+//!
+//! An [`Objective`] weighs them into one number: hop-bytes, max-link, paper 003's
+//! `Σhops × max_link`, or any weighted sum of the three.
+//!
+//! The [`Evaluator`] keeps per-channel loads and a max segment tree (each node holds the
+//! maximum of its range and how many leaves reach it), so a move that relocates `k` ranks costs
+//! the walks of their messages only: [`propose`](Evaluator::propose) returns the exact cost of
+//! the moved placement without changing anything, then [`accept`](Evaluator::accept) or
+//! [`reject`](Evaluator::reject). The maximum is decided without the tree in the common cases
+//! (a touched channel rises above it, or some channel at the maximum is untouched); only a move
+//! that lowers every hottest channel consults the tree.
+
+use super::network::MapNetwork;
+use super::pattern::Pattern;
+use crate::error::Result;
+
+/// Marks an empty slot in `rank_of_slot`.
+pub const EMPTY: u32 = u32::MAX;
+
+/// The exact figures of one placement.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct CostParts {
+    pub hops: u64,
+    pub hop_bytes: u128,
+    pub max_link: u64,
+}
+
+impl CostParts {
+    /// Paper 003's evaluation value `Σhops × max_link`.
+    pub fn rmatt(&self) -> u128 {
+        self.hops as u128 * self.max_link as u128
+    }
+}
+
+/// Weights of the three figures; the objective is
+/// `w_hop_bytes·hop_bytes + w_max_link·max_link + w_rmatt·hops·max_link`.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct Objective {
+    pub w_hop_bytes: f64,
+    pub w_max_link: f64,
+    pub w_rmatt: f64,
+}
+
+impl Objective {
+    /// Paper 003's `Σhops × max_link`.
+    pub const RMATT: Objective = Objective { w_hop_bytes: 0.0, w_max_link: 0.0, w_rmatt: 1.0 };
+    pub const HOP_BYTES: Objective = Objective { w_hop_bytes: 1.0, w_max_link: 0.0, w_rmatt: 0.0 };
+    pub const MAX_LINK: Objective = Objective { w_hop_bytes: 0.0, w_max_link: 1.0, w_rmatt: 0.0 };
+
+    /// Parse `rmatt`, `hop-bytes`, `max-link`, or a weighted sum such as
+    /// `hop-bytes+2e3*max-link` (terms `[weight*]name` joined by `+`).
+    ///
+    /// ```
+    /// use netweave_core::mapping::Objective;
+    /// let o = Objective::parse("0.5*hop-bytes+max-link").unwrap();
+    /// assert_eq!((o.w_hop_bytes, o.w_max_link, o.w_rmatt), (0.5, 1.0, 0.0));
+    /// ```
+    pub fn parse(text: &str) -> Result<Objective> {
+        let mut o = Objective { w_hop_bytes: 0.0, w_max_link: 0.0, w_rmatt: 0.0 };
+        for term in text.split('+') {
+            let term = term.trim();
+            let (w, name) = match term.split_once('*') {
+                Some((w, n)) => match w.trim().parse::<f64>() {
+                    Ok(w) if w.is_finite() && w >= 0.0 => (w, n.trim()),
+                    _ => return crate::invalid!("cost weight '{}' is not a non-negative number", w.trim()),
+                },
+                None => (1.0, term),
+            };
+            match name {
+                "rmatt" | "hops*max-link" => o.w_rmatt += w,
+                "hop-bytes" => o.w_hop_bytes += w,
+                "max-link" => o.w_max_link += w,
+                _ => return crate::invalid!("unknown cost '{name}': use rmatt, hop-bytes, max-link or a weighted sum"),
+            }
+        }
+        if o.w_hop_bytes + o.w_max_link + o.w_rmatt == 0.0 {
+            return crate::invalid!("cost '{text}' has no positive weight");
+        }
+        Ok(o)
+    }
+
+    /// The objective's value for `parts`.
+    pub fn value(&self, parts: &CostParts) -> f64 {
+        self.w_hop_bytes * parts.hop_bytes as f64
+            + self.w_max_link * parts.max_link as f64
+            + self.w_rmatt * parts.rmatt() as f64
+    }
+    /// Whether `max_link` matters (else the evaluator can skip channel loads).
+    pub fn needs_loads(&self) -> bool {
+        self.w_max_link != 0.0 || self.w_rmatt != 0.0
+    }
+}
+
+/// Check `host_of_rank` is a valid placement: every rank on an existing host, at most
+/// `slots_per_host` ranks per host.
+pub fn check_placement(net: &MapNetwork, num_ranks: u32, host_of_rank: &[u32]) -> Result<()> {
+    if host_of_rank.len() != num_ranks as usize {
+        return crate::invalid!("placement lists {} ranks, the pattern has {num_ranks}", host_of_rank.len());
+    }
+    let mut used = vec![0u32; net.num_hosts() as usize];
+    for (r, &h) in host_of_rank.iter().enumerate() {
+        if h >= net.num_hosts() {
+            return crate::invalid!("rank {r} is placed on host {h}, but there are {} hosts", net.num_hosts());
+        }
+        used[h as usize] += 1;
+        if used[h as usize] > net.slots_per_host() {
+            return crate::invalid!("host {h} holds more than {} ranks", net.slots_per_host());
+        }
+    }
+    Ok(())
+}
+
+/// Per-channel loads of a placement, recounted from scratch.
+pub fn channel_loads(net: &MapNetwork, pattern: &Pattern, host_of_rank: &[u32]) -> Vec<u64> {
+    let mut loads = vec![0u64; net.num_channels() as usize];
+    for m in pattern.messages() {
+        let (a, b) = (host_of_rank[m.src as usize], host_of_rank[m.dst as usize]);
+        net.for_each_channel(a, b, |c| loads[c as usize] += m.bytes);
+    }
+    loads
+}
+
+/// The exact figures of a placement, recounted from scratch (the reference the incremental
+/// evaluator is tested against).
+pub fn full_cost(net: &MapNetwork, pattern: &Pattern, host_of_rank: &[u32]) -> CostParts {
+    let mut parts = CostParts::default();
+    for m in pattern.messages() {
+        let h = net.hops(host_of_rank[m.src as usize], host_of_rank[m.dst as usize]) as u64;
+        parts.hops += h;
+        parts.hop_bytes += h as u128 * m.bytes as u128;
+    }
+    parts.max_link = channel_loads(net, pattern, host_of_rank).into_iter().max().unwrap_or(0);
+    parts
+}
+
+/// Max segment tree over channel loads: every node keeps `(max, leaves at max)`.
+#[derive(Clone, Debug)]
+struct MaxTree {
+    size: usize,
+    max: Vec<u64>,
+    count: Vec<u32>,
+}
+
+impl MaxTree {
+    fn new(loads: &[u64]) -> Self {
+        let size = loads.len().next_power_of_two().max(1);
+        let mut t = MaxTree { size, max: vec![0; 2 * size], count: vec![1; 2 * size] };
+        t.max[size..size + loads.len()].copy_from_slice(loads);
+        for i in (1..size).rev() {
+            t.pull(i);
+        }
+        t
+    }
+    #[inline]
+    fn pull(&mut self, i: usize) {
+        let (l, r) = (2 * i, 2 * i + 1);
+        let (ml, mr) = (self.max[l], self.max[r]);
+        self.max[i] = ml.max(mr);
+        self.count[i] = if ml > mr {
+            self.count[l]
+        } else if mr > ml {
+            self.count[r]
+        } else {
+            self.count[l] + self.count[r]
+        };
+    }
+    #[inline]
+    fn set(&mut self, leaf: usize, value: u64) {
+        let mut i = self.size + leaf;
+        self.max[i] = value;
+        i /= 2;
+        while i >= 1 {
+            self.pull(i);
+            i /= 2;
+        }
+    }
+    fn top(&self) -> (u64, u32) {
+        (self.max[1], self.count[1])
+    }
+}
+
+/// One candidate move: the contents of `slots[0] → slots[1] → … → slots[k−1] → slots[0]`
+/// rotate (a swap is a cycle of two). Empty slots move like ranks, so a rank can step into a
+/// free slot.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Move {
+    pub slots: Vec<u32>,
+}
+
+/// Incremental cost of a placement under moves.
+#[derive(Clone, Debug)]
+pub struct Evaluator {
+    objective: Objective,
+    track_loads: bool,
+    rank_of_slot: Vec<u32>,
+    slot_of_rank: Vec<u32>,
+    host_of_rank: Vec<u32>,
+    loads: Vec<u64>,
+    tree: MaxTree,
+    parts: CostParts,
+    // Scratch for one proposal, cleared by accept/reject.
+    new_host: Vec<u32>,
+    moved_ranks: Vec<u32>,
+    msg_stamp: Vec<u32>,
+    stamp: u32,
+    delta: Vec<i64>,
+    touched: Vec<u32>,
+    chan_stamp: Vec<u32>,
+    pending: Option<(Move, CostParts)>,
+    // Current route of every message, `paths[m · stride..][..path_len[m]]`, so a move reads the
+    // old routes sequentially instead of walking the route table again (empty when disabled).
+    stride: usize,
+    paths: Vec<u32>,
+    path_len: Vec<u16>,
+    // New routes of the pending move's messages: `changed[i]` has its route at `new_paths[i · stride..]`.
+    changed: Vec<u32>,
+    new_paths: Vec<u32>,
+    new_len: Vec<u16>,
+    // Lockstep walks: destination host and next channel of every changed message.
+    walk_to: Vec<u32>,
+    walk_at: Vec<u32>,
+}
+
+/// `walk_at` value of a finished walk.
+const NO_WALK: u32 = u32::MAX;
+
+/// Most route entries the per-message route cache may hold (4 bytes each).
+const MAX_CACHED_CHANNELS: usize = 1 << 26;
+
+impl Evaluator {
+    /// Start from `host_of_rank` (validated) with the given objective.
+    pub fn new(net: &MapNetwork, pattern: &Pattern, host_of_rank: &[u32], objective: Objective) -> Result<Self> {
+        check_placement(net, pattern.num_ranks(), host_of_rank)?;
+        let mut rank_of_slot = vec![EMPTY; net.num_slots() as usize];
+        let mut slot_of_rank = vec![0u32; host_of_rank.len()];
+        let mut next_free = vec![0u32; net.num_hosts() as usize];
+        for (r, &h) in host_of_rank.iter().enumerate() {
+            let s = h * net.slots_per_host() + next_free[h as usize];
+            next_free[h as usize] += 1;
+            rank_of_slot[s as usize] = r as u32;
+            slot_of_rank[r] = s;
+        }
+        let track_loads = objective.needs_loads();
+        let loads = if track_loads { channel_loads(net, pattern, host_of_rank) } else { Vec::new() };
+        let tree = MaxTree::new(&loads);
+        let mut parts = full_cost(net, pattern, host_of_rank);
+        if !track_loads {
+            parts.max_link = 0;
+        }
+        let nch = net.num_channels() as usize;
+        let stride = net.max_hops() as usize + 2;
+        let cache = track_loads && pattern.num_messages().saturating_mul(stride) <= MAX_CACHED_CHANNELS;
+        let (mut paths, mut path_len) = (Vec::new(), Vec::new());
+        if cache {
+            paths = vec![0u32; pattern.num_messages() * stride];
+            path_len = vec![0u16; pattern.num_messages()];
+            for (i, m) in pattern.messages().iter().enumerate() {
+                let mut len = 0usize;
+                let row = &mut paths[i * stride..(i + 1) * stride];
+                net.for_each_channel(host_of_rank[m.src as usize], host_of_rank[m.dst as usize], |c| {
+                    row[len] = c;
+                    len += 1;
+                });
+                path_len[i] = len as u16;
+            }
+        }
+        Ok(Evaluator {
+            stride: if cache { stride } else { 0 },
+            paths,
+            path_len,
+            changed: Vec::new(),
+            new_paths: Vec::new(),
+            new_len: Vec::new(),
+            walk_to: Vec::new(),
+            walk_at: Vec::new(),
+            objective,
+            track_loads,
+            rank_of_slot,
+            slot_of_rank,
+            host_of_rank: host_of_rank.to_vec(),
+            new_host: host_of_rank.to_vec(),
+            loads,
+            tree,
+            parts,
+            moved_ranks: Vec::new(),
+            msg_stamp: vec![0; pattern.num_messages()],
+            stamp: 0,
+            delta: vec![0; if track_loads { nch } else { 0 }],
+            touched: Vec::new(),
+            chan_stamp: vec![0; if track_loads { nch } else { 0 }],
+            pending: None,
+        })
+    }
+
+    /// Current exact figures (`max_link` is 0 when the objective ignores it).
+    pub fn parts(&self) -> CostParts {
+        self.parts
+    }
+    /// Current objective value.
+    pub fn value(&self) -> f64 {
+        self.objective.value(&self.parts)
+    }
+    pub fn objective(&self) -> Objective {
+        self.objective
+    }
+    /// Host of every rank.
+    pub fn host_of_rank(&self) -> &[u32] {
+        &self.host_of_rank
+    }
+    /// Rank in every slot ([`EMPTY`] if none).
+    pub fn rank_of_slot(&self) -> &[u32] {
+        &self.rank_of_slot
+    }
+    /// Current per-channel loads (empty when the objective ignores `max_link`).
+    pub fn loads(&self) -> &[u64] {
+        &self.loads
+    }
+
+    /// Exact figures of the placement after `mv`, leaving the state unchanged until
+    /// [`accept`](Self::accept) or [`reject`](Self::reject). Slots must be distinct and valid.
+    pub fn propose(&mut self, net: &MapNetwork, pattern: &Pattern, mv: &Move) -> CostParts {
+        debug_assert!(self.pending.is_none(), "propose twice without accept/reject");
+        let k = mv.slots.len();
+        self.moved_ranks.clear();
+        self.changed.clear();
+        self.new_paths.clear();
+        self.new_len.clear();
+        self.walk_to.clear();
+        self.walk_at.clear();
+        for i in 0..k {
+            let from = mv.slots[i];
+            let to = mv.slots[(i + 1) % k];
+            let r = self.rank_of_slot[from as usize];
+            if r != EMPTY {
+                self.new_host[r as usize] = net.host_of_slot(to);
+                self.moved_ranks.push(r);
+            }
+        }
+        self.stamp = self.stamp.wrapping_add(1);
+        if self.stamp == 0 {
+            self.msg_stamp.fill(0);
+            self.chan_stamp.fill(0);
+            self.stamp = 1;
+        }
+        let stamp = self.stamp;
+        let mut dhops: i64 = 0;
+        let mut dhb: i128 = 0;
+        let messages = pattern.messages();
+        for idx in 0..self.moved_ranks.len() {
+            let r = self.moved_ranks[idx];
+            for &mid in pattern.sent_by(r).iter().chain(pattern.received_by(r)) {
+                if self.msg_stamp[mid as usize] == stamp {
+                    continue;
+                }
+                self.msg_stamp[mid as usize] = stamp;
+                let m = messages[mid as usize];
+                let (os, od) = (self.host_of_rank[m.src as usize], self.host_of_rank[m.dst as usize]);
+                let (ns, nd) = (self.new_host[m.src as usize], self.new_host[m.dst as usize]);
+                if (os, od) == (ns, nd) {
+                    continue;
+                }
+                let (ho, hn) = if self.track_loads {
+                    // The walks give the hop counts too (channels − 2 between distinct hosts),
+                    // which spares two lookups in the large hop table.
+                    let b = m.bytes as i64;
+                    let (delta, touched, cs) = (&mut self.delta, &mut self.touched, &mut self.chan_stamp);
+                    let mut old_len = 0i64;
+                    let mut take_old = |c: u32| {
+                        old_len += 1;
+                        delta[c as usize] -= b;
+                        if cs[c as usize] != stamp {
+                            cs[c as usize] = stamp;
+                            touched.push(c);
+                        }
+                    };
+                    if self.stride > 0 {
+                        let off = mid as usize * self.stride;
+                        for &c in &self.paths[off..off + self.path_len[mid as usize] as usize] {
+                            take_old(c);
+                        }
+                    } else {
+                        net.for_each_channel(os, od, take_old);
+                    }
+                    if self.stride > 0 {
+                        // New routes are walked below, all at once.
+                        self.changed.push(mid);
+                        self.walk_to.push(nd);
+                        self.walk_at.push(if ns == nd { NO_WALK } else { net.injection_channel(ns) });
+                        ((old_len - 2).max(0), 0)
+                    } else {
+                        let mut new_len = 0i64;
+                        net.for_each_channel(ns, nd, |c| {
+                            new_len += 1;
+                            delta[c as usize] += b;
+                            if cs[c as usize] != stamp {
+                                cs[c as usize] = stamp;
+                                touched.push(c);
+                            }
+                        });
+                        ((old_len - 2).max(0), (new_len - 2).max(0))
+                    }
+                } else {
+                    (net.hops(os, od) as i64, net.hops(ns, nd) as i64)
+                };
+                dhops += hn - ho;
+                dhb += (hn - ho) as i128 * m.bytes as i128;
+            }
+        }
+        if self.stride > 0 && !self.changed.is_empty() {
+            let (h, hb) = self.walk_new_routes(net, pattern);
+            dhops += h;
+            dhb += hb;
+        }
+        let mut parts = CostParts {
+            hops: (self.parts.hops as i64 + dhops) as u64,
+            hop_bytes: (self.parts.hop_bytes as i128 + dhb) as u128,
+            max_link: 0,
+        };
+        if self.track_loads {
+            parts.max_link = self.new_max();
+        }
+        self.pending = Some((mv.clone(), parts));
+        parts
+    }
+
+    /// Walk the new routes of all `changed` messages in lockstep, one hop of each per pass:
+    /// the table lookups of different walks do not depend on each other, so their cache misses
+    /// overlap instead of queueing. Records the routes and returns the added hops and hop-bytes.
+    fn walk_new_routes(&mut self, net: &MapNetwork, pattern: &Pattern) -> (i64, i128) {
+        let n = self.changed.len();
+        let stride = self.stride;
+        self.new_paths.resize(n * stride, 0);
+        self.new_len.clear();
+        self.new_len.resize(n, 0);
+        let stamp = self.stamp;
+        let messages = pattern.messages();
+        let mut active = self.walk_at.iter().filter(|&&c| c != NO_WALK).count();
+        while active > 0 {
+            for i in 0..n {
+                let c = self.walk_at[i];
+                if c == NO_WALK {
+                    continue;
+                }
+                let len = self.new_len[i] as usize;
+                self.new_paths[i * stride + len] = c;
+                self.new_len[i] += 1;
+                self.delta[c as usize] += messages[self.changed[i] as usize].bytes as i64;
+                if self.chan_stamp[c as usize] != stamp {
+                    self.chan_stamp[c as usize] = stamp;
+                    self.touched.push(c);
+                }
+                self.walk_at[i] = net.next_hop(c, self.walk_to[i]).unwrap_or(NO_WALK);
+                if self.walk_at[i] == NO_WALK {
+                    active -= 1;
+                }
+            }
+        }
+        let (mut hops, mut hop_bytes) = (0i64, 0i128);
+        for i in 0..n {
+            let h = (self.new_len[i] as i64 - 2).max(0);
+            hops += h;
+            hop_bytes += h as i128 * messages[self.changed[i] as usize].bytes as i128;
+        }
+        (hops, hop_bytes)
+    }
+
+    /// Maximum channel load after applying the pending deltas.
+    fn new_max(&mut self) -> u64 {
+        let (cur_max, at_max) = self.tree.top();
+        let mut touched_max = 0u64;
+        let mut lowered_at_max = 0u32;
+        for &c in &self.touched {
+            let old = self.loads[c as usize];
+            let new = (old as i64 + self.delta[c as usize]) as u64;
+            touched_max = touched_max.max(new);
+            if old == cur_max && new < cur_max {
+                lowered_at_max += 1;
+            }
+        }
+        if touched_max >= cur_max || lowered_at_max < at_max {
+            return touched_max.max(cur_max);
+        }
+        // Every hottest channel went down: ask the tree, then restore it.
+        for &c in &self.touched {
+            let new = (self.loads[c as usize] as i64 + self.delta[c as usize]) as u64;
+            self.tree.set(c as usize, new);
+        }
+        let m = self.tree.top().0;
+        for &c in &self.touched {
+            self.tree.set(c as usize, self.loads[c as usize]);
+        }
+        m
+    }
+
+    /// Apply the pending move.
+    pub fn accept(&mut self) {
+        let Some((mv, parts)) = self.pending.take() else { return };
+        for &c in &self.touched {
+            let d = self.delta[c as usize];
+            if d != 0 {
+                let v = (self.loads[c as usize] as i64 + d) as u64;
+                self.loads[c as usize] = v;
+                self.tree.set(c as usize, v);
+            }
+            self.delta[c as usize] = 0;
+        }
+        self.touched.clear();
+        let stride = self.stride;
+        for (i, &mid) in self.changed.iter().enumerate() {
+            let len = self.new_len[i] as usize;
+            let off = mid as usize * stride;
+            self.paths[off..off + len].copy_from_slice(&self.new_paths[i * stride..i * stride + len]);
+            self.path_len[mid as usize] = len as u16;
+        }
+        for &r in &self.moved_ranks {
+            self.host_of_rank[r as usize] = self.new_host[r as usize];
+        }
+        let k = mv.slots.len();
+        let mut carried = self.rank_of_slot[mv.slots[0] as usize];
+        for i in 1..=k {
+            let to = mv.slots[i % k];
+            let displaced = std::mem::replace(&mut self.rank_of_slot[to as usize], carried);
+            if carried != EMPTY {
+                self.slot_of_rank[carried as usize] = to;
+            }
+            carried = displaced;
+        }
+        self.parts = parts;
+    }
+
+    /// Drop the pending move.
+    pub fn reject(&mut self) {
+        self.pending = None;
+        for &c in &self.touched {
+            self.delta[c as usize] = 0;
+        }
+        self.touched.clear();
+        for &r in &self.moved_ranks {
+            self.new_host[r as usize] = self.host_of_rank[r as usize];
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::routing::{route, Engine, RouteOptions};
+    use crate::topology::grid::{mesh, torus};
+    use proptest::prelude::*;
+    use rand::{seq::SliceRandom, Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+
+    fn torus_net(dims: &[u32], hpr: u32, slots: u32) -> MapNetwork {
+        let t = torus(dims, hpr).unwrap();
+        let r = route(&t, Engine::Dor, &RouteOptions::default()).unwrap();
+        MapNetwork::new(&t, &r, slots).unwrap()
+    }
+
+    /// Random moves (swaps and k-cycles, into empty slots too) keep incremental == full.
+    fn check_sequence(net: &MapNetwork, pattern: &Pattern, seed: u64, steps: usize, objective: Objective) {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let mut slots: Vec<u32> = (0..net.num_slots()).collect();
+        slots.shuffle(&mut rng);
+        let host_of_rank: Vec<u32> =
+            slots[..pattern.num_ranks() as usize].iter().map(|&s| net.host_of_slot(s)).collect();
+        let mut ev = Evaluator::new(net, pattern, &host_of_rank, objective).unwrap();
+        for _ in 0..steps {
+            let k = rng.gen_range(2..=5.min(net.num_slots() as usize));
+            let mut all: Vec<u32> = (0..net.num_slots()).collect();
+            let (chosen, _) = all.partial_shuffle(&mut rng, k);
+            let mv = Move { slots: chosen.to_vec() };
+            let proposed = ev.propose(net, pattern, &mv);
+            if rng.gen_bool(0.5) {
+                ev.accept();
+                let mut full = full_cost(net, pattern, ev.host_of_rank());
+                if !objective.needs_loads() {
+                    full.max_link = 0;
+                }
+                assert_eq!(proposed, full);
+                assert_eq!(ev.parts(), full);
+                if objective.needs_loads() {
+                    assert_eq!(ev.loads(), channel_loads(net, pattern, ev.host_of_rank()).as_slice());
+                }
+            } else {
+                ev.reject();
+            }
+        }
+        check_placement(net, pattern.num_ranks(), ev.host_of_rank()).unwrap();
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(24))]
+        #[test]
+        fn incremental_equals_full_on_torus(seed in any::<u64>(), slots in 1u32..3, ranks_less in 0u32..5) {
+            let net = torus_net(&[4, 3, 2], 1, slots);
+            let n = net.num_slots() - ranks_less;
+            let p = Pattern::random_sparse(n, 3, 1000, seed).unwrap();
+            check_sequence(&net, &p, seed, 60, Objective::RMATT);
+        }
+
+        #[test]
+        fn incremental_equals_full_on_mesh_bruck(seed in any::<u64>()) {
+            let t = mesh(&[4, 4], 2).unwrap();
+            let r = route(&t, Engine::Dor, &RouteOptions::default()).unwrap();
+            let net = MapNetwork::new(&t, &r, 1).unwrap();
+            let p = Pattern::bruck(32, 2048).unwrap();
+            check_sequence(&net, &p, seed, 60, Objective::parse("hop-bytes+3*max-link").unwrap());
+            check_sequence(&net, &p, seed ^ 1, 30, Objective::HOP_BYTES);
+        }
+    }
+
+    #[test]
+    fn paper_003_reference_values() {
+        let (net, p) = crate::mapping::testing::paper_case();
+        let identity: Vec<u32> = (0..4096).collect();
+        let c = full_cost(net, p, &identity);
+        assert_eq!(c.hops, 192_240);
+        assert_eq!(c.hop_bytes, 195_418_030_080);
+        assert_eq!(c.max_link, 33_554_432);
+        assert_eq!(c.rmatt(), 6_450_504_007_680);
+        let bitrev: Vec<u32> = (0..4096u32).map(|r| r.reverse_bits() >> 20).collect();
+        let c = full_cost(net, p, &bitrev);
+        assert_eq!((c.hops, c.hop_bytes, c.max_link), (207_264, 73_264_988_160, 14_669_824));
+    }
+}

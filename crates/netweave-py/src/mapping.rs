@@ -1,0 +1,363 @@
+//! Mapping: `Pattern`, `MapNetwork`, costs, baselines, BISEM and the `Annealer`.
+
+use std::sync::Arc;
+
+use netweave_core::mapping::anneal::{AnnealConfig, Tempering};
+use netweave_core::mapping::{baselines, bisem, cost, CostParts, MapNetwork, Objective, Pattern};
+use netweave_core::traffic::Message;
+use numpy::{PyArray1, PyReadonlyArray1};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use crate::err;
+use crate::routing::PyRoutingTable;
+use crate::traffic::PySchedule;
+
+/// A sparse directed traffic matrix between ranks (duplicates summed, self-messages dropped).
+#[pyclass(name = "Pattern", module = "netweave._core", frozen)]
+pub(crate) struct PyPattern {
+    pub(crate) inner: Arc<Pattern>,
+}
+
+fn wrap(p: netweave_core::Result<Pattern>) -> PyResult<PyPattern> {
+    Ok(PyPattern { inner: Arc::new(p.map_err(err)?) })
+}
+
+#[pymethods]
+impl PyPattern {
+    /// From parallel arrays of sources, destinations and byte counts.
+    #[staticmethod]
+    #[pyo3(signature = (num_ranks, src, dst, nbytes, name="pattern"))]
+    fn from_arrays(
+        num_ranks: u32,
+        src: PyReadonlyArray1<'_, u32>,
+        dst: PyReadonlyArray1<'_, u32>,
+        nbytes: PyReadonlyArray1<'_, u64>,
+        name: &str,
+    ) -> PyResult<Self> {
+        let (s, d, b) = (src.as_slice()?, dst.as_slice()?, nbytes.as_slice()?);
+        if s.len() != d.len() || s.len() != b.len() {
+            return Err(crate::NetweaveErrorPy::new_err("src, dst and bytes must have the same length"));
+        }
+        let msgs: Vec<Message> = (0..s.len()).map(|i| Message { src: s[i], dst: d[i], bytes: b[i] }).collect();
+        wrap(Pattern::from_messages(name, num_ranks, &msgs))
+    }
+    /// Every message of every phase of a schedule, summed per pair.
+    #[staticmethod]
+    fn from_schedule(schedule: &PySchedule) -> PyResult<Self> {
+        wrap(Pattern::from_schedule(&schedule.inner))
+    }
+    /// Bruck allgather merged into one step: rank i sends base·2^k bytes to i − 2^k.
+    #[staticmethod]
+    fn bruck(num_ranks: u32, base_bytes: u64) -> PyResult<Self> {
+        wrap(Pattern::bruck(num_ranks, base_bytes))
+    }
+    /// Ring allgather merged into one step: rank i sends (n − 1)·bytes to i + 1.
+    #[staticmethod]
+    fn ring(num_ranks: u32, nbytes: u64) -> PyResult<Self> {
+        wrap(Pattern::ring(num_ranks, nbytes))
+    }
+    /// All-to-all: every rank sends `nbytes` to every other.
+    #[staticmethod]
+    fn alltoall(num_ranks: u32, nbytes: u64) -> PyResult<Self> {
+        wrap(Pattern::alltoall(num_ranks, nbytes))
+    }
+    /// Nearest-neighbour exchange on a rank grid.
+    #[staticmethod]
+    fn stencil(dims: Vec<u32>, periodic: bool, nbytes: u64) -> PyResult<Self> {
+        wrap(Pattern::stencil(&dims, periodic, nbytes))
+    }
+    /// Seeded random sparse pattern: `degree` random partners per rank.
+    #[staticmethod]
+    fn random(num_ranks: u32, degree: u32, nbytes: u64, seed: u64) -> PyResult<Self> {
+        wrap(Pattern::random_sparse(num_ranks, degree, nbytes, seed))
+    }
+    #[getter]
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+    #[getter]
+    fn num_ranks(&self) -> u32 {
+        self.inner.num_ranks()
+    }
+    #[getter]
+    fn num_messages(&self) -> usize {
+        self.inner.num_messages()
+    }
+    #[getter]
+    fn total_bytes(&self) -> u128 {
+        self.inner.total_bytes()
+    }
+    /// The aggregated messages as `(src, dst, bytes)` arrays.
+    #[allow(clippy::type_complexity)]
+    fn arrays<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> (Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<u64>>) {
+        let m = self.inner.messages();
+        (
+            PyArray1::from_iter(py, m.iter().map(|x| x.src)),
+            PyArray1::from_iter(py, m.iter().map(|x| x.dst)),
+            PyArray1::from_iter(py, m.iter().map(|x| x.bytes)),
+        )
+    }
+}
+
+/// A routed topology flattened for the mapper, with `slots_per_host` rank slots per host.
+#[pyclass(name = "MapNetwork", module = "netweave._core", frozen)]
+pub(crate) struct PyMapNetwork {
+    pub(crate) inner: Arc<MapNetwork>,
+}
+
+#[pymethods]
+impl PyMapNetwork {
+    #[new]
+    #[pyo3(signature = (routes, slots_per_host=1))]
+    fn new(py: Python<'_>, routes: &PyRoutingTable, slots_per_host: u32) -> PyResult<Self> {
+        let topo = &routes.topology.get().inner;
+        let table = &routes.inner;
+        let net = py.allow_threads(|| MapNetwork::new(topo, table, slots_per_host)).map_err(err)?;
+        Ok(PyMapNetwork { inner: Arc::new(net) })
+    }
+    #[getter]
+    fn num_hosts(&self) -> u32 {
+        self.inner.num_hosts()
+    }
+    #[getter]
+    fn num_slots(&self) -> u32 {
+        self.inner.num_slots()
+    }
+    #[getter]
+    fn slots_per_host(&self) -> u32 {
+        self.inner.slots_per_host()
+    }
+    #[getter]
+    fn num_channels(&self) -> u32 {
+        self.inner.num_channels()
+    }
+    /// `{"dims": [...], "torus": bool, "hosts_per_router": int}` or None.
+    #[getter]
+    fn lattice(&self, py: Python<'_>) -> PyResult<PyObject> {
+        match self.inner.lattice() {
+            None => Ok(py.None()),
+            Some(l) => {
+                let d = PyDict::new(py);
+                d.set_item("dims", l.dims.clone())?;
+                d.set_item("torus", l.torus)?;
+                d.set_item("hosts_per_router", l.hosts_per_router)?;
+                Ok(d.into_any().unbind())
+            }
+        }
+    }
+    fn host_label(&self, host: u32) -> PyResult<String> {
+        self.check_host(host)?;
+        Ok(self.inner.host_label(host).to_string())
+    }
+    /// Router coordinates of `host` (None without a lattice).
+    fn host_coords(&self, host: u32) -> PyResult<Option<Vec<u32>>> {
+        self.check_host(host)?;
+        Ok(self.inner.host_coords(host).map(|c| c.to_vec()))
+    }
+    /// Switch-to-switch hops between two hosts.
+    fn hops(&self, src: u32, dst: u32) -> PyResult<u32> {
+        self.check_host(src)?;
+        self.check_host(dst)?;
+        Ok(self.inner.hops(src, dst))
+    }
+}
+
+impl PyMapNetwork {
+    fn check_host(&self, host: u32) -> PyResult<()> {
+        if host >= self.inner.num_hosts() {
+            return Err(crate::NetweaveErrorPy::new_err(format!(
+                "host {host} is outside 0..{}",
+                self.inner.num_hosts()
+            )));
+        }
+        Ok(())
+    }
+}
+
+fn parts_dict<'py>(py: Python<'py>, p: &CostParts) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("hops", p.hops)?;
+    d.set_item("hop_bytes", p.hop_bytes)?;
+    d.set_item("max_link", p.max_link)?;
+    d.set_item("rmatt", p.rmatt())?;
+    Ok(d)
+}
+
+/// Exact figures of a placement (`host_of_rank`), recounted from scratch:
+/// `{hops, hop_bytes, max_link, rmatt}`.
+#[pyfunction]
+fn map_cost<'py>(
+    py: Python<'py>,
+    net: &PyMapNetwork,
+    pattern: &PyPattern,
+    host_of_rank: PyReadonlyArray1<'_, u32>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let h = host_of_rank.as_slice()?;
+    cost::check_placement(&net.inner, pattern.inner.num_ranks(), h).map_err(err)?;
+    let parts = py.allow_threads(|| cost::full_cost(&net.inner, &pattern.inner, h));
+    parts_dict(py, &parts)
+}
+
+/// Bytes on every directed channel under the placement.
+#[pyfunction]
+fn map_channel_loads<'py>(
+    py: Python<'py>,
+    net: &PyMapNetwork,
+    pattern: &PyPattern,
+    host_of_rank: PyReadonlyArray1<'_, u32>,
+) -> PyResult<Bound<'py, PyArray1<u64>>> {
+    let h = host_of_rank.as_slice()?;
+    cost::check_placement(&net.inner, pattern.inner.num_ranks(), h).map_err(err)?;
+    Ok(PyArray1::from_vec(py, cost::channel_loads(&net.inner, &pattern.inner, h)))
+}
+
+/// Objective weights parsed from a cost spec (`rmatt`, `hop-bytes`, `max-link`, sums).
+#[pyfunction]
+fn parse_cost(spec: &str) -> PyResult<(f64, f64, f64)> {
+    let o = Objective::parse(spec).map_err(err)?;
+    Ok((o.w_hop_bytes, o.w_max_link, o.w_rmatt))
+}
+
+/// A baseline placement: `identity`, `random`, `bit-reversal`, `hilbert`, `peano`, `greedy`.
+#[pyfunction]
+#[pyo3(signature = (net, pattern, kind, seed=0))]
+fn map_baseline<'py>(
+    py: Python<'py>,
+    net: &PyMapNetwork,
+    pattern: &PyPattern,
+    kind: &str,
+    seed: u64,
+) -> PyResult<Bound<'py, PyArray1<u32>>> {
+    let (n, netr, pat) = (pattern.inner.num_ranks(), &*net.inner, &*pattern.inner);
+    let r = py
+        .allow_threads(|| match kind {
+            "identity" => baselines::identity(netr, n),
+            "random" => baselines::random(netr, n, seed),
+            "bit-reversal" => baselines::bit_reversal(netr, n),
+            "hilbert" | "peano" => baselines::space_filling(netr, n, kind),
+            "greedy" => baselines::greedy(netr, pat),
+            other => Err(netweave_core::NetweaveError::InvalidParameter(format!(
+                "unknown baseline '{other}' (identity, random, bit-reversal, hilbert, peano, greedy)"
+            ))),
+        })
+        .map_err(err)?;
+    Ok(PyArray1::from_vec(py, r))
+}
+
+/// BISEM: `{host_of_rank, axes, group_sizes, regions}` after `levels` bisections
+/// (None: until regions hold ≤ 8 routers).
+#[pyfunction]
+#[pyo3(signature = (net, pattern, levels=None, seed=0))]
+fn map_bisem<'py>(
+    py: Python<'py>,
+    net: &PyMapNetwork,
+    pattern: &PyPattern,
+    levels: Option<u32>,
+    seed: u64,
+) -> PyResult<Bound<'py, PyDict>> {
+    let (netr, pat) = (&*net.inner, &*pattern.inner);
+    let b = py.allow_threads(|| bisem::bisem(netr, pat, levels, seed)).map_err(err)?;
+    let d = PyDict::new(py);
+    d.set_item("host_of_rank", PyArray1::from_vec(py, b.host_of_rank))?;
+    d.set_item("axes", b.axes)?;
+    d.set_item("group_sizes", b.groups.iter().map(Vec::len).collect::<Vec<_>>())?;
+    d.set_item("regions", b.regions.iter().map(|r| (r.lo.clone(), r.hi.clone())).collect::<Vec<_>>())?;
+    Ok(d)
+}
+
+/// Parallel-tempering annealer over placements (one chain per thread per round).
+#[pyclass(name = "Annealer", module = "netweave._core")]
+pub(crate) struct PyAnnealer {
+    inner: Tempering,
+}
+
+#[pymethods]
+impl PyAnnealer {
+    #[new]
+    #[pyo3(signature = (net, pattern, start, cost="rmatt", range=4, num_swaps=2, replicas=4,
+                        t_min=1e-6, t_max=3e-4, sweep=2000, seed=0))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        net: &PyMapNetwork,
+        pattern: &PyPattern,
+        start: PyReadonlyArray1<'_, u32>,
+        cost: &str,
+        range: u32,
+        num_swaps: u32,
+        replicas: u32,
+        t_min: f64,
+        t_max: f64,
+        sweep: u32,
+        seed: u64,
+    ) -> PyResult<Self> {
+        let objective = Objective::parse(cost).map_err(err)?;
+        let config = AnnealConfig { objective, range, num_swaps, replicas, t_min, t_max, sweep, seed };
+        let inner = Tempering::new(net.inner.clone(), pattern.inner.clone(), start.as_slice()?, config).map_err(err)?;
+        Ok(PyAnnealer { inner })
+    }
+    /// Run `rounds` rounds (sweeps on every chain in parallel, then exchanges).
+    fn run(&mut self, py: Python<'_>, rounds: u32) {
+        let t = &mut self.inner;
+        py.allow_threads(|| {
+            for _ in 0..rounds {
+                t.round();
+            }
+        });
+    }
+    /// `{rounds, evaluations, accepted, exchanges, best: {...}, best_value, start_value, energies}`.
+    fn status<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let s = self.inner.status();
+        let d = PyDict::new(py);
+        d.set_item("rounds", s.rounds)?;
+        d.set_item("evaluations", s.evaluations)?;
+        d.set_item("accepted", s.accepted)?;
+        d.set_item("exchanges", s.exchanges)?;
+        d.set_item("best", parts_dict(py, &s.best)?)?;
+        d.set_item("best_value", s.best_value)?;
+        d.set_item("start_value", s.start_value)?;
+        d.set_item("energies", s.energies)?;
+        Ok(d)
+    }
+    /// Best placement found so far.
+    fn best<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<u32>> {
+        PyArray1::from_slice(py, self.inner.best().0)
+    }
+    /// Current placement and objective value of chain `i` (0 = coldest).
+    fn chain_state<'py>(&self, py: Python<'py>, i: usize) -> PyResult<(Bound<'py, PyArray1<u32>>, f64)> {
+        let (h, e) =
+            self.inner.chain_state(i).ok_or_else(|| crate::NetweaveErrorPy::new_err(format!("no chain {i}")))?;
+        Ok((PyArray1::from_slice(py, h), e))
+    }
+    /// Replace chain `i`'s placement (state exchange between processes).
+    fn set_chain_state(&mut self, i: usize, host_of_rank: PyReadonlyArray1<'_, u32>) -> PyResult<()> {
+        self.inner.set_chain_state(i, host_of_rank.as_slice()?).map_err(err)
+    }
+    #[getter]
+    fn temperatures(&self) -> Vec<f64> {
+        self.inner.temperatures()
+    }
+    fn set_temperatures(&mut self, temps: Vec<f64>) -> PyResult<()> {
+        self.inner.set_temperatures(&temps).map_err(err)
+    }
+    /// The objective normalisation (starting cost): energies are value / scale.
+    #[getter]
+    fn scale(&self) -> f64 {
+        self.inner.scale()
+    }
+}
+
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyPattern>()?;
+    m.add_class::<PyMapNetwork>()?;
+    m.add_class::<PyAnnealer>()?;
+    m.add_function(wrap_pyfunction!(map_cost, m)?)?;
+    m.add_function(wrap_pyfunction!(map_channel_loads, m)?)?;
+    m.add_function(wrap_pyfunction!(parse_cost, m)?)?;
+    m.add_function(wrap_pyfunction!(map_baseline, m)?)?;
+    m.add_function(wrap_pyfunction!(map_bisem, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,155 @@
+"""`netweave map`: place a job's ranks on the hosts so its traffic crosses less (paper 003)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from netweave import mapping, routing, topology
+from netweave.cli.common import UserError, err_console, working
+
+
+def _routes(topo, routes_arg: str):
+    path = Path(routes_arg)
+    if path.is_file():
+        return routing.load(topo, path)
+    engine, _, select = routes_arg.partition(":")
+    if engine in routing.ENGINES:
+        return routing.route(topo, engine, select=select or "low-port")
+    raise UserError(f"routes '{routes_arg}' is neither a routes file nor an engine name ({', '.join(routing.ENGINES)})")
+
+
+def _check_shape(net, shape: str) -> None:
+    try:
+        dims = [int(d) for d in shape.lower().split("x")]
+    except ValueError:
+        raise UserError(f"--shape '{shape}' is not like 16x16x16") from None
+    lat = net.lattice
+    if lat is None:
+        raise UserError(f"--shape {shape} given, but the topology is not a torus or mesh")
+    if lat["dims"] != dims:
+        have = "x".join(str(d) for d in lat["dims"])
+        kind = "torus" if lat["torus"] else "mesh"
+        raise UserError(f"--shape {shape} does not match the topology, a {have} {kind}")
+
+
+def map_cmd(
+    topology_file: Path = typer.Argument(..., help="Topology file."),
+    routes_arg: str = typer.Argument(..., metavar="ROUTES", help="Routes file, or an engine name (e.g. dor, dor:per-destination)."),
+    pattern_arg: str = typer.Argument(..., metavar="PATTERN", help="Pattern file (.csv, .json, .trace, schedule JSON) or generator spec: bruck:N[:BASE], ring:N, alltoall:N, stencil:AxBxC, random:N[:DEG[:BYTES[:SEED]]]."),
+    output: Optional[Path] = typer.Option(None, "-o", "--output", help="Map file to write."),
+    fmt: str = typer.Option("rankfile", "--format", help="Map file format: rankfile (Open MPI), vcoord (Fujitsu), mpich (Cray MPICH_RANK_ORDER) or json."),
+    cost: str = typer.Option("rmatt", "--cost", help="Objective: rmatt (hops x max-link), hop-bytes, max-link, or a weighted sum like 'hop-bytes+1e3*max-link'."),
+    seconds: float = typer.Option(60.0, "--time", min=0.0, help="Time budget in seconds."),
+    evaluations: Optional[int] = typer.Option(None, "--evals", min=1, help="Evaluation budget instead of time (reproducible)."),
+    target: Optional[float] = typer.Option(None, "--target", help="Stop once the cost is at or below this."),
+    stall: Optional[float] = typer.Option(None, "--stall", min=0.0, help="Stop after this many seconds without improvement."),
+    seed: int = typer.Option(0, "--seed", min=0, max=2**63 - 1, help="Seed for every random choice."),
+    start: str = typer.Option("best", "--start", help="Starting placement: best (lowest cost of BISEM and the baselines), bisem, bisem-full, identity, random, bit-reversal, hilbert, peano, greedy."),
+    replicas: int = typer.Option(2, "--replicas", min=1, max=64, help="Tempering chains (threads) per process."),
+    range_: int = typer.Option(4, "--range", min=0, help="Move box side in routers (paper's RANGE; 0 = whole network)."),
+    swaps: int = typer.Option(2, "--swaps", min=2, max=64, help="Ranks rotated per move (paper's NUM_SWAPS)."),
+    ranks_per_host: int = typer.Option(1, "--ranks-per-host", min=1, max=4096, help="Rank slots on every host."),
+    num_ranks: Optional[int] = typer.Option(None, "--ranks", min=1, help="Job size (default: from the pattern); ranks the pattern names must be below it."),
+    shape: Optional[str] = typer.Option(None, "--shape", help="Expected torus/mesh shape, e.g. 16x16x16; refused if the topology differs."),
+    hostnames: Optional[Path] = typer.Option(None, "--hostnames", help="File with one hostname per host index, for rankfiles."),
+    mpi: bool = typer.Option(False, "--mpi", help="Run under mpirun: processes share one tempering ladder and exchange states (mpi4py)."),
+    plots: Optional[Path] = typer.Option(None, "--plots", help="Directory for cost-vs-time and link-load histogram PNGs."),
+    as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+) -> None:
+    """Optimise where each rank runs: the best of BISEM and the baselines, then parallel-tempering annealing."""
+    mapping.objective_value(cost, {"hop_bytes": 0, "max_link": 0, "rmatt": 0})  # refuse a bad --cost early
+    if fmt not in mapping.FORMATS:
+        raise UserError(f"unknown --format '{fmt}' (use {', '.join(mapping.FORMATS)})")
+    comm = None
+    if mpi:
+        try:
+            from mpi4py import MPI
+        except ImportError:
+            raise UserError("--mpi needs mpi4py (pip install -r requirements-dev.txt)") from None
+        comm = MPI.COMM_WORLD
+    root = comm is None or comm.Get_rank() == 0
+    topo = topology.load(topology_file)
+    routes = _routes(topo, routes_arg)
+    pattern = mapping.load_pattern(pattern_arg, num_ranks)
+    names = None
+    if hostnames is not None:
+        names = [line.strip() for line in hostnames.read_text().splitlines() if line.strip()]
+    with working("flattening routes") if root else _quiet():
+        net = mapping.MapNetwork(routes, ranks_per_host)
+    if shape is not None:
+        _check_shape(net, shape)
+    if fmt == "vcoord" and net.lattice is None:
+        raise UserError("--format vcoord needs a torus or mesh topology")
+    mapping.check_fits(net, pattern)
+    with working(f"starting placement ({start})") if root else _quiet():
+        start_map = mapping.start_placement(net, pattern, start, seed, cost)
+    identity = mapping.cost(net, pattern, mapping.baseline(net, pattern, "identity"))
+    start_figs = mapping.cost(net, pattern, start_map)
+
+    progress_cb, bar = None, None
+    if root and not as_json:
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+        bar = Progress(TextColumn("[bold]annealing"), BarColumn(), TextColumn("{task.description}"),
+                       TimeElapsedColumn(), console=err_console, transient=True)
+        total = float(evaluations) if evaluations is not None else max(seconds, 1e-9)
+        task = bar.add_task("", total=total)
+
+        def progress_cb(status, elapsed):
+            done = status["evaluations"] * (comm.Get_size() if comm else 1) if evaluations is not None else elapsed
+            bar.update(task, completed=done, description=f"cost {status['best_value']:.4g}")
+
+        bar.start()
+    try:
+        result = mapping.optimize(
+            net, pattern, start_map, cost=cost, seconds=seconds, evaluations=evaluations, target=target,
+            stall=stall, seed=seed, replicas=replicas, range=range_, num_swaps=swaps, progress=progress_cb,
+            comm=comm,
+        )
+    finally:
+        if bar is not None:
+            bar.stop()
+    if not root:
+        return
+    meta = {"topology": topo.name, "pattern": pattern.name, "cost": cost, "figures": result.figures}
+    if output is not None:
+        mapping.write_map(net, result.host_of_rank, output, fmt, names, meta)
+    if plots is not None:
+        plots.mkdir(parents=True, exist_ok=True)
+        mapping.plot_trace({"netweave map": result.trace}, plots / "cost_vs_time.png")
+        mapping.plot_link_histogram(
+            {"identity": mapping.channel_loads(net, pattern, mapping.baseline(net, pattern, "identity")),
+             "optimised": mapping.channel_loads(net, pattern, result.host_of_rank)},
+            plots / "link_load_histogram.png",
+        )
+    summary = {
+        "pattern": pattern.name, "ranks": pattern.num_ranks, "topology": topo.name, "cost": cost,
+        "identity": identity, "start": {"kind": start, **start_figs}, "result": result.figures,
+        "value": result.value, "start_value": result.start_value, "evaluations": result.evaluations,
+        "seconds": round(result.seconds, 3), "evaluations_per_second": round(result.evaluations_per_second),
+        "processes": result.processes, "stopped_by": result.stopped_by,
+        "output": str(output) if output is not None else None,
+    }
+    if as_json:
+        print(json.dumps(summary, indent=1))
+        return
+    print(f"{pattern.name}: {pattern.num_ranks} ranks on {topo.name}, cost {cost}")
+    print(f"{'placement':<12}{'hops':>12}{'hop-bytes':>20}{'max-link':>14}{'hops x max-link':>22}")
+    for label, f in (("identity", identity), (start, start_figs), ("optimised", result.figures)):
+        print(f"{label:<12}{f['hops']:>12,}{f['hop_bytes']:>20,}{f['max_link']:>14,}{f['rmatt']:>22,}")
+    print(f"{result.evaluations:,} evaluations in {result.seconds:.1f} s "
+          f"({result.evaluations_per_second:,.0f}/s, {result.processes} process(es)), stopped by {result.stopped_by}")
+    if output is not None:
+        print(f"wrote {output} ({fmt})")
+
+
+class _quiet:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False

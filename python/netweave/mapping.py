@@ -1,0 +1,567 @@
+"""Mapping: where each rank of a job runs (paper 003's RMATT at interactive speed).
+
+>>> import netweave
+>>> topo = netweave.topology.torus([4, 4])
+>>> routes = netweave.routing.route(topo, "dor", select="low-port")
+>>> net = MapNetwork(routes)
+>>> pattern = load_pattern("bruck:16:2048")
+>>> cost(net, pattern, baseline(net, pattern, "identity"))["hops"]
+108
+
+Patterns come from files (CSV, JSON, per-message trace; see docs/mapping-formats.md), from a
+netweave schedule (aggregated), or from generator specs such as ``bruck:4096:2048``.
+Placements are ``host_of_rank`` arrays (a host index per rank).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Optional
+
+import numpy as np
+
+from netweave import _core
+from netweave._core import Annealer, MapNetwork, NetweaveError, Pattern
+
+__all__ = [
+    "Annealer", "MapNetwork", "Pattern", "BASELINES", "FORMATS", "OptimizeResult",
+    "load_pattern", "parse_pattern_text", "save_pattern", "cost", "channel_loads", "baseline", "bisem",
+    "optimize", "write_map", "format_map", "read_map", "plot_trace", "plot_link_histogram",
+]
+
+#: Baseline placements `baseline` accepts.
+BASELINES = ("identity", "random", "bit-reversal", "hilbert", "peano", "greedy")
+#: Output formats of `write_map`.
+FORMATS = ("rankfile", "vcoord", "mpich", "json")
+
+_GENERATORS = {
+    "bruck": "bruck:N[:BASE_BYTES]  Bruck allgather, one step (base 2048)",
+    "ring": "ring:N[:BYTES]  ring allgather, one step (block 2048)",
+    "alltoall": "alltoall:N[:BYTES]  every rank to every other (2048)",
+    "stencil": "stencil:AxB[xC][:BYTES][:open]  halo exchange on a periodic grid (2048)",
+    "random": "random:N[:DEGREE[:BYTES[:SEED]]]  seeded random sparse (4, 2048, 0)",
+}
+
+
+def _int(text: str, what: str) -> int:
+    try:
+        v = int(float(text)) if re.fullmatch(r"[0-9.]+e[0-9]+", text) else int(text)
+    except ValueError:
+        raise NetweaveError(f"{what} '{text}' is not an integer") from None
+    if v < 0:
+        raise NetweaveError(f"{what} must not be negative, got {v}")
+    return v
+
+
+def _generate(spec: str) -> Pattern:
+    name, *args = spec.split(":")
+    if name == "stencil":
+        if not args:
+            raise NetweaveError("stencil needs a grid shape, e.g. stencil:16x16x16")
+        dims = [_int(d, "grid size") for d in args[0].lower().split("x")]
+        rest = args[1:]
+        periodic = True
+        if rest and rest[-1] in ("open", "periodic"):
+            periodic = rest.pop() == "periodic"
+        nbytes = _int(rest[0], "bytes") if rest else 2048
+        return Pattern.stencil(dims, periodic, nbytes)
+    if not args:
+        raise NetweaveError(f"{name} needs a rank count, e.g. {name}:64")
+    n = _int(args[0], "rank count")
+    if name == "bruck":
+        return Pattern.bruck(n, _int(args[1], "bytes") if len(args) > 1 else 2048)
+    if name == "ring":
+        return Pattern.ring(n, _int(args[1], "bytes") if len(args) > 1 else 2048)
+    if name == "alltoall":
+        return Pattern.alltoall(n, _int(args[1], "bytes") if len(args) > 1 else 2048)
+    if name == "random":
+        degree = _int(args[1], "degree") if len(args) > 1 else 4
+        nbytes = _int(args[2], "bytes") if len(args) > 2 else 2048
+        seed = _int(args[3], "seed") if len(args) > 3 else 0
+        return Pattern.random(n, degree, nbytes, seed)
+    raise NetweaveError(f"unknown pattern '{spec}': give a file or one of " + ", ".join(_GENERATORS))
+
+
+def _from_records(records: list[tuple[int, int, int]], num_ranks: Optional[int], name: str) -> Pattern:
+    if not records:
+        raise NetweaveError(f"pattern '{name}' has no messages")
+    arr = np.asarray(records, dtype=np.int64)
+    if (arr < 0).any():
+        raise NetweaveError(f"pattern '{name}' has a negative rank or byte count")
+    if num_ranks is None:
+        num_ranks = int(arr[:, :2].max()) + 1
+    if arr[:, :2].max() > np.iinfo(np.uint32).max:
+        raise NetweaveError(f"pattern '{name}' names rank {int(arr[:, :2].max())}, beyond 32 bits")
+    return Pattern.from_arrays(
+        num_ranks, arr[:, 0].astype(np.uint32), arr[:, 1].astype(np.uint32), arr[:, 2].astype(np.uint64), name
+    )
+
+
+def parse_pattern_text(text: str, fmt: str, name: str = "pattern", num_ranks: Optional[int] = None) -> Pattern:
+    """Parse a pattern file's text: ``csv`` (``src,dst,bytes``), ``json`` or ``trace``.
+
+    `num_ranks` overrides the job size the file declares (else the largest rank + 1).
+    """
+    records: list[tuple[int, int, int]] = []
+    declared: Optional[int] = None
+    if fmt == "json":
+        try:
+            doc = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise NetweaveError(f"pattern JSON parse error at line {e.lineno}: {e.msg}") from None
+        msgs = doc.get("messages") if isinstance(doc, dict) else doc
+        if isinstance(doc, dict) and "num_ranks" in doc:
+            declared = _int(str(doc["num_ranks"]), "num_ranks")
+        if not isinstance(msgs, list):
+            raise NetweaveError("pattern JSON needs a 'messages' list")
+        for i, m in enumerate(msgs):
+            try:
+                if isinstance(m, dict):
+                    records.append((int(m["src"]), int(m["dst"]), int(m["bytes"])))
+                else:
+                    s, d, b = m
+                    records.append((int(s), int(d), int(b)))
+            except (KeyError, TypeError, ValueError):
+                raise NetweaveError(f"pattern JSON message {i} is not {{src, dst, bytes}} or [src, dst, bytes]") from None
+    else:
+        for lineno, line in enumerate(io.StringIO(text), 1):
+            line = line.strip()
+            if not line:
+                continue
+            if line.startswith("#"):
+                m = re.match(r"#\s*num_ranks\s*[=:]?\s*(\d+)", line)
+                if m:
+                    declared = int(m.group(1))
+                continue
+            fields = next(csv.reader([line])) if fmt == "csv" else line.split()
+            fields = [f.strip() for f in fields]
+            if fmt == "csv" and not records and fields[:3] == ["src", "dst", "bytes"]:
+                continue  # the optional header
+            want = 3 if fmt == "csv" else 4
+            if len(fields) != want:
+                cols = "src,dst,bytes" if fmt == "csv" else "time src dst bytes"
+                raise NetweaveError(f"{fmt} parse error at line {lineno}: expected {cols}")
+            try:
+                vals = [int(f) for f in fields[-3:]]
+                if fmt == "trace":
+                    float(fields[0])
+            except ValueError:
+                raise NetweaveError(f"{fmt} parse error at line {lineno}: '{line}' is not numeric") from None
+            records.append((vals[0], vals[1], vals[2]))
+    return _from_records(records, num_ranks if num_ranks is not None else declared, name)
+
+
+def load_pattern(source: str | Path, num_ranks: Optional[int] = None) -> Pattern:
+    """A pattern from a file (``.csv``, ``.json``, ``.trace``; a netweave schedule, ``.json``
+    or ``.nws``, is aggregated) or a generator spec (``bruck:4096:2048``, ``stencil:16x16x16``, …)."""
+    path = Path(source)
+    if path.is_file():
+        suffix = path.suffix.lower()
+        if suffix == ".nws" or (suffix == ".json" and _is_schedule_json(path)):
+            from netweave import traffic
+
+            p = Pattern.from_schedule(traffic.load(path))
+            if num_ranks is not None and num_ranks != p.num_ranks:
+                raise NetweaveError(f"the schedule has {p.num_ranks} ranks, not {num_ranks}")
+            return p
+        fmt = {".csv": "csv", ".json": "json", ".trace": "trace", ".txt": "trace"}.get(suffix)
+        if fmt is None:
+            raise NetweaveError(f"unknown pattern file type '{suffix}' (use .csv, .json, .trace or a .nws schedule)")
+        return parse_pattern_text(path.read_text(), fmt, path.name, num_ranks)
+    spec = str(source)
+    if ":" not in spec and spec not in _GENERATORS:
+        raise NetweaveError(f"pattern '{spec}' is neither a file nor a generator spec such as bruck:64")
+    p = _generate(spec)
+    if num_ranks is not None and num_ranks != p.num_ranks:
+        raise NetweaveError(f"pattern '{spec}' has {p.num_ranks} ranks, not {num_ranks}")
+    return p
+
+
+def _is_schedule_json(path: Path) -> bool:
+    """Whether a JSON file is a netweave schedule (it has phases) rather than a pattern."""
+    try:
+        doc = json.loads(path.read_text())
+    except json.JSONDecodeError:
+        return False
+    return isinstance(doc, dict) and "phases" in doc
+
+
+def save_pattern(pattern: Pattern, path: str | Path) -> Path:
+    """Write a pattern as CSV (``.csv``) or JSON (anything else), aggregated."""
+    path = Path(path)
+    src, dst, nbytes = pattern.arrays()
+    if path.suffix.lower() == ".csv":
+        lines = [f"# num_ranks={pattern.num_ranks}", "src,dst,bytes"]
+        lines += [f"{s},{d},{b}" for s, d, b in zip(src.tolist(), dst.tolist(), nbytes.tolist())]
+        path.write_text("\n".join(lines) + "\n")
+    else:
+        doc = {"format": "netweave-pattern", "version": 1, "name": pattern.name, "num_ranks": pattern.num_ranks,
+               "messages": [[s, d, b] for s, d, b in zip(src.tolist(), dst.tolist(), nbytes.tolist())]}
+        path.write_text(json.dumps(doc) + "\n")
+    return path
+
+
+def _placement(host_of_rank) -> np.ndarray:
+    return np.ascontiguousarray(np.asarray(host_of_rank, dtype=np.uint32))
+
+
+def cost(net: MapNetwork, pattern: Pattern, host_of_rank) -> dict:
+    """Exact figures of a placement: ``{hops, hop_bytes, max_link, rmatt}``."""
+    return _core.map_cost(net, pattern, _placement(host_of_rank))
+
+
+def channel_loads(net: MapNetwork, pattern: Pattern, host_of_rank) -> np.ndarray:
+    """Bytes on every directed channel under the placement."""
+    return _core.map_channel_loads(net, pattern, _placement(host_of_rank))
+
+
+def objective_value(spec: str, figures: dict) -> float:
+    """The value of cost spec `spec` (``rmatt``, ``hop-bytes``, sums…) for `figures`."""
+    w_hb, w_ml, w_rm = _core.parse_cost(spec)
+    return w_hb * figures["hop_bytes"] + w_ml * figures["max_link"] + w_rm * figures["rmatt"]
+
+
+def baseline(net: MapNetwork, pattern: Pattern, kind: str, seed: int = 0) -> np.ndarray:
+    """A reference placement (see `BASELINES`)."""
+    return _core.map_baseline(net, pattern, kind, seed)
+
+
+def bisem(net: MapNetwork, pattern: Pattern, levels: Optional[int] = None, seed: int = 0) -> dict:
+    """Paper 003's BISEM: ``{host_of_rank, axes, group_sizes, regions}``."""
+    return _core.map_bisem(net, pattern, levels, seed)
+
+
+def check_fits(net: MapNetwork, pattern: Pattern) -> None:
+    """Refuse a job with more ranks than host slots."""
+    if pattern.num_ranks > net.num_slots:
+        raise NetweaveError(
+            f"{pattern.num_ranks} ranks do not fit {net.num_slots} host slots "
+            f"({net.num_hosts} hosts x {net.slots_per_host} slots; raise --ranks-per-host)"
+        )
+
+
+def start_placement(net: MapNetwork, pattern: Pattern, start: str, seed: int = 0, cost_spec: str = "rmatt") -> np.ndarray:
+    """The starting placement: ``best`` (the lowest-cost of BISEM and the deterministic
+    baselines under `cost_spec`), ``bisem`` / ``bisem-full`` (fall back to ``greedy`` off
+    lattices) or a baseline."""
+    check_fits(net, pattern)
+    if start == "best":
+        kinds = ["bisem", "bisem-full", "identity", "greedy"]
+        if net.lattice is not None:
+            kinds += ["hilbert", "peano"]
+        if net.num_slots & (net.num_slots - 1) == 0:
+            kinds.append("bit-reversal")
+        candidates = [start_placement(net, pattern, k, seed) for k in kinds]
+        values = [objective_value(cost_spec, _core.map_cost(net, pattern, _placement(c))) for c in candidates]
+        return candidates[int(np.argmin(values))]
+    if start in ("bisem", "bisem-full"):
+        if net.lattice is None:
+            return baseline(net, pattern, "greedy", seed)
+        # bisem: the paper's regions of at most 8 routers, shuffled inside; bisem-full: bisect
+        # down to single routers, so the partitioner also decides the order inside regions.
+        return bisem(net, pattern, levels=64 if start == "bisem-full" else None, seed=seed)["host_of_rank"]
+    if start not in BASELINES:
+        raise NetweaveError(f"unknown start '{start}' (best, bisem, bisem-full, {', '.join(BASELINES)})")
+    return baseline(net, pattern, start, seed)
+
+
+@dataclass
+class OptimizeResult:
+    """What `optimize` found: the best placement, its figures and the cost-versus-time trace."""
+
+    host_of_rank: np.ndarray
+    figures: dict
+    value: float
+    start_value: float
+    evaluations: int
+    seconds: float
+    #: (seconds, best value) after every round.
+    trace: list = field(default_factory=list)
+    processes: int = 1
+    stopped_by: str = "time"
+
+    @property
+    def evaluations_per_second(self) -> float:
+        return self.evaluations / self.seconds if self.seconds > 0 else 0.0
+
+
+def optimize(
+    net: MapNetwork,
+    pattern: Pattern,
+    start,
+    cost: str = "rmatt",
+    seconds: Optional[float] = 60.0,
+    evaluations: Optional[int] = None,
+    target: Optional[float] = None,
+    stall: Optional[float] = None,
+    seed: int = 0,
+    replicas: int = 2,
+    range: int = 4,
+    num_swaps: int = 2,
+    sweep: int = 2000,
+    t_min: float = 1e-6,
+    t_max: float = 3e-4,
+    progress: Optional[Callable[[dict, float], None]] = None,
+    comm=None,
+) -> OptimizeResult:
+    """Anneal from `start` with parallel tempering until the time budget (`seconds`), the
+    evaluation budget, the `target` value, or `stall` seconds without improvement.
+
+    With `comm` (an mpi4py communicator) every process runs `replicas` chains on its slice of
+    one temperature ladder and neighbouring processes exchange states after every round; the
+    stop decision is the root's, and every process returns the global best. An evaluation
+    budget alone gives the same result on every run (time budgets depend on the machine).
+    """
+    rank, size = (comm.Get_rank(), comm.Get_size()) if comm is not None else (0, 1)
+    total = replicas * size
+    ladder = [t_min * (t_max / t_min) ** (i / max(total - 1, 1)) for i in np.arange(total)]
+    ann = Annealer(net, pattern, _placement(start), cost, range, num_swaps, replicas, t_min, t_max, sweep,
+                   seed * 1_000_003 + rank)
+    ann.set_temperatures(ladder[rank * replicas:(rank + 1) * replicas])
+    exchange_rng = np.random.default_rng(seed)
+    t0 = time.perf_counter()
+    trace = [(0.0, ann.status()["start_value"])]
+    best_seen, best_at = trace[0][1], 0.0
+    stopped_by = "time"
+    rounds = 0
+    while True:
+        ann.run(1)
+        rounds += 1
+        status = ann.status()
+        local_best = status["best_value"]
+        if comm is not None:
+            _exchange_across_processes(comm, ann, ladder, replicas, rounds, exchange_rng)
+            global_best = comm.allreduce(local_best, op=_mpi_min())
+            global_evals = comm.allreduce(status["evaluations"])
+        else:
+            global_best, global_evals = local_best, status["evaluations"]
+        elapsed = time.perf_counter() - t0
+        trace.append((elapsed, global_best))
+        if global_best < best_seen:
+            best_seen, best_at = global_best, elapsed
+        if progress is not None and rank == 0:
+            progress(status, elapsed)
+        stop = None
+        if target is not None and global_best <= target:
+            stop = "target"
+        elif evaluations is not None and global_evals >= evaluations:
+            stop = "evaluations"
+        elif seconds is not None and evaluations is None and elapsed >= seconds:
+            stop = "time"
+        elif stall is not None and elapsed - best_at >= stall:
+            stop = "stall"
+        if comm is not None:
+            stop = comm.bcast(stop, root=0)
+        if stop is not None:
+            stopped_by = stop
+            break
+    elapsed = time.perf_counter() - t0
+    best = ann.best()
+    if comm is not None:
+        values = comm.allgather(ann.status()["best_value"])
+        owner = int(np.argmin(values))
+        best = comm.bcast(best if rank == owner else None, root=owner)
+        global_evals = comm.allreduce(ann.status()["evaluations"])
+    else:
+        global_evals = ann.status()["evaluations"]
+    figures = _core.map_cost(net, pattern, _placement(best))
+    return OptimizeResult(
+        host_of_rank=np.asarray(best, dtype=np.uint32),
+        figures=figures,
+        value=objective_value(cost, figures),
+        start_value=trace[0][1],
+        evaluations=int(global_evals),
+        seconds=elapsed,
+        trace=trace,
+        processes=size,
+        stopped_by=stopped_by,
+    )
+
+
+def _mpi_min():
+    from mpi4py import MPI
+
+    return MPI.MIN
+
+
+def _exchange_across_processes(comm, ann: Annealer, ladder, replicas: int, rounds: int, rng) -> None:
+    """Tempering exchanges between the hottest chain of process p and the coldest of p + 1
+    (even or odd pairs in alternate rounds), decided identically on every process from the
+    shared seeded generator; accepted pairs swap placements with Sendrecv."""
+    rank, size = comm.Get_rank(), comm.Get_size()
+    if size < 2:
+        return
+    scale = ann.scale
+    coldest = ann.chain_state(0)
+    hottest = ann.chain_state(replicas - 1)
+    ends = comm.allgather((coldest[1] / scale, hottest[1] / scale))
+    draws = rng.random(size)  # same numbers on every process
+    for p in range(rounds % 2, size - 1, 2):
+        t_hot = ladder[(p + 1) * replicas - 1]
+        t_cold = ladder[(p + 1) * replicas]
+        e_hot, e_cold = ends[p][1], ends[p + 1][0]
+        arg = (1.0 / t_hot - 1.0 / t_cold) * (e_hot - e_cold)
+        if not (arg >= 0 or draws[p] < np.exp(arg)):
+            continue
+        if rank == p:
+            mine = np.ascontiguousarray(hottest[0])
+            other = np.empty_like(mine)
+            comm.Sendrecv(mine, dest=p + 1, recvbuf=other, source=p + 1)
+            ann.set_chain_state(replicas - 1, other)
+        elif rank == p + 1:
+            mine = np.ascontiguousarray(coldest[0])
+            other = np.empty_like(mine)
+            comm.Sendrecv(mine, dest=p, recvbuf=other, source=p)
+            ann.set_chain_state(0, other)
+
+
+# ---------------------------------------------------------------- map files
+
+def _hostname(label: str) -> str:
+    """A topology host label as a hostname: ``h(1,2).0`` -> ``h1-2-0``."""
+    name = re.sub(r"[^A-Za-z0-9]+", "-", label).strip("-")
+    return name or "host"
+
+
+def _slots_in_host_order(host_of_rank: np.ndarray) -> np.ndarray:
+    """Slot number of every rank within its host, in rank order."""
+    used: dict[int, int] = {}
+    slots = np.empty(len(host_of_rank), dtype=np.int64)
+    for r, h in enumerate(host_of_rank.tolist()):
+        slots[r] = used.get(h, 0)
+        used[h] = slots[r] + 1
+    return slots
+
+
+def format_map(net: MapNetwork, host_of_rank, fmt: str, hostnames: Optional[list[str]] = None,
+               meta: Optional[dict] = None) -> str:
+    """The text of a map file (see `FORMATS` and docs/mapping-formats.md)."""
+    hor = _placement(host_of_rank)
+    if hostnames is not None and len(hostnames) != net.num_hosts:
+        raise NetweaveError(f"the host name list has {len(hostnames)} names for {net.num_hosts} hosts")
+    if (hor >= net.num_hosts).any():
+        raise NetweaveError("the placement names a host outside the topology")
+    names = hostnames or [_hostname(net.host_label(h)) for h in range(net.num_hosts)]
+    if fmt == "rankfile":
+        slots = _slots_in_host_order(hor)
+        return "".join(f"rank {r}={names[h]} slot={s}\n" for r, (h, s) in enumerate(zip(hor.tolist(), slots.tolist())))
+    if fmt == "vcoord":
+        if net.lattice is None:
+            raise NetweaveError("a vcoord file needs a torus or mesh topology (router coordinates)")
+        return "".join("(" + ",".join(str(c) for c in net.host_coords(h)) + ")\n" for h in hor.tolist())
+    if fmt == "mpich":
+        order = sorted(range(len(hor)), key=lambda r: (int(hor[r]), r))
+        lines, line = [], []
+        for r in order:
+            line.append(str(r))
+            if len(line) == 16:
+                lines.append(",".join(line))
+                line = []
+        if line:
+            lines.append(",".join(line))
+        return "# MPICH_RANK_ORDER: ranks host by host in host order (netweave map)\n" + ",\n".join(lines) + "\n"
+    if fmt == "json":
+        doc = {"format": "netweave-map", "version": 1, **(meta or {}), "num_ranks": int(len(hor)),
+               "slots_per_host": net.slots_per_host, "host_of_rank": hor.tolist(),
+               "hosts": [names[h] for h in hor.tolist()]}
+        return json.dumps(doc, indent=1) + "\n"
+    raise NetweaveError(f"unknown map format '{fmt}' (use {', '.join(FORMATS)})")
+
+
+def write_map(net: MapNetwork, host_of_rank, path: str | Path, fmt: str, hostnames=None, meta=None) -> Path:
+    """Write a map file: Open MPI ``rankfile``, Fujitsu ``vcoord``, Cray ``mpich``
+    (MPICH_RANK_ORDER) or netweave ``json``."""
+    path = Path(path)
+    path.write_text(format_map(net, host_of_rank, fmt, hostnames, meta))
+    return path
+
+
+def read_map(net: MapNetwork, path: str | Path, fmt: str = "json", hostnames=None) -> np.ndarray:
+    """Read a map file back into ``host_of_rank`` (json, rankfile or vcoord with one host per router)."""
+    text = Path(path).read_text()
+    if fmt == "json":
+        try:
+            doc = json.loads(text)
+            return _placement(doc["host_of_rank"])
+        except (json.JSONDecodeError, KeyError, TypeError):
+            raise NetweaveError(f"{path} is not a netweave map JSON file") from None
+    names = hostnames or [_hostname(net.host_label(h)) for h in range(net.num_hosts)]
+    if fmt == "rankfile":
+        index = {n: i for i, n in enumerate(names)}
+        out = {}
+        for lineno, line in enumerate(text.splitlines(), 1):
+            m = re.fullmatch(r"\s*rank\s+(\d+)\s*=\s*(\S+)\s+slot=\S+\s*", line)
+            if not m or m.group(2) not in index:
+                raise NetweaveError(f"rankfile parse error at line {lineno}")
+            out[int(m.group(1))] = index[m.group(2)]
+        return _placement([out[r] for r in sorted(out)])
+    if fmt == "vcoord":
+        lat = net.lattice
+        if lat is None or lat["hosts_per_router"] != 1:
+            raise NetweaveError("reading vcoord needs a lattice with one host per router")
+        coords = {tuple(net.host_coords(h)): h for h in range(net.num_hosts)}
+        hosts = []
+        for lineno, line in enumerate(text.splitlines(), 1):
+            key = tuple(int(v) for v in re.findall(r"\d+", line))
+            if key not in coords:
+                raise NetweaveError(f"vcoord parse error at line {lineno}: no router at {key}")
+            hosts.append(coords[key])
+        return _placement(hosts)
+    raise NetweaveError(f"cannot read map format '{fmt}'")
+
+
+# ---------------------------------------------------------------- plots
+
+def plot_trace(traces: dict[str, list], path: str | Path, title: str = "cost versus time") -> Path:
+    """Best cost against wall time, one line per run (PNG)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for label, trace in traces.items():
+        t, v = zip(*trace)
+        ax.step(t, v, where="post", label=label)
+    ax.set_xlabel("seconds")
+    ax.set_ylabel("best cost")
+    ax.set_yscale("log")
+    ax.set_title(title)
+    ax.grid(True, alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return Path(path)
+
+
+def plot_link_histogram(loads: dict[str, np.ndarray], path: str | Path,
+                        title: str = "bytes per link (paper 003 Fig. 11)") -> Path:
+    """Histogram of per-link byte loads, one series per placement (PNG); links with no traffic
+    are left out."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    top = max(float(np.max(v)) for v in loads.values())
+    bins = np.linspace(0, top * 1.02 if top > 0 else 1, 60)
+    for label, v in loads.items():
+        v = np.asarray(v, dtype=np.float64)
+        ax.hist(v[v > 0], bins=bins, histtype="step", linewidth=1.5, label=f"{label} (max {int(v.max()):,})")
+    ax.set_xlabel("bytes through a link")
+    ax.set_ylabel("links")
+    ax.set_yscale("log")
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return Path(path)
