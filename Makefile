@@ -46,6 +46,7 @@ bench: setup
 	cargo bench -p netweave-core --bench topology
 	cargo bench -p netweave-core --bench analysis
 	cargo bench -p netweave-core --bench flitsim
+	cargo bench -p netweave-core --bench mapping
 
 clean:
 	rm -rf $(VENV) target

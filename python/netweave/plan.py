@@ -4,7 +4,8 @@
 the job, proves each one with the exact analysis engine (its claims hold: every ordered pair
 exactly once, permutation phases where claimed) and measures it (link congestion, paper 000's
 throughput ratio, paper 001's lock-step fluid time), then picks the fastest proven schedule and
-sets it against shift, the usual MPI algorithm. :mod:`netweave.report` renders the result as
+sets it against shift, the usual MPI algorithm; the flow simulator predicts each one's time on
+the fabric's real bandwidths and latencies. :mod:`netweave.report` renders the result as
 text, JSON or files.
 
 Candidates come from :func:`candidates`, i.e. from the traffic layer's algorithm table: any
@@ -19,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
-from netweave import analysis, routing, topology, traffic
+from netweave import analysis, flowsim, routing, topology, traffic
 from netweave._core import NetweaveError, Schedule, Topology
 
 #: Bytes each rank sends to each other rank in the default job (1 MiB).
@@ -27,6 +28,10 @@ DEFAULT_BYTES = 1 << 20
 
 #: The baseline every candidate is compared with.
 BASELINE = "shift"
+
+#: How the flow simulator runs each candidate to predict its time: every rank starts a phase
+#: once it has received all of the previous phase's messages (MPI's pairwise exchange).
+PREDICT_EXECUTOR = "local-sync"
 
 
 @dataclass
@@ -114,7 +119,12 @@ def plan(
             skipped.append({"name": cand.name, "reason": cand.skipped})
             continue
         note(f"analysing {cand.name}")
-        measured.append(_measure(cand.name, cand.schedule, analysis.analyze(routes, cand.schedule)))
+        row = _measure(cand.name, cand.schedule, analysis.analyze(routes, cand.schedule))
+        note(f"simulating {cand.name}")
+        flow = flowsim.simulate(routes, cand.schedule, executor=PREDICT_EXECUTOR)
+        row["predicted_time_s"] = flow["makespan_s"]
+        row["throughput_per_server_mib_s"] = flow["throughput_per_server_mib_s"]
+        measured.append(row)
     baseline = next(s for s in measured if s["name"] == BASELINE)
     best = choose(measured)
     return {
@@ -132,7 +142,12 @@ def plan(
             "fluid_time_host_links_s": best["fluid_time_host_links_s"],
             "throughput_ratio": best["throughput_ratio"],
             "speedup_vs_shift": _speedup(baseline, best),
+            "predicted_time_s": best["predicted_time_s"],
+            "predicted_speedup_vs_shift": baseline["predicted_time_s"] / best["predicted_time_s"]
+            if best["predicted_time_s"] > 0
+            else None,
         },
+        "prediction": {"model": "flow-level, max-min fair sharing, link latencies", "executor": PREDICT_EXECUTOR},
     }
 
 

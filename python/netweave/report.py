@@ -64,7 +64,8 @@ def summary_lines(plan: dict[str, Any]) -> list[str]:
         f"routing   {plan['routing']['engine']} ({plan['routing']['vcs']} VC, "
         f"{'deadlock-free' if plan['routing']['deadlock_free'] else 'CAN DEADLOCK'})",
         f"job       {job['collective']} over {job['ranks']} ranks, {_bytes(job['bytes_per_pair'])} per pair",
-        "schedules lock-step time (paper 001), throughput ratio (paper 000), max link congestion:",
+        "schedules lock-step time (paper 001), predicted time (flow simulation), throughput ratio (paper 000), "
+        "max link congestion:",
     ]
     width = max((len(s["name"]) for s in plan["schedules"] + plan.get("skipped", [])), default=0)
     for s in plan["schedules"]:
@@ -73,7 +74,8 @@ def summary_lines(plan: dict[str, Any]) -> list[str]:
         else:
             verdict = "contention-free" if s["contention_free"] else "contended"
         lines.append(
-            f"  {s['name']:<{width}}  {_seconds(s['fluid_time_host_links_s']):>10}  ratio {s['throughput_ratio']:.4f}  "
+            f"  {s['name']:<{width}}  {_seconds(s['fluid_time_host_links_s']):>10}  "
+            f"{_seconds(s['predicted_time_s']):>10}  ratio {s['throughput_ratio']:.4f}  "
             f"congestion {s['max_congestion']:>3}  {s['phases']} phases, {verdict}"
         )
     for s in plan.get("skipped", []):
@@ -90,6 +92,11 @@ def summary_lines(plan: dict[str, Any]) -> list[str]:
         else:
             versus = f"{speedup:.2f}x faster than shift"
         lines.append(f"best      {best['name']}: {_seconds(best['fluid_time_host_links_s'])}, {versus}")
+        predicted = best["predicted_speedup_vs_shift"]
+        lines.append(
+            f"predicted {_seconds(best['predicted_time_s'])} by flow simulation ({plan['prediction']['executor']} "
+            f"executor)" + ("" if best["name"] == "shift" or predicted is None else f", {predicted:.2f}x faster than shift")
+        )
     return lines
 
 
