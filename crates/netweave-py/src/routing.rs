@@ -70,9 +70,11 @@ impl PyRoutingTable {
 }
 
 /// Route a topology with the named engine: `vcs` is the VC budget, `root` the root switch
-/// index of tree-based engines, `select` the path-selection policy, `seed` for random choices.
+/// index of tree-based engines, `select` the path-selection policy, `seed` for random choices;
+/// `spread_vcs` (up*/down* only) spreads the source hosts over that many VCs.
 #[pyfunction]
-#[pyo3(signature = (topology, engine, vcs=8, root=0, select="per-destination", seed=0))]
+#[pyo3(signature = (topology, engine, vcs=8, root=0, select="per-destination", seed=0, spread_vcs=None))]
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn route(
     py: Python<'_>,
     topology: Bound<'_, PyTopology>,
@@ -81,11 +83,21 @@ pub(crate) fn route(
     root: usize,
     select: &str,
     seed: u64,
+    spread_vcs: Option<u8>,
 ) -> PyResult<PyRoutingTable> {
     let engine: routing::Engine = engine.parse().map_err(err)?;
     let options = routing::RouteOptions { max_vcs: vcs, root, select: select.parse().map_err(err)?, seed };
     let t = &topology.get().inner;
-    let table = py.allow_threads(|| routing::route(t, engine, &options)).map_err(err)?;
+    let table = match (engine, spread_vcs) {
+        (_, None) => py.allow_threads(|| routing::route(t, engine, &options)),
+        (routing::Engine::UpDown, Some(n)) => py.allow_threads(|| routing::updown::up_down_vcs(t, &options, n)),
+        (other, Some(_)) => {
+            return Err(NetweaveErrorPy::new_err(format!(
+                "spreading sources over VCs applies to updown only, not {other}"
+            )))
+        }
+    }
+    .map_err(err)?;
     Ok(PyRoutingTable { inner: table, topology: topology.unbind() })
 }
 
