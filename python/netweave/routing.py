@@ -44,7 +44,11 @@ def route(
     DL), `select` the path-selection policy. `spread_vcs` (``updown`` only) injects each source
     host on VC ``host index mod spread_vcs`` (paper 002's 2- and 4-VC up*/down*), at most `vcs`.
     """
-    return _core.route(topology, engine, vcs, root, select, seed, spread_vcs)
+    if spread_vcs is None:
+        return _core.route(topology, engine, vcs, root, select, seed)
+    if engine not in ("updown", "up-down", "updn"):
+        raise _core.NetweaveError(f"spreading sources over VCs applies to updown only, not {engine}")
+    return _core.route_updown_spread(topology, spread_vcs, vcs, root, select, seed)
 
 
 def default_engine(topology: _core.Topology) -> str:

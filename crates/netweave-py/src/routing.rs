@@ -70,11 +70,9 @@ impl PyRoutingTable {
 }
 
 /// Route a topology with the named engine: `vcs` is the VC budget, `root` the root switch
-/// index of tree-based engines, `select` the path-selection policy, `seed` for random choices;
-/// `spread_vcs` (up*/down* only) spreads the source hosts over that many VCs.
+/// index of tree-based engines, `select` the path-selection policy, `seed` for random choices.
 #[pyfunction]
-#[pyo3(signature = (topology, engine, vcs=8, root=0, select="per-destination", seed=0, spread_vcs=None))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (topology, engine, vcs=8, root=0, select="per-destination", seed=0))]
 pub(crate) fn route(
     py: Python<'_>,
     topology: Bound<'_, PyTopology>,
@@ -83,21 +81,30 @@ pub(crate) fn route(
     root: usize,
     select: &str,
     seed: u64,
-    spread_vcs: Option<u8>,
 ) -> PyResult<PyRoutingTable> {
     let engine: routing::Engine = engine.parse().map_err(err)?;
     let options = routing::RouteOptions { max_vcs: vcs, root, select: select.parse().map_err(err)?, seed };
     let t = &topology.get().inner;
-    let table = match (engine, spread_vcs) {
-        (_, None) => py.allow_threads(|| routing::route(t, engine, &options)),
-        (routing::Engine::UpDown, Some(n)) => py.allow_threads(|| routing::updown::up_down_vcs(t, &options, n)),
-        (other, Some(_)) => {
-            return Err(NetweaveErrorPy::new_err(format!(
-                "spreading sources over VCs applies to updown only, not {other}"
-            )))
-        }
-    }
-    .map_err(err)?;
+    let table = py.allow_threads(|| routing::route(t, engine, &options)).map_err(err)?;
+    Ok(PyRoutingTable { inner: table, topology: topology.unbind() })
+}
+
+/// Up*/down* with each source host injecting on VC `host index mod spread_vcs` (paper 002's
+/// multi-VC up*/down*); `spread_vcs` must be at most the budget `vcs`.
+#[pyfunction]
+#[pyo3(signature = (topology, spread_vcs, vcs=8, root=0, select="per-destination", seed=0))]
+fn route_updown_spread(
+    py: Python<'_>,
+    topology: Bound<'_, PyTopology>,
+    spread_vcs: u8,
+    vcs: u8,
+    root: usize,
+    select: &str,
+    seed: u64,
+) -> PyResult<PyRoutingTable> {
+    let options = routing::RouteOptions { max_vcs: vcs, root, select: select.parse().map_err(err)?, seed };
+    let t = &topology.get().inner;
+    let table = py.allow_threads(|| routing::updown::up_down_vcs(t, &options, spread_vcs)).map_err(err)?;
     Ok(PyRoutingTable { inner: table, topology: topology.unbind() })
 }
 
@@ -138,6 +145,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyRoutingTable>()?;
     for f in [
         wrap_pyfunction!(route, m)?,
+        wrap_pyfunction!(route_updown_spread, m)?,
         wrap_pyfunction!(routing_engines, m)?,
         wrap_pyfunction!(write_routes, m)?,
         wrap_pyfunction!(read_routes, m)?,

@@ -63,20 +63,20 @@
 //!
 //! # Cost
 //!
-//! One core, release build, random 8-regular switch graphs with 4 hosts per switch (the
-//! fabrics of the OpenSM comparison, where OpenSM's DFSSSP takes 13–19 s on 500 switches to
-//! find it needs more than 8 VLs):
+//! Release build, random 8-regular switch graphs with 4 hosts per switch and the 16×16×16
+//! torus, on a shared 2-core machine under a load average of 13–17 (so several times a quiet
+//! machine's figures; `benches/README.md` has the OpenSM comparison measured alongside):
 //!
 //! | fabric | `sssp` | `dfsssp` | `lash` |
 //! |---|---|---|---|
-//! | 500 switches | 0.1 s | > 8 VCs in 0.5 s (11 VCs in 0.9 s) | 8 VCs in 0.45 s |
-//! | 2,000 switches | 1.8 s | > 8 VCs in 7 s (> 16 in 36 s) | > 8 VCs in 11 s (16 VCs in 37 s) |
-//! | 16×16×16 torus | 2.3 s | 7 VCs in 5.5 s | 8 VCs in 2.4 s |
+//! | 500 switches | 0.36 s | 8 VCs in 4.0 s (9 without escapes) | 7 VCs in 2.7 s, minimal |
+//! | 2,000 switches | 7.1 s | 8 VCs in 111 s | 8 VCs in 118 s |
+//! | 16×16×16 torus | 13 s | 7 VCs in 33 s, minimal | 8 VCs in 24 s |
 //!
-//! SSSP is one Dijkstra search per host. The layering's time is the Pearce–Kelly searches:
-//! their number grows with the dependency slots times the layers, their extent with the
-//! channels between the two ends in a dense layer, so doubling the switches costs about
-//! eight times as much; 10,000 switches take minutes to find that 8 VCs do not suffice.
+//! The layering's time is the Pearce–Kelly searches in dense layers, and on fabrics whose
+//! paths need more layers than the budget, the tries that end in escape routes: it grows
+//! much faster than the fabric, so 10,000 switches take many minutes; `updown`, `dl` and
+//! `nue` are the engines for fabrics that size.
 //!
 //! ```
 //! use netweave_core::topology::grid::torus;
@@ -106,8 +106,6 @@ const NO_HOP: u16 = u16::MAX;
 const UNREACHED: u64 = u64::MAX;
 /// Most dependency slots a layer may have (bits per layer; `Σ degree²` over switches).
 const MAX_SLOTS: usize = 1 << 31;
-/// Most rounds (one channel each way) a Pearce–Kelly search may take before giving up.
-const PK_SEARCH_LIMIT: usize = 1 << 13;
 /// Most bytes the per-pair VC table may take (`hosts²`).
 const MAX_PAIR_TABLE: usize = 1 << 35;
 
@@ -218,9 +216,21 @@ pub enum Fit {
 }
 
 /// Knobs of the layered engines beyond [`RouteOptions`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LayeredParams {
     pub fit: Fit,
+    /// Most layers tried per path (in fit order) before the path counts as fitting nowhere;
+    /// 0 tries them all.
+    pub tries: u8,
+    /// Most rounds (one channel each way) a Pearce–Kelly search may take before giving up,
+    /// which counts as a refusal (safe: refusing a dependency never makes a layer cyclic).
+    pub search_limit: u32,
+}
+
+impl Default for LayeredParams {
+    fn default() -> Self {
+        LayeredParams { fit: Fit::Best, tries: 0, search_limit: 1 << 13 }
+    }
 }
 
 /// What a layered run did, for reports and tests.
@@ -802,6 +812,10 @@ impl RadixHeap {
 struct Greedy<'a> {
     fab: &'a Fabric,
     fit: Fit,
+    /// Most layers tried per path ([`LayeredParams::tries`]).
+    tries: usize,
+    /// [`LayeredParams::search_limit`].
+    search_limit: usize,
     /// Candidate layers of the current path, `(new dependencies, layer)`.
     ranked: Vec<(u32, u8)>,
     /// Layers a path may use (the VC budget); the last one is the escape layer.
@@ -889,6 +903,8 @@ impl<'a> Greedy<'a> {
         Ok(Greedy {
             fab,
             fit: params.fit,
+            tries: if params.tries == 0 { usize::MAX } else { params.tries as usize },
+            search_limit: params.search_limit.max(1) as usize,
             ranked: Vec::new(),
             budget,
             layers: Vec::new(),
@@ -956,7 +972,7 @@ impl<'a> Greedy<'a> {
                 u = fab.hop(tree, u).1;
             }
             self.rank_layers(tree, t, s, first, escape);
-            for i in 0..self.ranked.len() {
+            for i in 0..self.ranked.len().min(self.tries) {
                 let l = self.ranked[i].1 as usize;
                 if l == self.layers.len() {
                     self.layers.push(PkLayer {
@@ -1106,7 +1122,7 @@ impl<'a> Greedy<'a> {
                     break;
                 }
                 let c2 = fab.hop(tree, p).0;
-                let verdict = self.search.insert(fab, layer, c1 as u32, c2 as u32);
+                let verdict = self.search.insert(fab, layer, c1 as u32, c2 as u32, self.search_limit);
                 if verdict == Some(true) {
                     set_bit(&mut layer.edges, slot);
                     set_bit(&mut layer.redges, fab.rslot(c1, c2));
@@ -1163,10 +1179,10 @@ impl PkSearch {
     /// meet rather than after one side has been explored in full.
     ///
     /// `Some(true)`: added; `Some(false)`: it would close a cycle; `None`: the search visited
-    /// more than [`PK_SEARCH_LIMIT`] channels and gave up, which the caller takes as a refusal
+    /// more than `limit` rounds and gave up, which the caller takes as a refusal
     /// (safe: refusing a dependency never makes a layer cyclic). The limit bounds the cost of
     /// a try in a dense layer of a big fabric, where such searches would otherwise dominate.
-    fn insert(&mut self, fab: &Fabric, layer: &mut PkLayer, x: u32, y: u32) -> Option<bool> {
+    fn insert(&mut self, fab: &Fabric, layer: &mut PkLayer, x: u32, y: u32, limit: usize) -> Option<bool> {
         let ub = layer.ord[x as usize];
         let lb = layer.ord[y as usize];
         if lb > ub {
@@ -1192,7 +1208,7 @@ impl PkSearch {
         let mut visited = 0usize;
         loop {
             visited += 1;
-            if visited > PK_SEARCH_LIMIT {
+            if visited > limit {
                 return None;
             }
             let mut busy = false;
@@ -1508,7 +1524,7 @@ mod tests {
         // budget used to fail ("needs more than 3 VCs"); now it routes deadlock-free within it.
         let t = random_regular(64, 6, 2, 5).unwrap();
         for fit in [Fit::First, Fit::Best] {
-            let params = LayeredParams { fit };
+            let params = LayeredParams { fit, ..LayeredParams::default() };
             for with in [dfsssp_with as LayeredFn, lash_with as LayeredFn] {
                 let (_, free) = with(&t, &opts(Select::PerDestination), &params).unwrap();
                 assert!(free.layers > 3 && free.escaped_trees == 0, "{free:?}");
@@ -1528,7 +1544,12 @@ mod tests {
         // random regular fabrics (7 against 8 at 500 switches of degree 8).
         for (n, d, seed) in [(64, 6, 5), (100, 4, 7), (120, 8, 3)] {
             let t = random_regular(n, d, 1, seed).unwrap();
-            let layers = |fit| lash_with(&t, &opts(Select::PerDestination), &LayeredParams { fit }).unwrap().1.layers;
+            let layers = |fit| {
+                lash_with(&t, &opts(Select::PerDestination), &LayeredParams { fit, ..LayeredParams::default() })
+                    .unwrap()
+                    .1
+                    .layers
+            };
             let (first, best) = (layers(Fit::First), layers(Fit::Best));
             assert!(best <= first, "{n} switches: best fit {best} layers, first fit {first}");
         }
