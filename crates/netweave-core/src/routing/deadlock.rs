@@ -438,7 +438,7 @@ mod tests {
             (random_regular(24, 4, 2, 3).unwrap(), Engine::Nue),
         ];
         for (t, engine) in cases {
-            let r = route(&t, engine, &RouteOptions { max_vcs: 4, ..RouteOptions::default() }).unwrap();
+            let r = route(&t, engine, &RouteOptions { max_vcs: 8, ..RouteOptions::default() }).unwrap();
             let rep = check(&t, &r).unwrap();
             let deps = naive_dependencies(&t, &r);
             assert_eq!(rep.dependencies, deps.len(), "{engine} on {}", t.name());
