@@ -38,8 +38,12 @@ given ("<=8"). For a failing netweave engine, VCs is what its error says it need
 OpenSM with ``-o`` retries forever when routing fails, so its log is watched: "No routing
 engine able" ends the run as a failure with OpenSM's own error (e.g. "Not enough VLs available
 (avail=8, needed=9)"), and ``--timeout`` bounds every run. ibsim and OpenSM are always
-stopped. A fabric with more than 49151 switches and hosts has more LIDs than InfiniBand, so
-OpenSM is not run on it (N = 10000 with 4 hosts per switch is such a fabric).
+stopped. ibsim's switches forward at most 0x7800 = 30720 LIDs (OpenSM logs "Subnet max
+unicast lid is 0x7800" and runs out of LIDs beyond), so OpenSM is not run on a fabric with more
+switches and hosts than that; N = 10000 therefore uses ``--large-hosts-per-switch`` (default 2:
+30000 LIDs) instead of 4.
+
+Engines without an OpenSM peer (dl, sssp) run on netweave's side only.
 
 This runs outside the test suite. Debian packages: ibsim-utils, opensm.
 """
@@ -61,8 +65,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-OPENSM_ENGINE = {"updown": "updn", "nue": "nue", "lash": "lash", "dfsssp": "dfsssp"}
+OPENSM_ENGINE = {"updown": "updn", "nue": "nue", "lash": "lash", "dfsssp": "dfsssp", "dl": None, "sssp": None}
 MAX_UNICAST_LID = 0xBFFF
+# ibsim's switches report a linear forwarding table of 0x7800 entries ("Subnet max unicast lid
+# is 0x7800"), so OpenSM runs out of LIDs beyond that many switches and hosts under ibsim.
+IBSIM_MAX_LID = 0x7800
 IBSIM_SWITCH_GUID_BASE = 0x200000
 IBSIM_DEFAULT_NODES, IBSIM_DEFAULT_SWITCHES, IBSIM_DEFAULT_PORTS = 2048, 256, 256 * 36 + 2048 * 2
 IBSIM_READY_TIMEOUT = 900  # s; ibsim parses big net files slowly
@@ -217,8 +224,8 @@ def parse_opensm_log(text: str, engine: str, vcs: int) -> Outcome:
 
 
 def run_opensm(topo, netfile: Path, engine: str, vcs: int, workdir: Path, tools: dict, timeout: float) -> Outcome:
-    if topo.num_nodes > MAX_UNICAST_LID:
-        return Outcome(note=f"{topo.num_nodes} nodes exceed the {MAX_UNICAST_LID} unicast LIDs")
+    if topo.num_nodes > min(MAX_UNICAST_LID, IBSIM_MAX_LID):
+        return Outcome(note=f"{topo.num_nodes} nodes exceed the {IBSIM_MAX_LID} LIDs ibsim's switches can forward")
     osm_engine = OPENSM_ENGINE[engine]
     workdir.mkdir(parents=True, exist_ok=True)
     (workdir / "empty.conf").write_text("")
@@ -301,13 +308,17 @@ def verdict(o: Outcome) -> str:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--engines", default="updown,nue,lash,dfsssp", help="netweave engine names (comma separated)")
+    p.add_argument("--engines", default="updown,dl,nue,lash,dfsssp,sssp", help="netweave engine names (comma separated)")
     p.add_argument("--sizes", default="500,2000", help="random-regular switch counts (comma separated; empty for none)")
     p.add_argument("--large", action="store_true", help="also N = 10000")
     p.add_argument("--torus", default="16x16x16", help="torus dimensions, or 'none'")
     p.add_argument("--torus-hosts", type=int, default=1, help="hosts per torus router")
     p.add_argument("--degree", type=int, default=8)
     p.add_argument("--hosts-per-switch", type=int, default=4)
+    p.add_argument(
+        "--large-hosts-per-switch", type=int, default=2,
+        help="hosts per switch at N = 10000 (3 or 4 would exceed the 30720 LIDs ibsim's switches forward)",
+    )
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--vcs", type=int, default=8, help="VC budget (netweave) / Nue VL budget (OpenSM)")
     p.add_argument("--timeout", type=float, default=1800, help="seconds per run (OpenSM, and netweave)")
@@ -334,7 +345,10 @@ def main(argv=None) -> int:
     fabrics = []
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()] + ([10000] if args.large else [])
     for n in sizes:
-        fabrics.append((f"rr N={n}", lambda n=n: topology.random_regular(n, args.degree, args.hosts_per_switch, args.seed)))
+        hosts = args.large_hosts_per_switch if n >= 10000 else args.hosts_per_switch
+        fabrics.append(
+            (f"rr N={n} h={hosts}", lambda n=n, h=hosts: topology.random_regular(n, args.degree, h, args.seed))
+        )
     if args.torus.lower() != "none":
         dims = topology.parse_dims(args.torus)
         fabrics.append((f"torus {args.torus}", lambda: topology.torus(dims, args.torus_hosts)))
@@ -361,7 +375,7 @@ def main(argv=None) -> int:
                     else Outcome()
                 )
                 theirs = Outcome()
-                if args.only != "netweave":
+                if args.only != "netweave" and OPENSM_ENGINE[engine] is not None:
                     work = root / re.sub(r"[^A-Za-z0-9]+", "_", f"{name}_{engine}")
                     theirs = run_opensm(topo, netfile, engine, args.vcs, work, tools, args.timeout)
                 ratio = (

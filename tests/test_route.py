@@ -82,6 +82,8 @@ def test_paper_002_vc_counts_and_minimality():
         (["route", "teleport", "MESH"], "teleport"),
         (["route", "updown", "MESH", "--root", "99"], "root"),
         (["route", "updown", "MESH", "--select", "sideways"], "sideways"),
+        (["route", "dor", "MESH", "--spread-vcs", "2"], "updown only"),
+        (["route", "updown", "MESH", "--vcs", "2", "--spread-vcs", "4"], "budget"),
     ],
 )
 def test_engine_misuse_is_one_line_exit_2(fabrics, args, needle):
@@ -131,3 +133,23 @@ def test_python_api_mirrors_the_cli():
     assert set(routing.ENGINES) >= {"updown", "nue", "lash", "dfsssp", "sbp-reduced"}
     with pytest.raises(netweave.NetweaveError):
         t.route("dor", vcs=1)
+
+
+def test_updown_spreads_sources_over_vcs(fabrics, tmp_path):
+    out = tmp_path / "r.json"
+    data = run_json("route", "updown", str(fabrics["irregular"]), "--spread-vcs", "4", "-o", str(out))
+    assert data["deadlock_free"] is True and data["vcs_used"] == 4
+    # Same paths as plain up*/down*, only the VCs differ.
+    plain = run_json("route", "updown", str(fabrics["irregular"]))
+    assert plain["vcs_used"] == 1 and plain["avg_hops"] == data["avg_hops"]
+
+
+@pytest.mark.parametrize("engine", ["dfsssp", "lash"])
+def test_layered_engines_fit_any_budget(fabrics, engine):
+    # The random fabric's shortest paths need more than one layer; with one VC the
+    # destinations that do not fit take up*/down* escape routes, still deadlock-free.
+    free = run_json("route", engine, str(fabrics["random"]))
+    assert free["vcs_used"] >= 2
+    tight = run_json("route", engine, str(fabrics["random"]), "--vcs", "1")
+    assert tight["deadlock_free"] is True and tight["vcs_used"] == 1
+    assert tight["avg_hops"] > free["avg_hops"]  # the escape routes are longer

@@ -36,13 +36,19 @@ def route(
     root: int = 0,
     select: str = "per-destination",
     seed: int = 0,
+    spread_vcs: int | None = None,
 ) -> _core.RoutingTable:
     """Compute forwarding tables for `topology` with the named engine.
 
-    `vcs` is the VC budget (engines needing more fail and say how many), `root` the root switch
-    of tree-based engines (up*/down*, prefix, DL), `select` the path-selection policy.
+    `vcs` is the VC budget, `root` the root switch of tree-based engines (up*/down*, prefix,
+    DL), `select` the path-selection policy. `spread_vcs` (``updown`` only) injects each source
+    host on VC ``host index mod spread_vcs`` (paper 002's 2- and 4-VC up*/down*), at most `vcs`.
     """
-    return _core.route(topology, engine, vcs, root, select, seed)
+    if spread_vcs is None:
+        return _core.route(topology, engine, vcs, root, select, seed)
+    if engine not in ("updown", "up-down", "updn"):
+        raise _core.NetweaveError(f"spreading sources over VCs applies to updown only, not {engine}")
+    return _core.route_updown_spread(topology, spread_vcs, vcs, root, select, seed)
 
 
 def default_engine(topology: _core.Topology) -> str:

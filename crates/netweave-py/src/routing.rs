@@ -89,6 +89,25 @@ pub(crate) fn route(
     Ok(PyRoutingTable { inner: table, topology: topology.unbind() })
 }
 
+/// Up*/down* with each source host injecting on VC `host index mod spread_vcs` (paper 002's
+/// multi-VC up*/down*); `spread_vcs` must be at most the budget `vcs`.
+#[pyfunction]
+#[pyo3(signature = (topology, spread_vcs, vcs=8, root=0, select="per-destination", seed=0))]
+fn route_updown_spread(
+    py: Python<'_>,
+    topology: Bound<'_, PyTopology>,
+    spread_vcs: u8,
+    vcs: u8,
+    root: usize,
+    select: &str,
+    seed: u64,
+) -> PyResult<PyRoutingTable> {
+    let options = routing::RouteOptions { max_vcs: vcs, root, select: select.parse().map_err(err)?, seed };
+    let t = &topology.get().inner;
+    let table = py.allow_threads(|| routing::updown::up_down_vcs(t, &options, spread_vcs)).map_err(err)?;
+    Ok(PyRoutingTable { inner: table, topology: topology.unbind() })
+}
+
 /// Routes as text: `"json"` (netweave routes) or `"lft"` (OpenSM `opensm-lfts.dump`, with
 /// netweave's sequential LIDs: switches 1..S, then hosts).
 #[pyfunction]
@@ -126,6 +145,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyRoutingTable>()?;
     for f in [
         wrap_pyfunction!(route, m)?,
+        wrap_pyfunction!(route_updown_spread, m)?,
         wrap_pyfunction!(routing_engines, m)?,
         wrap_pyfunction!(write_routes, m)?,
         wrap_pyfunction!(read_routes, m)?,

@@ -10,7 +10,7 @@ import typer
 
 from netweave import routing, topology
 from netweave._core import Topology
-from netweave.cli.common import JsonOpt, working
+from netweave.cli.common import JsonOpt, UserError, working
 
 app = typer.Typer(
     help="Compute deadlock-free routing tables, check them, and exchange them with OpenSM.\n\n"
@@ -49,11 +49,17 @@ def _make_engine_command(engine: str):
         select: str = typer.Option("per-destination", "--select", help="Path selection: per-destination, low-port or balanced."),
         seed: int = typer.Option(0, "--seed", min=0, help="Seed for random choices."),
         lft: Optional[Path] = typer.Option(None, "--lft", help="Also write the tables as an OpenSM opensm-lfts.dump file."),
+        spread_vcs: Optional[int] = typer.Option(
+            None, "--spread-vcs", min=1, max=16,
+            help="updown only: inject each source host on VC (host index mod N), N <= --vcs (paper 002's multi-VC up*/down*).",
+        ),
         as_json: bool = JsonOpt,
     ) -> None:
+        if spread_vcs is not None and engine != "updown":
+            raise UserError(f"--spread-vcs applies to updown only, not {engine}")
         topo = topology.load(topology_file)
         with working(f"routing with {engine}"):
-            routes = routing.route(topo, engine, vcs, root, select, seed)
+            routes = routing.route(topo, engine, vcs, root, select, seed, spread_vcs)
             proof = routes.check()
             stats = routes.metrics()
         if output is not None:

@@ -19,7 +19,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::error::{NetweaveError, Result};
-use crate::topology::{ChannelId, Topology};
+use crate::topology::{ChannelId, Port, Topology};
 
 use super::RoutingTable;
 
@@ -50,58 +50,44 @@ pub struct DeadlockReport {
 ///
 /// Errors if a route is broken (no route, loop, VC overflow) — a routing that does not
 /// deliver every pair has no meaningful deadlock verdict.
+///
+/// The tables are destination-based, so the routes towards one destination form a tree of
+/// `(channel, VC)` states: per destination, every source walks only until it meets a state
+/// an earlier source already walked (its continuation is known). Dependencies go into a
+/// bitset with one bit per possible `(channel, VC) → (next channel, VC)` turn, so duplicates
+/// cost nothing; destinations run in parallel, one bitset per chunk, OR-merged at the end.
 pub fn check(topo: &Topology, routes: &RoutingTable) -> Result<DeadlockReport> {
     routes.check_fits(topo)?;
     let num_vcs = routes.vc_policy().num_vcs.max(1) as usize;
-    let num_states = topo.num_channels() * num_vcs;
     let hosts = topo.num_hosts();
-    // Per destination, walk every source; a state already walked for this destination has a
-    // known continuation, so the walk stops there. Destinations run in parallel.
-    let per_dest: Vec<Result<(Vec<u64>, u8)>> = (0..hosts)
+    let turns = TurnSlots::new(topo, num_vcs);
+    let chunks = (rayon::current_num_threads() * 4).clamp(1, hosts.max(1));
+    let per_chunk = hosts.div_ceil(chunks).max(1);
+    let results: Vec<Result<(Vec<u64>, u8)>> = (0..hosts)
+        .step_by(per_chunk)
+        .collect::<Vec<_>>()
         .into_par_iter()
-        .map_init(
-            || (vec![u32::MAX; num_states], Vec::new()),
-            |(seen, hops), dst| {
-                let mut edges = Vec::new();
-                let mut max_vc = 0u8;
-                for src in 0..hosts {
-                    if src == dst {
-                        continue;
-                    }
-                    hops.clear();
-                    routes.hops(topo, src, dst, hops)?;
-                    let mut prev: Option<u32> = None;
-                    for h in hops.iter() {
-                        max_vc = max_vc.max(h.vc);
-                        if is_host_channel(topo, h.channel) {
-                            continue;
-                        }
-                        let state = h.channel * num_vcs as u32 + h.vc as u32;
-                        if let Some(p) = prev {
-                            edges.push(((p as u64) << 32) | state as u64);
-                        }
-                        if seen[state as usize] == dst as u32 {
-                            break;
-                        }
-                        seen[state as usize] = dst as u32;
-                        prev = Some(state);
-                    }
-                }
-                edges.sort_unstable();
-                edges.dedup();
-                Ok((edges, max_vc))
-            },
-        )
+        .map(|lo| {
+            let mut walker = Walker::new(topo, routes, &turns);
+            for dst in lo..(lo + per_chunk).min(hosts) {
+                walker.destination(dst)?;
+            }
+            Ok((walker.deps, walker.max_vc))
+        })
         .collect();
-    let mut edges = Vec::new();
-    let mut max_vc = 0;
-    for r in per_dest {
-        let (e, v) = r?;
-        edges.extend(e);
+    let mut deps: Vec<u64> = Vec::new();
+    let mut max_vc = 0u8;
+    for r in results {
+        let (bits, v) = r?;
         max_vc = max_vc.max(v);
+        if deps.is_empty() {
+            deps = bits;
+        } else {
+            deps.par_iter_mut().zip(bits.par_iter()).for_each(|(a, b)| *a |= b);
+        }
     }
-    edges.par_sort_unstable();
-    edges.dedup();
+    let edges = turns.edges(topo, &deps);
+    let num_states = topo.num_channels() * num_vcs;
     let cycle = find_cycle(num_states, &edges);
     let cycle = cycle
         .into_iter()
@@ -120,6 +106,201 @@ pub fn check(topo: &Topology, routes: &RoutingTable) -> Result<DeadlockReport> {
     Ok(DeadlockReport { deadlock_free: cycle.is_empty(), vcs_used, dependencies: edges.len(), cycle })
 }
 
+/// One bit per possible dependency between switch-to-switch channels: channel `c` on VC `a`
+/// followed by port `p` of the switch `c` enters, on VC `b`, is bit
+/// `base[c] + (a · radix + p − 1) · V + b`.
+struct TurnSlots {
+    num_vcs: usize,
+    /// `u64::MAX` for channels that touch a host (they lie on no cycle).
+    base: Vec<u64>,
+    total: u64,
+}
+
+impl TurnSlots {
+    fn new(topo: &Topology, num_vcs: usize) -> Self {
+        let mut base = vec![u64::MAX; topo.num_channels()];
+        let mut total = 0u64;
+        for (c, slot) in base.iter_mut().enumerate() {
+            let (a, b) = topo.channel_ends(c as ChannelId);
+            if topo.is_host(a.node) || topo.is_host(b.node) {
+                continue;
+            }
+            *slot = total;
+            total += (num_vcs * num_vcs) as u64 * topo.radix(b.node) as u64;
+        }
+        TurnSlots { num_vcs, base, total }
+    }
+
+    #[inline]
+    fn slot(&self, radix: usize, from: ChannelId, from_vc: u8, port: usize, to_vc: u8) -> usize {
+        let v = self.num_vcs;
+        (self.base[from as usize] + ((from_vc as usize * radix + port - 1) * v + to_vc as usize) as u64) as usize
+    }
+
+    /// The set dependencies as sorted `from << 32 | to` state pairs (state = channel · V + VC).
+    fn edges(&self, topo: &Topology, deps: &[u64]) -> Vec<u64> {
+        let v = self.num_vcs;
+        let mut edges = Vec::new();
+        if deps.is_empty() {
+            return edges;
+        }
+        for (c, &b0) in self.base.iter().enumerate() {
+            if b0 == u64::MAX {
+                continue;
+            }
+            let head = topo.channel_ends(c as ChannelId).1.node;
+            let radix = topo.radix(head) as usize;
+            let len = (v * v * radix) as u64;
+            let mut i = b0;
+            while i < b0 + len {
+                let word = deps[(i >> 6) as usize] >> (i & 63);
+                if word == 0 {
+                    i = (i | 63) + 1;
+                    continue;
+                }
+                i += word.trailing_zeros() as u64;
+                if i >= b0 + len {
+                    break;
+                }
+                let local = (i - b0) as usize;
+                let (to_vc, rest) = (local % v, local / v);
+                let (port, from_vc) = (rest % radix + 1, rest / radix);
+                if let Some(next) = topo.out_channel(head, port as Port) {
+                    let from = c * v + from_vc;
+                    let to = next as usize * v + to_vc;
+                    edges.push((from as u64) << 32 | to as u64);
+                }
+                i += 1;
+            }
+        }
+        edges
+    }
+}
+
+/// Walks every source towards one destination at a time, recording dependencies.
+struct Walker<'a> {
+    topo: &'a Topology,
+    routes: &'a RoutingTable,
+    turns: &'a TurnSlots,
+    /// `seen[state]`: stamp of the walk that last passed the state.
+    seen: Vec<u32>,
+    stamp: u32,
+    /// Per switch: (first stamp of the destination it was entered for, VCs entered on), so
+    /// that the hosts of one switch walk once per injection VC, not once each.
+    entered: Vec<(u32, u32)>,
+    deps: Vec<u64>,
+    max_vc: u8,
+}
+
+impl<'a> Walker<'a> {
+    fn new(topo: &'a Topology, routes: &'a RoutingTable, turns: &'a TurnSlots) -> Self {
+        Walker {
+            topo,
+            routes,
+            turns,
+            seen: vec![0; topo.num_channels() * turns.num_vcs],
+            stamp: 0,
+            entered: vec![(0, 0); topo.num_switches()],
+            deps: vec![0; turns.total.div_ceil(64) as usize],
+            max_vc: 0,
+        }
+    }
+
+    /// Walk every source towards host `dst`. A walk stops at a state an earlier walk of this
+    /// destination passed; meeting a state of its own walk is a loop.
+    fn destination(&mut self, dst: usize) -> Result<()> {
+        let (topo, routes) = (self.topo, self.routes);
+        let hosts = topo.num_hosts();
+        if self.stamp as usize + hosts + 2 >= u32::MAX as usize {
+            self.seen.fill(0);
+            self.entered.fill((0, 0));
+            self.stamp = 0;
+        }
+        // A stamp of its own per destination, even if every walk of it is shared.
+        self.stamp += 1;
+        let first_walk = self.stamp;
+        let num_vcs = routes.vc_policy().num_vcs;
+        let v = self.turns.num_vcs as u32;
+        let dst_node = topo.hosts()[dst];
+        let policy = routes.vc_policy();
+        for src in 0..hosts {
+            if src == dst {
+                continue;
+            }
+            let src_node = topo.hosts()[src];
+            let Some(first) = topo.neighbors(src_node).first() else {
+                return Err(broken(topo, routes, src, dst));
+            };
+            let mut vc = policy.injection_vc(src, dst);
+            self.max_vc = self.max_vc.max(vc);
+            // Without VC changes in the network, hosts entering one switch on one VC share the
+            // rest of the walk (with them, the change may depend on the host's port).
+            if policy.transitions.is_none() && !topo.is_host(first.neighbor) && vc < 32 {
+                let (entry_stamp, entry_vcs) = &mut self.entered[topo.kind_index(first.neighbor)];
+                if *entry_stamp != first_walk {
+                    (*entry_stamp, *entry_vcs) = (first_walk, 0);
+                }
+                if *entry_vcs >> vc & 1 != 0 {
+                    continue;
+                }
+                *entry_vcs |= 1 << vc;
+            }
+            self.stamp += 1;
+            let stamp = self.stamp;
+            let mut node = first.neighbor;
+            let mut in_port = first.neighbor_port;
+            // Previous switch-to-switch channel and its VC, if the last hop was one.
+            let mut prev: Option<(ChannelId, u8, usize)> = None;
+            while node != dst_node {
+                if topo.is_host(node) {
+                    return Err(broken(topo, routes, src, dst));
+                }
+                let sw = topo.kind_index(node);
+                let port = routes.out_port(sw, dst);
+                let Some(channel) = topo.out_channel(node, port) else {
+                    return Err(broken(topo, routes, src, dst));
+                };
+                vc = policy.change(sw, in_port, port).apply(vc);
+                if vc >= num_vcs {
+                    return Err(broken(topo, routes, src, dst));
+                }
+                self.max_vc = self.max_vc.max(vc);
+                let far = topo.channel_ends(channel).1;
+                if self.turns.base[channel as usize] != u64::MAX {
+                    if let Some((pc, pvc, radix)) = prev {
+                        let bit = self.turns.slot(radix, pc, pvc, port as usize, vc);
+                        self.deps[bit >> 6] |= 1 << (bit & 63);
+                    }
+                    let state = (channel * v + vc as u32) as usize;
+                    let mark = self.seen[state];
+                    if mark == stamp {
+                        return Err(broken(topo, routes, src, dst));
+                    }
+                    if mark >= first_walk {
+                        break;
+                    }
+                    self.seen[state] = stamp;
+                    prev = Some((channel, vc, topo.radix(far.node) as usize));
+                } else {
+                    prev = None;
+                }
+                node = far.node;
+                in_port = far.port;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The path walker's own error for a pair the fast walk found broken.
+fn broken(topo: &Topology, routes: &RoutingTable, src: usize, dst: usize) -> NetweaveError {
+    let mut hops = Vec::new();
+    match routes.hops(topo, src, dst, &mut hops) {
+        Err(e) => e,
+        Ok(()) => NetweaveError::Routing(format!("route {src} -> {dst} is broken")),
+    }
+}
+
 /// Check and turn a cycle into an error naming it (for engines that promise deadlock freedom).
 pub fn require_deadlock_free(topo: &Topology, routes: &RoutingTable) -> Result<DeadlockReport> {
     let report = check(topo, routes)?;
@@ -132,11 +313,6 @@ pub fn require_deadlock_free(topo: &Topology, routes: &RoutingTable) -> Result<D
         )));
     }
     Ok(report)
-}
-
-fn is_host_channel(topo: &Topology, channel: ChannelId) -> bool {
-    let (a, b) = topo.channel_ends(channel);
-    topo.is_host(a.node) || topo.is_host(b.node)
 }
 
 /// One cycle of the graph given as sorted, deduplicated `from << 32 | to` edges, or empty.
@@ -224,6 +400,72 @@ mod tests {
             assert_eq!(end_node, next.from.rsplit_once(':').unwrap().0);
         }
         assert!(require_deadlock_free(&t, &r).unwrap_err().to_string().contains("cycle"));
+    }
+
+    /// Every pair walked in full, dependencies in a set: what [`check`] must agree with.
+    fn naive_dependencies(topo: &Topology, routes: &RoutingTable) -> std::collections::HashSet<(u32, u8, u32, u8)> {
+        let mut deps = std::collections::HashSet::new();
+        let mut hops = Vec::new();
+        for s in 0..topo.num_hosts() {
+            for d in 0..topo.num_hosts() {
+                hops.clear();
+                routes.hops(topo, s, d, &mut hops).unwrap();
+                let inner: Vec<_> = hops
+                    .iter()
+                    .filter(|h| {
+                        let (a, b) = topo.channel_ends(h.channel);
+                        !topo.is_host(a.node) && !topo.is_host(b.node)
+                    })
+                    .collect();
+                for w in inner.windows(2) {
+                    deps.insert((w[0].channel, w[0].vc, w[1].channel, w[1].vc));
+                }
+            }
+        }
+        deps
+    }
+
+    #[test]
+    fn tree_walk_finds_the_same_dependencies_as_walking_every_pair() {
+        use crate::topology::random::random_regular;
+        let cases = [
+            (torus(&[4, 4], 2).unwrap(), Engine::Dor),
+            (torus(&[5, 3], 1).unwrap(), Engine::MinHop),
+            (mesh(&[4, 4], 1).unwrap(), Engine::Sbp),
+            (torus(&[4, 4], 1).unwrap(), Engine::Dl),
+            (random_regular(24, 4, 2, 3).unwrap(), Engine::Lash),
+            (random_regular(24, 4, 2, 3).unwrap(), Engine::Dfsssp),
+            (random_regular(24, 4, 2, 3).unwrap(), Engine::Nue),
+        ];
+        for (t, engine) in cases {
+            let r = route(&t, engine, &RouteOptions { max_vcs: 8, ..RouteOptions::default() }).unwrap();
+            let rep = check(&t, &r).unwrap();
+            let deps = naive_dependencies(&t, &r);
+            assert_eq!(rep.dependencies, deps.len(), "{engine} on {}", t.name());
+            // A cycle, when reported, is made of real dependencies.
+            for w in 0..rep.cycle.len() {
+                let (a, b) = (&rep.cycle[w], &rep.cycle[(w + 1) % rep.cycle.len()]);
+                assert!(deps.contains(&(a.channel, a.vc, b.channel, b.vc)), "{engine}");
+            }
+        }
+    }
+
+    #[test]
+    fn broken_tables_are_errors_not_verdicts() {
+        let t = torus(&[4, 4], 1).unwrap();
+        let r = route(&t, Engine::Dor, &RouteOptions::default()).unwrap();
+        let mut dropped = r.clone();
+        dropped.set_out_port(0, 5, crate::routing::NO_PORT);
+        let err = check(&t, &dropped).unwrap_err().to_string();
+        assert!(err.contains("no route"), "{err}");
+        // Switches 0 and 1 send host 5's packets to each other.
+        let (s0, s1) = (t.switches()[0], t.switches()[1]);
+        let port_to = |from, to| t.neighbors(from).iter().find(|a| a.neighbor == to).unwrap().port;
+        let mut looping = r.clone();
+        looping.set_out_port(0, 5, port_to(s0, s1));
+        looping.set_out_port(1, 5, port_to(s1, s0));
+        let err = check(&t, &looping).unwrap_err().to_string();
+        assert!(err.contains("loops"), "{err}");
     }
 
     #[test]

@@ -374,6 +374,44 @@ impl Labels {
     }
 }
 
+/// Destination-consistent up*/down* in-trees, one destination switch at a time: the escape
+/// routes of the layered engines (a destination whose shortest paths fit in no layer takes
+/// these: any set of up*/down*-legal paths is acyclic, so a layer that only ever
+/// takes legal paths has room for every destination).
+pub(crate) struct EscapeRoutes {
+    graph: SwitchGraph,
+    tree: UpDownTree,
+    labels: Labels,
+}
+
+impl EscapeRoutes {
+    /// The orientation of the BFS tree from switch index `root`.
+    pub(crate) fn new(topo: &Topology, root: usize) -> Result<Self> {
+        let graph = SwitchGraph::new(topo);
+        let tree = UpDownTree::from_graph(&graph, root)?;
+        let labels = Labels::new(topo.num_switches());
+        Ok(EscapeRoutes { graph, tree, labels })
+    }
+
+    /// Whether the move `from → to` is up (see [`UpDownTree::is_up`]).
+    #[inline]
+    pub(crate) fn is_up(&self, from: usize, to: usize) -> bool {
+        self.tree.is_up(from, to)
+    }
+
+    /// Compute the legal next-hop ports of every switch towards switch `target`; read them
+    /// with [`ports`](Self::ports) (empty for the target and switches that cannot reach it).
+    pub(crate) fn towards(&mut self, topo: &Topology, target: usize) {
+        self.labels.compute(&self.graph, &self.tree, target, Mode::Capped(1));
+        self.labels.candidates(topo, &self.tree, target, Mode::Capped(1));
+    }
+
+    /// Ports (ascending) of switch `x` after [`towards`](Self::towards).
+    pub(crate) fn ports(&self, x: usize) -> &[Port] {
+        self.labels.ports(x)
+    }
+}
+
 /// Shared body of up*/down* and DL: the tables and, for DL, the layers used.
 fn tree_routes(
     topo: &Topology,
