@@ -16,7 +16,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::error::Result;
-use crate::traffic::{Message, Schedule};
+use crate::traffic::{collectives, Message, Schedule};
 
 /// Largest rank count a generated pattern may have (the mapper's flat arrays are 32-bit).
 const MAX_RANKS: u64 = 1 << 24;
@@ -79,8 +79,7 @@ impl Pattern {
 
     /// Every message of every phase of `schedule`, summed per `(src, dst)` pair.
     pub fn from_schedule(schedule: &Schedule) -> Result<Self> {
-        let all: Vec<Message> = schedule.phases().flat_map(|p| p.iter().copied()).collect();
-        Self::from_messages(schedule.name(), schedule.num_ranks(), &all)
+        Self::merged(schedule.name().to_string(), schedule)
     }
 
     /// Bruck allgather merged into one step (paper 003's evaluation pattern): in step
@@ -88,28 +87,21 @@ impl Pattern {
     /// For a non-power-of-two `n` the last step carries only the `n − 2^k` missing blocks.
     pub fn bruck(num_ranks: u32, base_bytes: u64) -> Result<Self> {
         check_ranks("bruck", num_ranks as u64)?;
-        let n = num_ranks as u64;
-        let mut msgs = Vec::new();
-        let mut k = 0u32;
-        while (1u64 << k) < n {
-            let dist = 1u64 << k;
-            let blocks = dist.min(n - dist);
-            for i in 0..n {
-                let dst = ((i + n - dist) % n) as u32;
-                msgs.push(Message { src: i as u32, dst, bytes: base_bytes.saturating_mul(blocks) });
-            }
-            k += 1;
-        }
-        Self::from_messages(format!("bruck(n={num_ranks},base={base_bytes})"), num_ranks, &msgs)
+        let schedule = collectives::allgather_bruck(num_ranks, base_bytes)?;
+        Self::merged(format!("bruck(n={num_ranks},base={base_bytes})"), &schedule)
     }
 
     /// Ring allgather merged into one step: rank `i` sends `(n − 1) · bytes` to `i + 1`.
     pub fn ring(num_ranks: u32, bytes: u64) -> Result<Self> {
         check_ranks("ring", num_ranks as u64)?;
-        let n = num_ranks;
-        let total = bytes.saturating_mul(n as u64 - 1);
-        let msgs: Vec<Message> = (0..n).map(|i| Message { src: i, dst: (i + 1) % n, bytes: total }).collect();
-        Self::from_messages(format!("ring(n={num_ranks},bytes={bytes})"), num_ranks, &msgs)
+        let schedule = collectives::allgather_ring(num_ranks, bytes)?;
+        Self::merged(format!("ring(n={num_ranks},bytes={bytes})"), &schedule)
+    }
+
+    /// Every message of `schedule` summed per pair, under `name`.
+    fn merged(name: String, schedule: &Schedule) -> Result<Self> {
+        let all: Vec<Message> = schedule.phases().flat_map(|p| p.iter().copied()).collect();
+        Self::from_messages(name, schedule.num_ranks(), &all)
     }
 
     /// All-to-all: every rank sends `bytes` to every other rank.
