@@ -6,10 +6,12 @@ LSFT's unique paths. Links run at QDR's usable rate (IMB PingPong 3,717 MiB/s) w
 link and 1 µs of software overhead per message (assumptions: the paper gives neither). Message
 sizes are 1 B … 256 MiB per destination; throughput is IMB-style, (N − 1)·M / T per server.
 
-Executors: ``local-sync`` stands for Open MPI's pairwise exchange (each step waits for its
-partner's data), ``async`` for the linear algorithm (FIFO, one send at a time). The LSFT
-schedules come from ``netweave.traffic.lsft_alltoall`` / ``lsft_partial_alltoall``; where this
-build lacks them only the shift curves are drawn, and the script says so.
+Executors: ``sync`` runs the phases in lock-step (free barriers), as the contention-free proof
+assumes; ``local-sync`` stands for Open MPI's pairwise exchange (each step waits for its
+partner's data), ``async`` for the linear algorithm (FIFO, one send at a time). A sub-cluster
+LSFT schedule keeps its N/(N − 1) phase overhead only in lock-step: a host idle in one phase runs
+ahead under local sync and meets the next phase's traffic on a busy link. The schedules come
+from ``netweave.traffic.lsft_alltoall`` / ``lsft_partial_alltoall``.
 
 Usage::
 
@@ -72,7 +74,7 @@ def main() -> int:
         routes = routing.route(topo, "lsft")
         for sched_name, sched in schedules.items():
             n = sched.num_ranks
-            for executor in ("local-sync", "async"):
+            for executor in ("sync", "local-sync", "async"):
                 curve = []
                 for size in SIZES:
                     rep = flowsim.simulate(routes, sched, executor=executor, bytes=size, overhead_s=OVERHEAD_S)
