@@ -157,7 +157,7 @@ pub fn nue_with(topo: &Topology, options: &RouteOptions, params: &NueParams) -> 
     let graph = SwitchGraph::new(topo);
     let in_comp = main_component(topo, &graph, &by_switch)?;
     let comp_size = in_comp.iter().filter(|&&b| b).count();
-    let fab = Fabric::new(topo, &by_switch);
+    let fab = Fabric::new(topo, &by_switch)?;
 
     let dest_switches: Vec<u32> = (0..fab.ns as u32).filter(|&s| !by_switch[s as usize].is_empty()).collect();
     let k = (options.max_vcs as usize).min(dest_switches.len()).max(1);
@@ -305,9 +305,7 @@ impl LayerRun {
             stats.impasses += 1;
             stats.escape_routes += search.repair(fab, layer, &self.tree, t, ctx.in_comp, stats);
         }
-        if ctx.by_switch[t as usize].len() > 1 {
-            search.keep_base(fab);
-        }
+        search.keep_base(fab);
         for (local, &h) in ctx.by_switch[t as usize].iter().enumerate() {
             stats.destinations += 1;
             if local == 0 {
@@ -332,7 +330,7 @@ impl LayerRun {
     /// blocks, and return its statistics.
     fn finish(mut self, table: &mut RoutingTable) -> NueStats {
         let ns = self.search.settled.len();
-        self.stats.dependencies = self.layer.count_used();
+        self.stats.dependencies = self.layer.state.iter().filter(|&&s| s == USED).count();
         let mut by_host: Vec<(usize, usize)> = self.col_host.iter().enumerate().map(|(k, &h)| (h, k)).collect();
         by_host.sort_unstable();
         const BLOCK: usize = 256;
@@ -348,9 +346,9 @@ impl LayerRun {
     }
 }
 
-/// Switch-to-switch channels in compact form (CSR by sending switch). A dependency `c → d`
-/// (d leaving the switch c enters) is addressed by `pos[d]` from c's side and by
-/// `pos[rev[c]]` from d's side.
+/// Switch-to-switch channels in compact form (CSR by sending switch) and the slots of the
+/// complete channel dependency graph: dependency `c → d` (d leaving the switch c enters) is
+/// slot `edge_base[c] + pos[d]`.
 struct Fabric {
     ns: usize,
     out_off: Vec<u32>,
@@ -361,12 +359,13 @@ struct Fabric {
     port: Vec<Port>,
     /// Position of a channel among its sender's out-channels.
     pos: Vec<u32>,
+    edge_base: Vec<usize>,
     /// Hosts per switch (the sources whose load a channel carries).
     hosts: Vec<u32>,
 }
 
 impl Fabric {
-    fn new(topo: &Topology, by_switch: &[Vec<usize>]) -> Self {
+    fn new(topo: &Topology, by_switch: &[Vec<usize>]) -> Result<Self> {
         let ns = topo.num_switches();
         let mut compact = vec![NONE; topo.num_channels()];
         let mut out_off = Vec::with_capacity(ns + 1);
@@ -388,8 +387,22 @@ impl Fabric {
         let nc = head.len();
         let rev: Vec<u32> = orig.iter().map(|&c| compact[(c ^ 1) as usize]).collect();
         let pos: Vec<u32> = (0..nc).map(|c| c as u32 - out_off[head[c] as usize]).collect();
+        let mut edge_base = Vec::with_capacity(nc + 1);
+        let mut acc = 0usize;
+        for &t in &tail {
+            edge_base.push(acc);
+            acc += (out_off[t as usize + 1] - out_off[t as usize]) as usize;
+        }
+        edge_base.push(acc);
+        if acc > u32::MAX as usize {
+            return Err(NetweaveError::Routing(format!(
+                "nue: the complete channel dependency graph would have {acc} dependencies per layer, \
+                 more than it can hold (at most {})",
+                u32::MAX
+            )));
+        }
         let hosts = by_switch.iter().map(|h| h.len() as u32).collect();
-        Fabric { ns, out_off, head, tail, rev, port, pos, hosts }
+        Ok(Fabric { ns, out_off, head, tail, rev, port, pos, edge_base, hosts })
     }
 
     fn nc(&self) -> usize {
@@ -398,6 +411,12 @@ impl Fabric {
 
     fn out(&self, v: u32) -> std::ops::Range<u32> {
         self.out_off[v as usize]..self.out_off[v as usize + 1]
+    }
+
+    /// Slot of dependency `c → d` (requires `tail[c] == head[d]`).
+    #[inline]
+    fn edge(&self, c: u32, d: u32) -> usize {
+        self.edge_base[c as usize] + self.pos[d as usize] as usize
     }
 }
 
@@ -659,21 +678,17 @@ impl Tree {
     }
 }
 
-/// One virtual layer's complete channel dependency graph as bit masks per channel — used
-/// dependencies forwards and backwards (so searches touch only used ones), used and blocked
-/// ones by target (so relaxing a switch reads its in-channels' states from one place) — and
-/// a topological order of the used ones (Pearce–Kelly).
+/// One virtual layer's complete channel dependency graph: dependency states, the used
+/// dependencies as successor and predecessor bit masks per channel (so searches touch only
+/// used dependencies), and a topological order of them (Pearce–Kelly).
 struct Layer {
+    state: Vec<u8>,
     /// Mask words per channel (`ceil(max switch degree / 64)`).
     words: usize,
     /// Bit `j` of `succ[c]`: dependency `c → (j-th out-channel of c's receiving switch)` used.
     succ: Vec<u64>,
-    /// By target channel d, at `d * stride`: bit `i` set if dependency `(reverse of the i-th
-    /// out-channel of d's sender) → d` is used; `blocked_at` words further on, the same bit
-    /// set if that dependency would close a cycle.
-    by_target: Vec<u64>,
-    stride: usize,
-    blocked_at: usize,
+    /// Bit `i` of `pred[d]`: dependency `(reverse of the i-th out-channel of d's sender) → d` used.
+    pred: Vec<u64>,
     /// `ord[channel]` = position; `at[position]` = channel.
     ord: Vec<u32>,
     at: Vec<u32>,
@@ -683,82 +698,43 @@ impl Layer {
     fn new(fab: &Fabric) -> Self {
         let max_deg = (0..fab.ns).map(|v| fab.out_off[v + 1] - fab.out_off[v]).max().unwrap_or(0) as usize;
         let words = max_deg.div_ceil(64).max(1);
-        // "Used" masks of all channels first, then all "blocked" masks: searches stream the
-        // used ones densely.
-        let (stride, blocked_at) = (words, fab.nc() * words);
         Layer {
+            state: vec![UNUSED; *fab.edge_base.last().unwrap_or(&0)],
             words,
             succ: vec![0; fab.nc() * words],
-            by_target: vec![0; fab.nc() * 2 * words],
-            stride,
-            blocked_at,
+            pred: vec![0; fab.nc() * words],
             ord: vec![0; fab.nc()],
             at: vec![0; fab.nc()],
         }
     }
 
-    /// Index in `by_target` of the "used" word and the bit of dependency `c → d`.
-    #[inline]
-    fn target_bit(&self, fab: &Fabric, c: u32, d: u32) -> (usize, u64) {
-        let i = fab.pos[fab.rev[c as usize] as usize] as usize;
-        (d as usize * self.stride + i / 64, 1 << (i % 64))
-    }
-
-    /// `USED`, `BLOCKED` or `UNUSED` (requires `tail[c] == head[d]`).
-    #[inline]
-    fn state(&self, fab: &Fabric, c: u32, d: u32) -> u8 {
-        let (w, b) = self.target_bit(fab, c, d);
-        if self.by_target[w] & b != 0 {
-            USED
-        } else if self.by_target[w + self.blocked_at] & b != 0 {
-            BLOCKED
-        } else {
-            UNUSED
-        }
-    }
-
-    #[inline]
-    fn used(&self, fab: &Fabric, c: u32, d: u32) -> bool {
-        let (w, b) = self.target_bit(fab, c, d);
-        self.by_target[w] & b != 0
-    }
-
-    /// Mark dependency `c → d` as closing a cycle, for good.
-    #[inline]
-    fn block(&mut self, fab: &Fabric, c: u32, d: u32) {
-        let (w, b) = self.target_bit(fab, c, d);
-        self.by_target[w + self.blocked_at] |= b;
-    }
-
-    /// Mark dependency `c → d` used (it must not be blocked).
+    /// Mark dependency `c → d` used (its slot must not be blocked).
     #[inline]
     fn use_dep(&mut self, fab: &Fabric, c: u32, d: u32) {
+        self.state[fab.edge(c, d)] = USED;
         let j = fab.pos[d as usize] as usize;
         self.succ[c as usize * self.words + j / 64] |= 1 << (j % 64);
-        let (w, b) = self.target_bit(fab, c, d);
-        self.by_target[w] |= b;
+        let i = fab.pos[fab.rev[c as usize] as usize] as usize;
+        self.pred[d as usize * self.words + i / 64] |= 1 << (i % 64);
     }
 
     /// Withdraw dependency `c → d`; removing an edge never invalidates the order.
     #[inline]
     fn drop_dep(&mut self, fab: &Fabric, c: u32, d: u32) {
+        self.state[fab.edge(c, d)] = UNUSED;
         let j = fab.pos[d as usize] as usize;
         self.succ[c as usize * self.words + j / 64] &= !(1 << (j % 64));
-        let (w, b) = self.target_bit(fab, c, d);
-        self.by_target[w] &= !b;
-    }
-
-    /// Dependencies in use.
-    fn count_used(&self) -> usize {
-        self.succ.iter().map(|w| w.count_ones() as usize).sum()
+        let i = fab.pos[fab.rev[c as usize] as usize] as usize;
+        self.pred[d as usize * self.words + i / 64] &= !(1 << (i % 64));
     }
 
     /// Clear the layer, load the escape dependencies towards `dests` and a topological order
     /// consistent with them: up channels deepest first, then the rest, then down channels
     /// shallowest first.
     fn reset(&mut self, fab: &Fabric, tree: &Tree, dests: &[u32]) {
+        self.state.fill(UNUSED);
         self.succ.fill(0);
-        self.by_target.fill(0);
+        self.pred.fill(0);
         let nc = fab.nc();
         let maxd = tree.depth.iter().filter(|&&d| d != u32::MAX).max().copied().unwrap_or(0) as u64;
         let mut key = vec![1u64 << 40; nc];
@@ -924,7 +900,8 @@ impl Search {
             let u = fab.tail[c as usize];
             let cu = self.chan[u as usize];
             if cu != NONE {
-                match layer.state(fab, c, cu) {
+                let e = fab.edge(c, cu);
+                match layer.state[e] {
                     USED => {}
                     BLOCKED => {
                         self.reoffer(fab, layer, w, v);
@@ -935,7 +912,7 @@ impl Search {
                             layer.use_dep(fab, c, cu);
                             self.fresh[v as usize] = dep(c, cu);
                         } else {
-                            layer.block(fab, c, cu);
+                            layer.state[e] = BLOCKED;
                             stats.blocked_dependencies += 1;
                             self.reoffer(fab, layer, w, v);
                             continue;
@@ -989,7 +966,8 @@ impl Search {
         may_block: bool,
         stats: &mut NueStats,
     ) -> Option<bool> {
-        match layer.state(fab, c, d) {
+        let e = fab.edge(c, d);
+        match layer.state[e] {
             USED => Some(false),
             BLOCKED => None,
             _ => {
@@ -998,7 +976,7 @@ impl Search {
                     Some(true)
                 } else {
                     if may_block {
-                        layer.block(fab, c, d);
+                        layer.state[e] = BLOCKED;
                         stats.blocked_dependencies += 1;
                     }
                     None
@@ -1024,7 +1002,8 @@ impl Search {
                     continue;
                 }
                 let cb = self.chan[b as usize];
-                if (cb != NONE && layer.state(fab, ca, cb) == BLOCKED) || layer.state(fab, cx, ca) == BLOCKED {
+                if (cb != NONE && layer.state[fab.edge(ca, cb)] == BLOCKED) || layer.state[fab.edge(cx, ca)] == BLOCKED
+                {
                     continue;
                 }
                 self.kids.clear();
@@ -1032,7 +1011,7 @@ impl Search {
                     let s = fab.tail[o as usize];
                     let cs = fab.rev[o as usize];
                     if self.settled[s as usize] && self.chan[s as usize] == cs {
-                        if layer.state(fab, cs, ca) == BLOCKED {
+                        if layer.state[fab.edge(cs, ca)] == BLOCKED {
                             continue 'next;
                         }
                         self.kids.push(s);
@@ -1108,7 +1087,7 @@ impl Search {
         let tier = if cu == NONE {
             0
         } else {
-            match layer.state(fab, c, cu) {
+            match layer.state[fab.edge(c, cu)] {
                 BLOCKED => return None,
                 USED => 0,
                 _ if layer.ord[c as usize] < layer.ord[cu as usize] => 1,
@@ -1119,39 +1098,19 @@ impl Search {
     }
 
     /// Offer every unsettled neighbour of newly settled `u` the channel into `u`.
-    ///
-    /// Same keys as [`candidate`](Self::candidate), but the dependencies into u's channel
-    /// from all of u's in-channels share mask words, read once.
     fn relax(&mut self, fab: &Fabric, layer: &Layer, w: &[u64], u: u32) {
-        let cu = self.chan[u as usize];
-        let du = self.dist[u as usize];
-        let first = fab.out_off[u as usize];
         for o in fab.out(u) {
             let c = fab.rev[o as usize];
             let v = fab.tail[o as usize];
             if self.settled[v as usize] {
                 continue;
             }
-            let tier = if cu == NONE {
-                0
-            } else {
-                let j = (o - first) as usize;
-                let (word, bit) = (cu as usize * layer.stride + j / 64, 1u64 << (j % 64));
-                if layer.by_target[word] & bit != 0 {
-                    0
-                } else if layer.by_target[word + layer.blocked_at] & bit != 0 {
-                    continue;
-                } else if layer.ord[c as usize] < layer.ord[cu as usize] {
-                    1
-                } else {
-                    2
+            if let Some(key) = self.candidate(fab, layer, w, c, u) {
+                if key < self.best_key[v as usize] {
+                    self.best_key[v as usize] = key;
+                    self.best_ch[v as usize] = c;
+                    self.heap.push(Reverse((key, c)));
                 }
-            };
-            let key = du.saturating_add(w[c as usize]).saturating_mul(4) | tier;
-            if key < self.best_key[v as usize] {
-                self.best_key[v as usize] = key;
-                self.best_ch[v as usize] = c;
-                self.heap.push(Reverse((key, c)));
             }
         }
     }
@@ -1219,10 +1178,9 @@ impl Search {
             }
         }
         // No cycle. Pearce–Kelly needs both searches complete; if the unfinished one grows
-        // past 1/32 of the span, shifting the span around the finished side (one sequential
-        // pass, far cheaper per channel than a search step) is cheaper (Marchetti-Spaccamela
-        // et al.). Measured: ratios from 16 to 1024 perform alike, 8 slightly worse.
-        let limit = self.fwd.len() + self.bwd.len() + (ub - lb) as usize / 32;
+        // past an eighth of the span, shifting the span (a sequential pass) around the
+        // finished side is cheaper (Marchetti-Spaccamela et al.).
+        let limit = self.fwd.len() + self.bwd.len() + (ub - lb) as usize / 8;
         if hf == self.fwd.len() {
             while hb < self.bwd.len() {
                 if self.fwd.len() + self.bwd.len() > limit {
@@ -1348,7 +1306,7 @@ impl Search {
         let words = layer.words;
         let o = fab.out_off[fab.head[c as usize] as usize];
         for w in 0..words {
-            let mut bits = layer.by_target[c as usize * layer.stride + w];
+            let mut bits = layer.pred[c as usize * words + w];
             while bits != 0 {
                 let b = fab.rev[(o + (w * 64) as u32 + bits.trailing_zeros()) as usize];
                 bits &= bits - 1;
@@ -1417,13 +1375,14 @@ impl Search {
                     continue;
                 }
                 let cs = self.chan[s as usize];
+                let e = fab.edge(cs, cx);
                 let old = self.fresh[s as usize];
                 if old != NO_DEP && old != dep(cs, cx) {
                     // The old dependency led into x's abandoned channel.
                     layer.drop_dep(fab, (old >> 32) as u32, old as u32);
                     self.fresh[s as usize] = NO_DEP;
                 }
-                let keep = match layer.state(fab, cs, cx) {
+                let keep = match layer.state[e] {
                     USED => true,
                     BLOCKED => false,
                     _ => {
@@ -1432,7 +1391,7 @@ impl Search {
                             self.fresh[s as usize] = dep(cs, cx);
                             true
                         } else {
-                            layer.block(fab, cs, cx);
+                            layer.state[e] = BLOCKED;
                             stats.blocked_dependencies += 1;
                             false
                         }
@@ -1559,14 +1518,6 @@ impl Search {
     fn sibling(&mut self, fab: &Fabric, layer: &Layer, t: u32, local: usize, selector: &mut Selector) {
         for i in 1..self.order.len() {
             let v = self.order[i];
-            if self.feas_off[i + 1] - self.feas_off[i] == 1 {
-                // Only the first host's channel qualifies at all (it always does): no checks.
-                let c = self.base[v as usize];
-                selector.record(v as usize, fab.port[c as usize]);
-                self.chan[v as usize] = c;
-                self.hop[v as usize] = self.hop[fab.tail[c as usize] as usize] + 1;
-                continue;
-            }
             let limit = self.hop_base[v as usize];
             let kids = self.child_off[v as usize] as usize..self.child_off[v as usize + 1] as usize;
             self.cand.clear();
@@ -1577,10 +1528,10 @@ impl Search {
                 if self.hop[u as usize] + 1 > limit {
                     continue;
                 }
-                if u != t && !layer.used(fab, c, self.chan[u as usize]) {
+                if u != t && layer.state[fab.edge(c, self.chan[u as usize])] != USED {
                     continue;
                 }
-                if self.child[kids.clone()].iter().any(|&k| !layer.used(fab, self.base[k as usize], c)) {
+                if self.child[kids.clone()].iter().any(|&k| layer.state[fab.edge(self.base[k as usize], c)] != USED) {
                     continue;
                 }
                 self.cand.push(c);
