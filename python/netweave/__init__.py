@@ -1,6 +1,7 @@
 """netweave — an interconnect lab for HPC cluster networks.
 
-The package follows the pipeline ``topology → routing → traffic → analysis → report``::
+The package follows the pipeline ``topology → routing → traffic (and mapping) → analysis |
+flowsim | flitsim → report``::
 
     import netweave
     topo = netweave.topology.latin_square_fat_tree(3)
@@ -14,7 +15,7 @@ conversion, reports and the ``netweave`` command line.
 """
 
 from netweave._core import NetweaveError, ProjectivePlane, RoutingTable, Schedule, TaskGraph, Topology
-from netweave import analysis, flowsim, routing, topology, traffic
+from netweave import analysis, flitsim, flowsim, mapping, routing, topology, traffic
 
 __version__ = "0.1.0"
 
@@ -26,7 +27,9 @@ __all__ = [
     "TaskGraph",
     "Topology",
     "analysis",
+    "flitsim",
     "flowsim",
+    "mapping",
     "routing",
     "topology",
     "traffic",
