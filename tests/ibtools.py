@@ -1,5 +1,5 @@
 """Finding and running the InfiniBand tools the integration tests drive (ibsim, umad2sim,
-infiniband-diags, OpenSM) and the installed `netweave` command.
+infiniband-diags, OpenSM) and the installed `netweave` command, and the simulated fabric they run on.
 
 A missing tool skips the test, or fails it when the environment variable CI is set: CI
 installs them (`make system-deps`), so their absence there is an error.
@@ -12,10 +12,18 @@ import os
 import shutil
 import subprocess
 import sys
+import time
+import uuid
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Optional
+from typing import Iterator, Optional
 
 import pytest
+
+IBSIM_READY_TIMEOUT = 30  # s, for ibsim to parse the file and open its socket
+# ibsim's built-in limits (sim.h); raised with -N/-S/-P when a fabric needs more.
+IBSIM_DEFAULT_NODES, IBSIM_DEFAULT_SWITCHES, IBSIM_DEFAULT_PORTS = 2048, 256, 256 * 36 + 2048 * 2
+
 
 def which(name: str) -> Optional[str]:
     """A tool on PATH, or in the sbin directories a non-root PATH often lacks."""
@@ -54,3 +62,59 @@ def run(cmd: list[str], timeout: float, **kw) -> subprocess.CompletedProcess:
     if proc.returncode != 0:
         raise AssertionError(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
     return proc
+
+
+def stop(proc: subprocess.Popen) -> None:
+    """Terminate a child (and its session), then kill it if it lingers."""
+    if proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
+def limits(fabric: dict) -> list[str]:
+    """ibsim flags raising its limits to what the fabric needs (a switch adds port 0)."""
+    nodes = fabric["nodes"]
+    switches = sum(1 for n in nodes if n["kind"] == "switch")
+    ports = sum(n["ports"] for n in nodes) + switches
+    return [
+        "-N", str(max(IBSIM_DEFAULT_NODES, len(nodes))),
+        "-S", str(max(IBSIM_DEFAULT_SWITCHES, switches)),
+        "-P", str(max(IBSIM_DEFAULT_PORTS, ports)),
+    ]
+
+
+@contextmanager
+def ibsim(tools: dict, netfile: Path, workdir: Path, flags: list[str]) -> Iterator[dict]:
+    """Run ``ibsim -s -n`` on `netfile` until the block exits; yields the environment clients
+    run in (``env``: the socket name and the umad2sim preload) and ibsim's ``stdout``/``stderr`` files."""
+    socket_name = f"nw{os.getpid()}{uuid.uuid4().hex[:10]}"
+    env = {**os.environ, "IBSIM_SOCKNAME": socket_name}
+    out_path, err_path = workdir / "ibsim.out", workdir / "ibsim.err"
+    with open(out_path, "w") as out, open(err_path, "w") as err:
+        # -s starts the fabric at once, -n drops the console (ibsim would read stdin).
+        proc = subprocess.Popen(
+            [tools["ibsim"], "-s", "-n", *flags, str(netfile)],
+            stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env, cwd=workdir, start_new_session=True,
+        )
+        try:
+            deadline = time.monotonic() + IBSIM_READY_TIMEOUT
+            while "Network simulator ready." not in out_path.read_text(errors="replace"):
+                if proc.poll() is not None:
+                    raise AssertionError(
+                        f"ibsim exited ({proc.returncode}) while loading {netfile.name}:\n"
+                        f"{out_path.read_text(errors='replace')}\n{err_path.read_text(errors='replace')}"
+                    )
+                if time.monotonic() > deadline:
+                    raise AssertionError(f"ibsim was not ready after {IBSIM_READY_TIMEOUT} s")
+                time.sleep(0.05)
+            client_env = dict(env)
+            preload = os.environ.get("LD_PRELOAD")
+            client_env["LD_PRELOAD"] = f"{tools['umad2sim']}:{preload}" if preload else tools["umad2sim"]
+            yield {"env": client_env, "stdout": out_path, "stderr": err_path}
+        finally:
+            stop(proc)

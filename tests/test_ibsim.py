@@ -21,24 +21,16 @@ infiniband-diags) or the ``netweave`` command the tests skip, or fail when ``CI`
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import time
-import uuid
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
-from ibtools import netweave_cli as _netweave, require as _require, run as _run, umad2sim as _umad2sim, which as _which
+from ibtools import ibsim as _ibsim, limits as _limits, netweave_cli as _netweave, require as _require, run as _run
+from ibtools import umad2sim as _umad2sim, which as _which
 
 CLI_TIMEOUT = 300  # s, one netweave command
-IBSIM_READY_TIMEOUT = 30  # s, for ibsim to parse the file and open its socket
 DISCOVER_TIMEOUT = 120  # s, ibnetdiscover over the simulated fabric
 
-# ibsim's built-in limits (sim.h); raised with -N/-S/-P when a fabric needs more.
-IBSIM_DEFAULT_NODES, IBSIM_DEFAULT_SWITCHES, IBSIM_DEFAULT_PORTS = 2048, 256, 256 * 36 + 2048 * 2
 # ibsim keeps 63 bytes of a node description (the InfiniBand NodeDescription is 64).
 DESCRIPTION_BYTES = 63
 
@@ -56,55 +48,6 @@ def tools() -> dict:
 def _info(tools: dict, path: Path, *extra: str) -> dict:
     proc = _run([tools["netweave"], "topo", "info", str(path), *extra, "--json"], CLI_TIMEOUT)
     return json.loads(proc.stdout)
-
-
-def _limits(fabric: dict) -> list[str]:
-    """ibsim flags raising its limits to what the fabric needs (a switch adds port 0)."""
-    nodes = fabric["nodes"]
-    switches = sum(1 for n in nodes if n["kind"] == "switch")
-    ports = sum(n["ports"] for n in nodes) + switches
-    return [
-        "-N", str(max(IBSIM_DEFAULT_NODES, len(nodes))),
-        "-S", str(max(IBSIM_DEFAULT_SWITCHES, switches)),
-        "-P", str(max(IBSIM_DEFAULT_PORTS, ports)),
-    ]
-
-
-@contextmanager
-def _ibsim(tools: dict, netfile: Path, workdir: Path, flags: list[str]) -> Iterator[dict]:
-    """Run ``ibsim -s -n`` on `netfile` until the block exits; yields the client environment."""
-    socket_name = f"nw{os.getpid()}{uuid.uuid4().hex[:10]}"
-    env = {**os.environ, "IBSIM_SOCKNAME": socket_name}
-    out_path, err_path = workdir / "ibsim.out", workdir / "ibsim.err"
-    with open(out_path, "w") as out, open(err_path, "w") as err:
-        # -s starts the fabric at once, -n drops the console (ibsim would read stdin).
-        proc = subprocess.Popen(
-            [tools["ibsim"], "-s", "-n", *flags, str(netfile)],
-            stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env, cwd=workdir, start_new_session=True,
-        )
-        try:
-            deadline = time.monotonic() + IBSIM_READY_TIMEOUT
-            while "Network simulator ready." not in out_path.read_text(errors="replace"):
-                if proc.poll() is not None:
-                    raise AssertionError(
-                        f"ibsim exited ({proc.returncode}) while loading {netfile.name}:\n"
-                        f"{out_path.read_text(errors='replace')}\n{err_path.read_text(errors='replace')}"
-                    )
-                if time.monotonic() > deadline:
-                    raise AssertionError(f"ibsim was not ready after {IBSIM_READY_TIMEOUT} s")
-                time.sleep(0.05)
-            client_env = dict(env)
-            preload = os.environ.get("LD_PRELOAD")
-            client_env["LD_PRELOAD"] = f"{tools['umad2sim']}:{preload}" if preload else tools["umad2sim"]
-            yield {"env": client_env, "stdout": out_path, "stderr": err_path}
-        finally:
-            if proc.poll() is None:
-                proc.terminate()
-                try:
-                    proc.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait(timeout=10)
 
 
 def _description(label: str) -> str:

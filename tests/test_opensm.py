@@ -35,26 +35,21 @@ infiniband-diags) or the ``netweave`` command the tests skip, or fail when ``CI`
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import time
-import uuid
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Optional
 
 import pytest
 
-from ibtools import netweave_cli as _netweave, require as _require, run as _run, umad2sim as _umad2sim, which as _which
+from ibtools import ibsim as _ibsim, limits as _limits, netweave_cli as _netweave, require as _require, run as _run
+from ibtools import stop as _stop, umad2sim as _umad2sim, which as _which
 
 CLI_TIMEOUT = 300  # s, one netweave command
-IBSIM_READY_TIMEOUT = 30  # s, for ibsim to parse the file and open its socket
 OPENSM_TIMEOUT = 120  # s, one single-shot OpenSM run
 DUMP_TIMEOUT = 120  # s, dump_fts over the simulated fabric
 
-# ibsim's built-in limits (sim.h); raised with -N/-S/-P when a fabric needs more.
-IBSIM_DEFAULT_NODES, IBSIM_DEFAULT_SWITCHES, IBSIM_DEFAULT_PORTS = 2048, 256, 256 * 36 + 2048 * 2
 # GUIDs ibsim gives the nodes of a net file, by type, in file order (ibsim/sim_net.c).
 IBSIM_HCA_GUID_BASE, IBSIM_SWITCH_GUID_BASE = 0x100000, 0x200000
 
@@ -78,62 +73,7 @@ def tools() -> dict:
     }
 
 
-def _stop(proc: subprocess.Popen) -> None:
-    """Terminate a child (and its session), then kill it if it lingers."""
-    if proc.poll() is not None:
-        return
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=10)
-
-
 # --- the simulated fabric and the subnet manager ---------------------------------------------
-
-
-def _limits(fabric: dict) -> list[str]:
-    """ibsim flags raising its limits to what the fabric needs (a switch adds port 0)."""
-    nodes = fabric["nodes"]
-    switches = sum(1 for n in nodes if n["kind"] == "switch")
-    ports = sum(n["ports"] for n in nodes) + switches
-    return [
-        "-N", str(max(IBSIM_DEFAULT_NODES, len(nodes))),
-        "-S", str(max(IBSIM_DEFAULT_SWITCHES, switches)),
-        "-P", str(max(IBSIM_DEFAULT_PORTS, ports)),
-    ]
-
-
-@contextmanager
-def _ibsim(tools: dict, netfile: Path, workdir: Path, flags: list[str]) -> Iterator[dict]:
-    """Run ``ibsim -s -n`` on `netfile` until the block exits; yields the client environment."""
-    socket_name = f"nw{os.getpid()}{uuid.uuid4().hex[:10]}"
-    env = {**os.environ, "IBSIM_SOCKNAME": socket_name}
-    out_path, err_path = workdir / "ibsim.out", workdir / "ibsim.err"
-    with open(out_path, "w") as out, open(err_path, "w") as err:
-        # -s starts the fabric at once, -n drops the console (ibsim would read stdin).
-        proc = subprocess.Popen(
-            [tools["ibsim"], "-s", "-n", *flags, str(netfile)],
-            stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env, cwd=workdir, start_new_session=True,
-        )
-        try:
-            deadline = time.monotonic() + IBSIM_READY_TIMEOUT
-            while "Network simulator ready." not in out_path.read_text(errors="replace"):
-                if proc.poll() is not None:
-                    raise AssertionError(
-                        f"ibsim exited ({proc.returncode}) while loading {netfile.name}:\n"
-                        f"{out_path.read_text(errors='replace')}\n{err_path.read_text(errors='replace')}"
-                    )
-                if time.monotonic() > deadline:
-                    raise AssertionError(f"ibsim was not ready after {IBSIM_READY_TIMEOUT} s")
-                time.sleep(0.05)
-            client_env = dict(env)
-            preload = os.environ.get("LD_PRELOAD")
-            client_env["LD_PRELOAD"] = f"{tools['umad2sim']}:{preload}" if preload else tools["umad2sim"]
-            yield client_env
-        finally:
-            _stop(proc)
 
 
 def _opensm(tools: dict, env: dict, workdir: Path, engine_args: list[str], cache: Optional[str] = None) -> Path:
@@ -260,7 +200,8 @@ def test_opensm_installs_netweave_tables(tools, tmp_path, generator):
     for table in exported.values():
         assert set(host_lids.values()) <= set(table), "every switch routes every host LID"
 
-    with _ibsim(tools, netfile, tmp_path, _limits(fabric)) as env:
+    with _ibsim(tools, netfile, tmp_path, _limits(fabric)) as sim:
+        env = sim["env"]
         dump_dir = _opensm(tools, env, tmp_path, ["-R", "file,no_fallback", "-U", str(ours)], cache)
         installed_text = _dump_fts(tools, env, tmp_path)
     log = (tmp_path / "opensm.log").read_text(errors="replace")
@@ -304,7 +245,8 @@ def test_netweave_checks_opensm_own_routing(tools, tmp_path, generator):
         work = tmp_path / engine
         work.mkdir()
         # No LID seeding: OpenSM picks its own LIDs; import maps them by description and GUID.
-        with _ibsim(tools, netfile, work, _limits(fabric)) as env:
+        with _ibsim(tools, netfile, work, _limits(fabric)) as sim:
+            env = sim["env"]
             _opensm(tools, env, work, args)
             installed = _dump_fts(tools, env, work)
         (work / "installed.lft").write_text(installed)
