@@ -79,15 +79,19 @@ def simulate(
     config: Config,
     overrides: Optional[Mapping[str, Any]] = None,
     routes: Optional[_core.RoutingTable] = None,
-    schedule: Optional[_core.Schedule] = None,
+    schedule: Optional[Union[_core.Schedule, _core.TaskGraph]] = None,
     progress: Optional[Callable[[int], None]] = None,
 ) -> dict:
     """Run one simulation; returns the open-loop statistics or the batch completion as a dict.
 
     `routes` (with its topology) replaces the config's network; `schedule` replaces the
-    batch workload (``sim_type = "batch"``; its bytes count flits). `progress(cycle)` is
+    batch workload (``sim_type = "batch"``; its bytes count flits). A ``TaskGraph`` runs
+    dependency-driven: a task starts once its sender has sent or received its predecessors,
+    and the result adds ``task_start`` / ``task_finish`` per task. `progress(cycle)` is
     called every sample period (open loop) or every 10,000 cycles (batch).
     """
+    if isinstance(schedule, _core.TaskGraph):
+        return _core.flitsim_simulate_dag(settings(config, overrides), schedule, routes, progress)
     return _core.flitsim_simulate(settings(config, overrides), routes, schedule, progress)
 
 

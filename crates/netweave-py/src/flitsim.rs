@@ -3,6 +3,7 @@
 use netweave_core::flitsim::{self, SimConfig};
 use pyo3::prelude::*;
 
+use crate::flowsim::PyTaskGraph;
 use crate::routing::PyRoutingTable;
 use crate::traffic::PySchedule;
 use crate::{err, to_py};
@@ -62,6 +63,35 @@ fn flitsim_simulate(
     to_py(py, &result)
 }
 
+/// Batch run of the task graph `graph` (`sim_type = "batch"`, bytes counting flits): each task
+/// starts once its sender knows its predecessors are done; the result lists task times.
+#[pyfunction]
+#[pyo3(signature = (settings, graph, routes=None, progress=None))]
+fn flitsim_simulate_dag(
+    py: Python<'_>,
+    settings: Vec<(String, String)>,
+    graph: PyRef<'_, PyTaskGraph>,
+    routes: Option<PyRef<'_, PyRoutingTable>>,
+    progress: Option<PyObject>,
+) -> PyResult<PyObject> {
+    let cfg = config(settings)?;
+    if cfg.sim_type != flitsim::SimType::Batch {
+        return Err(err(netweave_core::error::NetweaveError::InvalidParameter(
+            "a task graph runs in batch mode: set sim_type = \"batch\"".into(),
+        )));
+    }
+    let (topo, table) = network(&cfg, routes.as_deref(), py)?;
+    let g = graph.inner.clone();
+    let flits_of = |b: u64| b.min(u32::MAX as u64) as u32;
+    let result = py
+        .allow_threads(|| {
+            flitsim::batch::run_dag(&topo, &table, &cfg, &g, &flits_of, &|c| call_progress(&progress, c))
+                .map(flitsim::SimResult::Batch)
+        })
+        .map_err(err)?;
+    to_py(py, &result)
+}
+
 /// Open-loop runs of `settings` at every rate of `rates`, in parallel; `progress(i)` as load
 /// `i` finishes.
 #[pyfunction]
@@ -93,6 +123,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     for f in [
         wrap_pyfunction!(flitsim_keys, m)?,
         wrap_pyfunction!(flitsim_simulate, m)?,
+        wrap_pyfunction!(flitsim_simulate_dag, m)?,
         wrap_pyfunction!(flitsim_sweep, m)?,
         wrap_pyfunction!(flitsim_network, m)?,
     ] {

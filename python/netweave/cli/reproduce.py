@@ -108,3 +108,27 @@ def rmatt_cmd(
     result = rmatt.run(out, seconds=seconds, seed=seed, size=size, replicas=replicas, echo=True)
     print(rmatt.table(result), end="")
     print(f"wrote {out}/results.json, results.md, cost_vs_time.png, link_load_histogram.png")
+
+
+@app.command("routing")
+def routing_cmd(
+    out: Path = typer.Option(..., "--out", "-o", help="Directory for the CSV files, PNG plots and summary.md."),
+    quick: bool = typer.Option(False, "--quick", help="Topologies A and mesh, two data sizes, five routings, two visiting lists."),
+    as_json: bool = JsonOpt,
+) -> None:
+    """Paper 002 (deadlock-free deterministic routings on RHiNET-2) in the flit simulator:
+    bandwidth per routing under four permutations with request/reply (Figs. 4-9), 2-host
+    bandwidth and barrier against hops (Figs. 8, 10) and the 64-host barrier (Table 3)."""
+    from netweave.reproduce import routing002
+
+    if out.exists() and not out.is_dir():
+        raise UserError(f"--out {out} exists and is not a directory")
+    with err_console.status("reproducing paper 002") as status:
+        result = routing002.run(out, quick=quick, progress=lambda msg: status.update(f"paper 002: {msg}"))
+    if as_json:
+        print(json.dumps(result, indent=2, sort_keys=True, ensure_ascii=False))
+        return
+    fig = result["figures"]
+    print(f"A = irregular seed {result['ab']['A']['seed']}, B = seed {result['ab']['B']['seed']}; "
+          f"Fig. 8: {fig['fig8_mbs_per_hop']:+.1f} MB/s per switch, Fig. 10: {fig['fig10_us_per_hop']:+.3f} µs per switch")
+    print(f"wrote {len(result['files'])} files to {out} (summary.md)")
