@@ -382,16 +382,8 @@ pub fn run_dag(
         msgs.push(msg);
     }
     let phases = PhaseState { num_phases: 1, recv_left: Vec::new(), phase_left: vec![0], current_phase: 1 };
-    let mut r = drive(
-        topo,
-        routes,
-        cfg,
-        msgs,
-        &per_host,
-        phases,
-        (Csr::of(&after_sent), Csr::of(&after_arrival)),
-        progress,
-    )?;
+    let mut r =
+        drive(topo, routes, cfg, msgs, &per_host, phases, (Csr::of(&after_sent), Csr::of(&after_arrival)), progress)?;
     r.messages = tasks.len() as u64;
     Ok(r)
 }
