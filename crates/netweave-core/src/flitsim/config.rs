@@ -46,7 +46,10 @@ pub const KEYS: &[(&str, &str)] = &[
     ("vct", "0: wormhole, 1: virtual cut-through"),
     ("hold_switch_for_packet", "1: an input keeps its output port until the packet's tail"),
     ("sw_allocator", "islip | separable_input_first (round-robin arbiters, one iteration)"),
-    ("vc_allocator", "islip | separable_input_first (both: rotating-priority greedy over free VCs)"),
+    (
+        "vc_allocator",
+        "islip (per-VC round-robin grant and accept, as BookSim) | separable_input_first (rotating-priority greedy)",
+    ),
     ("alloc_iters", "allocator iterations (1)"),
     ("arb_type", "round_robin | age (oldest packet first: global fairness)"),
     ("use_noc_latency", "1: torus links take 2 cycles, mesh links 1 (BookSim's default)"),
@@ -146,6 +149,10 @@ pub struct SimConfig {
     pub switching: Switching,
     pub hold_switch_for_packet: bool,
     pub sw_allocator: SwAllocator,
+    /// VC allocator: iSLIP over input VCs × output VCs (BookSim's default), or the
+    /// rotating-priority greedy pass (`separable_input_first`). Age arbitration always takes
+    /// the oldest-first greedy pass.
+    pub vc_allocator: SwAllocator,
     pub arbitration: Arbitration,
     pub use_noc_latency: bool,
     pub channel_latency: Option<u32>,
@@ -197,6 +204,7 @@ impl Default for SimConfig {
             switching: Switching::Wormhole,
             hold_switch_for_packet: false,
             sw_allocator: SwAllocator::Islip,
+            vc_allocator: SwAllocator::Islip,
             arbitration: Arbitration::RoundRobin,
             use_noc_latency: true,
             channel_latency: None,
@@ -307,10 +315,13 @@ impl SimConfig {
                     _ => return crate::invalid!("sw_allocator must be islip or separable_input_first, got '{v}'"),
                 }
             }
-            "vc_allocator" => match v.to_ascii_lowercase().as_str() {
-                "islip" | "separable_input_first" => {}
-                _ => return crate::invalid!("vc_allocator must be islip or separable_input_first, got '{v}'"),
-            },
+            "vc_allocator" => {
+                self.vc_allocator = match v.to_ascii_lowercase().as_str() {
+                    "islip" => SwAllocator::Islip,
+                    "separable_input_first" => SwAllocator::SeparableInputFirst,
+                    _ => return crate::invalid!("vc_allocator must be islip or separable_input_first, got '{v}'"),
+                }
+            }
             "alloc_iters" => {
                 if parse_positive(key, v)? != 1 {
                     return crate::invalid!("alloc_iters: only one allocator iteration is modelled");

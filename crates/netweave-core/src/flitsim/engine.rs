@@ -320,6 +320,14 @@ pub(crate) struct Sim<'a> {
     acc_key: Vec<u64>,
     islip: bool,
     va_scratch: Vec<(u64, u32)>,
+    /// iSLIP VC allocation (BookSim's default): grant pointer of every output VC and accept
+    /// pointer of every input VC (router-local indices), and per-output-VC grant scratch.
+    vc_islip: bool,
+    va_grant_ptr: Vec<u32>,
+    va_accept_ptr: Vec<u32>,
+    va_grant: Vec<u32>,
+    va_grant_dist: Vec<u32>,
+    va_touched: Vec<u32>,
     // activity
     buffered: Vec<u32>,
     active: Vec<u32>,
@@ -402,6 +410,12 @@ impl<'a> Sim<'a> {
             acc_key: vec![u64::MAX; num_ips],
             islip: cfg.sw_allocator == SwAllocator::Islip,
             va_scratch: Vec::with_capacity(64),
+            vc_islip: cfg.vc_allocator == SwAllocator::Islip && cfg.arbitration == Arbitration::RoundRobin,
+            va_grant_ptr: vec![0; nb],
+            va_accept_ptr: vec![0; nb],
+            va_grant: vec![NONE; nb],
+            va_grant_dist: vec![u32::MAX; nb],
+            va_touched: Vec::with_capacity(64),
             buffered: vec![0; r],
             active: Vec::with_capacity(r),
             next_active: Vec::with_capacity(r),
@@ -604,9 +618,12 @@ impl<'a> Sim<'a> {
                         (ch * v + cls * self.fab.class_width, self.fab.class_width)
                     };
                     // Round-robin from the VC after the last one used, as BookSim's sources do,
-                    // so back-to-back packets do not queue behind each other in one VC.
+                    // so back-to-back packets do not queue behind each other in one VC; like
+                    // them, skip a free VC whose buffer is full.
                     let first = self.hosts.last_vc[s] as usize + 1;
-                    let Some(ovc) = (0..width).map(|j| base + (first + j) % width).find(|&o| self.owner[o] == NONE)
+                    let Some(ovc) = (0..width)
+                        .map(|j| base + (first + j) % width)
+                        .find(|&o| self.owner[o] == NONE && self.credits[o] > 0)
                     else {
                         continue;
                     };
@@ -693,7 +710,9 @@ impl<'a> Sim<'a> {
                 }
             }
         }
-        if !self.va_scratch.is_empty() {
+        if !self.va_scratch.is_empty() && self.vc_islip {
+            self.islip_vc_allocate(r, now);
+        } else if !self.va_scratch.is_empty() {
             let mut reqs = std::mem::take(&mut self.va_scratch);
             reqs.sort_unstable();
             let mut first_grant = None;
@@ -816,6 +835,88 @@ impl<'a> Sim<'a> {
         }
         self.touched = touched;
         self.touched.clear();
+    }
+
+    /// The free output VCs input VC `b` may take: (global output port, first VC, VC count).
+    #[inline]
+    fn vc_candidates(&self, b: usize) -> (usize, usize, usize, usize) {
+        let g = self.route_grp[b] as usize;
+        let (cls, w) = match self.route_cls[b] {
+            ANY_CLASS => (0, self.fab.vcs),
+            c => (c as usize, self.fab.class_width),
+        };
+        (self.fab.grp_start[g] as usize, self.fab.grp_len[g] as usize, cls * w, w)
+    }
+
+    /// VC allocation by one iteration of iSLIP over input VCs × output VCs, as BookSim's
+    /// default allocator: every waiting input VC requests every free output VC of its route;
+    /// each output VC grants the requester next after its own pointer, each input VC accepts
+    /// the grant next after its pointer, and only accepted grants move the pointers. Per-VC
+    /// pointers matter under overload: with one VC per dateline class a router-wide pointer
+    /// lets a busy input win the same output VC again and again.
+    fn islip_vc_allocate(&mut self, r: usize, now: u64) {
+        let v = self.fab.vcs;
+        let ip_lo = self.fab.in_base[r] as usize;
+        let op_lo = self.fab.out_base[r] as usize;
+        let n_ivc = ((self.fab.in_base[r + 1] as usize - ip_lo) * v) as u32;
+        let n_ovc = ((self.fab.out_base[r + 1] as usize - op_lo) * v) as u32;
+        let reqs = std::mem::take(&mut self.va_scratch);
+        let local_in = |s: &Self, b: usize| ((s.fab.ch_ip[b / v] as usize - ip_lo) * v + b % v) as u32;
+        // Grant: each free output VC picks the requesting input VC nearest after its pointer.
+        for &(_, b) in &reqs {
+            let b = b as usize;
+            let li = local_in(self, b);
+            let (start, glen, first_vc, w) = self.vc_candidates(b);
+            for op in start..start + glen {
+                let ch = self.fab.op_chan[op] as usize;
+                for ovc in ch * v + first_vc..ch * v + first_vc + w {
+                    if self.owner[ovc] != NONE {
+                        continue;
+                    }
+                    let dist = (li + n_ivc - self.va_grant_ptr[ovc] % n_ivc) % n_ivc;
+                    if self.va_grant[ovc] == NONE {
+                        self.va_touched.push(ovc as u32);
+                    }
+                    if dist < self.va_grant_dist[ovc] {
+                        self.va_grant_dist[ovc] = dist;
+                        self.va_grant[ovc] = b as u32;
+                    }
+                }
+            }
+        }
+        // Accept: each input VC takes the granting output VC nearest after its pointer.
+        for &(_, b) in &reqs {
+            let b = b as usize;
+            let (start, glen, first_vc, w) = self.vc_candidates(b);
+            let mut best: Option<(u32, usize, usize)> = None;
+            for op in start..start + glen {
+                let ch = self.fab.op_chan[op] as usize;
+                for ovc in ch * v + first_vc..ch * v + first_vc + w {
+                    if self.va_grant[ovc] != b as u32 {
+                        continue;
+                    }
+                    let lo = ((op - op_lo) * v + ovc % v) as u32;
+                    let dist = (lo + n_ovc - self.va_accept_ptr[b] % n_ovc) % n_ovc;
+                    if best.map_or(true, |(d, _, _)| dist < d) {
+                        best = Some((dist, op, ovc));
+                    }
+                }
+            }
+            let Some((_, op, ovc)) = best else { continue };
+            self.va_grant_ptr[ovc] = (local_in(self, b) + 1) % n_ivc;
+            self.va_accept_ptr[b] = (((op - op_lo) * v + ovc % v) as u32 + 1) % n_ovc;
+            self.owner[ovc] = b as u32;
+            self.out_op[b] = op as u32;
+            self.out_ovc[b] = ovc as u32;
+            self.state[b] = ACTIVE;
+            self.ready[b] = now + self.cfg.vc_alloc_delay as u64;
+        }
+        for &ovc in &self.va_touched {
+            self.va_grant[ovc as usize] = NONE;
+            self.va_grant_dist[ovc as usize] = u32::MAX;
+        }
+        self.va_touched.clear();
+        self.va_scratch = reqs;
     }
 
     /// Switch allocation by one iteration of iSLIP (BookSim's default): every ready VC
