@@ -468,7 +468,7 @@ impl<'a> Sim<'a> {
     }
 
     /// BookSim's torus `dim_order` decision: (topology port, VC class).
-    fn booksim_torus_route(&mut self, r: usize, in_port: Port, packet: u32) -> (Port, u8) {
+    pub(crate) fn booksim_torus_route(&mut self, r: usize, in_port: Port, packet: u32) -> (Port, u8) {
         let bt = self.booksim_torus.as_ref().unwrap();
         let h = bt.host_ports.max(1);
         let dst = self.packets[packet as usize].dst;
