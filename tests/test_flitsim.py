@@ -162,6 +162,10 @@ def test_reproduce_a2at_with_the_flit_model(tmp_path):
         if not sync:
             assert by_buffer[400] < by_buffer[20] < by_buffer[2]
     assert set(out["e4"]["5"]) >= {"crossover", "gap"}
+    # E1 (Fig. 3) ran with one VC per destination: all four cases completed, and S1–S3 are
+    # reported.
+    assert len([r for r in rows if r["experiment"] == "E1"]) == 4
+    assert {"S1", "S2", "S3_min", "S3_max"} <= set(out["figures"])
     # E3r differs from E3 only by the shorter pipeline: never slower.
     e3 = {(r["topology"], r["algorithm"]): r["cycles"] for r in rows if r["experiment"] == "E3"}
     e3r = {(r["topology"], r["algorithm"]): r["cycles"] for r in rows if r["experiment"] == "E3r"}

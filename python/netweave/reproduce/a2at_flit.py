@@ -5,6 +5,9 @@ paper 001's BookSim setting — one 100-flit packet per message, dimension-order
 2 VCs (BookSim's ``dim_order``), round-robin iSLIP routers holding the switch for a whole
 packet (Table 2's per-packet arbitration), one host per router:
 
+- **E1** (Fig. 3): one VC per destination host (``num_vcs`` = k², ``vc_per_destination``,
+  DOR from the routing table on both topologies, as BookSim's ``dim_order_ni``), 2-flit
+  buffers, NCT 1, no local sync, A2AT and A2AND;
 - **E2** (Fig. 4): 20-flit buffers, NCT 1, no local sync, A2AT and A2AND;
 - **E3** (Fig. 5): the same with local sync (a host starts phase p once it has received all
   of phase p − 1);
@@ -16,9 +19,6 @@ packet (Table 2's per-packet arbitration), one host per router:
 
 Times are reported as ratios to TV_NCT1 (one unit = one message over one link = 100 cycles)
 and, for NCT > 1, to the Table 1 bound of that NCT, next to the extraction's targets S4–S16.
-E1 (one VC per destination, up to k² = 289 VCs per channel) is not run: the simulator's VC
-count is capped at the routing layer's 16 VCs.
-
 The full reproduction is ``netweave reproduce a2at --model flit --sides 5,7,9,11,13,15,17``.
 """
 
@@ -38,7 +38,8 @@ MESSAGE_FLITS = 100
 
 #: (experiment, topology, algorithm, NCT, buffer flits, local sync, Table 1 bound of the NCT).
 CASES = tuple(
-    [("E2", kind, algo, 1, 20, False, "TV_NCT1") for kind in ("mesh", "torus") for algo in ("a2at", "a2and")]
+    [("E1", kind, algo, 1, 2, False, "TV_NCT1") for kind in ("mesh", "torus") for algo in ("a2at", "a2and")]
+    + [("E2", kind, algo, 1, 20, False, "TV_NCT1") for kind in ("mesh", "torus") for algo in ("a2at", "a2and")]
     + [("E3", kind, algo, 1, 20, True, "TV_NCT1") for kind in ("mesh", "torus") for algo in ("a2at", "a2and")]
     + [("E3r", kind, algo, 1, 20, True, "TV_NCT1") for kind in ("mesh", "torus") for algo in ("a2at", "a2and")]
     + [("E5", "mesh", "a2at", 2, 200, sync, "LB_Mesh") for sync in (False, True)]
@@ -72,6 +73,9 @@ def e4_cases() -> list[tuple]:
 
 #: The extraction's targets that these runs address (paper averages over k).
 TARGETS = [
+    ("S1", "E1 torus A2AT, T / TV_NCT1 (mean)", "≈ 0.97 ± 0.06, flat"),
+    ("S2", "E1 mesh A2AT, T / TV_NCT1 (mean)", "≈ 1.25 ± 0.10"),
+    ("S3", "E1 T(A2AND) / T(A2AT), per side (range)", "almost the same (±5–10 %)"),
     ("S4", "E2 torus A2AT, T / TV_NCT1 (mean)", "≈ 1.19 ± 0.08"),
     ("S5", "E2 mesh: A2AT vs A2AND at large k", "A2AT slower"),
     ("S6", "E3 A2AT, T / TV_NCT1 (mean)", "≈ 1.11 ± 0.08"),
@@ -87,9 +91,10 @@ TARGETS = [
 
 
 def simulate_case(k: int, kind: str, algo: str, nct: int, buffer: int, local_sync: bool,
-                  short_pipeline: bool = False) -> dict[str, Any]:
+                  short_pipeline: bool = False, per_destination: bool = False) -> dict[str, Any]:
     """Completion of one all-to-all in the flit simulator, in cycles, and per-host spread;
-    `short_pipeline` takes `SHORT_PIPELINE_KEYS` instead of BookSim's default pipeline."""
+    `short_pipeline` takes `SHORT_PIPELINE_KEYS` instead of BookSim's default pipeline;
+    `per_destination` gives every destination host its own VC (k² VCs per channel)."""
     topo = (topology.mesh if kind == "mesh" else topology.torus)([k, k], 1)
     routes = routing.route(topo, "dor")
     sched = traffic.build("alltoall", algo, topology=topo, nct=nct, bytes=MESSAGE_FLITS)
@@ -102,8 +107,12 @@ def simulate_case(k: int, kind: str, algo: str, nct: int, buffer: int, local_syn
         "hold_switch_for_packet": 1,
         **(SHORT_PIPELINE_KEYS if short_pipeline else {}),
     }
-    # The torus runs BookSim's own dim_order (random ties); the mesh runs the DOR table.
-    r = flitsim.simulate(config, routes=None if kind == "torus" else routes, schedule=sched)
+    if per_destination:
+        config.update(num_vcs=k * k, vc_per_destination=1)
+    # The torus runs BookSim's own dim_order (random ties; its two dateline classes), the mesh
+    # and every one-VC-per-destination run the DOR table.
+    booksim_torus = kind == "torus" and not per_destination
+    r = flitsim.simulate(config, routes=None if booksim_torus else routes, schedule=sched)
     finish = [f for f in r["host_finish"] if f > 0]
     return {"cycles": r["completion_cycles"], "first_finish": min(finish), "last_finish": max(finish)}
 
@@ -118,7 +127,8 @@ def run(out_dir: Path, sides: tuple[int, ...] = (5, 7, 9), progress: Callable[[s
 
     def one(job):
         k, (exp, kind, algo, nct, buffer, sync, bound) = job
-        res = simulate_case(k, kind, algo, nct, buffer, sync, short_pipeline=exp in REDUCED_PIPELINE)
+        res = simulate_case(k, kind, algo, nct, buffer, sync, short_pipeline=exp in REDUCED_PIPELINE,
+                            per_destination=exp == "E1")
         theory = table1(k)
         row = {
             "experiment": exp, "k": k, "topology": kind, "algorithm": algo, "nct": nct, "buffer": buffer,
@@ -150,7 +160,14 @@ def _figures(rows: list[dict[str, Any]]) -> dict[str, float]:
         by = {(r["k"]): r["cycles"] for r in den}
         return [r["cycles"] / by[r["k"]] for r in num if r["k"] in by]
 
+    # S3: A2AND over A2AT for every (side, topology) of E1.
+    at = {(r["k"], r["topology"]): r["cycles"] for r in sel(experiment="E1", algorithm="a2at")}
+    s3 = [r["cycles"] / at[(r["k"], r["topology"])] for r in sel(experiment="E1", algorithm="a2and")]
     return {
+        "S1": _mean([r["ratio_tv_nct1"] for r in sel(experiment="E1", topology="torus", algorithm="a2at")]),
+        "S2": _mean([r["ratio_tv_nct1"] for r in sel(experiment="E1", topology="mesh", algorithm="a2at")]),
+        "S3_min": min(s3, default=float("nan")),
+        "S3_max": max(s3, default=float("nan")),
         "S4": _mean([r["ratio_tv_nct1"] for r in sel(experiment="E2", topology="torus", algorithm="a2at")]),
         "S6": _mean([r["ratio_tv_nct1"] for r in sel(experiment="E3", algorithm="a2at")]),
         "S7": _mean(ratio_pairs(sel(experiment="E3", topology="mesh", algorithm="a2and"),
@@ -228,7 +245,8 @@ def _write(out: Path, sides: tuple[int, ...], rows: list[dict[str, Any]]) -> lis
                 lines.append(f"| {k} | {'yes' if sync else 'no'} | "
                              + " | ".join(f"{e4cell[(k, sync, b)]:.3f}" for b in E4_BUFFERS) + " |")
     lines += ["", "## Against the extraction's targets", "", "| target | what | paper | netweave |", "|---|---|---|---|"]
-    ours = {"S4": f"{fig['S4']:.3f}", "S5": "see E2 rows",
+    ours = {"S1": f"{fig['S1']:.3f}", "S2": f"{fig['S2']:.3f}", "S3": f"{fig['S3_min']:.3f} – {fig['S3_max']:.3f}",
+            "S4": f"{fig['S4']:.3f}", "S5": "see E2 rows",
             "S6": f"{fig['S6']:.3f} (mesh {fig['S6_mesh']:.3f}, torus {fig['S6_torus']:.3f}); short pipeline "
                   f"{fig['S6_short']:.3f} (torus {fig['S6_short_torus']:.3f})",
             "S7": f"{fig['S7']:.3f}; short pipeline {fig['S7_short']:.3f}",
@@ -243,9 +261,17 @@ def _write(out: Path, sides: tuple[int, ...], rows: list[dict[str, Any]]) -> lis
         lines.append(f"| {sid} | {what} | {paper} | {ours[sid]} |")
     lines += [
         "",
-        "## Where this model and the paper differ (S6, S7)",
+        "## Where this model and the paper differ",
         "",
-        "E3r is E3 with the shortest pipeline the model allows (3 cycles per hop instead of",
+        "E1 (S1–S3): with 2-flit buffers a single VC cannot stream, because a credit takes",
+        "longer than two flit times to come back (switch, crossbar and the link there, the link",
+        "back: 6 cycles on the torus, 4 on the mesh); a lone 100-flit packet then moves at a",
+        "third to a half of the link rate, so E1 runs above the paper's times, most at small k",
+        "where fewer packets share each link. The paper chose 2 flits \"to remove buffering",
+        "effects\", i.e. its routers streamed a packet through 2-flit buffers; this model keeps",
+        "BookSim's credit loop, which does not.",
+        "",
+        "S6, S7: E3r is E3 with the shortest pipeline the model allows (3 cycles per hop instead of",
         "BookSim's 5 on the mesh and 6 on the torus), next to the paper's \"one cycle per router\".",
         "With local sync every phase waits for its slowest message, so each of the N − 1 phases",
         "pays the path's pipeline latency once more: that is most of the torus's excess over",
@@ -271,8 +297,8 @@ def _plot(out: Path, sides: tuple[int, ...], rows: list[dict[str, Any]]) -> str:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 4, figsize=(17, 4))
-    ax = axes[3]
+    fig, axes = plt.subplots(1, 5, figsize=(21, 4))
+    ax = axes[4]
     for k in sorted({r["k"] for r in rows if r["experiment"] == "E4"}):
         for sync in (False, True):
             pts = sorted((r["buffer"], r["ratio_tv_nct1"]) for r in rows
@@ -285,7 +311,8 @@ def _plot(out: Path, sides: tuple[int, ...], rows: list[dict[str, Any]]) -> str:
     ax.set_ylabel("time / TV_NCT1")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
-    for ax, exp, title in zip(axes, ("E2", "E3", "E5"), ("Fig. 4: no sync", "Fig. 5: local sync", "Fig. 7: NCT 2/4, buffer 200")):
+    titles = ("Fig. 3: one VC per destination", "Fig. 4: no sync", "Fig. 5: local sync", "Fig. 7: NCT 2/4, buffer 200")
+    for ax, exp, title in zip(axes, ("E1", "E2", "E3", "E5"), titles):
         series: dict[str, list[tuple[int, float]]] = {}
         for r in rows:
             if r["experiment"] != exp:

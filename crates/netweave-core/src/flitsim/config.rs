@@ -22,6 +22,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ("c", "hosts per router (torus, mesh)"),
     ("routing_function", "dim_order (= dor) or any netweave routing engine name, or file (routes_file)"),
     ("num_vcs", "virtual channels per channel (a multiple of the VCs the routing needs)"),
+    ("vc_per_destination", "1: a packet to host d takes VC d on every channel (paper 001's E1; num_vcs ≥ hosts)"),
     ("vc_buf_size", "flit buffer per VC"),
     ("packet_size", "flits per packet"),
     ("injection_rate", "offered load per host per cycle (packets, or flits with injection_rate_uses_flits)"),
@@ -68,6 +69,9 @@ pub const KEYS: &[(&str, &str)] = &[
     ("reply_size", "flits of a reply packet"),
     ("max_cycles", "hard stop of a batch run"),
 ];
+
+/// Most VCs per channel, reached only with one VC per destination.
+pub const MAX_VCS_PER_DESTINATION: u16 = 4096;
 
 /// Switching: wormhole or virtual cut-through.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -124,7 +128,12 @@ pub struct SimConfig {
     pub n: u32,
     pub c: u32,
     pub routing_function: String,
-    pub num_vcs: u8,
+    pub num_vcs: u16,
+    /// One VC per destination host (paper 001's "VCs = number of destinations"): the packet
+    /// to host `d` takes VC `d` on every channel, in place of the routing's VC policy.
+    /// Deadlock-free with any destination-based routing: each VC carries one destination's
+    /// tree, which has no cycle.
+    pub vc_per_destination: bool,
     pub vc_buf_size: u32,
     pub packet_size: u32,
     pub injection_rate: f64,
@@ -180,6 +189,7 @@ impl Default for SimConfig {
             c: 1,
             routing_function: "dim_order".into(),
             num_vcs: 2,
+            vc_per_destination: false,
             vc_buf_size: 8,
             packet_size: 1,
             injection_rate: 0.1,
@@ -271,11 +281,12 @@ impl SimConfig {
             "routing_function" => self.routing_function = v.to_ascii_lowercase(),
             "num_vcs" => {
                 let n: u32 = parse_positive(key, v)?;
-                if n > crate::routing::MAX_VCS as u32 {
-                    return crate::invalid!("num_vcs must be at most {}, got {n}", crate::routing::MAX_VCS);
+                if n > MAX_VCS_PER_DESTINATION as u32 {
+                    return crate::invalid!("num_vcs must be at most {MAX_VCS_PER_DESTINATION}, got {n}");
                 }
-                self.num_vcs = n as u8;
+                self.num_vcs = n as u16;
             }
+            "vc_per_destination" => self.vc_per_destination = parse_bool(key, v)?,
             "vc_buf_size" => self.vc_buf_size = parse_positive(key, v)?,
             "packet_size" => self.packet_size = parse_positive(key, v)?,
             "injection_rate" => self.injection_rate = parse_fraction(key, v)?,
@@ -397,6 +408,13 @@ impl SimConfig {
 
     /// Check the knobs against each other (not yet against the network; the simulator does that).
     pub fn validate(&self) -> Result<()> {
+        if !self.vc_per_destination && self.num_vcs > crate::routing::MAX_VCS as u16 {
+            return crate::invalid!(
+                "num_vcs must be at most {} (more only with vc_per_destination = 1), got {}",
+                crate::routing::MAX_VCS,
+                self.num_vcs
+            );
+        }
         if self.switching == Switching::VirtualCutThrough && self.vc_buf_size < self.packet_size {
             return crate::invalid!(
                 "virtual cut-through needs vc_buf_size ≥ packet_size ({} < {})",

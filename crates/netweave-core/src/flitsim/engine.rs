@@ -115,8 +115,12 @@ pub(crate) struct Fabric {
 impl Fabric {
     pub fn new(topo: &Topology, routes: &RoutingTable, cfg: &SimConfig) -> Result<Fabric> {
         routes.check_fits(topo)?;
-        let routing_vcs = routes.vc_policy().num_vcs.max(1) as usize;
         let vcs = cfg.num_vcs as usize;
+        // One VC per destination replaces the routing's VC classes: every VC is its own class.
+        let routing_vcs = if cfg.vc_per_destination { vcs } else { routes.vc_policy().num_vcs.max(1) as usize };
+        if cfg.vc_per_destination && vcs < topo.num_hosts() {
+            return crate::invalid!("vc_per_destination needs num_vcs ≥ the {} hosts, got {vcs}", topo.num_hosts());
+        }
         if vcs < routing_vcs {
             return crate::invalid!("routing {} needs {routing_vcs} VCs but num_vcs is {vcs}", routes.engine());
         }
@@ -254,7 +258,7 @@ pub(crate) struct BookSimTorus {
 }
 
 /// Route class meaning "any VC" (ejection under [`BookSimTorus`]).
-const ANY_CLASS: u8 = u8::MAX;
+const ANY_CLASS: u16 = u16::MAX;
 
 /// Per-host injection state: one current packet per injection port.
 pub(crate) struct HostPorts {
@@ -264,7 +268,7 @@ pub(crate) struct HostPorts {
     /// Output VC (channel·V + vc) held on the injection channel, or [`NONE`].
     pub ovc: Vec<u32>,
     /// Offset (within the class) of the VC the last packet took.
-    pub last_vc: Vec<u8>,
+    pub last_vc: Vec<u16>,
 }
 
 /// A source of packets: the open-loop generator or a batch workload.
@@ -294,7 +298,7 @@ pub(crate) struct Sim<'a> {
     state: Vec<u8>,
     ready: Vec<u64>,
     route_grp: Vec<u32>,
-    route_cls: Vec<u8>,
+    route_cls: Vec<u16>,
     out_op: Vec<u32>,
     out_ovc: Vec<u32>,
     // output VCs
@@ -305,7 +309,7 @@ pub(crate) struct Sim<'a> {
     sa_in_ptr: Vec<u16>,
     sa_out_ptr: Vec<u32>,
     /// Next VC (within the class) the VC allocator tries first at each output port.
-    ovc_rr: Vec<u8>,
+    ovc_rr: Vec<u16>,
     in_hold: Vec<u16>,
     out_hold: Vec<u32>,
     // scratch, per global output port
@@ -351,6 +355,8 @@ pub(crate) struct Sim<'a> {
     age: bool,
     hold: bool,
     booksim_torus: Option<BookSimTorus>,
+    /// One VC per destination host (`vc_per_destination`).
+    per_destination: bool,
 }
 
 fn ring_slot(head: u16, off: usize, cap: usize) -> usize {
@@ -429,7 +435,7 @@ impl<'a> Sim<'a> {
                 packet: vec![NONE; slots],
                 seq: vec![0; slots],
                 ovc: vec![NONE; slots],
-                last_vc: vec![u8::MAX; slots],
+                last_vc: vec![u16::MAX; slots],
             },
             flits_in_network: 0,
             moved: 0,
@@ -440,6 +446,7 @@ impl<'a> Sim<'a> {
             age: cfg.arbitration == Arbitration::Age,
             hold: cfg.hold_switch_for_packet,
             booksim_torus: None,
+            per_destination: cfg.vc_per_destination,
             rng: ChaCha8Rng::seed_from_u64(cfg.seed),
             now: 0,
             fab,
@@ -468,7 +475,7 @@ impl<'a> Sim<'a> {
     }
 
     /// BookSim's torus `dim_order` decision: (topology port, VC class).
-    pub(crate) fn booksim_torus_route(&mut self, r: usize, in_port: Port, packet: u32) -> (Port, u8) {
+    pub(crate) fn booksim_torus_route(&mut self, r: usize, in_port: Port, packet: u32) -> (Port, u16) {
         let bt = self.booksim_torus.as_ref().unwrap();
         let h = bt.host_ports.max(1);
         let dst = self.packets[packet as usize].dst;
@@ -482,7 +489,7 @@ impl<'a> Sim<'a> {
         if in_dim == Some(d) {
             // Keep going the same way: a + port always meets the neighbour's − port.
             let out = if (in_port - hp - 1) % 2 == 0 { in_port + 1 } else { in_port - 1 };
-            return (out, self.packets[packet as usize].partition);
+            return (out, self.packets[packet as usize].partition as u16);
         }
         let k = bt.dims[d] as i64;
         let cur = bt.coords[r * n + d] as i64;
@@ -491,7 +498,17 @@ impl<'a> Sim<'a> {
         let plus = dist2 > 0 || (dist2 == 0 && self.rng.gen::<bool>());
         let partition = u8::from(cur > dest);
         self.packets[packet as usize].partition = partition;
-        (hp + 2 * d as Port + if plus { 1 } else { 2 }, partition)
+        (hp + 2 * d as Port + if plus { 1 } else { 2 }, partition as u16)
+    }
+
+    /// The VC class a packet from host `src` to host `dst` is injected in: the destination's
+    /// own VC with one VC per destination, else the routing's injection VC.
+    pub(crate) fn vc_class_of(&self, src: u32, dst: u32) -> usize {
+        if self.per_destination {
+            dst as usize
+        } else {
+            self.routes.vc_policy().injection_vc(src as usize, dst as usize) as usize
+        }
     }
 
     /// A new packet record (recycled ids).
@@ -603,7 +620,7 @@ impl<'a> Sim<'a> {
                 let pk = self.packets[p as usize];
                 let ch = self.fab.host_inj[s] as usize;
                 if self.hosts.ovc[s] == NONE {
-                    let cls = self.routes.vc_policy().injection_vc(pk.src as usize, pk.dst as usize) as usize;
+                    let cls = self.vc_class_of(pk.src, pk.dst);
                     if cls >= self.fab.routing_vcs {
                         self.error = Some(NetweaveError::Routing(format!(
                             "injection VC {cls} of pair {} -> {} is outside the routing's {} VCs",
@@ -627,7 +644,7 @@ impl<'a> Sim<'a> {
                     else {
                         continue;
                     };
-                    self.hosts.last_vc[s] = (ovc - base) as u8;
+                    self.hosts.last_vc[s] = (ovc - base) as u16;
                     self.owner[ovc] = HOST_OWNER;
                     self.hosts.ovc[s] = ovc as u32;
                 }
@@ -734,7 +751,7 @@ impl<'a> Sim<'a> {
                     for j in 0..w {
                         let ovc = ch * v + cls * w + (first + j) % w;
                         if self.owner[ovc] == NONE {
-                            self.ovc_rr[op] = ((ovc % v - cls * w + 1) % w) as u8;
+                            self.ovc_rr[op] = ((ovc % v - cls * w + 1) % w) as u16;
                             self.owner[ovc] = b as u32;
                             self.out_op[b] = op as u32;
                             self.out_ovc[b] = ovc as u32;
@@ -1055,6 +1072,11 @@ impl<'a> Sim<'a> {
             )));
             return false;
         }
+        if self.per_destination {
+            self.route_grp[b] = g as u32;
+            self.route_cls[b] = self.vc_class_of(pk.src, pk.dst) as u16;
+            return true;
+        }
         if let Some(cls) = forced_cls {
             self.route_grp[b] = g as u32;
             self.route_cls[b] = cls;
@@ -1071,7 +1093,7 @@ impl<'a> Sim<'a> {
             return false;
         }
         self.route_grp[b] = g as u32;
-        self.route_cls[b] = cls as u8;
+        self.route_cls[b] = cls as u16;
         true
     }
 

@@ -231,6 +231,41 @@ fn impossible_combinations_are_refused() {
     assert!(bad(&[("num_vcs", "3")]).is_err()); // dateline DOR needs a multiple of 2
     assert!(bad(&[("num_vcs", "1"), ("k", "4")]).is_err());
     assert!(bad(&[("traffic", "bitcomp"), ("k", "3")]).is_err());
+    assert!(bad(&[("num_vcs", "17")]).is_err()); // beyond the routing layer's VCs
+    assert!(bad(&[("num_vcs", "8"), ("k", "3"), ("vc_per_destination", "1")]).is_err()); // 9 hosts
+    assert!(SimConfig::default().set("num_vcs", "5000").is_err());
     assert!(SimConfig::default().set("num_vc", "2").is_err());
     assert!(SimConfig::default().set("injection_rate", "-1").is_err());
+}
+
+#[test]
+fn one_vc_per_destination_keeps_every_destination_apart() {
+    // Paper 001's E1: the packet to host d takes VC d on every channel, so each VC carries
+    // one destination's DOR tree — no cycle even on the torus without a dateline — and an
+    // all-to-all of packets ten times the 2-flit buffers completes, with more VCs than the
+    // routing layer defines.
+    for topology in ["mesh", "torus"] {
+        let c = cfg(&[
+            ("topology", topology),
+            ("k", "5"),
+            ("sim_type", "batch"),
+            ("packet_size", "20"),
+            ("message_flits", "20"),
+            ("vc_buf_size", "2"),
+            ("num_vcs", "25"),
+            ("vc_per_destination", "1"),
+        ]);
+        let (t, r) = build_network(&c).unwrap();
+        let s = schedule_of(&t, &c).unwrap();
+        let b = batch(&t, &r, &c, &s);
+        assert_eq!(b.messages, 25 * 24, "{topology}");
+        assert_eq!(b.flits, 25 * 24 * 20);
+    }
+    // The VC a packet holds is its destination's, from injection to ejection.
+    let c = cfg(&[("k", "3"), ("packet_size", "4"), ("num_vcs", "9"), ("vc_per_destination", "1")]);
+    let (t, r) = build_network(&c).unwrap();
+    let sim = engine::Sim::new(&t, &r, &c).unwrap();
+    for dst in [1u32, 5, 8] {
+        assert_eq!(sim.vc_class_of(0, dst), dst as usize);
+    }
 }
