@@ -280,10 +280,10 @@ def _write(out: Path, sides: tuple[int, ...], rows: list[dict[str, Any]]) -> lis
         "§2.8), which the per-phase wait exposes. S7 (mesh A2AND / A2AT ≈ 1.18 in the paper) is",
         "not reproduced: in this model local sync removes most of A2AND's same-direction overlap",
         "on the mesh, so both finish within a few percent of each other, while without sync (E2)",
-        "A2AND is far slower on the mesh, the opposite of the paper's S5. No router setting tried (per-packet",
-        "or flit-interleaved arbitration, pipeline length, buffers of 20 or 200) changes that; the",
-        "paper does not say how its local sync treats A2AND's send order, which is the likeliest",
-        "difference.",
+        "A2AND is far slower on the mesh, the opposite of the paper's S5. No router setting",
+        "tried (per-packet or flit-interleaved arbitration, pipeline length, buffers of 20 or",
+        "200) changes that; the paper does not say how its local sync treats A2AND's send order,",
+        "which is the likeliest difference.",
         "",
     ]
     (out / "summary_flit.md").write_text("\n".join(lines))
