@@ -147,4 +147,26 @@ def test_reproduce_a2at_with_the_flit_model(tmp_path):
     assert set(out["files"]) >= {"a2at_flit.csv", "a2at_flit.png", "summary_flit.md"}
     # Paper 001 reports torus A2AT within about 20 % of TV_NCT1; the flit model lands near it.
     assert 0.8 < out["figures"]["S4"] < 1.5
-    assert "S8" in (tmp_path / "summary_flit.md").read_text()
+    summary = (tmp_path / "summary_flit.md").read_text()
+    assert "S8" in summary and "E4: buffer sweep" in summary
+    # E4 (Fig. 6) on the only side run: every buffer with and without local sync, and the
+    # paper's trend — without sync larger buffers finish sooner; 2-flit buffers (credits
+    # cannot cover the round trip) are the slowest either way.
+    rows = json.loads((tmp_path / "result_flit.json").read_text())["rows"]
+    e4 = [r for r in rows if r["experiment"] == "E4"]
+    assert sorted({r["buffer"] for r in e4}) == [2, 10, 20, 50, 100, 200, 400] and len(e4) == 14
+    assert {r["k"] for r in e4} == {5}
+    for sync in (False, True):
+        by_buffer = {r["buffer"]: r["ratio_tv_nct1"] for r in e4 if r["local_sync"] == sync}
+        assert by_buffer[2] == max(by_buffer.values()) and by_buffer[2] > 1.5
+        if not sync:
+            assert by_buffer[400] < by_buffer[20] < by_buffer[2]
+    assert set(out["e4"]["5"]) >= {"crossover", "gap"}
+    # E1 (Fig. 3) ran with one VC per destination: all four cases completed, and S1–S3 are
+    # reported.
+    assert len([r for r in rows if r["experiment"] == "E1"]) == 4
+    assert {"S1", "S2", "S3_min", "S3_max"} <= set(out["figures"])
+    # E3r differs from E3 only by the shorter pipeline: never slower.
+    e3 = {(r["topology"], r["algorithm"]): r["cycles"] for r in rows if r["experiment"] == "E3"}
+    e3r = {(r["topology"], r["algorithm"]): r["cycles"] for r in rows if r["experiment"] == "E3r"}
+    assert e3.keys() == e3r.keys() and all(e3r[c] <= e3[c] for c in e3)

@@ -22,6 +22,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ("c", "hosts per router (torus, mesh)"),
     ("routing_function", "dim_order (= dor) or any netweave routing engine name, or file (routes_file)"),
     ("num_vcs", "virtual channels per channel (a multiple of the VCs the routing needs)"),
+    ("vc_per_destination", "1: a packet to host d takes VC d on every channel (paper 001's E1; num_vcs ≥ hosts)"),
     ("vc_buf_size", "flit buffer per VC"),
     ("packet_size", "flits per packet"),
     ("injection_rate", "offered load per host per cycle (packets, or flits with injection_rate_uses_flits)"),
@@ -46,7 +47,10 @@ pub const KEYS: &[(&str, &str)] = &[
     ("vct", "0: wormhole, 1: virtual cut-through"),
     ("hold_switch_for_packet", "1: an input keeps its output port until the packet's tail"),
     ("sw_allocator", "islip | separable_input_first (round-robin arbiters, one iteration)"),
-    ("vc_allocator", "islip | separable_input_first (both: rotating-priority greedy over free VCs)"),
+    (
+        "vc_allocator",
+        "islip (per-VC round-robin grant and accept, as BookSim) | separable_input_first (rotating-priority greedy)",
+    ),
     ("alloc_iters", "allocator iterations (1)"),
     ("arb_type", "round_robin | age (oldest packet first: global fairness)"),
     ("use_noc_latency", "1: torus links take 2 cycles, mesh links 1 (BookSim's default)"),
@@ -65,6 +69,9 @@ pub const KEYS: &[(&str, &str)] = &[
     ("reply_size", "flits of a reply packet"),
     ("max_cycles", "hard stop of a batch run"),
 ];
+
+/// Most VCs per channel, reached only with one VC per destination.
+pub const MAX_VCS_PER_DESTINATION: u16 = 4096;
 
 /// Switching: wormhole or virtual cut-through.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -121,7 +128,12 @@ pub struct SimConfig {
     pub n: u32,
     pub c: u32,
     pub routing_function: String,
-    pub num_vcs: u8,
+    pub num_vcs: u16,
+    /// One VC per destination host (paper 001's "VCs = number of destinations"): the packet
+    /// to host `d` takes VC `d` on every channel, in place of the routing's VC policy.
+    /// Deadlock-free with any destination-based routing: each VC carries one destination's
+    /// tree, which has no cycle.
+    pub vc_per_destination: bool,
     pub vc_buf_size: u32,
     pub packet_size: u32,
     pub injection_rate: f64,
@@ -146,6 +158,10 @@ pub struct SimConfig {
     pub switching: Switching,
     pub hold_switch_for_packet: bool,
     pub sw_allocator: SwAllocator,
+    /// VC allocator: iSLIP over input VCs × output VCs (BookSim's default), or the
+    /// rotating-priority greedy pass (`separable_input_first`). Age arbitration always takes
+    /// the oldest-first greedy pass.
+    pub vc_allocator: SwAllocator,
     pub arbitration: Arbitration,
     pub use_noc_latency: bool,
     pub channel_latency: Option<u32>,
@@ -173,6 +189,7 @@ impl Default for SimConfig {
             c: 1,
             routing_function: "dim_order".into(),
             num_vcs: 2,
+            vc_per_destination: false,
             vc_buf_size: 8,
             packet_size: 1,
             injection_rate: 0.1,
@@ -197,6 +214,7 @@ impl Default for SimConfig {
             switching: Switching::Wormhole,
             hold_switch_for_packet: false,
             sw_allocator: SwAllocator::Islip,
+            vc_allocator: SwAllocator::Islip,
             arbitration: Arbitration::RoundRobin,
             use_noc_latency: true,
             channel_latency: None,
@@ -263,11 +281,12 @@ impl SimConfig {
             "routing_function" => self.routing_function = v.to_ascii_lowercase(),
             "num_vcs" => {
                 let n: u32 = parse_positive(key, v)?;
-                if n > crate::routing::MAX_VCS as u32 {
-                    return crate::invalid!("num_vcs must be at most {}, got {n}", crate::routing::MAX_VCS);
+                if n > MAX_VCS_PER_DESTINATION as u32 {
+                    return crate::invalid!("num_vcs must be at most {MAX_VCS_PER_DESTINATION}, got {n}");
                 }
-                self.num_vcs = n as u8;
+                self.num_vcs = n as u16;
             }
+            "vc_per_destination" => self.vc_per_destination = parse_bool(key, v)?,
             "vc_buf_size" => self.vc_buf_size = parse_positive(key, v)?,
             "packet_size" => self.packet_size = parse_positive(key, v)?,
             "injection_rate" => self.injection_rate = parse_fraction(key, v)?,
@@ -307,10 +326,13 @@ impl SimConfig {
                     _ => return crate::invalid!("sw_allocator must be islip or separable_input_first, got '{v}'"),
                 }
             }
-            "vc_allocator" => match v.to_ascii_lowercase().as_str() {
-                "islip" | "separable_input_first" => {}
-                _ => return crate::invalid!("vc_allocator must be islip or separable_input_first, got '{v}'"),
-            },
+            "vc_allocator" => {
+                self.vc_allocator = match v.to_ascii_lowercase().as_str() {
+                    "islip" => SwAllocator::Islip,
+                    "separable_input_first" => SwAllocator::SeparableInputFirst,
+                    _ => return crate::invalid!("vc_allocator must be islip or separable_input_first, got '{v}'"),
+                }
+            }
             "alloc_iters" => {
                 if parse_positive(key, v)? != 1 {
                     return crate::invalid!("alloc_iters: only one allocator iteration is modelled");
@@ -386,6 +408,13 @@ impl SimConfig {
 
     /// Check the knobs against each other (not yet against the network; the simulator does that).
     pub fn validate(&self) -> Result<()> {
+        if !self.vc_per_destination && self.num_vcs > crate::routing::MAX_VCS as u16 {
+            return crate::invalid!(
+                "num_vcs must be at most {} (more only with vc_per_destination = 1), got {}",
+                crate::routing::MAX_VCS,
+                self.num_vcs
+            );
+        }
         if self.switching == Switching::VirtualCutThrough && self.vc_buf_size < self.packet_size {
             return crate::invalid!(
                 "virtual cut-through needs vc_buf_size ≥ packet_size ({} < {})",

@@ -115,8 +115,12 @@ pub(crate) struct Fabric {
 impl Fabric {
     pub fn new(topo: &Topology, routes: &RoutingTable, cfg: &SimConfig) -> Result<Fabric> {
         routes.check_fits(topo)?;
-        let routing_vcs = routes.vc_policy().num_vcs.max(1) as usize;
         let vcs = cfg.num_vcs as usize;
+        // One VC per destination replaces the routing's VC classes: every VC is its own class.
+        let routing_vcs = if cfg.vc_per_destination { vcs } else { routes.vc_policy().num_vcs.max(1) as usize };
+        if cfg.vc_per_destination && vcs < topo.num_hosts() {
+            return crate::invalid!("vc_per_destination needs num_vcs ≥ the {} hosts, got {vcs}", topo.num_hosts());
+        }
         if vcs < routing_vcs {
             return crate::invalid!("routing {} needs {routing_vcs} VCs but num_vcs is {vcs}", routes.engine());
         }
@@ -254,7 +258,7 @@ pub(crate) struct BookSimTorus {
 }
 
 /// Route class meaning "any VC" (ejection under [`BookSimTorus`]).
-const ANY_CLASS: u8 = u8::MAX;
+const ANY_CLASS: u16 = u16::MAX;
 
 /// Per-host injection state: one current packet per injection port.
 pub(crate) struct HostPorts {
@@ -264,7 +268,7 @@ pub(crate) struct HostPorts {
     /// Output VC (channel·V + vc) held on the injection channel, or [`NONE`].
     pub ovc: Vec<u32>,
     /// Offset (within the class) of the VC the last packet took.
-    pub last_vc: Vec<u8>,
+    pub last_vc: Vec<u16>,
 }
 
 /// A source of packets: the open-loop generator or a batch workload.
@@ -294,7 +298,7 @@ pub(crate) struct Sim<'a> {
     state: Vec<u8>,
     ready: Vec<u64>,
     route_grp: Vec<u32>,
-    route_cls: Vec<u8>,
+    route_cls: Vec<u16>,
     out_op: Vec<u32>,
     out_ovc: Vec<u32>,
     // output VCs
@@ -305,7 +309,7 @@ pub(crate) struct Sim<'a> {
     sa_in_ptr: Vec<u16>,
     sa_out_ptr: Vec<u32>,
     /// Next VC (within the class) the VC allocator tries first at each output port.
-    ovc_rr: Vec<u8>,
+    ovc_rr: Vec<u16>,
     in_hold: Vec<u16>,
     out_hold: Vec<u32>,
     // scratch, per global output port
@@ -320,6 +324,14 @@ pub(crate) struct Sim<'a> {
     acc_key: Vec<u64>,
     islip: bool,
     va_scratch: Vec<(u64, u32)>,
+    /// iSLIP VC allocation (BookSim's default): grant pointer of every output VC and accept
+    /// pointer of every input VC (router-local indices), and per-output-VC grant scratch.
+    vc_islip: bool,
+    va_grant_ptr: Vec<u32>,
+    va_accept_ptr: Vec<u32>,
+    va_grant: Vec<u32>,
+    va_grant_dist: Vec<u32>,
+    va_touched: Vec<u32>,
     // activity
     buffered: Vec<u32>,
     active: Vec<u32>,
@@ -343,6 +355,8 @@ pub(crate) struct Sim<'a> {
     age: bool,
     hold: bool,
     booksim_torus: Option<BookSimTorus>,
+    /// One VC per destination host (`vc_per_destination`).
+    per_destination: bool,
 }
 
 fn ring_slot(head: u16, off: usize, cap: usize) -> usize {
@@ -402,6 +416,12 @@ impl<'a> Sim<'a> {
             acc_key: vec![u64::MAX; num_ips],
             islip: cfg.sw_allocator == SwAllocator::Islip,
             va_scratch: Vec::with_capacity(64),
+            vc_islip: cfg.vc_allocator == SwAllocator::Islip && cfg.arbitration == Arbitration::RoundRobin,
+            va_grant_ptr: vec![0; nb],
+            va_accept_ptr: vec![0; nb],
+            va_grant: vec![NONE; nb],
+            va_grant_dist: vec![u32::MAX; nb],
+            va_touched: Vec::with_capacity(64),
             buffered: vec![0; r],
             active: Vec::with_capacity(r),
             next_active: Vec::with_capacity(r),
@@ -415,7 +435,7 @@ impl<'a> Sim<'a> {
                 packet: vec![NONE; slots],
                 seq: vec![0; slots],
                 ovc: vec![NONE; slots],
-                last_vc: vec![u8::MAX; slots],
+                last_vc: vec![u16::MAX; slots],
             },
             flits_in_network: 0,
             moved: 0,
@@ -426,6 +446,7 @@ impl<'a> Sim<'a> {
             age: cfg.arbitration == Arbitration::Age,
             hold: cfg.hold_switch_for_packet,
             booksim_torus: None,
+            per_destination: cfg.vc_per_destination,
             rng: ChaCha8Rng::seed_from_u64(cfg.seed),
             now: 0,
             fab,
@@ -454,7 +475,7 @@ impl<'a> Sim<'a> {
     }
 
     /// BookSim's torus `dim_order` decision: (topology port, VC class).
-    fn booksim_torus_route(&mut self, r: usize, in_port: Port, packet: u32) -> (Port, u8) {
+    pub(crate) fn booksim_torus_route(&mut self, r: usize, in_port: Port, packet: u32) -> (Port, u16) {
         let bt = self.booksim_torus.as_ref().unwrap();
         let h = bt.host_ports.max(1);
         let dst = self.packets[packet as usize].dst;
@@ -468,7 +489,7 @@ impl<'a> Sim<'a> {
         if in_dim == Some(d) {
             // Keep going the same way: a + port always meets the neighbour's − port.
             let out = if (in_port - hp - 1) % 2 == 0 { in_port + 1 } else { in_port - 1 };
-            return (out, self.packets[packet as usize].partition);
+            return (out, self.packets[packet as usize].partition as u16);
         }
         let k = bt.dims[d] as i64;
         let cur = bt.coords[r * n + d] as i64;
@@ -477,7 +498,17 @@ impl<'a> Sim<'a> {
         let plus = dist2 > 0 || (dist2 == 0 && self.rng.gen::<bool>());
         let partition = u8::from(cur > dest);
         self.packets[packet as usize].partition = partition;
-        (hp + 2 * d as Port + if plus { 1 } else { 2 }, partition)
+        (hp + 2 * d as Port + if plus { 1 } else { 2 }, partition as u16)
+    }
+
+    /// The VC class a packet from host `src` to host `dst` is injected in: the destination's
+    /// own VC with one VC per destination, else the routing's injection VC.
+    pub(crate) fn vc_class_of(&self, src: u32, dst: u32) -> usize {
+        if self.per_destination {
+            dst as usize
+        } else {
+            self.routes.vc_policy().injection_vc(src as usize, dst as usize) as usize
+        }
     }
 
     /// A new packet record (recycled ids).
@@ -589,7 +620,7 @@ impl<'a> Sim<'a> {
                 let pk = self.packets[p as usize];
                 let ch = self.fab.host_inj[s] as usize;
                 if self.hosts.ovc[s] == NONE {
-                    let cls = self.routes.vc_policy().injection_vc(pk.src as usize, pk.dst as usize) as usize;
+                    let cls = self.vc_class_of(pk.src, pk.dst);
                     if cls >= self.fab.routing_vcs {
                         self.error = Some(NetweaveError::Routing(format!(
                             "injection VC {cls} of pair {} -> {} is outside the routing's {} VCs",
@@ -604,13 +635,16 @@ impl<'a> Sim<'a> {
                         (ch * v + cls * self.fab.class_width, self.fab.class_width)
                     };
                     // Round-robin from the VC after the last one used, as BookSim's sources do,
-                    // so back-to-back packets do not queue behind each other in one VC.
+                    // so back-to-back packets do not queue behind each other in one VC; like
+                    // them, skip a free VC whose buffer is full.
                     let first = self.hosts.last_vc[s] as usize + 1;
-                    let Some(ovc) = (0..width).map(|j| base + (first + j) % width).find(|&o| self.owner[o] == NONE)
+                    let Some(ovc) = (0..width)
+                        .map(|j| base + (first + j) % width)
+                        .find(|&o| self.owner[o] == NONE && self.credits[o] > 0)
                     else {
                         continue;
                     };
-                    self.hosts.last_vc[s] = (ovc - base) as u8;
+                    self.hosts.last_vc[s] = (ovc - base) as u16;
                     self.owner[ovc] = HOST_OWNER;
                     self.hosts.ovc[s] = ovc as u32;
                 }
@@ -693,7 +727,9 @@ impl<'a> Sim<'a> {
                 }
             }
         }
-        if !self.va_scratch.is_empty() {
+        if !self.va_scratch.is_empty() && self.vc_islip {
+            self.islip_vc_allocate(r, now);
+        } else if !self.va_scratch.is_empty() {
             let mut reqs = std::mem::take(&mut self.va_scratch);
             reqs.sort_unstable();
             let mut first_grant = None;
@@ -715,7 +751,7 @@ impl<'a> Sim<'a> {
                     for j in 0..w {
                         let ovc = ch * v + cls * w + (first + j) % w;
                         if self.owner[ovc] == NONE {
-                            self.ovc_rr[op] = ((ovc % v - cls * w + 1) % w) as u8;
+                            self.ovc_rr[op] = ((ovc % v - cls * w + 1) % w) as u16;
                             self.owner[ovc] = b as u32;
                             self.out_op[b] = op as u32;
                             self.out_ovc[b] = ovc as u32;
@@ -816,6 +852,88 @@ impl<'a> Sim<'a> {
         }
         self.touched = touched;
         self.touched.clear();
+    }
+
+    /// The free output VCs input VC `b` may take: (global output port, first VC, VC count).
+    #[inline]
+    fn vc_candidates(&self, b: usize) -> (usize, usize, usize, usize) {
+        let g = self.route_grp[b] as usize;
+        let (cls, w) = match self.route_cls[b] {
+            ANY_CLASS => (0, self.fab.vcs),
+            c => (c as usize, self.fab.class_width),
+        };
+        (self.fab.grp_start[g] as usize, self.fab.grp_len[g] as usize, cls * w, w)
+    }
+
+    /// VC allocation by one iteration of iSLIP over input VCs × output VCs, as BookSim's
+    /// default allocator: every waiting input VC requests every free output VC of its route;
+    /// each output VC grants the requester next after its own pointer, each input VC accepts
+    /// the grant next after its pointer, and only accepted grants move the pointers. Per-VC
+    /// pointers matter under overload: with one VC per dateline class a router-wide pointer
+    /// lets a busy input win the same output VC again and again.
+    fn islip_vc_allocate(&mut self, r: usize, now: u64) {
+        let v = self.fab.vcs;
+        let ip_lo = self.fab.in_base[r] as usize;
+        let op_lo = self.fab.out_base[r] as usize;
+        let n_ivc = ((self.fab.in_base[r + 1] as usize - ip_lo) * v) as u32;
+        let n_ovc = ((self.fab.out_base[r + 1] as usize - op_lo) * v) as u32;
+        let reqs = std::mem::take(&mut self.va_scratch);
+        let local_in = |s: &Self, b: usize| ((s.fab.ch_ip[b / v] as usize - ip_lo) * v + b % v) as u32;
+        // Grant: each free output VC picks the requesting input VC nearest after its pointer.
+        for &(_, b) in &reqs {
+            let b = b as usize;
+            let li = local_in(self, b);
+            let (start, glen, first_vc, w) = self.vc_candidates(b);
+            for op in start..start + glen {
+                let ch = self.fab.op_chan[op] as usize;
+                for ovc in ch * v + first_vc..ch * v + first_vc + w {
+                    if self.owner[ovc] != NONE {
+                        continue;
+                    }
+                    let dist = (li + n_ivc - self.va_grant_ptr[ovc] % n_ivc) % n_ivc;
+                    if self.va_grant[ovc] == NONE {
+                        self.va_touched.push(ovc as u32);
+                    }
+                    if dist < self.va_grant_dist[ovc] {
+                        self.va_grant_dist[ovc] = dist;
+                        self.va_grant[ovc] = b as u32;
+                    }
+                }
+            }
+        }
+        // Accept: each input VC takes the granting output VC nearest after its pointer.
+        for &(_, b) in &reqs {
+            let b = b as usize;
+            let (start, glen, first_vc, w) = self.vc_candidates(b);
+            let mut best: Option<(u32, usize, usize)> = None;
+            for op in start..start + glen {
+                let ch = self.fab.op_chan[op] as usize;
+                for ovc in ch * v + first_vc..ch * v + first_vc + w {
+                    if self.va_grant[ovc] != b as u32 {
+                        continue;
+                    }
+                    let lo = ((op - op_lo) * v + ovc % v) as u32;
+                    let dist = (lo + n_ovc - self.va_accept_ptr[b] % n_ovc) % n_ovc;
+                    if best.map_or(true, |(d, _, _)| dist < d) {
+                        best = Some((dist, op, ovc));
+                    }
+                }
+            }
+            let Some((_, op, ovc)) = best else { continue };
+            self.va_grant_ptr[ovc] = (local_in(self, b) + 1) % n_ivc;
+            self.va_accept_ptr[b] = (((op - op_lo) * v + ovc % v) as u32 + 1) % n_ovc;
+            self.owner[ovc] = b as u32;
+            self.out_op[b] = op as u32;
+            self.out_ovc[b] = ovc as u32;
+            self.state[b] = ACTIVE;
+            self.ready[b] = now + self.cfg.vc_alloc_delay as u64;
+        }
+        for &ovc in &self.va_touched {
+            self.va_grant[ovc as usize] = NONE;
+            self.va_grant_dist[ovc as usize] = u32::MAX;
+        }
+        self.va_touched.clear();
+        self.va_scratch = reqs;
     }
 
     /// Switch allocation by one iteration of iSLIP (BookSim's default): every ready VC
@@ -954,6 +1072,11 @@ impl<'a> Sim<'a> {
             )));
             return false;
         }
+        if self.per_destination {
+            self.route_grp[b] = g as u32;
+            self.route_cls[b] = self.vc_class_of(pk.src, pk.dst) as u16;
+            return true;
+        }
         if let Some(cls) = forced_cls {
             self.route_grp[b] = g as u32;
             self.route_cls[b] = cls;
@@ -970,7 +1093,7 @@ impl<'a> Sim<'a> {
             return false;
         }
         self.route_grp[b] = g as u32;
-        self.route_cls[b] = cls as u8;
+        self.route_cls[b] = cls as u16;
         true
     }
 

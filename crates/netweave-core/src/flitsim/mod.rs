@@ -92,7 +92,8 @@ pub fn build_network(cfg: &SimConfig) -> Result<(Topology, RoutingTable)> {
                 "dim_order" | "dim_order_torus" | "dim_order_mesh" | "dor" => Engine::Dor,
                 other => Engine::from_str(other)?,
             };
-            let options = RouteOptions { max_vcs: cfg.num_vcs, seed: cfg.seed, ..RouteOptions::default() };
+            let max_vcs = cfg.num_vcs.min(crate::routing::MAX_VCS as u16) as u8;
+            let options = RouteOptions { max_vcs, seed: cfg.seed, ..RouteOptions::default() };
             route(&topo, engine, &options)?
         }
     };
@@ -103,7 +104,8 @@ pub fn build_network(cfg: &SimConfig) -> Result<(Topology, RoutingTable)> {
 /// fixed on entering a dimension) rather than the routing layer's table (`dor`).
 pub(crate) fn booksim_torus_of(topo: &Topology, cfg: &SimConfig) -> Option<(Vec<u32>, u32)> {
     let named = matches!(cfg.routing_function.as_str(), "dim_order" | "dim_order_torus");
-    if !named || topo.family() != "torus" {
+    // With one VC per destination the table's DOR is used, as BookSim's dim_order_ni.
+    if !named || topo.family() != "torus" || cfg.vc_per_destination {
         return None;
     }
     let lat = lattice_of(topo)?;
