@@ -49,7 +49,7 @@ def lsft_cmd(
 @app.command("a2at")
 def a2at_cmd(
     out: Path = typer.Option(..., "--out", "-o", help="Directory for the CSV files, PNG plot and summary.md."),
-    model: str = typer.Option("fluid", "--model", help="Evaluation model: fluid (lock-step fluid time of the analysis engine) or flit (cycle-accurate flit simulator, experiments E2, E3, E5)."),
+    model: str = typer.Option("fluid", "--model", help="Evaluation model: fluid (lock-step fluid time of the analysis engine) or flit (cycle-accurate flit simulator, experiments E1–E5)."),
     sides: Optional[str] = typer.Option(None, "--sides", help="Odd sides to run, e.g. 5,7,9 (default 5..17)."),
     as_json: bool = JsonOpt,
 ) -> None:
