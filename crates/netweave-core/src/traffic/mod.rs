@@ -702,6 +702,29 @@ mod tests {
     }
 
     #[test]
+    fn the_first_missing_pair_is_named_in_source_order() {
+        // Every ordered pair of 4 ranks except 0 -> 3 and 1 -> 2, one message per phase.
+        let pairs = (0..4u32).flat_map(|a| (0..4u32).map(move |b| (a, b)));
+        let phases =
+            pairs.filter(|&(a, b)| a != b && (a, b) != (0, 3) && (a, b) != (1, 2)).map(|(a, b)| vec![msg(a, b)]);
+        let s = Schedule::from_phases("t", 4, phases.collect())
+            .unwrap()
+            .with_collective(Collective::Alltoall, Delivery::Direct)
+            .with_permutation_claim(true);
+        let c = s.completeness();
+        assert_eq!((c.missing, c.duplicated, c.permutation), (2, 0, Some(true)));
+        assert_eq!(c.first_problem.as_deref(), Some("pair 0 -> 3 is never sent (2 pairs missing)"));
+        // A completeness problem comes before a permutation problem found in the same pass.
+        let s = Schedule::from_phases("t", 3, vec![vec![msg(0, 1), msg(0, 2)], vec![msg(1, 1)]])
+            .unwrap()
+            .with_collective(Collective::Alltoall, Delivery::Direct)
+            .with_permutation_claim(true);
+        let c = s.completeness();
+        assert_eq!(c.non_permutation_phases, 1);
+        assert_eq!(c.first_problem.as_deref(), Some("rank 1 sends to itself"));
+    }
+
+    #[test]
     fn forwarded_check_follows_phase_order() {
         // A 3-rank ring allgather needs 2 phases; in one phase, data does not chain.
         let ring = |phases: usize| {
