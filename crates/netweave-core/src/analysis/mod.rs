@@ -314,6 +314,16 @@ impl UniformBandwidth {
     }
 }
 
+/// Count each flow's worst channel load into `hist`; the flows' paths lie back to back at
+/// stride `STRIDE` in `paths`.
+fn worst_histogram<const STRIDE: usize>(paths: &[ChannelId], load: &[u32], hist: &mut [u64]) {
+    for path in paths.chunks_exact(STRIDE) {
+        let path: &[ChannelId; STRIDE] = path.try_into().unwrap();
+        let worst = path.iter().fold(0, |w, &c| w.max(load[c as usize]));
+        hist[worst as usize] += 1;
+    }
+}
+
 /// Channels per step of the dense scan.
 const LANES: usize = 16;
 
@@ -421,9 +431,19 @@ impl Tally {
             self.worst_hist.resize(flows + 1, 0);
         }
         if self.stride > 0 {
-            for path in self.paths.chunks_exact(self.stride) {
-                let worst = path.iter().fold(0, |w, &c| w.max(load[c as usize]));
-                self.worst_hist[worst as usize] += 1;
+            let paths = &self.paths[..flows * self.stride];
+            match self.stride {
+                2 => worst_histogram::<2>(paths, load, &mut self.worst_hist),
+                3 => worst_histogram::<3>(paths, load, &mut self.worst_hist),
+                4 => worst_histogram::<4>(paths, load, &mut self.worst_hist),
+                5 => worst_histogram::<5>(paths, load, &mut self.worst_hist),
+                6 => worst_histogram::<6>(paths, load, &mut self.worst_hist),
+                stride => {
+                    for path in paths.chunks_exact(stride) {
+                        let worst = path.iter().fold(0, |w, &c| w.max(load[c as usize]));
+                        self.worst_hist[worst as usize] += 1;
+                    }
+                }
             }
         } else {
             let mut start = 0;
@@ -486,11 +506,16 @@ impl Tally {
         let placement = ctx.schedule.placement();
         let messages = ctx.schedule.phase(p);
         let width = if WIDTH > 0 { WIDTH } else { table.width() };
+        let stride = width + 1;
+        // Paths go into a buffer kept between phases, written by index (no push, no clear).
+        let need = messages.len() * stride;
+        if self.paths.len() < need {
+            self.paths.resize(need, 0);
+        }
+        let paths = &mut self.paths[..need];
         let load = &mut self.load[..];
         let (src_stamp, dst_stamp) = (&mut self.src_stamp[..], &mut self.dst_stamp[..]);
-        self.paths.clear();
-        self.paths.reserve(messages.len() * (width + 1));
-        let (mut permutation, mut phase_hops, mut flows) = (true, 0u64, 0usize);
+        let (mut permutation, mut phase_hops, mut at) = (true, 0u64, 0usize);
         for m in messages {
             let (src, dst) = (m.src as usize, m.dst as usize);
             permutation &= (src_stamp[src] != stamp) & (dst_stamp[dst] != stamp);
@@ -503,20 +528,22 @@ impl Tally {
             let Some((first, slots)) = table.entry(s, d) else {
                 // A host without links: start over the slow way, which names the problem.
                 load.fill(0);
-                self.stride = 0;
                 return self.route_and_count::<true, true>(ctx, p);
             };
-            self.paths.push(first);
+            let (slots, out) = (&slots[..stride], &mut paths[at..at + stride]);
+            out[0] = first;
             load[first as usize] += 1;
-            for &c in &slots[..width] {
-                self.paths.push(c);
+            for k in 0..width {
+                let c = slots[k];
+                out[k + 1] = c;
                 load[c as usize] += 1;
             }
             phase_hops += u64::from(slots[width] as u16);
-            flows += 1;
+            at += stride;
         }
+        let flows = at / stride;
         load[table.pad() as usize] = 0;
-        self.stride = width + 1;
+        self.stride = stride;
         self.flows = flows;
         let size = messages.first().map_or(0, |m| m.bytes) as u128;
         self.sum_hops += phase_hops;
@@ -615,7 +642,8 @@ impl Tally {
     /// flow counts at the pending size and multiplied out when the size changes; a channel's
     /// worst load rarely rises, so that update runs only for the lanes where it does.
     fn dense_uniform(&mut self, p: u32, size: u64, bw: &UniformBandwidth) -> ChannelFigures {
-        let touches = self.paths.len() as u64;
+        // Channel visits of this phase (padding included): a bound on any channel's load.
+        let touches = if self.stride > 0 { self.flows * self.stride } else { self.paths.len() } as u64;
         if self.pending_size != size || self.pending_touches + touches > u32::MAX as u64 {
             self.flush_pending();
             self.pending_size = size;

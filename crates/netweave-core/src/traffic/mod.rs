@@ -444,6 +444,11 @@ impl Schedule {
         let fused = self.claims_permutation
             && self.delivery == Delivery::Direct
             && !matches!(self.collective, Collective::Custom | Collective::Gather { .. });
+        if fused && self.is_offset_cover() {
+            c.complete = Some(true);
+            c.permutation = Some(true);
+            return c;
+        }
         if self.collective != Collective::Custom {
             match self.delivery {
                 Delivery::Direct => self.check_direct(&mut c, fused),
@@ -464,6 +469,35 @@ impl Schedule {
             c.permutation = Some(c.non_permutation_phases == 0);
         }
         c
+    }
+
+    /// The shape of the shift all-to-all, checked in one cheap pass: every phase lists all N
+    /// ranks as sources in rank order, each sending to the rank one offset `o ≠ 0` ahead
+    /// (mod N), and every offset occurs in exactly one phase. Such a schedule sends every
+    /// ordered pair of distinct ranks exactly once with every phase a permutation, so the
+    /// per-pair bitmap is not needed; anything else (`false`) gets the full check.
+    fn is_offset_cover(&self) -> bool {
+        let n = self.num_ranks as usize;
+        let phases = self.num_phases();
+        if phases != n.saturating_sub(1) || self.phase_offsets.iter().enumerate().any(|(p, &at)| at as usize != p * n) {
+            return false;
+        }
+        let mut seen = vec![false; n];
+        // Ranks are below N (checked on construction), so one conditional subtraction wraps.
+        let offset = |m: &Message| {
+            let d = m.dst as usize + n - m.src as usize;
+            if d >= n {
+                d - n
+            } else {
+                d
+            }
+        };
+        self.messages.chunks_exact(n.max(1)).all(|phase| {
+            let o = offset(&phase[0]);
+            let shifted =
+                phase.iter().enumerate().fold(true, |ok, (i, m)| ok & (m.src as usize == i) & (offset(m) == o));
+            shifted && o != 0 && !std::mem::replace(&mut seen[o], true)
+        })
     }
 
     /// Every ordered pair of distinct ranks once (all-to-all, allgather, barrier) or every
@@ -722,6 +756,38 @@ mod tests {
         let c = s.completeness();
         assert_eq!(c.non_permutation_phases, 1);
         assert_eq!(c.first_problem.as_deref(), Some("rank 1 sends to itself"));
+    }
+
+    #[test]
+    fn shift_shaped_schedules_take_the_quick_check_and_others_the_full_one() {
+        let shift = |offsets: &[u32]| {
+            let phases = offsets.iter().map(|&o| (0..5).map(|s| msg(s, (s + o) % 5)).collect()).collect();
+            Schedule::from_phases("t", 5, phases)
+                .unwrap()
+                .with_collective(Collective::Alltoall, Delivery::Direct)
+                .with_permutation_claim(true)
+        };
+        // Offsets in any order cover every pair once.
+        assert!(shift(&[3, 1, 4, 2]).is_offset_cover());
+        assert!(shift(&[3, 1, 4, 2]).check_complete().is_ok());
+        // A repeated offset: the full check counts and names the problem.
+        let twice = shift(&[1, 2, 2, 4]);
+        assert!(!twice.is_offset_cover());
+        let c = twice.completeness();
+        assert_eq!((c.complete, c.missing, c.duplicated), (Some(false), 5, 5));
+        assert_eq!(c.first_problem.as_deref(), Some("pair 0 -> 2 is sent more than once"));
+        // Offset 0 is a phase of self-sends.
+        let c = shift(&[0, 1, 2, 3]).completeness();
+        assert_eq!((c.unexpected, c.missing), (5, 5));
+        // Sources out of order: same pairs, full check, same verdict.
+        let mut phases: Vec<Vec<Message>> = (1..5).map(|o| (0..5).map(|s| msg(s, (s + o) % 5)).collect()).collect();
+        phases[0].reverse();
+        let reordered = Schedule::from_phases("t", 5, phases)
+            .unwrap()
+            .with_collective(Collective::Alltoall, Delivery::Direct)
+            .with_permutation_claim(true);
+        assert!(!reordered.is_offset_cover());
+        assert_eq!(reordered.completeness(), shift(&[1, 2, 3, 4]).completeness());
     }
 
     #[test]
