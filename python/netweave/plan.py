@@ -13,6 +13,11 @@ all-to-all registered there (:func:`netweave.traffic.register`) joins the compar
 change here; algorithms that do not fit the job (XOR on a number of ranks that is no power of
 two, A2AT on a shape that is no odd square, a fabric-specific schedule on another fabric) are
 listed as skipped with the reason.
+
+The job is every host of the fabric unless ``hosts`` names some (``netweave plan --hosts``).
+Paper 000's sub-cluster schedule ``lsft-partial`` joins when that host set is exactly an
+(n, k, m) allocation of a Latin-square fat-tree — m servers on each leaf of an n x k rectangle
+of grid leaves: k and m are read off the host set (:func:`lsft_sub_cluster`).
 """
 
 from __future__ import annotations

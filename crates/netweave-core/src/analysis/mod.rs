@@ -24,7 +24,7 @@
 //! not as flows.
 //!
 //! ```
-//! use crate::{analysis::analyze, routing::shortest_path, topology::grid::mesh, traffic::Schedule};
+//! use netweave_core::{analysis::analyze, routing::shortest_path, topology::grid::mesh, traffic::Schedule};
 //! let topo = mesh(&[4], 1).unwrap();
 //! let routes = shortest_path(&topo).unwrap();
 //! let sched = Schedule::shift_alltoall(4, 1 << 20).unwrap();
