@@ -206,3 +206,12 @@ def test_plan_skips_lsft_partial_for_other_jobs_and_rejects_split_leaves():
     assert proc.returncode == 2
     assert proc.stderr.startswith("error: ") and "whole leaves" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_plan_on_a_one_rank_job_is_a_clear_error(tmp_path):
+    path = tmp_path / "torus.json"
+    run_cli("topo", "torus", "--dims", "3x3", "-o", str(path))
+    proc = run_cli("plan", str(path), "--hosts", "4", check=False)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("error: ") and "at least 2 ranks" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1

@@ -210,7 +210,10 @@ def plan(
         row["predicted_time_s"] = flow["makespan_s"]
         row["throughput_per_server_mib_s"] = flow["throughput_per_server_mib_s"]
         measured.append(row)
-    baseline = next(s for s in measured if s["name"] == BASELINE)
+    baseline = next((s for s in measured if s["name"] == BASELINE), None)
+    if baseline is None:
+        reason = next(s["reason"] for s in skipped if s["name"] == BASELINE)
+        raise NetweaveError(f"the job has no {BASELINE} all-to-all to compare with: {reason}")
     best = choose(measured)
     return {
         "topology": topology.info(topo),
