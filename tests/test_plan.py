@@ -156,3 +156,62 @@ def test_plan_on_lsft_picks_the_contention_free_lsft_schedule():
     assert lsft["complete"] and lsft["contention_free"] and lsft["throughput_ratio"] == 1.0
     assert data["best"]["name"] == "lsft"
     assert data["best"]["speedup_vs_shift"] > 1
+
+
+def _host_list(hosts) -> str:
+    return ",".join(str(int(h)) for h in hosts)
+
+
+@pytest.mark.parametrize("k,m", [(2, 2), (3, 3)])
+def test_plan_derives_the_lsft_sub_cluster_and_proves_it(tmp_path, k, m):
+    # Paper 000's (n, k, m) job on the LSFT of order 3: the host set alone gives k and m, and
+    # the sub-cluster schedule (text rule) is proven, contention-free and faster than shift.
+    path = tmp_path / "lsft3.json"
+    run_cli("topo", "lsft", "--order", "3", "-o", str(path))
+    topo = topology.load(path)
+    hosts = [int(h) for h in netweave.traffic.lsft_allocation(topo, k, m)]
+    listed = _host_list(reversed(hosts))  # any rank order: the host set decides
+    data = json.loads(run_cli("plan", str(path), "--hosts", listed, "--json").stdout)
+    assert data["job"]["ranks"] == 3 * k * m
+    by_name = {s["name"]: s for s in data["schedules"]}
+    part = by_name["lsft-partial"]
+    assert part["schedule"].startswith(f"alltoall-lsft-partial(n=3,k={k},m={m},rule=text")
+    assert part["complete"] and part["contention_free"] and part["throughput_ratio"] == 1.0
+    assert part["flows"] == (3 * k * m) * (3 * k * m - 1)
+    assert by_name["shift"]["flows"] == part["flows"]
+    assert data["best"]["fluid_time_host_links_s"] <= part["fluid_time_host_links_s"] * (1 + 1e-9)
+    if by_name["shift"]["max_congestion"] > 1:
+        assert data["best"]["name"] == "lsft-partial"
+        assert data["best"]["speedup_vs_shift"] > 1
+    # The same job through the schedule command, with k and m given: the same analysis.
+    sched = tmp_path / "part.json"
+    run_cli("schedule", "alltoall", "--algo", "lsft-partial", "--k", str(k), "--m", str(m), str(path), "-o", str(sched))
+    routes = tmp_path / "routes.json"
+    run_cli("route", data["routing"]["engine"], str(path), "-o", str(routes))
+    direct = json.loads(run_cli("analyze", str(path), str(routes), str(sched), "--json").stdout)
+    assert direct["max_congestion"] == part["max_congestion"]
+    assert direct["fluid_time_host_links_s"] == pytest.approx(part["fluid_time_host_links_s"])
+
+
+def test_plan_skips_lsft_partial_for_other_jobs_and_rejects_split_leaves():
+    topo = topology.latin_square_fat_tree(3)
+    # Whole leaves: a valid job, but no n x k x m rectangle.
+    data = json.loads(run_cli("plan", "--hosts", "leaf:0-1", "--json").stdout)
+    assert data["job"]["ranks"] == 8
+    assert "lsft-partial" in {s["name"] for s in data["skipped"]}
+    assert "lsft-partial" not in {s["name"] for s in data["schedules"]}
+    # The sub-cluster's hosts minus one: part of a leaf, and no sub-cluster either.
+    hosts = [int(h) for h in netweave.traffic.lsft_allocation(topo, 2, 2)][:-1]
+    proc = run_cli("plan", "--hosts", _host_list(hosts), check=False)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("error: ") and "whole leaves" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_plan_on_a_one_rank_job_is_a_clear_error(tmp_path):
+    path = tmp_path / "torus.json"
+    run_cli("topo", "torus", "--dims", "3x3", "-o", str(path))
+    proc = run_cli("plan", str(path), "--hosts", "4", check=False)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("error: ") and "at least 2 ranks" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1

@@ -13,6 +13,11 @@ all-to-all registered there (:func:`netweave.traffic.register`) joins the compar
 change here; algorithms that do not fit the job (XOR on a number of ranks that is no power of
 two, A2AT on a shape that is no odd square, a fabric-specific schedule on another fabric) are
 listed as skipped with the reason.
+
+The job is every host of the fabric unless ``hosts`` names some (``netweave plan --hosts``).
+Paper 000's sub-cluster schedule ``lsft-partial`` joins when that host set is exactly an
+(n, k, m) allocation of a Latin-square fat-tree — m servers on each leaf of an n x k rectangle
+of grid leaves: k and m are read off the host set (:func:`lsft_sub_cluster`).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from netweave import analysis, flowsim, routing, topology, traffic
+from netweave import _core
 from netweave._core import NetweaveError, Schedule, Topology
 
 #: Bytes each rank sends to each other rank in the default job (1 MiB).
@@ -43,18 +49,92 @@ class Candidate:
     skipped: Optional[str] = None
 
 
-def candidates(topo: Topology, bytes_per_pair: int) -> list[Candidate]:
-    """Every all-to-all of the traffic layer's table, built for a job over all hosts of `topo`
-    (shift first); the ones that do not fit the job carry the reason instead."""
+def candidates(
+    topo: Topology,
+    bytes_per_pair: int,
+    hosts: Optional[str] = None,
+    order: str = "listed",
+    seed: Optional[int] = None,
+) -> list[Candidate]:
+    """Every all-to-all of the traffic layer's table, built for the job — the hosts of `topo`
+    named by `hosts` (all of them when omitted) in rank `order` — shift first; the ones that
+    do not fit the job carry the reason instead.
+
+    ``lsft-partial`` needs the sub-cluster's k and m: they are derived from the job when its
+    host set is exactly paper 000's (n, k, m) allocation (:func:`lsft_sub_cluster`), and the
+    schedule uses the normative ``text`` move rule; any other job skips it."""
+    sub_cluster = None
+    placed = job_hosts(topo, hosts, order, seed)
+    if hosts is not None:
+        sub_cluster = lsft_sub_cluster(topo, placed)
+    partial_leaves = sub_cluster is not None
     names = traffic.algorithms("alltoall")
     names = [BASELINE] + [n for n in names if n != BASELINE]
     out = []
     for name in names:
+        if name == SUB_CLUSTER:
+            out.append(_sub_cluster_candidate(topo, bytes_per_pair, sub_cluster))
+            continue
         try:
-            out.append(Candidate(name, traffic.build("alltoall", name, topology=topo, bytes=bytes_per_pair)))
+            sched = traffic.build(
+                "alltoall", name, topology=topo, hosts=hosts, order=order, bytes=bytes_per_pair,
+                seed=seed if order == "random" else None, allow_partial_leaves=partial_leaves,
+            )
+            out.append(Candidate(name, sched))
         except NetweaveError as e:
             out.append(Candidate(name, skipped=str(e)))
     return out
+
+
+#: Paper 000's sub-cluster schedule, whose k and m come from the job's host set.
+SUB_CLUSTER = "lsft-partial"
+
+
+def job_hosts(topo: Topology, hosts: Optional[str], order: str = "listed", seed: Optional[int] = None) -> list[int]:
+    """Host index of each rank of the job named by `hosts` (all hosts when None). Fat-trees
+    take whole leaves, except that a job that is exactly an LSFT sub-cluster allocation (m
+    servers on each leaf of an n x k rectangle) may use part of each leaf, as paper 000's
+    jobs do."""
+    try:
+        return list(_core.allocate_hosts(topo, hosts or "all", order, seed or 0, False))
+    except NetweaveError:
+        if hosts is None:
+            raise
+        placed = list(_core.allocate_hosts(topo, hosts, order, seed or 0, True))
+        if lsft_sub_cluster(topo, placed) is None:
+            raise
+        return placed
+
+
+def lsft_sub_cluster(topo: Topology, placed: list[int]) -> Optional[tuple[int, int, int]]:
+    """``(k, m, side)`` when the host set `placed` is exactly paper 000's sub-cluster
+    allocation on a Latin-square fat-tree of order n — the m lowest slots of every leaf of the
+    n x k rectangle of grid leaves on one side, m <= k <= n; None otherwise (rank order does
+    not matter)."""
+    if topo.family != "lsft":
+        return None
+    n = int(topo.params["order"])
+    sides = 2 if topo.params.get("two_sided") else 1
+    size, wanted = len(placed), set(placed)
+    if len(wanted) != size:
+        return None
+    for k in range(1, n + 1):
+        if size % (n * k):
+            continue
+        m = size // (n * k)
+        if not 1 <= m <= k:
+            continue
+        for side in range(sides):
+            if set(int(h) for h in traffic.lsft_allocation(topo, k, m, side=side)) == wanted:
+                return k, m, side
+    return None
+
+
+def _sub_cluster_candidate(topo: Topology, bytes_per_pair: int, sub_cluster) -> Candidate:
+    if sub_cluster is None:
+        return Candidate(SUB_CLUSTER, skipped="the job is not an n x k x m sub-cluster of a Latin-square fat-tree")
+    k, m, side = sub_cluster
+    return Candidate(SUB_CLUSTER, _core.lsft_partial_alltoall(topo, k, m, bytes_per_pair, "text", "row-major", side))
 
 
 def _measure(name: str, schedule: Schedule, loads: dict[str, Any]) -> dict[str, Any]:
@@ -103,18 +183,23 @@ def plan(
     bytes_per_pair: int = DEFAULT_BYTES,
     engine: str | None = None,
     progress: Callable[[str], None] | None = None,
+    hosts: str | None = None,
+    order: str = "listed",
+    seed: int | None = None,
 ) -> dict[str, Any]:
     """Route `topo` (default: the built-in LSFT of order 3) with a deadlock-free engine suited
-    to it (or `engine`), analyse every candidate all-to-all over all of its hosts, and report
-    each one with the best proven schedule against shift. `progress` receives a short note
-    before each step."""
+    to it (or `engine`), analyse every candidate all-to-all for the job — the hosts named by
+    `hosts` (all when omitted; syntax of ``netweave schedule --hosts``) in rank `order` — and
+    report each one with the best proven schedule against shift. `progress` receives a short
+    note before each step."""
     note = progress or (lambda _msg: None)
     topo = topo if topo is not None else topology.example_cluster()
     note("routing")
     routes = routing.route(topo, engine or routing.default_engine(topo))
     proof = routes.check()
     measured, skipped = [], []
-    for cand in candidates(topo, bytes_per_pair):
+    placed = job_hosts(topo, hosts, order, seed)
+    for cand in candidates(topo, bytes_per_pair, hosts, order, seed):
         if cand.schedule is None:
             skipped.append({"name": cand.name, "reason": cand.skipped})
             continue
@@ -125,14 +210,18 @@ def plan(
         row["predicted_time_s"] = flow["makespan_s"]
         row["throughput_per_server_mib_s"] = flow["throughput_per_server_mib_s"]
         measured.append(row)
-    baseline = next(s for s in measured if s["name"] == BASELINE)
+    baseline = next((s for s in measured if s["name"] == BASELINE), None)
+    if baseline is None:
+        reason = next(s["reason"] for s in skipped if s["name"] == BASELINE)
+        raise NetweaveError(f"the job has no {BASELINE} all-to-all to compare with: {reason}")
     best = choose(measured)
     return {
         "topology": topology.info(topo),
         "routing": {"engine": routes.engine, "vcs": proof["vcs_used"], "deadlock_free": proof["deadlock_free"]},
         "job": {
             "collective": "alltoall",
-            "ranks": topo.num_hosts,
+            "ranks": len(placed),
+            "hosts": hosts or "all",
             "bytes_per_pair": bytes_per_pair,
         },
         "schedules": measured,

@@ -204,6 +204,7 @@ fn count_blocks(ctx: &Context, blocks: Vec<(usize, usize)>) -> Vec<Tally> {
                     break;
                 }
             }
+            t.flush_pending();
             t
         })
         .collect()
@@ -313,6 +314,19 @@ impl UniformBandwidth {
     }
 }
 
+/// Count each flow's worst channel load into `hist`; the flows' paths lie back to back at
+/// stride `STRIDE` in `paths`.
+fn worst_histogram<const STRIDE: usize>(paths: &[ChannelId], load: &[u32], hist: &mut [u64]) {
+    for path in paths.chunks_exact(STRIDE) {
+        let path: &[ChannelId; STRIDE] = path.try_into().unwrap();
+        let worst = path.iter().fold(0, |w, &c| w.max(load[c as usize]));
+        hist[worst as usize] += 1;
+    }
+}
+
+/// Channels per step of the dense scan.
+const LANES: usize = 16;
+
 /// One worker's scratch space and running totals over its block of phases.
 struct Tally {
     // Per-phase scratch, reset after each phase.
@@ -324,6 +338,10 @@ struct Tally {
     /// Channels of this phase's flows, back to back; flow `i` ends at `ends[i]`.
     paths: Vec<ChannelId>,
     ends: Vec<u32>,
+    /// Paths of this phase lie at this fixed stride (0: they end at `ends`).
+    stride: usize,
+    /// Flows of this phase.
+    flows: usize,
     worst_hist: Vec<u64>,
     src_stamp: Vec<u32>,
     dst_stamp: Vec<u32>,
@@ -332,6 +350,11 @@ struct Tally {
     worst_phase: Vec<u32>,
     contended_phases: Vec<u32>,
     channel_bytes: Vec<u64>,
+    /// Flows per channel at `pending_size` bytes each, not yet in `channel_bytes`.
+    pending_flows: Vec<u32>,
+    pending_size: u64,
+    /// Channel visits counted in `pending_flows` (bounds every entry, so none overflows).
+    pending_touches: u64,
     ratio_hist: Vec<u64>,
     sent_bytes: u128,
     flow_bytes: u128,
@@ -346,7 +369,8 @@ impl Tally {
         let channels = ctx.topo.num_channels();
         let ranks = ctx.schedule.num_ranks() as usize;
         Tally {
-            load: vec![0; channels],
+            // One spare slot: the path table's padding channel.
+            load: vec![0; channels + 1],
             phase_bytes: vec![0; channels],
             // One spare slot: the branch-free append writes one past the last distinct channel.
             touched: vec![0; channels + 1],
@@ -354,6 +378,8 @@ impl Tally {
             longest_latency: 0.0,
             paths: Vec::new(),
             ends: Vec::new(),
+            stride: 0,
+            flows: 0,
             worst_hist: Vec::new(),
             src_stamp: vec![0; ranks],
             dst_stamp: vec![0; ranks],
@@ -361,6 +387,9 @@ impl Tally {
             worst_phase: vec![0; channels],
             contended_phases: vec![0; channels],
             channel_bytes: vec![0; channels],
+            pending_flows: vec![0; channels],
+            pending_size: 0,
+            pending_touches: 0,
             ratio_hist: Vec::new(),
             sent_bytes: 0,
             flow_bytes: 0,
@@ -387,25 +416,44 @@ impl Tally {
         // channels and scan them all, branch-free, afterwards.
         let dense = uniform.is_some() && ctx.bandwidth.is_some() && messages.len() * 8 >= self.load.len();
         let permutation = match (uniform.is_some(), dense) {
-            (true, true) => self.route_and_count::<true, true>(ctx, p)?,
+            (true, true) => match &ctx.table {
+                Some(table) if ctx.latency.is_none() => self.route_table_uniform_dense(ctx, table, p)?,
+                _ => self.route_and_count::<true, true>(ctx, p)?,
+            },
             (true, false) => self.route_and_count::<true, false>(ctx, p)?,
             (false, _) => self.route_and_count::<false, false>(ctx, p)?,
         };
         let load = &self.load;
 
         // Each flow's worst channel, as a histogram (exact and independent of order).
-        let flows = self.ends.len();
+        let flows = self.flows;
         if self.worst_hist.len() <= flows {
             self.worst_hist.resize(flows + 1, 0);
         }
-        let mut start = 0;
-        for &end in &self.ends {
-            let path = &self.paths[start..end as usize];
-            let worst = path.iter().fold(0, |w, &c| w.max(load[c as usize]));
-            self.worst_hist[worst as usize] += 1;
-            start = end as usize;
+        if self.stride > 0 {
+            let paths = &self.paths[..flows * self.stride];
+            match self.stride {
+                2 => worst_histogram::<2>(paths, load, &mut self.worst_hist),
+                3 => worst_histogram::<3>(paths, load, &mut self.worst_hist),
+                4 => worst_histogram::<4>(paths, load, &mut self.worst_hist),
+                5 => worst_histogram::<5>(paths, load, &mut self.worst_hist),
+                6 => worst_histogram::<6>(paths, load, &mut self.worst_hist),
+                stride => {
+                    for path in paths.chunks_exact(stride) {
+                        let worst = path.iter().fold(0, |w, &c| w.max(load[c as usize]));
+                        self.worst_hist[worst as usize] += 1;
+                    }
+                }
+            }
+        } else {
+            let mut start = 0;
+            for &end in &self.ends {
+                let path = &self.paths[start..end as usize];
+                let worst = path.iter().fold(0, |w, &c| w.max(load[c as usize]));
+                self.worst_hist[worst as usize] += 1;
+                start = end as usize;
+            }
         }
-
         // Per-channel figures, then reset the loads.
         let figures = match (uniform, &ctx.bandwidth) {
             (Some(size), Some(bw)) if dense => self.dense_uniform(p as u32, size, bw),
@@ -433,6 +481,75 @@ impl Tally {
             permutation,
         });
         Ok(())
+    }
+
+    /// [`route_and_count`](Self::route_and_count) for a uniform, dense phase routed through
+    /// the path table without latencies — the common case (an all-to-all on a fabric with
+    /// destination-based routes), kept to what it needs: every flow's path is copied at the
+    /// table's fixed stride, padding included (the padding channel's load is ignored).
+    fn route_table_uniform_dense(&mut self, ctx: &Context, table: &PathTable, p: usize) -> Result<bool> {
+        // The usual widths get a loop the compiler unrolls.
+        match table.width() {
+            1 => self.route_table_fixed::<1>(ctx, table, p),
+            2 => self.route_table_fixed::<2>(ctx, table, p),
+            3 => self.route_table_fixed::<3>(ctx, table, p),
+            4 => self.route_table_fixed::<4>(ctx, table, p),
+            5 => self.route_table_fixed::<5>(ctx, table, p),
+            _ => self.route_table_fixed::<0>(ctx, table, p),
+        }
+    }
+
+    /// [`route_table_uniform_dense`](Self::route_table_uniform_dense) for a table of width
+    /// `WIDTH` (0: any width).
+    fn route_table_fixed<const WIDTH: usize>(&mut self, ctx: &Context, table: &PathTable, p: usize) -> Result<bool> {
+        let stamp = p as u32 + 1;
+        let placement = ctx.schedule.placement();
+        let messages = ctx.schedule.phase(p);
+        let width = if WIDTH > 0 { WIDTH } else { table.width() };
+        let stride = width + 1;
+        // Paths go into a buffer kept between phases, written by index (no push, no clear).
+        let need = messages.len() * stride;
+        if self.paths.len() < need {
+            self.paths.resize(need, 0);
+        }
+        let paths = &mut self.paths[..need];
+        let load = &mut self.load[..];
+        let (src_stamp, dst_stamp) = (&mut self.src_stamp[..], &mut self.dst_stamp[..]);
+        let (mut permutation, mut phase_hops, mut at) = (true, 0u64, 0usize);
+        for m in messages {
+            let (src, dst) = (m.src as usize, m.dst as usize);
+            permutation &= (src_stamp[src] != stamp) & (dst_stamp[dst] != stamp);
+            src_stamp[src] = stamp;
+            dst_stamp[dst] = stamp;
+            let (s, d) = (placement[src] as usize, placement[dst] as usize);
+            if s == d {
+                continue;
+            }
+            let Some((first, slots)) = table.entry(s, d) else {
+                // A host without links: start over the slow way, which names the problem.
+                load.fill(0);
+                return self.route_and_count::<true, true>(ctx, p);
+            };
+            let (slots, out) = (&slots[..stride], &mut paths[at..at + stride]);
+            out[0] = first;
+            load[first as usize] += 1;
+            for k in 0..width {
+                let c = slots[k];
+                out[k + 1] = c;
+                load[c as usize] += 1;
+            }
+            phase_hops += u64::from(slots[width] as u16);
+            at += stride;
+        }
+        let flows = at / stride;
+        load[table.pad() as usize] = 0;
+        self.stride = stride;
+        self.flows = flows;
+        let size = messages.first().map_or(0, |m| m.bytes) as u128;
+        self.sum_hops += phase_hops;
+        self.hop_bytes += phase_hops as u128 * size;
+        self.flow_bytes += flows as u128 * size;
+        Ok(permutation)
     }
 
     /// One pass over phase `p`'s messages: coverage and permutation bookkeeping, each flow's
@@ -506,6 +623,8 @@ impl Tally {
             }
             self.ends.push(self.paths.len() as u32);
         }
+        self.stride = 0;
+        self.flows = self.ends.len();
         if UNIFORM {
             let size = messages.first().map_or(0, |m| m.bytes) as u128;
             phase_hop_bytes = phase_hops as u128 * size;
@@ -518,32 +637,85 @@ impl Tally {
     }
 
     /// Channel figures of a phase whose messages all carry `size` bytes on a fabric whose
-    /// switch-to-switch links share one bandwidth and host links another: a branch-free scan
-    /// of every channel (used when most channels are loaded).
+    /// switch-to-switch links share one bandwidth and host links another: a scan of every
+    /// channel in lanes of [`LANES`] (used when most channels are loaded). Bytes are kept as
+    /// flow counts at the pending size and multiplied out when the size changes; a channel's
+    /// worst load rarely rises, so that update runs only for the lanes where it does.
     fn dense_uniform(&mut self, p: u32, size: u64, bw: &UniformBandwidth) -> ChannelFigures {
-        let (mut max_load, mut max_fabric, mut max_host, mut contended) = (0u32, 0u32, 0u32, 0u32);
-        let channels = self.load.len();
-        let (load, fabric_mask) = (&mut self.load[..channels], &bw.fabric_mask[..channels]);
-        let (worst, worst_phase) = (&mut self.worst[..channels], &mut self.worst_phase[..channels]);
-        let (cont, bytes) = (&mut self.contended_phases[..channels], &mut self.channel_bytes[..channels]);
-        for c in 0..channels {
-            let l = load[c];
-            max_load = max_load.max(l);
-            max_fabric = max_fabric.max(l & fabric_mask[c]);
-            max_host = max_host.max(l & !fabric_mask[c]);
-            let hot = u32::from(l > 1);
-            contended += hot;
-            cont[c] += hot;
-            let higher = l > worst[c];
-            worst[c] = if higher { l } else { worst[c] };
-            worst_phase[c] = if higher { p } else { worst_phase[c] };
-            bytes[c] = bytes[c].wrapping_add(l as u64 * size);
-            load[c] = 0;
+        // Channel visits of this phase (padding included): a bound on any channel's load.
+        let touches = if self.stride > 0 { self.flows * self.stride } else { self.paths.len() } as u64;
+        if self.pending_size != size || self.pending_touches + touches > u32::MAX as u64 {
+            self.flush_pending();
+            self.pending_size = size;
         }
+        self.pending_touches += touches;
+        let channels = self.worst.len();
+        let (load, fabric_mask) = (&self.load[..channels], &bw.fabric_mask[..channels]);
+        let (worst, worst_phase) = (&mut self.worst[..channels], &mut self.worst_phase[..channels]);
+        let (cont, pending) = (&mut self.contended_phases[..channels], &mut self.pending_flows[..channels]);
+        let (mut max_all, mut max_fabric, mut max_host, mut contended) =
+            ([0u32; LANES], [0u32; LANES], [0u32; LANES], [0u32; LANES]);
+        let whole = channels - channels % LANES;
+        for base in (0..whole).step_by(LANES) {
+            let l: &[u32; LANES] = load[base..base + LANES].try_into().unwrap();
+            let mask: &[u32; LANES] = fabric_mask[base..base + LANES].try_into().unwrap();
+            let w: &[u32; LANES] = worst[base..base + LANES].try_into().unwrap();
+            let cont: &mut [u32; LANES] = (&mut cont[base..base + LANES]).try_into().unwrap();
+            let pending: &mut [u32; LANES] = (&mut pending[base..base + LANES]).try_into().unwrap();
+            let mut higher = 0u32;
+            for k in 0..LANES {
+                max_all[k] = max_all[k].max(l[k]);
+                max_fabric[k] = max_fabric[k].max(l[k] & mask[k]);
+                max_host[k] = max_host[k].max(l[k] & !mask[k]);
+                let hot = u32::from(l[k] > 1);
+                contended[k] += hot;
+                cont[k] += hot;
+                pending[k] += l[k];
+                higher |= u32::from(l[k] > w[k]);
+            }
+            if higher != 0 {
+                for c in base..base + LANES {
+                    if load[c] > worst[c] {
+                        worst[c] = load[c];
+                        worst_phase[c] = p;
+                    }
+                }
+            }
+        }
+        for c in whole..channels {
+            let l = load[c];
+            max_all[0] = max_all[0].max(l);
+            max_fabric[0] = max_fabric[0].max(l & fabric_mask[c]);
+            max_host[0] = max_host[0].max(l & !fabric_mask[c]);
+            let hot = u32::from(l > 1);
+            contended[0] += hot;
+            cont[c] += hot;
+            pending[c] += l;
+            if l > worst[c] {
+                worst[c] = l;
+                worst_phase[c] = p;
+            }
+        }
+        self.load.fill(0);
+        let max_load = max_all.into_iter().max().unwrap_or(0);
+        let (max_fabric, max_host) =
+            (max_fabric.into_iter().max().unwrap_or(0), max_host.into_iter().max().unwrap_or(0));
+        let contended = contended.into_iter().sum();
         let size = size as f64;
         let secs_fabric = max_fabric as f64 * size * bw.fabric_secs_per_byte;
         let secs_host = max_host as f64 * size * bw.host_secs_per_byte;
         ChannelFigures { max_load, contended, secs_all: secs_fabric.max(secs_host), secs_fabric }
+    }
+
+    /// Turn the flow counts kept at the pending size into bytes.
+    fn flush_pending(&mut self) {
+        if self.pending_touches > 0 {
+            let size = self.pending_size;
+            for (b, f) in self.channel_bytes.iter_mut().zip(&mut self.pending_flows) {
+                *b = b.wrapping_add(u64::from(std::mem::take(f)).wrapping_mul(size));
+            }
+        }
+        self.pending_touches = 0;
     }
 
     /// Channel figures of a phase, visiting only the channels it touched (any sizes, any

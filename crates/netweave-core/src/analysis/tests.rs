@@ -278,3 +278,195 @@ proptest! {
         }
     }
 }
+
+/// Every figure of a [`LoadReport`] recomputed the plain way: one path walk per message, a
+/// fresh per-channel count per phase, per-flow 1/worst summed flow by flow.
+fn naive_report(t: &Topology, r: &RoutingTable, s: &Schedule) -> LoadReport {
+    let channels = t.num_channels();
+    let fabric = paths::fabric_channels(t);
+    let secs_per_byte: Vec<f64> = (0..channels).map(|c| 8.0 / (t.links()[c / 2].spec.bandwidth_gbps * 1e9)).collect();
+    let (mut worst, mut worst_phase, mut contended_phases) =
+        (vec![0u32; channels], vec![0u32; channels], vec![0u32; channels]);
+    let mut channel_bytes = vec![0u64; channels];
+    let (mut ratio_sum, mut flows, mut bytes, mut sum_hops, mut hop_bytes) = (0.0, 0u64, 0u64, 0u64, 0u64);
+    let mut phases = Vec::new();
+    for (p, phase) in s.phases().enumerate() {
+        let mut load = vec![0u32; channels];
+        let mut phase_bytes = vec![0u64; channels];
+        let mut routes = Vec::new();
+        let (mut senders, mut receivers) = (Vec::new(), Vec::new());
+        for m in phase {
+            senders.push(m.src);
+            receivers.push(m.dst);
+            let (a, b) = (s.placement()[m.src as usize] as usize, s.placement()[m.dst as usize] as usize);
+            if a == b {
+                continue;
+            }
+            let mut path = Vec::new();
+            r.path(t, a, b, &mut path).unwrap();
+            for &c in &path {
+                load[c as usize] += 1;
+                phase_bytes[c as usize] += m.bytes;
+            }
+            let hops = path.iter().filter(|&&c| fabric[c as usize]).count() as u64;
+            sum_hops += hops;
+            hop_bytes += hops * m.bytes;
+            bytes += m.bytes;
+            routes.push(path);
+        }
+        let phase_ratio: f64 =
+            routes.iter().map(|path| 1.0 / path.iter().map(|&c| load[c as usize]).max().unwrap() as f64).sum();
+        ratio_sum += phase_ratio;
+        flows += routes.len() as u64;
+        let (mut secs_all, mut secs_fabric) = (0.0f64, 0.0f64);
+        for c in 0..channels {
+            let secs = phase_bytes[c] as f64 * secs_per_byte[c];
+            secs_all = secs_all.max(secs);
+            if fabric[c] {
+                secs_fabric = secs_fabric.max(secs);
+            }
+            if load[c] > worst[c] {
+                worst[c] = load[c];
+                worst_phase[c] = p as u32;
+            }
+            contended_phases[c] += u32::from(load[c] > 1);
+            channel_bytes[c] += phase_bytes[c];
+        }
+        let distinct = |mut v: Vec<u32>| {
+            let n = v.len();
+            v.sort_unstable();
+            v.dedup();
+            v.len() == n
+        };
+        let n = routes.len();
+        phases.push(PhaseLoad {
+            flows: n as u32,
+            max_load: load.iter().copied().max().unwrap_or(0),
+            contended_channels: load.iter().filter(|&&l| l > 1).count() as u32,
+            throughput_ratio: if n == 0 { 1.0 } else { phase_ratio / n as f64 },
+            fluid_time_s: if n == 0 { 0.0 } else { secs_fabric },
+            fluid_time_host_links_s: if n == 0 { 0.0 } else { secs_all },
+            permutation: distinct(senders) && distinct(receivers),
+        });
+    }
+    let mut contended: Vec<usize> = (0..channels).filter(|&c| worst[c] > 1).collect();
+    contended.sort_by_key(|&c| (std::cmp::Reverse(worst[c]), c));
+    let max_link_bytes = (0..channels).filter(|&c| fabric[c]).map(|c| channel_bytes[c]).max().unwrap_or(0);
+    let completeness = s.completeness();
+    LoadReport {
+        complete: completeness.ok(),
+        problem: completeness.first_problem.clone(),
+        completeness,
+        permutation_phases: phases.iter().filter(|p| p.permutation).count() as u32,
+        max_congestion: phases.iter().map(|p| p.max_load).max().unwrap_or(0),
+        throughput_ratio: if flows == 0 { 1.0 } else { ratio_sum / flows as f64 },
+        flows,
+        fluid_time_s: phases.iter().map(|p| p.fluid_time_s).sum(),
+        fluid_time_host_links_s: phases.iter().map(|p| p.fluid_time_host_links_s).sum(),
+        bytes,
+        max_channel_bytes: channel_bytes.iter().copied().max().unwrap_or(0),
+        max_link_bytes,
+        sum_hops,
+        hop_bytes,
+        hops_x_max_link: sum_hops as f64 * max_link_bytes as f64,
+        contended_links_total: contended.len() as u32,
+        contended_links: contended
+            .into_iter()
+            .take(AnalysisOptions::default().max_listed_links)
+            .map(|c| {
+                let (from, to) = paths::channel_nodes(t, c as ChannelId);
+                ContendedLink {
+                    channel: c as ChannelId,
+                    from,
+                    to,
+                    from_label: t.label(from).to_string(),
+                    to_label: t.label(to).to_string(),
+                    max_load: worst[c],
+                    phase: worst_phase[c],
+                    contended_phases: contended_phases[c],
+                    bytes: channel_bytes[c],
+                }
+            })
+            .collect(),
+        phases,
+    }
+}
+
+/// The analysis equals the naive recount: integers exactly, sums of floats to rounding.
+fn assert_matches_naive(got: &LoadReport, want: &LoadReport) {
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-12 * a.abs().max(b.abs()).max(1e-300);
+    let strip = |r: &LoadReport| {
+        let mut r = r.clone();
+        r.throughput_ratio = 0.0;
+        r.fluid_time_s = 0.0;
+        r.fluid_time_host_links_s = 0.0;
+        for p in &mut r.phases {
+            p.throughput_ratio = 0.0;
+        }
+        r
+    };
+    assert_eq!(strip(got), strip(want));
+    assert!(
+        close(got.throughput_ratio, want.throughput_ratio),
+        "{} vs {}",
+        got.throughput_ratio,
+        want.throughput_ratio
+    );
+    assert!(close(got.fluid_time_s, want.fluid_time_s));
+    assert!(close(got.fluid_time_host_links_s, want.fluid_time_host_links_s));
+    for (a, b) in got.phases.iter().zip(&want.phases) {
+        assert!(close(a.throughput_ratio, b.throughput_ratio));
+    }
+}
+
+#[test]
+fn lsft_schedules_match_a_naive_recount() {
+    // Paper 000's fabric at order 5 (186 servers): shift is contended, the Latin-square
+    // schedules are not; Bruck's steps carry different sizes (the byte counts change size
+    // between phases). Every figure equals a plain per-message recount, on one thread and on
+    // several.
+    use crate::traffic::alltoall::bruck;
+    use crate::traffic::lsft::{FullSystemAllToAll, MoveRule, RankOrder, SubClusterAllToAll};
+    let topo = crate::topology::lsft::latin_square_fat_tree(5, false, false).unwrap();
+    let routes = route(&topo, Engine::Lsft, &RouteOptions::default()).unwrap();
+    let n = topo.num_hosts() as u32;
+    assert_eq!(n, 186);
+    let size = 1 << 20;
+    let shift = Schedule::shift_alltoall(n, size).unwrap();
+    let full = FullSystemAllToAll::for_topology(&topo).unwrap().schedule(size).unwrap();
+    let partial = SubClusterAllToAll::new(5, 4, 3, MoveRule::Text, RankOrder::RowMajor)
+        .unwrap()
+        .schedule_for(&topo, 0, size)
+        .unwrap();
+    let table3 = SubClusterAllToAll::new(5, 4, 3, MoveRule::PaperTable3, RankOrder::ColumnMajor)
+        .unwrap()
+        .schedule_for(&topo, 0, 4096)
+        .unwrap();
+    let bruck = bruck(n, 1000).unwrap();
+    let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+    let three = rayon::ThreadPoolBuilder::new().num_threads(3).build().unwrap();
+    for s in [&shift, &full, &partial, &table3, &bruck] {
+        let want = naive_report(&topo, &routes, s);
+        let got = one.install(|| analyze(&topo, &routes, s).unwrap());
+        assert_matches_naive(&got, &want);
+        assert_eq!(got, three.install(|| analyze(&topo, &routes, s).unwrap()));
+        assert!(got.complete, "{}", s.name());
+    }
+    // Pinned figures: shift contends, the proposed schedules do not.
+    let report = |s: &Schedule| analyze(&topo, &routes, s).unwrap();
+    let (shift, full, partial) = (report(&shift), report(&full), report(&partial));
+    assert!(shift.max_congestion > 1 && shift.throughput_ratio < 1.0);
+    assert_eq!((full.max_congestion, full.throughput_ratio), (1, 1.0));
+    assert_eq!((partial.max_congestion, partial.throughput_ratio), (1, 1.0));
+    assert_eq!(shift.flows, 186 * 185);
+    assert_eq!(full.flows, 186 * 185);
+    // Every off-leaf flow crosses leaf → spine → leaf: 2 hops; 6 servers per leaf.
+    assert_eq!(shift.sum_hops, 186 * (186 - 6) * 2);
+    assert_eq!(shift.hop_bytes, shift.sum_hops * size);
+    // Lock-step time: one message time per phase when contention-free, a multiple otherwise.
+    let unit = size as f64 * 8.0 / (topo.links()[0].spec.bandwidth_gbps * 1e9);
+    let phases_with_flows = full.phases.iter().filter(|p| p.flows > 0).count() as f64;
+    assert!((full.fluid_time_host_links_s - phases_with_flows * unit).abs() < 1e-9 * full.fluid_time_host_links_s);
+    let shift_units: u32 = shift.phases.iter().map(|p| p.max_load).sum();
+    assert!((shift.fluid_time_host_links_s - shift_units as f64 * unit).abs() < 1e-9 * shift.fluid_time_host_links_s);
+}

@@ -439,21 +439,70 @@ impl Schedule {
             non_permutation_phases: 0,
             first_problem: None,
         };
+        // A direct all-to-all-like check walks the messages once; it checks the permutation
+        // claim on the way.
+        let fused = self.claims_permutation
+            && self.delivery == Delivery::Direct
+            && !matches!(self.collective, Collective::Custom | Collective::Gather { .. });
+        if fused && self.is_offset_cover() {
+            c.complete = Some(true);
+            c.permutation = Some(true);
+            return c;
+        }
         if self.collective != Collective::Custom {
             match self.delivery {
-                Delivery::Direct => self.check_direct(&mut c),
+                Delivery::Direct => self.check_direct(&mut c, fused),
                 Delivery::Forwarded => self.check_forwarded(&mut c),
             }
             c.complete = Some(c.missing == 0 && c.duplicated == 0 && c.unexpected == 0);
         }
         if self.claims_permutation {
-            self.check_permutations(&mut c);
+            if !fused {
+                let mut stamps = PermutationStamps::new(self.num_ranks as usize);
+                for (p, phase) in self.phases().enumerate() {
+                    for m in phase {
+                        stamps.visit(p, m);
+                    }
+                    stamps.end_phase(&mut c);
+                }
+            }
             c.permutation = Some(c.non_permutation_phases == 0);
         }
         c
     }
 
-    fn check_direct(&self, c: &mut Completeness) {
+    /// The shape of the shift all-to-all, checked in one cheap pass: every phase lists all N
+    /// ranks as sources in rank order, each sending to the rank one offset `o ≠ 0` ahead
+    /// (mod N), and every offset occurs in exactly one phase. Such a schedule sends every
+    /// ordered pair of distinct ranks exactly once with every phase a permutation, so the
+    /// per-pair bitmap is not needed; anything else (`false`) gets the full check.
+    fn is_offset_cover(&self) -> bool {
+        let n = self.num_ranks as usize;
+        let phases = self.num_phases();
+        if phases != n.saturating_sub(1) || self.phase_offsets.iter().enumerate().any(|(p, &at)| at as usize != p * n) {
+            return false;
+        }
+        let mut seen = vec![false; n];
+        // Ranks are below N (checked on construction), so one conditional subtraction wraps.
+        let offset = |m: &Message| {
+            let d = m.dst as usize + n - m.src as usize;
+            if d >= n {
+                d - n
+            } else {
+                d
+            }
+        };
+        self.messages.chunks_exact(n.max(1)).all(|phase| {
+            let o = offset(&phase[0]);
+            let shifted =
+                phase.iter().enumerate().fold(true, |ok, (i, m)| ok & (m.src as usize == i) & (offset(m) == o));
+            shifted && o != 0 && !std::mem::replace(&mut seen[o], true)
+        })
+    }
+
+    /// Every ordered pair of distinct ranks once (all-to-all, allgather, barrier) or every
+    /// rank once to the root (gather); with `permutations`, the permutation claim too.
+    fn check_direct(&self, c: &mut Completeness, permutations: bool) {
         let n = self.num_ranks as usize;
         let note = |c: &mut Completeness, msg: String| {
             c.first_problem.get_or_insert(msg);
@@ -482,35 +531,54 @@ impl Schedule {
             }
             return;
         }
-        // One bit per ordered pair for "seen", one for "seen twice": 2·N² bits.
+        // One bit per ordered pair for "seen", one for "seen twice": 2·N² bits. Pair (s, d)
+        // sits at bit `offset·N + s` with offset = (d − s) mod N, so a shift phase — one
+        // offset for every rank — walks its bits in order instead of striding N bits.
+        let bit_of = |src: usize, dst: usize| (if dst >= src { dst - src } else { dst + n - src }) * n + src;
         let words = (n * n).div_ceil(64);
         let mut once = vec![0u64; words];
         let mut twice = vec![0u64; words];
-        for m in &self.messages {
-            if m.src == m.dst {
-                c.unexpected += 1;
-                note(c, format!("rank {} sends to itself", m.src));
-                continue;
-            }
-            let bit = m.src as usize * n + m.dst as usize;
-            let (w, b) = (bit / 64, 1u64 << (bit % 64));
-            if once[w] & b != 0 {
-                c.duplicated += 1;
-                if twice[w] & b == 0 {
-                    note(c, format!("pair {} -> {} is sent more than once", m.src, m.dst));
+        let mut stamps = PermutationStamps::new(if permutations { n } else { 0 });
+        for p in 0..self.num_phases() {
+            for m in self.phase(p) {
+                if permutations {
+                    stamps.visit(p, m);
                 }
-                twice[w] |= b;
+                if m.src == m.dst {
+                    c.unexpected += 1;
+                    note(c, format!("rank {} sends to itself", m.src));
+                    continue;
+                }
+                let bit = bit_of(m.src as usize, m.dst as usize);
+                let (w, b) = (bit / 64, 1u64 << (bit % 64));
+                if once[w] & b != 0 {
+                    c.duplicated += 1;
+                    if twice[w] & b == 0 {
+                        note(c, format!("pair {} -> {} is sent more than once", m.src, m.dst));
+                    }
+                    twice[w] |= b;
+                }
+                once[w] |= b;
             }
-            once[w] |= b;
+            if permutations {
+                stamps.end_phase_quietly(c);
+            }
         }
         let present: u64 = once.iter().map(|w| u64::from(w.count_ones())).sum();
         let required = (n as u64) * (n as u64).saturating_sub(1);
         c.missing = required - present;
         if c.missing > 0 && c.first_problem.is_none() {
-            let first = (0..n * n).find(|&bit| bit / n != bit % n && once[bit / 64] & (1 << (bit % 64)) == 0);
-            if let Some(bit) = first {
-                note(c, format!("pair {} -> {} is never sent ({} pairs missing)", bit / n, bit % n, c.missing));
+            // The first missing pair in (source, destination) order.
+            let first = (0..n * n).map(|pair| (pair / n, pair % n)).find(|&(s, d)| {
+                let bit = bit_of(s, d);
+                s != d && once[bit / 64] & (1 << (bit % 64)) == 0
+            });
+            if let Some((s, d)) = first {
+                note(c, format!("pair {s} -> {d} is never sent ({} pairs missing)", c.missing));
             }
+        }
+        if let Some(problem) = stamps.first_problem.take() {
+            note(c, problem);
         }
     }
 
@@ -562,27 +630,47 @@ impl Schedule {
             c.missing += lacking;
         }
     }
+}
 
-    fn check_permutations(&self, c: &mut Completeness) {
-        let n = self.num_ranks as usize;
-        // Stamp arrays: entry == phase + 1 when the rank already sent/received in this phase.
-        let mut sent = vec![0u32; n];
-        let mut received = vec![0u32; n];
-        for (p, phase) in self.phases().enumerate() {
-            let stamp = p as u32 + 1;
-            let mut bad = false;
-            for m in phase {
-                for (who, stamps, verb) in [(m.src, &mut sent, "sends"), (m.dst, &mut received, "receives")] {
-                    if std::mem::replace(&mut stamps[who as usize], stamp) == stamp {
-                        if !bad {
-                            c.first_problem
-                                .get_or_insert(format!("phase {p} is not a permutation: rank {who} {verb} twice"));
-                        }
-                        bad = true;
-                    }
-                }
-            }
-            c.non_permutation_phases += u64::from(bad);
+/// The permutation check, phase by phase: stamp arrays whose entry is `phase + 1` once the
+/// rank has sent (received) in that phase.
+struct PermutationStamps {
+    sent: Vec<u32>,
+    received: Vec<u32>,
+    /// Some rank sent or received twice in the current phase.
+    bad: bool,
+    /// The first problem, kept aside so that a completeness problem found in the same pass
+    /// still comes first.
+    first_problem: Option<String>,
+}
+
+impl PermutationStamps {
+    fn new(num_ranks: usize) -> Self {
+        PermutationStamps { sent: vec![0; num_ranks], received: vec![0; num_ranks], bad: false, first_problem: None }
+    }
+
+    #[inline(always)]
+    fn visit(&mut self, phase: usize, m: &Message) {
+        let stamp = phase as u32 + 1;
+        let sent_twice = std::mem::replace(&mut self.sent[m.src as usize], stamp) == stamp;
+        let received_twice = std::mem::replace(&mut self.received[m.dst as usize], stamp) == stamp;
+        if (sent_twice || received_twice) && !self.bad {
+            self.bad = true;
+            let (who, verb) = if sent_twice { (m.src, "sends") } else { (m.dst, "receives") };
+            self.first_problem.get_or_insert(format!("phase {phase} is not a permutation: rank {who} {verb} twice"));
+        }
+    }
+
+    /// Close a phase: count it if it was no permutation; its problem stays aside.
+    fn end_phase_quietly(&mut self, c: &mut Completeness) {
+        c.non_permutation_phases += u64::from(std::mem::take(&mut self.bad));
+    }
+
+    /// Close a phase and report its problem at once.
+    fn end_phase(&mut self, c: &mut Completeness) {
+        self.end_phase_quietly(c);
+        if let Some(problem) = self.first_problem.take() {
+            c.first_problem.get_or_insert(problem);
         }
     }
 }
@@ -645,6 +733,61 @@ mod tests {
         let c = custom.with_permutation_claim(true).completeness();
         assert_eq!((c.permutation, c.non_permutation_phases), (Some(false), 1));
         assert!(c.first_problem.unwrap().contains("rank 0 sends twice"));
+    }
+
+    #[test]
+    fn the_first_missing_pair_is_named_in_source_order() {
+        // Every ordered pair of 4 ranks except 0 -> 3 and 1 -> 2, one message per phase.
+        let pairs = (0..4u32).flat_map(|a| (0..4u32).map(move |b| (a, b)));
+        let phases =
+            pairs.filter(|&(a, b)| a != b && (a, b) != (0, 3) && (a, b) != (1, 2)).map(|(a, b)| vec![msg(a, b)]);
+        let s = Schedule::from_phases("t", 4, phases.collect())
+            .unwrap()
+            .with_collective(Collective::Alltoall, Delivery::Direct)
+            .with_permutation_claim(true);
+        let c = s.completeness();
+        assert_eq!((c.missing, c.duplicated, c.permutation), (2, 0, Some(true)));
+        assert_eq!(c.first_problem.as_deref(), Some("pair 0 -> 3 is never sent (2 pairs missing)"));
+        // A completeness problem comes before a permutation problem found in the same pass.
+        let s = Schedule::from_phases("t", 3, vec![vec![msg(0, 1), msg(0, 2)], vec![msg(1, 1)]])
+            .unwrap()
+            .with_collective(Collective::Alltoall, Delivery::Direct)
+            .with_permutation_claim(true);
+        let c = s.completeness();
+        assert_eq!(c.non_permutation_phases, 1);
+        assert_eq!(c.first_problem.as_deref(), Some("rank 1 sends to itself"));
+    }
+
+    #[test]
+    fn shift_shaped_schedules_take_the_quick_check_and_others_the_full_one() {
+        let shift = |offsets: &[u32]| {
+            let phases = offsets.iter().map(|&o| (0..5).map(|s| msg(s, (s + o) % 5)).collect()).collect();
+            Schedule::from_phases("t", 5, phases)
+                .unwrap()
+                .with_collective(Collective::Alltoall, Delivery::Direct)
+                .with_permutation_claim(true)
+        };
+        // Offsets in any order cover every pair once.
+        assert!(shift(&[3, 1, 4, 2]).is_offset_cover());
+        assert!(shift(&[3, 1, 4, 2]).check_complete().is_ok());
+        // A repeated offset: the full check counts and names the problem.
+        let twice = shift(&[1, 2, 2, 4]);
+        assert!(!twice.is_offset_cover());
+        let c = twice.completeness();
+        assert_eq!((c.complete, c.missing, c.duplicated), (Some(false), 5, 5));
+        assert_eq!(c.first_problem.as_deref(), Some("pair 0 -> 2 is sent more than once"));
+        // Offset 0 is a phase of self-sends.
+        let c = shift(&[0, 1, 2, 3]).completeness();
+        assert_eq!((c.unexpected, c.missing), (5, 5));
+        // Sources out of order: same pairs, full check, same verdict.
+        let mut phases: Vec<Vec<Message>> = (1..5).map(|o| (0..5).map(|s| msg(s, (s + o) % 5)).collect()).collect();
+        phases[0].reverse();
+        let reordered = Schedule::from_phases("t", 5, phases)
+            .unwrap()
+            .with_collective(Collective::Alltoall, Delivery::Direct)
+            .with_permutation_claim(true);
+        assert!(!reordered.is_offset_cover());
+        assert_eq!(reordered.completeness(), shift(&[1, 2, 3, 4]).completeness());
     }
 
     #[test]
