@@ -246,9 +246,10 @@ def channel_loads(net: MapNetwork, pattern: Pattern, host_of_rank) -> np.ndarray
 
 
 def objective_value(spec: str, figures: dict) -> float:
-    """The value of cost spec `spec` (``rmatt``, ``hop-bytes``, sums…) for `figures`."""
-    w_hb, w_ml, w_rm = _core.parse_cost(spec)
-    return w_hb * figures["hop_bytes"] + w_ml * figures["max_link"] + w_rm * figures["rmatt"]
+    """The value of cost spec `spec` (``rmatt``, ``hop-bytes``, ``step-max-link``, sums…) for `figures`."""
+    w_hb, w_ml, w_rm, w_st = _core.parse_cost(spec)
+    value = w_hb * figures["hop_bytes"] + w_ml * figures["max_link"] + w_rm * figures["rmatt"]
+    return value + w_st * figures.get("step_max_link", 0) if w_st else value
 
 
 def baseline(net: MapNetwork, pattern: Pattern, kind: str, seed: int = 0) -> np.ndarray:

@@ -205,6 +205,7 @@ fn parts_dict<'py>(py: Python<'py>, p: &CostParts) -> PyResult<Bound<'py, PyDict
     d.set_item("hop_bytes", p.hop_bytes)?;
     d.set_item("max_link", p.max_link)?;
     d.set_item("rmatt", p.rmatt())?;
+    d.set_item("step_max_link", p.step_max_link)?;
     Ok(d)
 }
 
@@ -236,11 +237,12 @@ fn map_channel_loads<'py>(
     Ok(PyArray1::from_vec(py, cost::channel_loads(&net.inner, &pattern.inner, h)))
 }
 
-/// Objective weights parsed from a cost spec (`rmatt`, `hop-bytes`, `max-link`, sums).
+/// Objective weights parsed from a cost spec (`rmatt`, `hop-bytes`, `max-link`,
+/// `step-max-link`, sums): `(hop_bytes, max_link, rmatt, step_max_link)`.
 #[pyfunction]
-fn parse_cost(spec: &str) -> PyResult<(f64, f64, f64)> {
+fn parse_cost(spec: &str) -> PyResult<(f64, f64, f64, f64)> {
     let o = Objective::parse(spec).map_err(err)?;
-    Ok((o.w_hop_bytes, o.w_max_link, o.w_rmatt))
+    Ok((o.w_hop_bytes, o.w_max_link, o.w_rmatt, o.w_step_max_link))
 }
 
 /// A baseline placement: `identity`, `random`, `bit-reversal`, `hilbert`, `peano`, `greedy`.

@@ -52,7 +52,7 @@ def map_cmd(
     pattern_arg: str = typer.Argument(..., metavar="PATTERN", help="Pattern file (.csv, .json, .trace, schedule JSON) or generator spec: bruck:N[:BASE], ring:N, alltoall:N, stencil:AxBxC, random:N[:DEG[:BYTES[:SEED]]]."),
     output: Optional[Path] = typer.Option(None, "-o", "--output", help="Map file to write."),
     fmt: str = typer.Option("rankfile", "--format", help="Map file format: rankfile (Open MPI), vcoord (Fujitsu), mpich (Cray MPICH_RANK_ORDER) or json."),
-    cost: str = typer.Option("rmatt", "--cost", help="Objective: rmatt (hops x max-link), hop-bytes, max-link, or a weighted sum like 'hop-bytes+1e3*max-link'."),
+    cost: str = typer.Option("rmatt", "--cost", help="Objective: rmatt (hops x max-link), hop-bytes, max-link, step-max-link (sum of each step's busiest link), or a weighted sum like 'hop-bytes+1e3*max-link'."),
     seconds: float = typer.Option(60.0, "--time", min=0.0, help="Time budget in seconds."),
     evaluations: Optional[int] = typer.Option(None, "--evals", min=1, help="Evaluation budget instead of time (reproducible)."),
     target: Optional[float] = typer.Option(None, "--target", help="Stop once the cost is at or below this."),
