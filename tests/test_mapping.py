@@ -275,3 +275,40 @@ def test_cli_map_dor_engine_on_a_torus_builds_no_table(files, tmp_path):
     # Same routes, so the same seeded run gives the same figures.
     assert summary["result"] == via_table["result"] and summary["identity"] == via_table["identity"]
     assert sorted(json.loads(out.read_text())["host_of_rank"]) == list(range(64))
+
+
+def test_step_max_link_is_the_sum_of_each_steps_bottleneck(torus444):
+    _, _, net = torus444
+    p = mapping.Pattern.bruck(64, 2048)
+    for seed in range(3):
+        hor = mapping.baseline(net, p, "random", seed=seed)
+        expected, k = 0, 1
+        while k < 64:
+            src = np.arange(64, dtype=np.uint32)
+            step = mapping.Pattern.from_arrays(64, src, (src + 64 - k) % 64, np.full(64, 2048 * k, dtype=np.uint64))
+            expected += int(mapping.channel_loads(net, step, hor).max())
+            k *= 2
+        assert mapping.cost(net, p, hor)["step_max_link"] == expected
+    assert mapping.objective_value("2*step-max-link", {"hop_bytes": 0, "max_link": 0, "rmatt": 0, "step_max_link": 5}) == 10
+
+
+def test_recursive_cubes_beat_identity_on_the_step_bottleneck():
+    from netweave.reproduce import rmatt
+
+    topo = netweave.topology.torus([4, 4, 4])
+    net = mapping.network(topo, "dor")
+    hor = rmatt.recursive_cube_placement(4)
+    assert sorted(hor.tolist()) == list(range(64))
+    identity = mapping.baseline(net, mapping.Pattern.bruck(64, 2048), "identity")
+    assert rmatt.step_bottleneck_ms(net, 64, hor) < rmatt.step_bottleneck_ms(net, 64, identity)
+    assert rmatt.injection_bound_ms(4096) == pytest.approx(4095 * 2048 / 5e9 * 1e3 + 12 * 2 * 120e-6)
+    with pytest.raises(ValueError, match="power-of-two"):
+        rmatt.recursive_cube_placement(6)
+
+
+def test_cli_map_step_max_link_cost(files):
+    proc = run_cli("map", str(files / "torus.json"), "dor", "bruck:64:2048", "--cost", "step-max-link",
+                   "--evals", "4000", "--seed", "1", "--json")
+    summary = json.loads(proc.stdout)
+    assert summary["result"]["step_max_link"] <= summary["start"]["step_max_link"]
+    assert summary["value"] == summary["result"]["step_max_link"]

@@ -3,10 +3,10 @@
 Three placements — identity (x,y,z order), 12-bit bit-reversal and ours (BISEM, then parallel
 tempering on Σhops × max_link) — scored by Σhops, hop-bytes, max_link and the paper's cost under
 dimension-order routing with ties to the + direction (the extraction's §10 setup). The identity
-and bit-reversal rows must equal the extraction's §10 values. Two annealing runs share the time
-budget each: one from BISEM (the paper's method) and one from the tool's default start, the
-cheapest of BISEM and the baselines (or the constructed :func:`recursive_cube_placement` when it
-costs less), which puts the result at or below bit-reversal's cost.
+and bit-reversal rows must equal the extraction's §10 values. Two annealing runs get the time
+budget each: one from BISEM on ``Σhops × max_link`` (the paper's method, timed to bit-reversal's
+cost), and ours, on :data:`OUR_COST` from the constructed :func:`recursive_cube_placement` (or
+the tool's default start when the torus side is not a power of two).
 
 Simulated allgather times (5 GB/s links, 120 ns latency, 49,152 messages in Bruck's 12 steps)
 come from the flow simulator (:func:`simulate_times`). Next to them: the lower bound host
@@ -36,6 +36,11 @@ REFERENCE = {
 LINK_GBYTES_PER_S = 5.0
 LATENCY_NS = 120.0
 PAPER_TIMES_MS = {"identity": 22.3, "rmatt": 5.5}
+#: Our objective: Σ over Bruck's steps of the step's busiest link first (one 2 KiB block more on
+#: one step's bottleneck outweighs any change of the paper's cost that a swap can make), the
+#: paper's ``Σhops × max_link`` among equals. The step sum tracks the simulated time; the paper's
+#: cost alone does not (see ``results.md``).
+OUR_COST = "rmatt+1e8*step-max-link"
 
 
 def simulate_times(topo, placements: dict, block_bytes: int = 2048) -> dict:
@@ -123,16 +128,16 @@ def run(out: Path, seconds: float = 60.0, seed: int = 0, size: int = 16, replica
     if echo:
         print(f"BISEM in {bisem_seconds:.2f} s; annealing from BISEM for {seconds:g} s ...", flush=True)
     from_bisem = mapping.optimize(net, pattern, start, cost="rmatt", seconds=seconds, seed=seed, replicas=replicas)
-    # The tool's default start (the cheapest of BISEM and the baselines), or the constructed
-    # recursive cubes when they cost less.
-    best_start = mapping.start_placement(net, pattern, "best", seed, "rmatt")
-    if size >= 2 and size & (size - 1) == 0:
+    # Ours: from the recursive cubes (the tool's default start when they do not apply), on the
+    # step-aware objective.
+    if size & (size - 1) == 0:
         placements["recursive cubes"] = recursive_cube_placement(size)
-        if mapping.cost(net, pattern, placements["recursive cubes"])["rmatt"] < mapping.cost(net, pattern, best_start)["rmatt"]:
-            best_start = placements["recursive cubes"]
+        best_start = placements["recursive cubes"]
+    else:
+        best_start = mapping.start_placement(net, pattern, "best", seed, OUR_COST)
     if echo:
-        print(f"annealing from the best start for {seconds:g} s ...", flush=True)
-    res = mapping.optimize(net, pattern, best_start, cost="rmatt", seconds=seconds, seed=seed, replicas=replicas)
+        print(f"annealing ours ({OUR_COST}) for {seconds:g} s ...", flush=True)
+    res = mapping.optimize(net, pattern, best_start, cost=OUR_COST, seconds=seconds, seed=seed, replicas=replicas)
     placements["bisem"] = start
     placements["optimised from BISEM"] = from_bisem.host_of_rank
     placements["optimised"] = res.host_of_rank
@@ -146,7 +151,7 @@ def run(out: Path, seconds: float = 60.0, seed: int = 0, size: int = 16, replica
     reach = next((t for t, v in from_bisem.trace if bitrev_cost is not None and v <= bitrev_cost), None)
     result = {
         "setup": {"torus": [size] * 3, "ranks": n, "pattern": pattern.name, "routing": "dor, ties to +",
-                  "seed": seed, "replicas": replicas, "time_budget_s": seconds},
+                  "seed": seed, "replicas": replicas, "time_budget_s": seconds, "our_cost": OUR_COST},
         "placements": rows,
         "reference": REFERENCE if size == 16 else None,
         "matches_reference": {k: all(rows[k][f] == v[f] for f in v) for k, v in REFERENCE.items()} if size == 16 else None,
@@ -164,7 +169,7 @@ def run(out: Path, seconds: float = 60.0, seed: int = 0, size: int = 16, replica
     (out / "results.md").write_text(table(result))
     mapping.write_map(net, res.host_of_rank, out / "rmatt.rankfile", "rankfile")
     mapping.write_map(net, res.host_of_rank, out / "rmatt.vcoord", "vcoord")
-    mapping.plot_trace({"from BISEM": from_bisem.trace, "from the best start": res.trace}, out / "cost_vs_time.png",
+    mapping.plot_trace({"from BISEM": from_bisem.trace}, out / "cost_vs_time.png",
                        title=f"Bruck {n} ranks on {size}³ torus: Σhops × max_link")
     mapping.plot_link_histogram({k: mapping.channel_loads(net, pattern, placements[k])
                                  for k in ("identity", "bit-reversal", "optimised") if k in placements},
@@ -195,8 +200,13 @@ def table(result: dict) -> str:
         lines.append("Extraction §10 values reproduced: " + ", ".join(
             f"{k} {'yes' if v else 'NO'}" for k, v in result["matches_reference"].items()) + ".")
     rows = result["placements"]
-    cut = 1 - rows["optimised"]["time_ms"] / rows["identity"]["time_ms"]
-    lines.append(f"Simulated time of the optimised map: {100 * cut:.1f} % below identity's "
+    ours = rows["optimised"]
+    if "bit-reversal" in rows:
+        lines.append(f"Our map ({result['setup'].get('our_cost', 'rmatt')}): cost {ours['rmatt']:,} against bit-reversal's "
+                     f"{rows['bit-reversal']['rmatt']:,} — " + ("at or below" if ours["rmatt"] <= rows["bit-reversal"]["rmatt"]
+                                                                 else "ABOVE") + ".")
+    cut = 1 - ours["time_ms"] / rows["identity"]["time_ms"]
+    lines.append(f"Simulated time of our map: {100 * cut:.1f} % below identity's "
                  f"(paper, OpenNSIM: {PAPER_TIMES_MS['identity']} ms → {PAPER_TIMES_MS['rmatt']} ms, "
                  f"{100 * (1 - PAPER_TIMES_MS['rmatt'] / PAPER_TIMES_MS['identity']):.1f} % below).")
     bound = result.get("injection_bound_ms")

@@ -156,12 +156,22 @@ pub fn full_cost(net: &MapNetwork, pattern: &Pattern, host_of_rank: &[u32]) -> C
         parts.hops += h;
         parts.hop_bytes += h as u128 * m.bytes as u128;
     }
-    parts.max_link = channel_loads(net, pattern, host_of_rank).into_iter().max().unwrap_or(0);
-    parts.step_max_link = if pattern.num_steps() <= 1 {
-        parts.max_link
+    if pattern.num_steps() <= 1 {
+        parts.max_link = max_of(&channel_loads(net, pattern, host_of_rank));
+        parts.step_max_link = parts.max_link;
     } else {
-        step_loads(net, pattern, host_of_rank).chunks(net.num_channels() as usize).map(max_of).sum()
-    };
+        // One walk for both: the channel loads are the sums of the step loads.
+        let by_step = step_loads(net, pattern, host_of_rank);
+        let nch = net.num_channels() as usize;
+        let mut loads = vec![0u64; nch];
+        for step in by_step.chunks(nch) {
+            for (total, &x) in loads.iter_mut().zip(step) {
+                *total += x;
+            }
+            parts.step_max_link += max_of(step);
+        }
+        parts.max_link = max_of(&loads);
+    }
     parts
 }
 
@@ -399,8 +409,12 @@ impl Evaluator {
         }
         let nch = net.num_channels() as usize;
         let stride = net.max_hops() as usize + 2;
+        let track_steps = objective.w_step_max_link != 0.0 && pattern.num_steps() > 1;
+        // Cache every route: reading a move's old routes back is cheaper than walking them
+        // again (measured with both route sources), and the step loads need old and new routes
+        // side by side.
         let cache = track_loads && pattern.num_messages().saturating_mul(stride) <= MAX_CACHED_CHANNELS;
-        let steps = if objective.w_step_max_link != 0.0 && pattern.num_steps() > 1 {
+        let steps = if track_steps {
             if !cache {
                 return crate::invalid!(
                     "step-max-link needs every route cached, and {} messages are too many",
