@@ -238,3 +238,77 @@ def test_cli_map_under_mpirun(files, tmp_path):
     doc = json.loads(out.read_text())
     assert sorted(doc["host_of_rank"]) == list(range(64))
     assert doc["figures"] == summary["result"]
+
+
+@pytest.mark.parametrize("dims,torus,select", [
+    ([4, 3], True, "low-port"), ([4, 2, 3], True, "per-destination"), ([3, 4], False, "low-port"),
+])
+def test_lattice_route_source_matches_the_dor_table(dims, torus, select):
+    topo = netweave.topology.torus(dims, 2) if torus else netweave.topology.mesh(dims, 2)
+    lattice = mapping.network(topo, f"dor:{select}")
+    table = mapping.MapNetwork(netweave.routing.route(topo, "dor", select=select))
+    assert (lattice.route_source, table.route_source) == ("lattice", "table")
+    hosts = lattice.num_hosts
+    assert all(lattice.hops(s, d) == table.hops(s, d) for s in range(hosts) for d in range(hosts))
+    pattern = mapping.Pattern.random(hosts, 3, 1000, 5)
+    for seed in range(3):
+        hor = mapping.baseline(table, pattern, "random", seed=seed)
+        assert mapping.cost(lattice, pattern, hor) == mapping.cost(table, pattern, hor)
+        assert np.array_equal(mapping.channel_loads(lattice, pattern, hor), mapping.channel_loads(table, pattern, hor))
+    # Other engines and ties keep the table.
+    assert mapping.network(topo, "dor:balanced").route_source == "table"
+    assert mapping.network(topo, "minhop").route_source == "table"
+
+
+def test_lattice_route_source_refuses_other_families():
+    with pytest.raises(NetweaveError, match="torus or mesh"):
+        mapping.MapNetwork.dor(netweave.topology.fat_tree(4, 2))
+
+
+def test_cli_map_dor_engine_on_a_torus_builds_no_table(files, tmp_path):
+    out = tmp_path / "m.json"
+    proc = run_cli("map", str(files / "torus.json"), "dor", "bruck:64:2048", "--evals", "3000", "--seed", "2",
+                   "--format", "json", "-o", str(out), "--json")
+    summary = json.loads(proc.stdout)
+    via_table = json.loads(run_cli("map", str(files / "torus.json"), str(files / "routes.json"), "bruck:64:2048",
+                                   "--evals", "3000", "--seed", "2", "--json").stdout)
+    # Same routes, so the same seeded run gives the same figures.
+    assert summary["result"] == via_table["result"] and summary["identity"] == via_table["identity"]
+    assert sorted(json.loads(out.read_text())["host_of_rank"]) == list(range(64))
+
+
+def test_step_max_link_is_the_sum_of_each_steps_bottleneck(torus444):
+    _, _, net = torus444
+    p = mapping.Pattern.bruck(64, 2048)
+    for seed in range(3):
+        hor = mapping.baseline(net, p, "random", seed=seed)
+        expected, k = 0, 1
+        while k < 64:
+            src = np.arange(64, dtype=np.uint32)
+            step = mapping.Pattern.from_arrays(64, src, (src + 64 - k) % 64, np.full(64, 2048 * k, dtype=np.uint64))
+            expected += int(mapping.channel_loads(net, step, hor).max())
+            k *= 2
+        assert mapping.cost(net, p, hor)["step_max_link"] == expected
+    assert mapping.objective_value("2*step-max-link", {"hop_bytes": 0, "max_link": 0, "rmatt": 0, "step_max_link": 5}) == 10
+
+
+def test_recursive_cubes_beat_identity_on_the_step_bottleneck():
+    from netweave.reproduce import rmatt
+
+    topo = netweave.topology.torus([4, 4, 4])
+    net = mapping.network(topo, "dor")
+    hor = rmatt.recursive_cube_placement(4)
+    assert sorted(hor.tolist()) == list(range(64))
+    identity = mapping.baseline(net, mapping.Pattern.bruck(64, 2048), "identity")
+    assert rmatt.step_bottleneck_ms(net, 64, hor) < rmatt.step_bottleneck_ms(net, 64, identity)
+    assert rmatt.injection_bound_ms(4096) == pytest.approx(4095 * 2048 / 5e9 * 1e3 + 12 * 2 * 120e-6)
+    with pytest.raises(ValueError, match="power-of-two"):
+        rmatt.recursive_cube_placement(6)
+
+
+def test_cli_map_step_max_link_cost(files):
+    proc = run_cli("map", str(files / "torus.json"), "dor", "bruck:64:2048", "--cost", "step-max-link",
+                   "--evals", "4000", "--seed", "1", "--json")
+    summary = json.loads(proc.stdout)
+    assert summary["result"]["step_max_link"] <= summary["start"]["step_max_link"]
+    assert summary["value"] == summary["result"]["step_max_link"]

@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use netweave_core::mapping::anneal::{AnnealConfig, Tempering};
 use netweave_core::mapping::{baselines, bisem, cost, CostParts, MapNetwork, Objective, Pattern};
+use netweave_core::routing::select::Select;
 use netweave_core::traffic::Message;
 use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
@@ -11,6 +12,7 @@ use pyo3::types::PyDict;
 
 use crate::err;
 use crate::routing::PyRoutingTable;
+use crate::topology::PyTopology;
 use crate::traffic::PySchedule;
 
 /// A sparse directed traffic matrix between ranks (duplicates summed, self-messages dropped).
@@ -119,6 +121,25 @@ impl PyMapNetwork {
         let net = py.allow_threads(|| MapNetwork::new(topo, table, slots_per_host)).map_err(err)?;
         Ok(PyMapNetwork { inner: Arc::new(net) })
     }
+    /// Dimension-order routes of a torus or mesh computed from coordinates (no routing table,
+    /// no host-count cap); the same routes as `route(topology, "dor", select)`.
+    #[staticmethod]
+    #[pyo3(signature = (topology, select="low-port", slots_per_host=1))]
+    fn dor(py: Python<'_>, topology: &PyTopology, select: &str, slots_per_host: u32) -> PyResult<Self> {
+        let select: Select = select.parse().map_err(err)?;
+        let topo = &topology.inner;
+        let net = py.allow_threads(|| MapNetwork::dor_lattice(topo, select, slots_per_host)).map_err(err)?;
+        Ok(PyMapNetwork { inner: Arc::new(net) })
+    }
+    /// "table" (flattened routing table) or "lattice" (dimension-order routes from coordinates).
+    #[getter]
+    fn route_source(&self) -> &'static str {
+        if self.inner.is_table_routed() {
+            "table"
+        } else {
+            "lattice"
+        }
+    }
     #[getter]
     fn num_hosts(&self) -> u32 {
         self.inner.num_hosts()
@@ -184,6 +205,7 @@ fn parts_dict<'py>(py: Python<'py>, p: &CostParts) -> PyResult<Bound<'py, PyDict
     d.set_item("hop_bytes", p.hop_bytes)?;
     d.set_item("max_link", p.max_link)?;
     d.set_item("rmatt", p.rmatt())?;
+    d.set_item("step_max_link", p.step_max_link)?;
     Ok(d)
 }
 
@@ -215,11 +237,12 @@ fn map_channel_loads<'py>(
     Ok(PyArray1::from_vec(py, cost::channel_loads(&net.inner, &pattern.inner, h)))
 }
 
-/// Objective weights parsed from a cost spec (`rmatt`, `hop-bytes`, `max-link`, sums).
+/// Objective weights parsed from a cost spec (`rmatt`, `hop-bytes`, `max-link`,
+/// `step-max-link`, sums): `(hop_bytes, max_link, rmatt, step_max_link)`.
 #[pyfunction]
-fn parse_cost(spec: &str) -> PyResult<(f64, f64, f64)> {
+fn parse_cost(spec: &str) -> PyResult<(f64, f64, f64, f64)> {
     let o = Objective::parse(spec).map_err(err)?;
-    Ok((o.w_hop_bytes, o.w_max_link, o.w_rmatt))
+    Ok((o.w_hop_bytes, o.w_max_link, o.w_rmatt, o.w_step_max_link))
 }
 
 /// A baseline placement: `identity`, `random`, `bit-reversal`, `hilbert`, `peano`, `greedy`.

@@ -22,6 +22,16 @@ def _routes(topo, routes_arg: str):
     raise UserError(f"routes '{routes_arg}' is neither a routes file nor an engine name ({', '.join(routing.ENGINES)})")
 
 
+def _network(topo, routes_arg: str, slots_per_host: int):
+    """The mapper's network: `dor` on a torus or mesh computes its routes from coordinates (no
+    routing table, no size cap); routes files and other engines are flattened tables."""
+    if not Path(routes_arg).is_file():
+        engine, _, select = routes_arg.partition(":")
+        if engine == "dor" and topo.family in ("torus", "mesh") and select in ("", "low-port", "per-destination"):
+            return mapping.network(topo, routes_arg, slots_per_host)
+    return mapping.MapNetwork(_routes(topo, routes_arg), slots_per_host)
+
+
 def _check_shape(net, shape: str) -> None:
     try:
         dims = [int(d) for d in shape.lower().split("x")]
@@ -42,7 +52,7 @@ def map_cmd(
     pattern_arg: str = typer.Argument(..., metavar="PATTERN", help="Pattern file (.csv, .json, .trace, schedule JSON) or generator spec: bruck:N[:BASE], ring:N, alltoall:N, stencil:AxBxC, random:N[:DEG[:BYTES[:SEED]]]."),
     output: Optional[Path] = typer.Option(None, "-o", "--output", help="Map file to write."),
     fmt: str = typer.Option("rankfile", "--format", help="Map file format: rankfile (Open MPI), vcoord (Fujitsu), mpich (Cray MPICH_RANK_ORDER) or json."),
-    cost: str = typer.Option("rmatt", "--cost", help="Objective: rmatt (hops x max-link), hop-bytes, max-link, or a weighted sum like 'hop-bytes+1e3*max-link'."),
+    cost: str = typer.Option("rmatt", "--cost", help="Objective: rmatt (hops x max-link), hop-bytes, max-link, step-max-link (sum of each step's busiest link), or a weighted sum like 'hop-bytes+1e3*max-link'."),
     seconds: float = typer.Option(60.0, "--time", min=0.0, help="Time budget in seconds."),
     evaluations: Optional[int] = typer.Option(None, "--evals", min=1, help="Evaluation budget instead of time (reproducible)."),
     target: Optional[float] = typer.Option(None, "--target", help="Stop once the cost is at or below this."),
@@ -73,13 +83,12 @@ def map_cmd(
         comm = MPI.COMM_WORLD
     root = comm is None or comm.Get_rank() == 0
     topo = topology.load(topology_file)
-    routes = _routes(topo, routes_arg)
     pattern = mapping.load_pattern(pattern_arg, num_ranks)
     names = None
     if hostnames is not None:
         names = [line.strip() for line in hostnames.read_text().splitlines() if line.strip()]
-    with working("flattening routes") if root else _quiet():
-        net = mapping.MapNetwork(routes, ranks_per_host)
+    with working("routing") if root else _quiet():
+        net = _network(topo, routes_arg, ranks_per_host)
     if shape is not None:
         _check_shape(net, shape)
     if fmt == "vcoord" and net.lattice is None:

@@ -6,10 +6,13 @@
 //!   (paper 003's Σhop, each directed pair counted once);
 //! - `hop_bytes`: Σ bytes × hops;
 //! - `max_link`: the largest byte count any directed channel carries under the actual routes
-//!   (host links included; messages between ranks on one host use no channel).
+//!   (host links included; messages between ranks on one host use no channel);
+//! - `step_max_link`: Σ over the pattern's steps (see [`Pattern::num_steps`]) of the largest
+//!   byte count a channel carries within that step — the time a step-by-step collective spends
+//!   on its bottleneck links, times the link bandwidth (equal to `max_link` for one step).
 //!
 //! An [`Objective`] weighs them into one number: hop-bytes, max-link, paper 003's
-//! `Σhops × max_link`, or any weighted sum of the three.
+//! `Σhops × max_link`, step-max-link, or any weighted sum of them.
 //!
 //! The [`Evaluator`] keeps per-channel loads and a max segment tree (each node holds the
 //! maximum of its range and how many leaves reach it), so a move that relocates `k` ranks costs
@@ -32,6 +35,9 @@ pub struct CostParts {
     pub hops: u64,
     pub hop_bytes: u128,
     pub max_link: u64,
+    /// Σ over steps of each step's largest channel load (an [`Evaluator`] leaves it 0 when its
+    /// objective does not weigh it, as it leaves `max_link` 0 when no term needs loads).
+    pub step_max_link: u64,
 }
 
 impl CostParts {
@@ -41,22 +47,28 @@ impl CostParts {
     }
 }
 
-/// Weights of the three figures; the objective is
-/// `w_hop_bytes·hop_bytes + w_max_link·max_link + w_rmatt·hops·max_link`.
+/// Weights of the figures; the objective is
+/// `w_hop_bytes·hop_bytes + w_max_link·max_link + w_rmatt·hops·max_link + w_step_max_link·step_max_link`.
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
 pub struct Objective {
     pub w_hop_bytes: f64,
     pub w_max_link: f64,
     pub w_rmatt: f64,
+    pub w_step_max_link: f64,
 }
 
 impl Objective {
     /// Paper 003's `Σhops × max_link`.
-    pub const RMATT: Objective = Objective { w_hop_bytes: 0.0, w_max_link: 0.0, w_rmatt: 1.0 };
-    pub const HOP_BYTES: Objective = Objective { w_hop_bytes: 1.0, w_max_link: 0.0, w_rmatt: 0.0 };
-    pub const MAX_LINK: Objective = Objective { w_hop_bytes: 0.0, w_max_link: 1.0, w_rmatt: 0.0 };
+    pub const RMATT: Objective = Objective { w_hop_bytes: 0.0, w_max_link: 0.0, w_rmatt: 1.0, w_step_max_link: 0.0 };
+    pub const HOP_BYTES: Objective =
+        Objective { w_hop_bytes: 1.0, w_max_link: 0.0, w_rmatt: 0.0, w_step_max_link: 0.0 };
+    pub const MAX_LINK: Objective = Objective { w_hop_bytes: 0.0, w_max_link: 1.0, w_rmatt: 0.0, w_step_max_link: 0.0 };
+    /// Σ over the pattern's steps of each step's busiest link: tracks the time of a
+    /// step-by-step collective such as Bruck's allgather.
+    pub const STEP_MAX_LINK: Objective =
+        Objective { w_hop_bytes: 0.0, w_max_link: 0.0, w_rmatt: 0.0, w_step_max_link: 1.0 };
 
-    /// Parse `rmatt`, `hop-bytes`, `max-link`, or a weighted sum such as
+    /// Parse `rmatt`, `hop-bytes`, `max-link`, `step-max-link`, or a weighted sum such as
     /// `hop-bytes+2e3*max-link` (terms `[weight*]name` joined by `+`).
     ///
     /// ```
@@ -65,7 +77,7 @@ impl Objective {
     /// assert_eq!((o.w_hop_bytes, o.w_max_link, o.w_rmatt), (0.5, 1.0, 0.0));
     /// ```
     pub fn parse(text: &str) -> Result<Objective> {
-        let mut o = Objective { w_hop_bytes: 0.0, w_max_link: 0.0, w_rmatt: 0.0 };
+        let mut o = Objective { w_hop_bytes: 0.0, w_max_link: 0.0, w_rmatt: 0.0, w_step_max_link: 0.0 };
         for term in text.split('+') {
             let term = term.trim();
             let (w, name) = match term.split_once('*') {
@@ -79,10 +91,15 @@ impl Objective {
                 "rmatt" | "hops*max-link" => o.w_rmatt += w,
                 "hop-bytes" => o.w_hop_bytes += w,
                 "max-link" => o.w_max_link += w,
-                _ => return crate::invalid!("unknown cost '{name}': use rmatt, hop-bytes, max-link or a weighted sum"),
+                "step-max-link" => o.w_step_max_link += w,
+                _ => {
+                    return crate::invalid!(
+                        "unknown cost '{name}': use rmatt, hop-bytes, max-link, step-max-link or a weighted sum"
+                    )
+                }
             }
         }
-        if o.w_hop_bytes + o.w_max_link + o.w_rmatt == 0.0 {
+        if o.w_hop_bytes + o.w_max_link + o.w_rmatt + o.w_step_max_link == 0.0 {
             return crate::invalid!("cost '{text}' has no positive weight");
         }
         Ok(o)
@@ -93,10 +110,11 @@ impl Objective {
         self.w_hop_bytes * parts.hop_bytes as f64
             + self.w_max_link * parts.max_link as f64
             + self.w_rmatt * parts.rmatt() as f64
+            + self.w_step_max_link * parts.step_max_link as f64
     }
-    /// Whether `max_link` matters (else the evaluator can skip channel loads).
+    /// Whether link loads matter (else the evaluator can skip channel loads).
     pub fn needs_loads(&self) -> bool {
-        self.w_max_link != 0.0 || self.w_rmatt != 0.0
+        self.w_max_link != 0.0 || self.w_rmatt != 0.0 || self.w_step_max_link != 0.0
     }
 }
 
@@ -138,8 +156,40 @@ pub fn full_cost(net: &MapNetwork, pattern: &Pattern, host_of_rank: &[u32]) -> C
         parts.hops += h;
         parts.hop_bytes += h as u128 * m.bytes as u128;
     }
-    parts.max_link = channel_loads(net, pattern, host_of_rank).into_iter().max().unwrap_or(0);
+    if pattern.num_steps() <= 1 {
+        parts.max_link = max_of(&channel_loads(net, pattern, host_of_rank));
+        parts.step_max_link = parts.max_link;
+    } else {
+        // One walk for both: the channel loads are the sums of the step loads.
+        let by_step = step_loads(net, pattern, host_of_rank);
+        let nch = net.num_channels() as usize;
+        let mut loads = vec![0u64; nch];
+        for step in by_step.chunks(nch) {
+            for (total, &x) in loads.iter_mut().zip(step) {
+                *total += x;
+            }
+            parts.step_max_link += max_of(step);
+        }
+        parts.max_link = max_of(&loads);
+    }
     parts
+}
+
+/// Largest value of a slice (0 when empty).
+fn max_of(loads: &[u64]) -> u64 {
+    loads.iter().copied().max().unwrap_or(0)
+}
+
+/// Per-step channel loads, `loads[step · channels + channel]`, recounted from scratch.
+fn step_loads(net: &MapNetwork, pattern: &Pattern, host_of_rank: &[u32]) -> Vec<u64> {
+    let nch = net.num_channels() as usize;
+    let mut loads = vec![0u64; nch * pattern.num_steps() as usize];
+    for (i, m) in pattern.messages().iter().enumerate() {
+        let base = pattern.step_of(i) as usize * nch;
+        let (a, b) = (host_of_rank[m.src as usize], host_of_rank[m.dst as usize]);
+        net.for_each_channel(a, b, |c| loads[base + c as usize] += m.bytes);
+    }
+    loads
 }
 
 /// Max segment tree over channel loads: every node keeps `(max, leaves at max)`.
@@ -215,7 +265,9 @@ pub struct Evaluator {
     delta: Vec<i64>,
     touched: Vec<u32>,
     chan_stamp: Vec<u32>,
-    pending: Option<(Move, CostParts)>,
+    /// The proposed move's slots and figures (the slots kept in a reused buffer).
+    pending: Option<CostParts>,
+    pending_slots: Vec<u32>,
     // Current route of every message, `paths[m · stride..][..path_len[m]]`, so a move reads the
     // old routes sequentially instead of walking the route table again (empty when disabled).
     stride: usize,
@@ -228,6 +280,102 @@ pub struct Evaluator {
     // Lockstep walks: destination host and next channel of every changed message.
     walk_to: Vec<u32>,
     walk_at: Vec<u32>,
+    /// Per-step loads and their max trees, for `step_max_link` (when the objective weighs it
+    /// and the pattern has several steps): entry `step · channels + channel`.
+    steps: Option<Box<StepLoads>>,
+}
+
+/// Per-step channel loads of an [`Evaluator`], with a pending delta like the plain loads.
+#[derive(Clone, Debug)]
+struct StepLoads {
+    channels: usize,
+    loads: Vec<u64>,
+    trees: Vec<MaxTree>,
+    delta: Vec<i64>,
+    touched: Vec<u32>,
+    stamp: Vec<u32>,
+    // Per step scratch of one proposal: whether hit, largest new touched load, hottest lowered.
+    step_stamp: Vec<u32>,
+    hit: Vec<u32>,
+    touched_max: Vec<u64>,
+    lowered_at_max: Vec<u32>,
+}
+
+impl StepLoads {
+    #[inline]
+    fn add(&mut self, entry: usize, bytes: i64, stamp: u32) {
+        self.delta[entry] += bytes;
+        if self.stamp[entry] != stamp {
+            self.stamp[entry] = stamp;
+            self.touched.push(entry as u32);
+        }
+    }
+
+    /// `Σ` of every step's maximum after the pending deltas, from the current sum `sum`.
+    fn new_sum(&mut self, mut sum: u64, stamp: u32) -> u64 {
+        self.hit.clear();
+        for &e in &self.touched {
+            let s = e as usize / self.channels;
+            if self.step_stamp[s] != stamp {
+                self.step_stamp[s] = stamp;
+                self.hit.push(s as u32);
+                self.touched_max[s] = 0;
+                self.lowered_at_max[s] = 0;
+            }
+            let old = self.loads[e as usize];
+            let new = (old as i64 + self.delta[e as usize]) as u64;
+            self.touched_max[s] = self.touched_max[s].max(new);
+            if old == self.trees[s].top().0 && new < old {
+                self.lowered_at_max[s] += 1;
+            }
+        }
+        for i in 0..self.hit.len() {
+            let s = self.hit[i] as usize;
+            let (cur, at) = self.trees[s].top();
+            let new_max = if self.touched_max[s] >= cur || self.lowered_at_max[s] < at {
+                self.touched_max[s].max(cur)
+            } else {
+                // Every hottest channel of this step went down: ask its tree, then restore it.
+                let base = s * self.channels;
+                for &e in &self.touched {
+                    if e as usize / self.channels == s {
+                        let new = (self.loads[e as usize] as i64 + self.delta[e as usize]) as u64;
+                        self.trees[s].set(e as usize - base, new);
+                    }
+                }
+                let m = self.trees[s].top().0;
+                for &e in &self.touched {
+                    if e as usize / self.channels == s {
+                        self.trees[s].set(e as usize - base, self.loads[e as usize]);
+                    }
+                }
+                m
+            };
+            sum = sum - cur + new_max;
+        }
+        sum
+    }
+
+    fn accept(&mut self) {
+        for &e in &self.touched {
+            let d = self.delta[e as usize];
+            if d != 0 {
+                let v = (self.loads[e as usize] as i64 + d) as u64;
+                self.loads[e as usize] = v;
+                let s = e as usize / self.channels;
+                self.trees[s].set(e as usize - s * self.channels, v);
+            }
+            self.delta[e as usize] = 0;
+        }
+        self.touched.clear();
+    }
+
+    fn reject(&mut self) {
+        for &e in &self.touched {
+            self.delta[e as usize] = 0;
+        }
+        self.touched.clear();
+    }
 }
 
 /// `walk_at` value of a finished walk.
@@ -256,9 +404,41 @@ impl Evaluator {
         if !track_loads {
             parts.max_link = 0;
         }
+        if objective.w_step_max_link == 0.0 {
+            parts.step_max_link = 0;
+        }
         let nch = net.num_channels() as usize;
         let stride = net.max_hops() as usize + 2;
+        let track_steps = objective.w_step_max_link != 0.0 && pattern.num_steps() > 1;
+        // Cache every route: reading a move's old routes back is cheaper than walking them
+        // again (measured with both route sources), and the step loads need old and new routes
+        // side by side.
         let cache = track_loads && pattern.num_messages().saturating_mul(stride) <= MAX_CACHED_CHANNELS;
+        let steps = if track_steps {
+            if !cache {
+                return crate::invalid!(
+                    "step-max-link needs every route cached, and {} messages are too many",
+                    pattern.num_messages()
+                );
+            }
+            let n = pattern.num_steps() as usize;
+            let loads = step_loads(net, pattern, host_of_rank);
+            let trees = loads.chunks(nch).map(MaxTree::new).collect();
+            Some(Box::new(StepLoads {
+                channels: nch,
+                delta: vec![0; loads.len()],
+                stamp: vec![0; loads.len()],
+                loads,
+                trees,
+                touched: Vec::new(),
+                step_stamp: vec![0; n],
+                hit: Vec::new(),
+                touched_max: vec![0; n],
+                lowered_at_max: vec![0; n],
+            }))
+        } else {
+            None
+        };
         let (mut paths, mut path_len) = (Vec::new(), Vec::new());
         if cache {
             paths = vec![0u32; pattern.num_messages() * stride];
@@ -282,6 +462,7 @@ impl Evaluator {
             new_len: Vec::new(),
             walk_to: Vec::new(),
             walk_at: Vec::new(),
+            steps,
             objective,
             track_loads,
             rank_of_slot,
@@ -298,6 +479,7 @@ impl Evaluator {
             touched: Vec::new(),
             chan_stamp: vec![0; if track_loads { nch } else { 0 }],
             pending: None,
+            pending_slots: Vec::new(),
         })
     }
 
@@ -349,6 +531,10 @@ impl Evaluator {
         if self.stamp == 0 {
             self.msg_stamp.fill(0);
             self.chan_stamp.fill(0);
+            if let Some(st) = &mut self.steps {
+                st.stamp.fill(0);
+                st.step_stamp.fill(0);
+            }
             self.stamp = 1;
         }
         let stamp = self.stamp;
@@ -390,8 +576,27 @@ impl Evaluator {
                     } else {
                         net.for_each_channel(os, od, take_old);
                     }
-                    if self.stride > 0 {
-                        // New routes are walked below, all at once.
+                    if self.stride > 0 && !net.is_table_routed() {
+                        // Lattice routes come from coordinates: no table to miss in, so walk the
+                        // new route right here and record it for `accept`.
+                        let (stride, i) = (self.stride, self.changed.len());
+                        self.changed.push(mid);
+                        self.new_paths.resize((i + 1) * stride, 0);
+                        let row = &mut self.new_paths[i * stride..(i + 1) * stride];
+                        let mut new_len = 0usize;
+                        net.for_each_channel(ns, nd, |c| {
+                            row[new_len] = c;
+                            new_len += 1;
+                            delta[c as usize] += b;
+                            if cs[c as usize] != stamp {
+                                cs[c as usize] = stamp;
+                                touched.push(c);
+                            }
+                        });
+                        self.new_len.push(new_len as u16);
+                        ((old_len - 2).max(0), (new_len as i64 - 2).max(0))
+                    } else if self.stride > 0 {
+                        // New table routes are walked below, all at once.
                         self.changed.push(mid);
                         self.walk_to.push(nd);
                         self.walk_at.push(if ns == nd { NO_WALK } else { net.injection_channel(ns) });
@@ -415,7 +620,7 @@ impl Evaluator {
                 dhb += (hn - ho) as i128 * m.bytes as i128;
             }
         }
-        if self.stride > 0 && !self.changed.is_empty() {
+        if self.stride > 0 && !self.changed.is_empty() && net.is_table_routed() {
             let (h, hb) = self.walk_new_routes(net, pattern);
             dhops += h;
             dhb += hb;
@@ -424,11 +629,32 @@ impl Evaluator {
             hops: (self.parts.hops as i64 + dhops) as u64,
             hop_bytes: (self.parts.hop_bytes as i128 + dhb) as u128,
             max_link: 0,
+            step_max_link: 0,
         };
         if self.track_loads {
             parts.max_link = self.new_max();
         }
-        self.pending = Some((mv.clone(), parts));
+        if let Some(st) = &mut self.steps {
+            // Old and new routes of every changed message are both recorded by now.
+            let stride = self.stride;
+            for (i, &mid) in self.changed.iter().enumerate() {
+                let base = pattern.step_of(mid as usize) as usize * st.channels;
+                let b = messages[mid as usize].bytes as i64;
+                let old = mid as usize * stride;
+                for &c in &self.paths[old..old + self.path_len[mid as usize] as usize] {
+                    st.add(base + c as usize, -b, stamp);
+                }
+                for &c in &self.new_paths[i * stride..i * stride + self.new_len[i] as usize] {
+                    st.add(base + c as usize, b, stamp);
+                }
+            }
+            parts.step_max_link = st.new_sum(self.parts.step_max_link, stamp);
+        } else if self.objective.w_step_max_link != 0.0 {
+            parts.step_max_link = parts.max_link; // one step
+        }
+        self.pending_slots.clear();
+        self.pending_slots.extend_from_slice(&mv.slots);
+        self.pending = Some(parts);
         parts
     }
 
@@ -503,7 +729,10 @@ impl Evaluator {
 
     /// Apply the pending move.
     pub fn accept(&mut self) {
-        let Some((mv, parts)) = self.pending.take() else { return };
+        let Some(parts) = self.pending.take() else { return };
+        if let Some(st) = &mut self.steps {
+            st.accept();
+        }
         for &c in &self.touched {
             let d = self.delta[c as usize];
             if d != 0 {
@@ -524,10 +753,11 @@ impl Evaluator {
         for &r in &self.moved_ranks {
             self.host_of_rank[r as usize] = self.new_host[r as usize];
         }
-        let k = mv.slots.len();
-        let mut carried = self.rank_of_slot[mv.slots[0] as usize];
+        let slots = &self.pending_slots;
+        let k = slots.len();
+        let mut carried = self.rank_of_slot[slots[0] as usize];
         for i in 1..=k {
-            let to = mv.slots[i % k];
+            let to = slots[i % k];
             let displaced = std::mem::replace(&mut self.rank_of_slot[to as usize], carried);
             if carried != EMPTY {
                 self.slot_of_rank[carried as usize] = to;
@@ -540,6 +770,9 @@ impl Evaluator {
     /// Drop the pending move.
     pub fn reject(&mut self) {
         self.pending = None;
+        if let Some(st) = &mut self.steps {
+            st.reject();
+        }
         for &c in &self.touched {
             self.delta[c as usize] = 0;
         }
@@ -553,7 +786,7 @@ impl Evaluator {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::routing::{route, Engine, RouteOptions};
+    use crate::routing::{route, select::Select, Engine, RouteOptions};
     use crate::topology::grid::{mesh, torus};
     use proptest::prelude::*;
     use rand::{seq::SliceRandom, Rng, SeedableRng};
@@ -584,6 +817,9 @@ mod tests {
                 let mut full = full_cost(net, pattern, ev.host_of_rank());
                 if !objective.needs_loads() {
                     full.max_link = 0;
+                }
+                if objective.w_step_max_link == 0.0 {
+                    full.step_max_link = 0;
                 }
                 assert_eq!(proposed, full);
                 assert_eq!(ev.parts(), full);
@@ -616,6 +852,72 @@ mod tests {
             check_sequence(&net, &p, seed, 60, Objective::parse("hop-bytes+3*max-link").unwrap());
             check_sequence(&net, &p, seed ^ 1, 30, Objective::HOP_BYTES);
         }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(16))]
+        #[test]
+        fn incremental_equals_full_on_lattice_routes(seed in any::<u64>(), slots in 1u32..3, per_destination in any::<bool>()) {
+            let select = if per_destination { Select::PerDestination } else { Select::LowPort };
+            let net = MapNetwork::dor_lattice(&torus(&[4, 3, 2], 2).unwrap(), select, slots).unwrap();
+            let p = Pattern::random_sparse(net.num_slots() - 1, 3, 1000, seed).unwrap();
+            check_sequence(&net, &p, seed, 60, Objective::RMATT);
+            let net = MapNetwork::dor_lattice(&mesh(&[3, 4], 1).unwrap(), select, slots).unwrap();
+            let p = Pattern::bruck(net.num_slots(), 2048).unwrap();
+            check_sequence(&net, &p, seed ^ 2, 40, Objective::parse("hop-bytes+3*max-link").unwrap());
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(16))]
+        #[test]
+        fn incremental_equals_full_with_steps(seed in any::<u64>(), slots in 1u32..3, lattice in any::<bool>()) {
+            let t = torus(&[4, 3, 2], 1).unwrap();
+            let net = if lattice {
+                MapNetwork::dor_lattice(&t, Select::LowPort, slots).unwrap()
+            } else {
+                MapNetwork::new(&t, &route(&t, Engine::Dor, &RouteOptions::default()).unwrap(), slots).unwrap()
+            };
+            // Bruck keeps its steps; 23 ranks: the last step is partial.
+            let p = Pattern::bruck(net.num_slots() - 1, 2048).unwrap();
+            prop_assert!(p.num_steps() > 1);
+            check_sequence(&net, &p, seed, 60, Objective::STEP_MAX_LINK);
+            check_sequence(&net, &p, seed ^ 3, 40, Objective::parse("rmatt+1e6*step-max-link").unwrap());
+        }
+    }
+
+    #[test]
+    fn step_max_link_sums_each_steps_bottleneck() {
+        let t = torus(&[4, 4], 1).unwrap();
+        let net = MapNetwork::dor_lattice(&t, Select::LowPort, 1).unwrap();
+        let p = Pattern::bruck(16, 100).unwrap();
+        let identity: Vec<u32> = (0..16).collect();
+        let mut expected = 0;
+        for k in 0..4 {
+            let d = 1u32 << k;
+            let step: Vec<crate::traffic::Message> = (0..16)
+                .map(|s| crate::traffic::Message { src: s, dst: (s + 16 - d) % 16, bytes: 100 * d as u64 })
+                .collect();
+            expected += full_cost(&net, &Pattern::from_messages("step", 16, &step).unwrap(), &identity).max_link;
+        }
+        assert_eq!(full_cost(&net, &p, &identity).step_max_link, expected);
+        // A one-step pattern: the sum is its max link.
+        let r = Pattern::random_sparse(16, 3, 10, 1).unwrap();
+        let c = full_cost(&net, &r, &identity);
+        assert_eq!((r.num_steps(), c.step_max_link), (1, c.max_link));
+    }
+
+    #[test]
+    fn paper_003_reference_values_from_lattice_routes() {
+        let t = torus(&[16, 16, 16], 1).unwrap();
+        let net = MapNetwork::dor_lattice(&t, Select::LowPort, 1).unwrap();
+        let p = Pattern::bruck(4096, 2048).unwrap();
+        let identity: Vec<u32> = (0..4096).collect();
+        let c = full_cost(&net, &p, &identity);
+        assert_eq!((c.hops, c.hop_bytes, c.max_link), (192_240, 195_418_030_080, 33_554_432));
+        let bitrev: Vec<u32> = (0..4096u32).map(|r| r.reverse_bits() >> 20).collect();
+        let c = full_cost(&net, &p, &bitrev);
+        assert_eq!((c.hops, c.hop_bytes, c.max_link), (207_264, 73_264_988_160, 14_669_824));
     }
 
     #[test]

@@ -34,6 +34,9 @@ pub struct Pattern {
     /// Messages received by rank `r`.
     in_offsets: Vec<u32>,
     in_msgs: Vec<u32>,
+    /// Step of every message (empty: the whole pattern is one step), see [`Pattern::num_steps`].
+    step_of_message: Vec<u32>,
+    num_steps: u32,
 }
 
 fn check_ranks(what: &str, n: u64) -> Result<()> {
@@ -74,7 +77,17 @@ impl Pattern {
         }
         let (out_offsets, out_msgs) = index_by(num_ranks, &merged, |m| m.src);
         let (in_offsets, in_msgs) = index_by(num_ranks, &merged, |m| m.dst);
-        Ok(Pattern { name: name.into(), num_ranks, messages: merged, out_offsets, out_msgs, in_offsets, in_msgs })
+        Ok(Pattern {
+            name: name.into(),
+            num_ranks,
+            messages: merged,
+            out_offsets,
+            out_msgs,
+            in_offsets,
+            in_msgs,
+            step_of_message: Vec::new(),
+            num_steps: 1,
+        })
     }
 
     /// Every message of every phase of `schedule`, summed per `(src, dst)` pair.
@@ -98,10 +111,28 @@ impl Pattern {
         Self::merged(format!("ring(n={num_ranks},bytes={bytes})"), &schedule)
     }
 
-    /// Every message of `schedule` summed per pair, under `name`.
+    /// Every message of `schedule` summed per pair, under `name`. When every pair talks in one
+    /// phase only (Bruck, recursive doubling, a ring's single phase), the pattern keeps each
+    /// message's phase as its step, for step-aware costs; otherwise it is one step.
     fn merged(name: String, schedule: &Schedule) -> Result<Self> {
         let all: Vec<Message> = schedule.phases().flat_map(|p| p.iter().copied()).collect();
-        Self::from_messages(name, schedule.num_ranks(), &all)
+        let mut pattern = Self::from_messages(name, schedule.num_ranks(), &all)?;
+        let mut pair_steps: Vec<(u32, u32, u32)> = schedule
+            .phases()
+            .enumerate()
+            .flat_map(|(k, p)| {
+                p.iter().filter(|m| m.src != m.dst && m.bytes > 0).map(move |m| (m.src, m.dst, k as u32))
+            })
+            .collect();
+        pair_steps.sort_unstable();
+        pair_steps.dedup();
+        let steps = pair_steps.iter().map(|&(_, _, k)| k + 1).max().unwrap_or(1);
+        // Both lists are sorted by (src, dst): equal lengths mean one phase per pair.
+        if steps > 1 && pair_steps.len() == pattern.messages.len() {
+            pattern.step_of_message = pair_steps.into_iter().map(|(_, _, k)| k).collect();
+            pattern.num_steps = steps;
+        }
+        Ok(pattern)
     }
 
     /// All-to-all: every rank sends `bytes` to every other rank.
@@ -197,6 +228,24 @@ impl Pattern {
     /// The aggregated messages, sorted by `(src, dst)`.
     pub fn messages(&self) -> &[Message] {
         &self.messages
+    }
+    /// Number of steps the messages fall into: a generated collective whose every pair talks in
+    /// one phase keeps its phases (Bruck on 4,096 ranks: 12 steps); anything else is 1 step.
+    ///
+    /// ```
+    /// use netweave_core::mapping::Pattern;
+    /// let p = Pattern::bruck(8, 2048).unwrap();
+    /// assert_eq!(p.num_steps(), 3);
+    /// let m = p.messages().iter().position(|m| (m.src, m.dst) == (0, 7)).unwrap();
+    /// assert_eq!(p.step_of(m), 0); // distance 1: the first step
+    /// ```
+    pub fn num_steps(&self) -> u32 {
+        self.num_steps
+    }
+    /// Step of message `m` (0 when the pattern is one step).
+    #[inline]
+    pub fn step_of(&self, m: usize) -> u32 {
+        self.step_of_message.get(m).copied().unwrap_or(0)
     }
     /// Sum of all bytes.
     pub fn total_bytes(&self) -> u128 {
