@@ -129,6 +129,8 @@ pub fn bisem(net: &MapNetwork, pattern: &Pattern, levels: Option<u32>, seed: u64
     let graph = SymGraph { off: &off, nbr: &nbr, wts: &wts };
     let mut pairs: Vec<(Region, Vec<u32>)> =
         vec![(Region { lo: vec![0; lat.dims.len()], hi: lat.dims.clone() }, (0..n).collect())];
+    // Per pair, the axes that run reversed (stencils only; see `split_geometric`).
+    let mut flips: Vec<Mirror> = vec![Mirror::default()];
     let mut label = vec![u32::MAX; n as usize];
     let mut local = vec![u32::MAX; n as usize];
     let mut axes = Vec::new();
@@ -150,27 +152,35 @@ pub fn bisem(net: &MapNetwork, pattern: &Pattern, levels: Option<u32>, seed: u64
         axes.push(axis);
         label.fill(u32::MAX);
         let mut next: Vec<(Region, Vec<u32>)> = Vec::with_capacity(2 * pairs.len());
-        for (region, group) in pairs {
+        let mut next_flips: Vec<Mirror> = Vec::with_capacity(2 * pairs.len());
+        for ((region, group), flip) in pairs.into_iter().zip(flips) {
             if region.extent(axis) < 2 {
                 for &r in &group {
                     label[r as usize] = next.len() as u32;
                 }
                 next.push((region, group));
+                next_flips.push(flip);
                 continue;
             }
             let (lo, hi) = region.split(axis);
-            let near_lo: Vec<bool> = next.iter().map(|(q, _)| q.adjacent(&lo, lat) && !q.adjacent(&hi, lat)).collect();
-            let near_hi: Vec<bool> = next.iter().map(|(q, _)| q.adjacent(&hi, lat) && !q.adjacent(&lo, lat)).collect();
             let (cap_lo, cap_hi) = (lo.routers() * spr, hi.routers() * spr);
             let size = group.len() as u32;
             let ideal =
                 ((size as u64 * cap_lo as u64 + (cap_lo + cap_hi) as u64 / 2) / (cap_lo + cap_hi) as u64) as u32;
             let n_lo = ideal.clamp(size.saturating_sub(cap_hi), cap_lo.min(size));
             let seed_here = seed ^ ((level as u64) << 32) ^ next.len() as u64;
-            let (g_lo, g_hi) = match (&grid, &coords) {
-                (Some(dims), Some(xs)) => split_geometric(dims, xs, group, axis, n_lo),
-                _ => bisect_group(&graph, &group, &label, &near_lo, &near_hi, n_lo, seed_here, &mut local)?,
+            let (g_lo, g_hi, flip_lo, flip_hi) = match (&grid, &coords) {
+                (Some(dims), Some(xs)) => split_geometric(dims, xs, group, axis, n_lo, flip),
+                _ => {
+                    let near_lo: Vec<bool> =
+                        next.iter().map(|(q, _)| q.adjacent(&lo, lat) && !q.adjacent(&hi, lat)).collect();
+                    let near_hi: Vec<bool> =
+                        next.iter().map(|(q, _)| q.adjacent(&hi, lat) && !q.adjacent(&lo, lat)).collect();
+                    let (a, b) = bisect_group(&graph, &group, &label, &near_lo, &near_hi, n_lo, seed_here, &mut local)?;
+                    (a, b, Mirror::default(), Mirror::default())
+                }
             };
+            next_flips.extend([flip_lo, flip_hi]);
             for &r in &g_lo {
                 label[r as usize] = next.len() as u32;
             }
@@ -181,6 +191,7 @@ pub fn bisem(net: &MapNetwork, pattern: &Pattern, levels: Option<u32>, seed: u64
             next.push((hi, g_hi));
         }
         pairs = next;
+        flips = next_flips;
         level += 1;
     }
     // makeInitMap: shuffle every group onto its region's slots.
@@ -297,8 +308,21 @@ fn grid_coords(dims: &[u32], n: u32) -> Vec<u32> {
 }
 
 /// Split `group` across its longest grid extent (ties to grid axis `net_axis`, then the
-/// lowest), the `n_lo` ranks of lowest coordinate first.
-fn split_geometric(dims: &[u32], xs: &[u32], group: Vec<u32>, net_axis: usize, n_lo: u32) -> (Vec<u32>, Vec<u32>) {
+/// lowest) for a cut across network axis `net_axis`: `n_lo` ranks for the lower region half,
+/// the rest for the upper, with the [`Mirror`]s of both halves.
+///
+/// The second half of the group (in the mirror's order) is laid out as the mirror image of
+/// the first through the cut plane: both its grid axis and the network axis run reversed for
+/// its own cuts. Ranks on both sides of the cut then stay next to each other whatever later
+/// cuts do (the reflected Gray code, in space), and a periodic axis closes up the same way.
+fn split_geometric(
+    dims: &[u32],
+    xs: &[u32],
+    group: Vec<u32>,
+    net_axis: usize,
+    n_lo: u32,
+    mirror: Mirror,
+) -> (Vec<u32>, Vec<u32>, Mirror, Mirror) {
     let nd = dims.len();
     let coord = |r: u32, d: usize| xs[r as usize * nd + d];
     let extent = |d: usize| {
@@ -309,9 +333,27 @@ fn split_geometric(dims: &[u32], xs: &[u32], group: Vec<u32>, net_axis: usize, n
     let axis = (0..nd).max_by_key(|&d| (extents[d], d == net_axis, nd - d)).unwrap_or(0);
     let mut group = group;
     // Along the axis, then by rank id (the other coordinates in grid order): ties cut cleanly.
-    group.sort_unstable_by_key(|&r| (coord(r, axis), r));
-    let upper = group.split_off(n_lo as usize);
-    (group, upper)
+    if mirror.grid & (1 << axis) != 0 {
+        group.sort_unstable_by_key(|&r| (std::cmp::Reverse(coord(r, axis)), r));
+    } else {
+        group.sort_unstable_by_key(|&r| (coord(r, axis), r));
+    }
+    let mirrored = Mirror { grid: mirror.grid ^ (1 << axis), net: mirror.net ^ (1 << net_axis) };
+    if mirror.net & (1 << net_axis) != 0 {
+        // The network axis runs reversed: the first ranks in order go to the upper half.
+        let lower = group.split_off(group.len() - n_lo as usize);
+        (lower, group, mirrored, mirror)
+    } else {
+        let upper = group.split_off(n_lo as usize);
+        (group, upper, mirror, mirrored)
+    }
+}
+
+/// Which grid axes and which network axes run reversed inside a region (bit per axis).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Mirror {
+    grid: u32,
+    net: u32,
 }
 
 struct SymGraph<'a> {
