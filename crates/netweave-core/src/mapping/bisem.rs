@@ -172,10 +172,19 @@ pub fn bisem(net: &MapNetwork, pattern: &Pattern, levels: Option<u32>, seed: u64
             let (g_lo, g_hi, flip_lo, flip_hi) = match (&grid, &coords) {
                 (Some(dims), Some(xs)) => split_geometric(dims, xs, group, axis, n_lo, flip),
                 _ => {
-                    let near_lo: Vec<bool> =
-                        next.iter().map(|(q, _)| q.adjacent(&lo, lat) && !q.adjacent(&hi, lat)).collect();
-                    let near_hi: Vec<bool> =
-                        next.iter().map(|(q, _)| q.adjacent(&hi, lat) && !q.adjacent(&lo, lat)).collect();
+                    // Only the groups this one talks to can pull it: test just their regions.
+                    let mut near_lo = vec![false; next.len()];
+                    let mut near_hi = vec![false; next.len()];
+                    for &u in &group {
+                        for &v in &nbr[off[u as usize] as usize..off[u as usize + 1] as usize] {
+                            let l = label[v as usize] as usize;
+                            if l < next.len() && !near_lo[l] && !near_hi[l] {
+                                let q = &next[l].0;
+                                near_lo[l] = q.adjacent(&lo, lat) && !q.adjacent(&hi, lat);
+                                near_hi[l] = q.adjacent(&hi, lat) && !q.adjacent(&lo, lat);
+                            }
+                        }
+                    }
                     let (a, b) = bisect_group(&graph, &group, &label, &near_lo, &near_hi, n_lo, seed_here, &mut local)?;
                     (a, b, Mirror::default(), Mirror::default())
                 }
