@@ -238,3 +238,40 @@ def test_cli_map_under_mpirun(files, tmp_path):
     doc = json.loads(out.read_text())
     assert sorted(doc["host_of_rank"]) == list(range(64))
     assert doc["figures"] == summary["result"]
+
+
+@pytest.mark.parametrize("dims,torus,select", [
+    ([4, 3], True, "low-port"), ([4, 2, 3], True, "per-destination"), ([3, 4], False, "low-port"),
+])
+def test_lattice_route_source_matches_the_dor_table(dims, torus, select):
+    topo = netweave.topology.torus(dims, 2) if torus else netweave.topology.mesh(dims, 2)
+    lattice = mapping.network(topo, f"dor:{select}")
+    table = mapping.MapNetwork(netweave.routing.route(topo, "dor", select=select))
+    assert (lattice.route_source, table.route_source) == ("lattice", "table")
+    hosts = lattice.num_hosts
+    assert all(lattice.hops(s, d) == table.hops(s, d) for s in range(hosts) for d in range(hosts))
+    pattern = mapping.Pattern.random(hosts, 3, 1000, 5)
+    for seed in range(3):
+        hor = mapping.baseline(table, pattern, "random", seed=seed)
+        assert mapping.cost(lattice, pattern, hor) == mapping.cost(table, pattern, hor)
+        assert np.array_equal(mapping.channel_loads(lattice, pattern, hor), mapping.channel_loads(table, pattern, hor))
+    # Other engines and ties keep the table.
+    assert mapping.network(topo, "dor:balanced").route_source == "table"
+    assert mapping.network(topo, "minhop").route_source == "table"
+
+
+def test_lattice_route_source_refuses_other_families():
+    with pytest.raises(NetweaveError, match="torus or mesh"):
+        mapping.MapNetwork.dor(netweave.topology.fat_tree(4, 2))
+
+
+def test_cli_map_dor_engine_on_a_torus_builds_no_table(files, tmp_path):
+    out = tmp_path / "m.json"
+    proc = run_cli("map", str(files / "torus.json"), "dor", "bruck:64:2048", "--evals", "3000", "--seed", "2",
+                   "--format", "json", "-o", str(out), "--json")
+    summary = json.loads(proc.stdout)
+    via_table = json.loads(run_cli("map", str(files / "torus.json"), str(files / "routes.json"), "bruck:64:2048",
+                                   "--evals", "3000", "--seed", "2", "--json").stdout)
+    # Same routes, so the same seeded run gives the same figures.
+    assert summary["result"] == via_table["result"] and summary["identity"] == via_table["identity"]
+    assert sorted(json.loads(out.read_text())["host_of_rank"]) == list(range(64))

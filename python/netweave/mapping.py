@@ -30,7 +30,7 @@ from netweave import _core
 from netweave._core import Annealer, MapNetwork, NetweaveError, Pattern
 
 __all__ = [
-    "Annealer", "MapNetwork", "Pattern", "BASELINES", "FORMATS", "OptimizeResult",
+    "Annealer", "MapNetwork", "Pattern", "BASELINES", "FORMATS", "OptimizeResult", "network",
     "load_pattern", "parse_pattern_text", "save_pattern", "cost", "channel_loads", "baseline", "bisem",
     "optimize", "write_map", "format_map", "read_map", "plot_trace", "plot_link_histogram",
 ]
@@ -205,6 +205,30 @@ def save_pattern(pattern: Pattern, path: str | Path) -> Path:
                "messages": [[s, d, b] for s, d, b in zip(src.tolist(), dst.tolist(), nbytes.tolist())]}
         path.write_text(json.dumps(doc) + "\n")
     return path
+
+
+def network(topology, routes, slots_per_host: int = 1) -> MapNetwork:
+    """The mapper's view of ``topology`` routed by ``routes``: a ``RoutingTable``, or an engine
+    name with an optional tie policy (``"dor"``, ``"dor:per-destination"``, ``"nue"``...).
+
+    ``dor`` on a torus or mesh (tie policy ``low-port`` or ``per-destination``) takes the lattice
+    route source: the same routes, computed from coordinates, so no routing table is built and
+    the size is not capped (a 65,536-host torus fits in a few megabytes). Anything else builds
+    the table and flattens it.
+
+    >>> import netweave
+    >>> network(netweave.topology.torus([4, 4]), "dor").route_source
+    'lattice'
+    """
+    if isinstance(routes, str):
+        engine, _, select = routes.partition(":")
+        select = select or "low-port"
+        if engine == "dor" and topology.family in ("torus", "mesh") and select != "balanced":
+            return MapNetwork.dor(topology, select, slots_per_host)
+        from netweave import routing
+
+        routes = routing.route(topology, engine, select=select)
+    return MapNetwork(routes, slots_per_host)
 
 
 def _placement(host_of_rank) -> np.ndarray:

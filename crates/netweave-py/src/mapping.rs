@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use netweave_core::mapping::anneal::{AnnealConfig, Tempering};
 use netweave_core::mapping::{baselines, bisem, cost, CostParts, MapNetwork, Objective, Pattern};
+use netweave_core::routing::select::Select;
 use netweave_core::traffic::Message;
 use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
@@ -11,6 +12,7 @@ use pyo3::types::PyDict;
 
 use crate::err;
 use crate::routing::PyRoutingTable;
+use crate::topology::PyTopology;
 use crate::traffic::PySchedule;
 
 /// A sparse directed traffic matrix between ranks (duplicates summed, self-messages dropped).
@@ -118,6 +120,25 @@ impl PyMapNetwork {
         let table = &routes.inner;
         let net = py.allow_threads(|| MapNetwork::new(topo, table, slots_per_host)).map_err(err)?;
         Ok(PyMapNetwork { inner: Arc::new(net) })
+    }
+    /// Dimension-order routes of a torus or mesh computed from coordinates (no routing table,
+    /// no host-count cap); the same routes as `route(topology, "dor", select)`.
+    #[staticmethod]
+    #[pyo3(signature = (topology, select="low-port", slots_per_host=1))]
+    fn dor(py: Python<'_>, topology: &PyTopology, select: &str, slots_per_host: u32) -> PyResult<Self> {
+        let select: Select = select.parse().map_err(err)?;
+        let topo = &topology.inner;
+        let net = py.allow_threads(|| MapNetwork::dor_lattice(topo, select, slots_per_host)).map_err(err)?;
+        Ok(PyMapNetwork { inner: Arc::new(net) })
+    }
+    /// "table" (flattened routing table) or "lattice" (dimension-order routes from coordinates).
+    #[getter]
+    fn route_source(&self) -> &'static str {
+        if self.inner.is_table_routed() {
+            "table"
+        } else {
+            "lattice"
+        }
     }
     #[getter]
     fn num_hosts(&self) -> u32 {

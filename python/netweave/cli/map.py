@@ -22,6 +22,16 @@ def _routes(topo, routes_arg: str):
     raise UserError(f"routes '{routes_arg}' is neither a routes file nor an engine name ({', '.join(routing.ENGINES)})")
 
 
+def _network(topo, routes_arg: str, slots_per_host: int):
+    """The mapper's network: `dor` on a torus or mesh computes its routes from coordinates (no
+    routing table, no size cap); routes files and other engines are flattened tables."""
+    if not Path(routes_arg).is_file():
+        engine, _, select = routes_arg.partition(":")
+        if engine == "dor" and topo.family in ("torus", "mesh") and select in ("", "low-port", "per-destination"):
+            return mapping.network(topo, routes_arg, slots_per_host)
+    return mapping.MapNetwork(_routes(topo, routes_arg), slots_per_host)
+
+
 def _check_shape(net, shape: str) -> None:
     try:
         dims = [int(d) for d in shape.lower().split("x")]
@@ -73,13 +83,12 @@ def map_cmd(
         comm = MPI.COMM_WORLD
     root = comm is None or comm.Get_rank() == 0
     topo = topology.load(topology_file)
-    routes = _routes(topo, routes_arg)
     pattern = mapping.load_pattern(pattern_arg, num_ranks)
     names = None
     if hostnames is not None:
         names = [line.strip() for line in hostnames.read_text().splitlines() if line.strip()]
-    with working("flattening routes") if root else _quiet():
-        net = mapping.MapNetwork(routes, ranks_per_host)
+    with working("routing") if root else _quiet():
+        net = _network(topo, routes_arg, ranks_per_host)
     if shape is not None:
         _check_shape(net, shape)
     if fmt == "vcoord" and net.lattice is None:

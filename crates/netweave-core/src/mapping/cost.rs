@@ -215,7 +215,9 @@ pub struct Evaluator {
     delta: Vec<i64>,
     touched: Vec<u32>,
     chan_stamp: Vec<u32>,
-    pending: Option<(Move, CostParts)>,
+    /// The proposed move's slots and figures (the slots kept in a reused buffer).
+    pending: Option<CostParts>,
+    pending_slots: Vec<u32>,
     // Current route of every message, `paths[m · stride..][..path_len[m]]`, so a move reads the
     // old routes sequentially instead of walking the route table again (empty when disabled).
     stride: usize,
@@ -298,6 +300,7 @@ impl Evaluator {
             touched: Vec::new(),
             chan_stamp: vec![0; if track_loads { nch } else { 0 }],
             pending: None,
+            pending_slots: Vec::new(),
         })
     }
 
@@ -390,8 +393,27 @@ impl Evaluator {
                     } else {
                         net.for_each_channel(os, od, take_old);
                     }
-                    if self.stride > 0 {
-                        // New routes are walked below, all at once.
+                    if self.stride > 0 && !net.is_table_routed() {
+                        // Lattice routes come from coordinates: no table to miss in, so walk the
+                        // new route right here and record it for `accept`.
+                        let (stride, i) = (self.stride, self.changed.len());
+                        self.changed.push(mid);
+                        self.new_paths.resize((i + 1) * stride, 0);
+                        let row = &mut self.new_paths[i * stride..(i + 1) * stride];
+                        let mut new_len = 0usize;
+                        net.for_each_channel(ns, nd, |c| {
+                            row[new_len] = c;
+                            new_len += 1;
+                            delta[c as usize] += b;
+                            if cs[c as usize] != stamp {
+                                cs[c as usize] = stamp;
+                                touched.push(c);
+                            }
+                        });
+                        self.new_len.push(new_len as u16);
+                        ((old_len - 2).max(0), (new_len as i64 - 2).max(0))
+                    } else if self.stride > 0 {
+                        // New table routes are walked below, all at once.
                         self.changed.push(mid);
                         self.walk_to.push(nd);
                         self.walk_at.push(if ns == nd { NO_WALK } else { net.injection_channel(ns) });
@@ -415,7 +437,7 @@ impl Evaluator {
                 dhb += (hn - ho) as i128 * m.bytes as i128;
             }
         }
-        if self.stride > 0 && !self.changed.is_empty() {
+        if self.stride > 0 && !self.changed.is_empty() && net.is_table_routed() {
             let (h, hb) = self.walk_new_routes(net, pattern);
             dhops += h;
             dhb += hb;
@@ -428,7 +450,9 @@ impl Evaluator {
         if self.track_loads {
             parts.max_link = self.new_max();
         }
-        self.pending = Some((mv.clone(), parts));
+        self.pending_slots.clear();
+        self.pending_slots.extend_from_slice(&mv.slots);
+        self.pending = Some(parts);
         parts
     }
 
@@ -503,7 +527,7 @@ impl Evaluator {
 
     /// Apply the pending move.
     pub fn accept(&mut self) {
-        let Some((mv, parts)) = self.pending.take() else { return };
+        let Some(parts) = self.pending.take() else { return };
         for &c in &self.touched {
             let d = self.delta[c as usize];
             if d != 0 {
@@ -524,10 +548,11 @@ impl Evaluator {
         for &r in &self.moved_ranks {
             self.host_of_rank[r as usize] = self.new_host[r as usize];
         }
-        let k = mv.slots.len();
-        let mut carried = self.rank_of_slot[mv.slots[0] as usize];
+        let slots = &self.pending_slots;
+        let k = slots.len();
+        let mut carried = self.rank_of_slot[slots[0] as usize];
         for i in 1..=k {
-            let to = mv.slots[i % k];
+            let to = slots[i % k];
             let displaced = std::mem::replace(&mut self.rank_of_slot[to as usize], carried);
             if carried != EMPTY {
                 self.slot_of_rank[carried as usize] = to;
@@ -553,7 +578,7 @@ impl Evaluator {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::routing::{route, Engine, RouteOptions};
+    use crate::routing::{route, select::Select, Engine, RouteOptions};
     use crate::topology::grid::{mesh, torus};
     use proptest::prelude::*;
     use rand::{seq::SliceRandom, Rng, SeedableRng};
@@ -616,6 +641,33 @@ mod tests {
             check_sequence(&net, &p, seed, 60, Objective::parse("hop-bytes+3*max-link").unwrap());
             check_sequence(&net, &p, seed ^ 1, 30, Objective::HOP_BYTES);
         }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(16))]
+        #[test]
+        fn incremental_equals_full_on_lattice_routes(seed in any::<u64>(), slots in 1u32..3, per_destination in any::<bool>()) {
+            let select = if per_destination { Select::PerDestination } else { Select::LowPort };
+            let net = MapNetwork::dor_lattice(&torus(&[4, 3, 2], 2).unwrap(), select, slots).unwrap();
+            let p = Pattern::random_sparse(net.num_slots() - 1, 3, 1000, seed).unwrap();
+            check_sequence(&net, &p, seed, 60, Objective::RMATT);
+            let net = MapNetwork::dor_lattice(&mesh(&[3, 4], 1).unwrap(), select, slots).unwrap();
+            let p = Pattern::bruck(net.num_slots(), 2048).unwrap();
+            check_sequence(&net, &p, seed ^ 2, 40, Objective::parse("hop-bytes+3*max-link").unwrap());
+        }
+    }
+
+    #[test]
+    fn paper_003_reference_values_from_lattice_routes() {
+        let t = torus(&[16, 16, 16], 1).unwrap();
+        let net = MapNetwork::dor_lattice(&t, Select::LowPort, 1).unwrap();
+        let p = Pattern::bruck(4096, 2048).unwrap();
+        let identity: Vec<u32> = (0..4096).collect();
+        let c = full_cost(&net, &p, &identity);
+        assert_eq!((c.hops, c.hop_bytes, c.max_link), (192_240, 195_418_030_080, 33_554_432));
+        let bitrev: Vec<u32> = (0..4096u32).map(|r| r.reverse_bits() >> 20).collect();
+        let c = full_cost(&net, &p, &bitrev);
+        assert_eq!((c.hops, c.hop_bytes, c.max_link), (207_264, 73_264_988_160, 14_669_824));
     }
 
     #[test]

@@ -1,4 +1,14 @@
-//! The mapper's flat view of a routed network: every route walkable from two arrays.
+//! The mapper's flat view of a routed network: every route walkable without per-path storage.
+//!
+//! A [`MapNetwork`] has one of two route sources behind the same interface:
+//!
+//! - **table** ([`MapNetwork::new`]): any [`RoutingTable`], flattened as described below; memory
+//!   grows with `hosts²`, so it is capped at 2²⁸ host pairs;
+//! - **lattice** ([`MapNetwork::dor_lattice`]): dimension-order routes on a torus or mesh,
+//!   computed from router coordinates exactly as [`routing::dor`](crate::routing::dor) builds
+//!   them (dimension 0 first, shorter way round a ring, ties by the same selection policy, the
+//!   same channel ids), with no per-pair table at all: memory is `O(hosts + channels)`, so a
+//!   65,536-host torus costs a few megabytes.
 //!
 //! A destination-based table already is a compact encoding of every host-to-host path, so the
 //! mapper keeps it in that form instead of expanding all `hosts²` paths (4,096 hosts would need
@@ -12,14 +22,18 @@
 
 use rayon::prelude::*;
 
+use std::borrow::Cow;
+
 use crate::error::{NetweaveError, Result};
+use crate::routing::select::Select;
 use crate::routing::RoutingTable;
-use crate::topology::{ChannelId, Topology, NO_CHANNEL};
+use crate::topology::{ChannelId, Port, Topology, NO_CHANNEL};
 
 /// `channel_switch` value of a channel that ends at a host.
 pub const AT_HOST: u32 = u32::MAX;
 
-/// Largest `hosts²` the flat tables may hold (4 bytes each for `next_channel`).
+/// Largest `hosts²` the flat tables of the table source may hold (4 bytes each for
+/// `next_channel`); the lattice source has no such limit.
 const MAX_PAIRS: u64 = 1 << 28;
 
 /// A torus or mesh lattice behind the hosts, when the topology is one (for boxes and curves).
@@ -54,6 +68,35 @@ impl Lattice {
     }
 }
 
+/// Where a [`MapNetwork`] takes its routes from (see the module docs).
+#[derive(Clone, Debug)]
+enum RouteSource {
+    /// A flattened destination-based routing table.
+    Table {
+        /// `next_channel[dst · switches + switch]`.
+        next_channel: Vec<ChannelId>,
+        /// Switch index a channel enters, or [`AT_HOST`].
+        channel_switch: Vec<u32>,
+        /// Switch-to-switch hops of every host pair, `hops[dst · hosts + src]`.
+        hops: Vec<u16>,
+    },
+    /// Dimension-order routes computed from coordinates.
+    Lattice(LatticeRoutes),
+}
+
+/// Dimension-order routes of a torus or mesh, from coordinates (the lattice route source).
+#[derive(Clone, Debug)]
+struct LatticeRoutes {
+    /// Router-id stride of each dimension.
+    strides: Vec<u32>,
+    /// Channel leaving router `r` along dimension `d`: `port_channel[(r · dims + d) · 2 + minus]`
+    /// ([`NO_CHANNEL`] where a mesh has no link or a ring has one router).
+    port_channel: Vec<ChannelId>,
+    /// Ties on an even ring: `false` always takes `+` (`low-port`), `true` alternates over the
+    /// hosts of the destination router, even local index `+` (`per-destination`).
+    alternate_ties: bool,
+}
+
 /// Flat routes and host slots for the mapper.
 #[derive(Clone, Debug)]
 pub struct MapNetwork {
@@ -62,12 +105,7 @@ pub struct MapNetwork {
     num_channels: u32,
     /// First channel of each host (its injection link).
     inject: Vec<ChannelId>,
-    /// `next_channel[dst · switches + switch]`.
-    next_channel: Vec<ChannelId>,
-    /// Switch index a channel enters, or [`AT_HOST`].
-    channel_switch: Vec<u32>,
-    /// Switch-to-switch hops of every host pair, `hops[dst · hosts + src]`.
-    hops: Vec<u16>,
+    routes: RouteSource,
     /// Largest switch-to-switch hop count of any pair.
     max_hops: u32,
     /// Rank slots per host.
@@ -99,13 +137,7 @@ impl MapNetwork {
             );
         }
         let num_channels = topo.num_channels() as u32;
-        let mut inject = Vec::with_capacity(h);
-        for &node in topo.hosts() {
-            match topo.neighbors(node).first() {
-                Some(a) => inject.push(a.channel),
-                None => return Err(NetweaveError::Routing(format!("host {} has no link", topo.label(node)))),
-            }
-        }
+        let inject = injection_channels(topo)?;
         let channel_switch: Vec<u32> = (0..num_channels)
             .map(|c| {
                 let far = topo.channel_ends(c).1.node;
@@ -129,9 +161,7 @@ impl MapNetwork {
             num_switches: s as u32,
             num_channels,
             inject,
-            next_channel,
-            channel_switch,
-            hops: vec![0; h * h],
+            routes: RouteSource::Table { next_channel, channel_switch, hops: Vec::new() },
             max_hops: 0,
             slots_per_host,
             lattice: lattice_of(topo),
@@ -140,7 +170,7 @@ impl MapNetwork {
         };
         // Walk every pair once: proves delivery and fills the hop table.
         let host_nodes = topo.hosts();
-        let mut hops = std::mem::take(&mut net.hops);
+        let mut hops = vec![0u16; h * h];
         let bad: Option<String> = hops
             .par_chunks_mut(h)
             .enumerate()
@@ -168,24 +198,149 @@ impl MapNetwork {
             return Err(NetweaveError::Routing(msg));
         }
         net.max_hops = hops.par_iter().copied().max().unwrap_or(0) as u32;
-        net.hops = hops;
-        if let Some(lat) = &net.lattice {
-            let mut x = vec![0u32; lat.dims.len()];
-            for host in 0..h as u32 {
-                lat.router_coords(host / lat.hosts_per_router, &mut x);
-                net.host_coords.extend_from_slice(&x);
+        if let RouteSource::Table { hops: table_hops, .. } = &mut net.routes {
+            *table_hops = hops;
+        }
+        net.fill_host_coords();
+        Ok(net)
+    }
+
+    /// Build the lattice route source: the dimension-order routes the `dor` engine would give
+    /// `topo` (a `torus` or `mesh` generated or loaded with its family and parameters) under
+    /// tie policy `select`, computed from coordinates with no per-pair table, so memory is
+    /// `O(hosts + channels)` and no host-count cap applies. Fails, in one line, on any other
+    /// topology, on a file whose links disagree with its parameters, and on `balanced` ties
+    /// (they depend on the order a table is filled in; build the table and use
+    /// [`new`](Self::new) for those).
+    ///
+    /// ```
+    /// use netweave_core::mapping::MapNetwork;
+    /// use netweave_core::routing::select::Select;
+    /// let t = netweave_core::topology::grid::torus(&[16, 64, 64], 1).unwrap();
+    /// let net = MapNetwork::dor_lattice(&t, Select::LowPort, 1).unwrap();
+    /// assert_eq!(net.num_hosts(), 65_536);
+    /// assert_eq!(net.hops(0, 65_535), 1 + 1 + 1);
+    /// ```
+    pub fn dor_lattice(topo: &Topology, select: Select, slots_per_host: u32) -> Result<Self> {
+        if slots_per_host == 0 {
+            return crate::invalid!("slots per host must be at least 1");
+        }
+        let Some(lat) = lattice_of(topo) else {
+            return crate::invalid!(
+                "lattice routes need a torus or mesh whose parameters match its size; '{}' is a {}",
+                topo.name(),
+                topo.family()
+            );
+        };
+        let alternate_ties = match select {
+            Select::LowPort => false,
+            Select::PerDestination => true,
+            Select::Balanced => {
+                return crate::invalid!(
+                    "lattice routes follow low-port or per-destination ties; 'balanced' needs a routing table"
+                )
+            }
+        };
+        let n = lat.dims.len();
+        let routers = lat.num_routers() as usize;
+        let hpr = lat.hosts_per_router as usize;
+        if (routers as u64) * (n as u64) * 2 > u32::MAX as u64 || hpr + 2 * n > Port::MAX as usize {
+            return crate::invalid!("'{}' is too large for the lattice route source", topo.name());
+        }
+        let mut strides = Vec::with_capacity(n);
+        let mut stride = 1u32;
+        for &k in &lat.dims {
+            strides.push(stride);
+            stride = stride.saturating_mul(k);
+        }
+        let switches = topo.switches();
+        let mut port_channel = vec![NO_CHANNEL; routers * n * 2];
+        let mut x = vec![0u32; n];
+        for r in 0..routers {
+            lat.router_coords(r as u32, &mut x);
+            for (d, &k) in lat.dims.iter().enumerate() {
+                if k < 2 {
+                    continue;
+                }
+                let st = strides[d] as usize;
+                for minus in [false, true] {
+                    // The router the link must reach, as routing::dor lays the lattice out.
+                    let expected = match (lat.torus, minus) {
+                        (false, false) => (x[d] + 1 < k).then(|| r + st),
+                        (false, true) => (x[d] > 0).then(|| r - st),
+                        (true, false) => Some(if x[d] + 1 == k { r - (k as usize - 1) * st } else { r + st }),
+                        (true, true) => Some(if x[d] == 0 { r + (k as usize - 1) * st } else { r - st }),
+                    };
+                    let Some(expected) = expected else { continue };
+                    let port = (hpr + 2 * d + if minus { 2 } else { 1 }) as Port;
+                    let channel = topo.out_channel(switches[r], port);
+                    let reached = channel.map(|c| topo.channel_ends(c).1.node);
+                    if !reached.is_some_and(|m| !topo.is_host(m) && topo.kind_index(m) == expected) {
+                        return crate::invalid!(
+                            "'{}' is not the {} its parameters describe: router {} port {port} should reach {}",
+                            topo.name(),
+                            topo.family(),
+                            topo.label(switches[r]),
+                            topo.label(switches[expected])
+                        );
+                    }
+                    port_channel[(r * n + d) * 2 + minus as usize] = channel.unwrap_or(NO_CHANNEL);
+                }
             }
         }
+        let inject = injection_channels(topo)?;
+        for (host, &c) in inject.iter().enumerate() {
+            let far = topo.channel_ends(c).1.node;
+            if topo.is_host(far) || topo.kind_index(far) != host / hpr {
+                return crate::invalid!(
+                    "'{}': host {} is not attached to router {} as its parameters describe",
+                    topo.name(),
+                    topo.label(topo.hosts()[host]),
+                    host / hpr
+                );
+            }
+        }
+        let max_hops = lat.dims.iter().map(|&k| if lat.torus { k / 2 } else { k - 1 }).sum();
+        let mut net = MapNetwork {
+            num_hosts: topo.num_hosts() as u32,
+            num_switches: topo.num_switches() as u32,
+            num_channels: topo.num_channels() as u32,
+            inject,
+            routes: RouteSource::Lattice(LatticeRoutes { strides, port_channel, alternate_ties }),
+            max_hops,
+            slots_per_host,
+            lattice: Some(lat),
+            host_labels: topo.hosts().iter().map(|&n| topo.label(n).to_string()).collect(),
+            host_coords: Vec::new(),
+        };
+        net.fill_host_coords();
         Ok(net)
+    }
+
+    fn fill_host_coords(&mut self) {
+        if let Some(lat) = &self.lattice {
+            let mut x = vec![0u32; lat.dims.len()];
+            self.host_coords.reserve(self.num_hosts as usize * lat.dims.len());
+            for host in 0..self.num_hosts {
+                lat.router_coords(host / lat.hosts_per_router, &mut x);
+                self.host_coords.extend_from_slice(&x);
+            }
+        }
+    }
+
+    /// Whether routes come from a flattened table (`false`: computed from lattice coordinates).
+    pub fn is_table_routed(&self) -> bool {
+        matches!(self.routes, RouteSource::Table { .. })
     }
 
     /// Walk `src → dst` with full checks; the switch-to-switch hop count, or `Err` if the
     /// route drops, ends elsewhere or loops.
     fn checked_hops(&self, src: u32, dst: u32) -> std::result::Result<u16, ()> {
+        let RouteSource::Table { next_channel, channel_switch, .. } = &self.routes else { return Err(()) };
         let mut c = self.inject[src as usize];
         let mut hops = 0u32;
         loop {
-            let sw = self.channel_switch[c as usize];
+            let sw = channel_switch[c as usize];
             if sw == AT_HOST {
                 // Arrived at a host: it must be dst, i.e. the channel is dst's ejection.
                 return if self.ejects_to(c, dst) { Ok(hops.saturating_sub(1) as u16) } else { Err(()) };
@@ -193,7 +348,7 @@ impl MapNetwork {
             if hops > self.num_switches || hops >= u16::MAX as u32 {
                 return Err(());
             }
-            c = self.next_channel[dst as usize * self.num_switches as usize + sw as usize];
+            c = next_channel[dst as usize * self.num_switches as usize + sw as usize];
             if c == NO_CHANNEL {
                 return Err(());
             }
@@ -215,15 +370,74 @@ impl MapNetwork {
         }
         let mut c = self.inject[src as usize];
         visit(c);
-        let s = self.num_switches as usize;
-        let row = &self.next_channel[dst as usize * s..(dst as usize + 1) * s];
-        loop {
-            let sw = self.channel_switch[c as usize];
-            if sw == AT_HOST {
-                return;
+        match &self.routes {
+            RouteSource::Table { next_channel, channel_switch, .. } => {
+                let s = self.num_switches as usize;
+                let row = &next_channel[dst as usize * s..(dst as usize + 1) * s];
+                loop {
+                    let sw = channel_switch[c as usize];
+                    if sw == AT_HOST {
+                        return;
+                    }
+                    c = row[sw as usize];
+                    visit(c);
+                }
             }
-            c = row[sw as usize];
-            visit(c);
+            RouteSource::Lattice(routes) => {
+                self.lattice_walk(routes, src, dst, &mut visit);
+                visit(self.inject[dst as usize] ^ 1);
+            }
+        }
+    }
+
+    /// The switch-to-switch channels of the dimension-order route `src → dst`, as
+    /// `routing::dor` lays them out: dimension 0 first, the shorter way round each ring, ties
+    /// by the tie policy.
+    #[inline]
+    fn lattice_walk(&self, routes: &LatticeRoutes, src: u32, dst: u32, visit: &mut impl FnMut(ChannelId)) {
+        let Some(lat) = &self.lattice else { return };
+        let n = lat.dims.len();
+        let xs = &self.host_coords[src as usize * n..(src as usize + 1) * n];
+        let xt = &self.host_coords[dst as usize * n..(dst as usize + 1) * n];
+        let mut r = src / lat.hosts_per_router;
+        for d in 0..n {
+            let (from, to, k) = (xs[d], xt[d], lat.dims[d]);
+            if from == to {
+                continue;
+            }
+            let (minus, dist) = if lat.torus {
+                let forward = if to >= from { to - from } else { to + k - from };
+                let backward = k - forward;
+                if forward != backward {
+                    (backward < forward, forward.min(backward))
+                } else {
+                    let odd_local = dst % lat.hosts_per_router % 2 == 1;
+                    (routes.alternate_ties && odd_local, forward)
+                }
+            } else {
+                (to < from, from.abs_diff(to))
+            };
+            let stride = routes.strides[d];
+            let wrap = (k - 1) * stride;
+            let mut x = from;
+            for _ in 0..dist {
+                visit(routes.port_channel[((r as usize * n + d) << 1) | minus as usize]);
+                if minus {
+                    if x == 0 {
+                        x = k - 1;
+                        r += wrap;
+                    } else {
+                        x -= 1;
+                        r -= stride;
+                    }
+                } else if x + 1 == k {
+                    x = 0;
+                    r -= wrap;
+                } else {
+                    x += 1;
+                    r += stride;
+                }
+            }
         }
     }
 
@@ -234,21 +448,49 @@ impl MapNetwork {
     }
 
     /// The channel after `c` on a route to host `dst`, or `None` when `c` reaches a host.
+    /// Table source only (`None` for lattice routes, which [`for_each_channel`](Self::for_each_channel)
+    /// computes directly).
     #[inline]
     pub fn next_hop(&self, c: ChannelId, dst: u32) -> Option<ChannelId> {
-        let sw = self.channel_switch[c as usize];
-        (sw != AT_HOST).then(|| self.next_channel[dst as usize * self.num_switches as usize + sw as usize])
+        let RouteSource::Table { next_channel, channel_switch, .. } = &self.routes else { return None };
+        let sw = channel_switch[c as usize];
+        (sw != AT_HOST).then(|| next_channel[dst as usize * self.num_switches as usize + sw as usize])
     }
 
     /// Switch-to-switch hops from host `src` to host `dst` (0 on the same switch).
     #[inline]
     pub fn hops(&self, src: u32, dst: u32) -> u32 {
-        self.hops[dst as usize * self.num_hosts as usize + src as usize] as u32
+        match &self.routes {
+            RouteSource::Table { hops, .. } => hops[dst as usize * self.num_hosts as usize + src as usize] as u32,
+            RouteSource::Lattice(_) => self.lattice_hops(src, dst),
+        }
     }
-    /// Hops from every host to `dst` (indexed by source host).
-    pub fn hops_to(&self, dst: u32) -> &[u16] {
+
+    /// Dimension-order hops between two hosts of the lattice, from their coordinates.
+    #[inline]
+    fn lattice_hops(&self, src: u32, dst: u32) -> u32 {
+        let Some(lat) = &self.lattice else { return 0 };
+        let n = lat.dims.len();
+        let xs = &self.host_coords[src as usize * n..(src as usize + 1) * n];
+        let xt = &self.host_coords[dst as usize * n..(dst as usize + 1) * n];
+        let mut hops = 0;
+        for d in 0..n {
+            let diff = xs[d].abs_diff(xt[d]);
+            hops += if lat.torus { diff.min(lat.dims[d] - diff) } else { diff };
+        }
+        hops
+    }
+
+    /// Hops from every host to `dst` (indexed by source host); borrowed from the table
+    /// source, computed for the lattice source.
+    pub fn hops_to(&self, dst: u32) -> Cow<'_, [u16]> {
         let h = self.num_hosts as usize;
-        &self.hops[dst as usize * h..(dst as usize + 1) * h]
+        match &self.routes {
+            RouteSource::Table { hops, .. } => Cow::Borrowed(&hops[dst as usize * h..(dst as usize + 1) * h]),
+            RouteSource::Lattice(_) => {
+                Cow::Owned((0..h as u32).map(|src| self.lattice_hops(src, dst) as u16).collect())
+            }
+        }
     }
     pub fn num_hosts(&self) -> u32 {
         self.num_hosts
@@ -286,6 +528,17 @@ impl MapNetwork {
     }
 }
 
+/// The injection channel of every host (its first link).
+fn injection_channels(topo: &Topology) -> Result<Vec<ChannelId>> {
+    topo.hosts()
+        .iter()
+        .map(|&node| match topo.neighbors(node).first() {
+            Some(a) => Ok(a.channel),
+            None => Err(NetweaveError::Routing(format!("host {} has no link", topo.label(node)))),
+        })
+        .collect()
+}
+
 /// The lattice of a `torus`/`mesh` topology whose parameters match its size, else `None`.
 fn lattice_of(topo: &Topology) -> Option<Lattice> {
     let torus = match topo.family() {
@@ -308,7 +561,8 @@ fn lattice_of(topo: &Topology) -> Option<Lattice> {
 mod tests {
     use super::*;
     use crate::routing::{route, Engine, RouteOptions};
-    use crate::topology::grid::torus;
+    use crate::topology::grid::{mesh, torus};
+    use proptest::prelude::*;
 
     #[test]
     fn hops_match_torus_distance() {
@@ -331,5 +585,81 @@ mod tests {
                 assert_eq!(n, if s == d { 0 } else { net.hops(s, d) + 2 });
             }
         }
+    }
+
+    /// Every pair's channels and hops from coordinates equal the `dor` table's walk.
+    fn lattice_equals_table(topo: &Topology, select: Select) {
+        let opts = RouteOptions { select, ..RouteOptions::default() };
+        let table = route(topo, Engine::Dor, &opts).unwrap();
+        let flat = MapNetwork::new(topo, &table, 1).unwrap();
+        let net = MapNetwork::dor_lattice(topo, select, 1).unwrap();
+        assert!(!net.is_table_routed() && flat.is_table_routed());
+        assert_eq!((net.num_hosts(), net.num_channels()), (flat.num_hosts(), flat.num_channels()));
+        assert_eq!(net.max_hops(), flat.max_hops());
+        assert_eq!(net.lattice(), flat.lattice());
+        let h = net.num_hosts();
+        let (mut expected, mut got) = (Vec::new(), Vec::new());
+        for src in 0..h {
+            for dst in 0..h {
+                expected.clear();
+                table.path(topo, src as usize, dst as usize, &mut expected).unwrap();
+                got.clear();
+                net.for_each_channel(src, dst, |c| got.push(c));
+                assert_eq!(got, expected, "{} {src} -> {dst}", topo.name());
+                assert_eq!(net.hops(src, dst), flat.hops(src, dst));
+                assert_eq!(net.hops_to(dst)[src as usize], flat.hops_to(dst)[src as usize]);
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(40))]
+        #[test]
+        fn lattice_routes_equal_dor_table(
+            dims in proptest::collection::vec(1u32..6, 1..4),
+            is_torus in any::<bool>(),
+            hosts_per_router in 1u32..3,
+            per_destination in any::<bool>(),
+        ) {
+            let t = if is_torus { torus(&dims, hosts_per_router) } else { mesh(&dims, hosts_per_router) }.unwrap();
+            let select = if per_destination { Select::PerDestination } else { Select::LowPort };
+            lattice_equals_table(&t, select);
+        }
+    }
+
+    #[test]
+    fn lattice_routes_on_even_and_odd_rings() {
+        for dims in [[4u32, 3, 2], [2, 2, 5], [6, 1, 3]] {
+            for hpr in [1, 2] {
+                for select in [Select::LowPort, Select::PerDestination] {
+                    lattice_equals_table(&torus(&dims, hpr).unwrap(), select);
+                    lattice_equals_table(&mesh(&dims, hpr).unwrap(), select);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn lattice_source_refuses_what_it_cannot_route() {
+        let fat = crate::topology::fat_tree::fat_tree(4, 2, false).unwrap();
+        let e = MapNetwork::dor_lattice(&fat, Select::LowPort, 1).unwrap_err().to_string();
+        assert!(e.contains("torus or mesh"), "{e}");
+        let t = torus(&[4, 4], 1).unwrap();
+        let e = MapNetwork::dor_lattice(&t, Select::Balanced, 1).unwrap_err().to_string();
+        assert!(e.contains("balanced"), "{e}");
+        assert!(MapNetwork::dor_lattice(&t, Select::LowPort, 0).is_err());
+    }
+
+    #[test]
+    fn lattice_source_has_no_pair_cap() {
+        // 65,536 hosts: 2^32 pairs, far beyond the table source's cap.
+        let t = torus(&[16, 64, 64], 1).unwrap();
+        let r = MapNetwork::dor_lattice(&t, Select::LowPort, 1).unwrap();
+        assert_eq!(r.max_hops(), 8 + 32 + 32);
+        let far = r.lattice().unwrap().router_id(&[8, 32, 32]);
+        assert_eq!(r.hops(0, far), 72);
+        let mut n = 0;
+        r.for_each_channel(0, far, |_| n += 1);
+        assert_eq!(n, 74);
     }
 }
