@@ -103,7 +103,7 @@ def main() -> None:
           f"{'start':>12}{'start t(s)':>11}{'ours@budget':>12}")
     for name, spec, dims in CASES + (LARGE_CASES if args.large else []):
         topo = netweave.topology.torus(dims)
-        net = mapping.MapNetwork(netweave.routing.route(topo, "dor", select="low-port"))
+        net = mapping.network(topo, "dor:low-port")
         pattern = mapping.load_pattern(spec)
         with tempfile.TemporaryDirectory() as d:
             s_hor, s_sec, stacked = run_scotch(gmap, pattern, dims, Path(d))

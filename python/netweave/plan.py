@@ -195,9 +195,9 @@ def place_ranks(
     identity (rank r on host r)."""
     from netweave import mapping
 
-    routes = routing.route(topo, engine or routing.default_engine(topo))
+    engine = engine or routing.default_engine(topo)
     pattern = mapping.load_pattern(pattern_source)
-    net = mapping.MapNetwork(routes, ranks_per_host)
+    net = mapping.network(topo, engine, ranks_per_host)
     mapping.check_fits(net, pattern)
     identity = mapping.cost(net, pattern, mapping.baseline(net, pattern, "identity"))
     start = mapping.start_placement(net, pattern, "best", seed, cost)
@@ -207,7 +207,7 @@ def place_ranks(
     summary = {
         "pattern": pattern.name,
         "ranks": pattern.num_ranks,
-        "engine": routes.engine,
+        "engine": engine,
         "cost": cost,
         "seed": seed,
         "seconds": round(result.seconds, 3),
