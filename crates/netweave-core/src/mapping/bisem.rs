@@ -619,4 +619,32 @@ mod tests {
         let b = bisem(&net, &p, None, 0).unwrap();
         check_placement(&net, 45, &b.host_of_rank).unwrap();
     }
+
+    #[test]
+    fn stencil_grids_recognised_and_others_refused() {
+        assert_eq!(stencil_grid(&Pattern::stencil(&[8, 8, 64], true, 1).unwrap()), Some(vec![8, 8, 64]));
+        assert_eq!(stencil_grid(&Pattern::stencil(&[5, 3], false, 1).unwrap()), Some(vec![5, 3]));
+        assert_eq!(stencil_grid(&Pattern::stencil(&[2, 2, 2], true, 1).unwrap()), Some(vec![2, 2, 2]));
+        assert_eq!(stencil_grid(&Pattern::ring(16, 1).unwrap()), Some(vec![16]));
+        assert_eq!(stencil_grid(&Pattern::bruck(64, 1).unwrap()), None);
+        assert_eq!(stencil_grid(&Pattern::random_sparse(64, 3, 1, 2).unwrap()), None);
+    }
+
+    #[test]
+    fn geometric_cuts_fold_a_stencil_with_few_extra_hops() {
+        // 8x8x16 ranks onto an 8x16x8 torus: the cuts must fold the grid; the mirror images keep
+        // every message within two hops and most at one.
+        let t = torus(&[8, 16, 8], 1).unwrap();
+        let r = route(&t, Engine::Dor, &RouteOptions::default()).unwrap();
+        let net = MapNetwork::new(&t, &r, 1).unwrap();
+        let p = Pattern::stencil(&[8, 8, 16], true, 1).unwrap();
+        let b = bisem(&net, &p, None, 0).unwrap();
+        assert_eq!(b.grid, Some(vec![8, 8, 16]));
+        assert!(b.regions.iter().all(|r| r.routers() == 1), "stencils are cut down to single routers");
+        check_placement(&net, 1024, &b.host_of_rank).unwrap();
+        let ours = full_cost(&net, &p, &b.host_of_rank).hop_bytes;
+        let id = full_cost(&net, &p, &baselines::identity(&net, 1024).unwrap()).hop_bytes;
+        let bound = p.num_messages() as u128;
+        assert!(ours <= id && ours < bound * 3 / 2, "ours {ours}, identity {id}, bound {bound}");
+    }
 }
