@@ -415,8 +415,11 @@ fn bisect_group(
     edge_off.push(edges.len());
     let has_a = to_a.iter().any(|&w| w > 0);
     let has_b = to_b.iter().any(|&w| w > 0);
-    let part =
-        if n >= 4 { metis_bisect(n, &edges, &to_a, &to_b, &inner, has_a, has_b, n_lo, seed)? } else { vec![0u8; n] };
+    let part = if n <= EXACT_MAX {
+        exact_bisect(n, &edges, &to_a, &to_b, n_lo)
+    } else {
+        metis_bisect(n, &edges, &to_a, &to_b, &inner, has_a, has_b, n_lo, seed)?
+    };
     for &r in group {
         local[r as usize] = u32::MAX;
     }
@@ -456,6 +459,38 @@ fn bisect_group(
         }
     }
     Ok((lower, upper))
+}
+
+/// Groups up to this size are bisected exactly (every split tried): at most C(12,6) = 924
+/// candidates, cheaper than a METIS call on so small a graph and optimal.
+const EXACT_MAX: usize = 12;
+
+/// The split of a small group with exactly `n_lo` vertices on the lower side that minimises
+/// the traffic across plus the traffic pulled the wrong way (towards `a` from the upper side,
+/// towards `b` from the lower); ties to the first split in mask order. 0 (lower) / 1 (upper).
+fn exact_bisect(n: usize, edges: &[(u32, u32, u64)], to_a: &[u64], to_b: &[u64], n_lo: u32) -> Vec<u8> {
+    debug_assert!(n <= EXACT_MAX);
+    let mut best = (u128::MAX, 0u32);
+    for mask in 0u32..(1 << n) {
+        // Bit i set: vertex i on the upper side.
+        if mask.count_ones() != n as u32 - n_lo {
+            continue;
+        }
+        let mut cost: u128 = 0;
+        for i in 0..n {
+            cost += if mask >> i & 1 == 1 { to_a[i] } else { to_b[i] } as u128;
+        }
+        for &(u, v, w) in edges {
+            // Every edge is listed from both ends: count it once.
+            if u < v && (mask >> u & 1) != (mask >> v & 1) {
+                cost += w as u128;
+            }
+        }
+        if cost < best.0 {
+            best = (cost, mask);
+        }
+    }
+    (0..n).map(|i| (best.1 >> i & 1) as u8).collect()
 }
 
 /// METIS recursive bisection with the pinned super-vertices; returns 0 (lower) / 1 (upper)
