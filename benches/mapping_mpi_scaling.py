@@ -34,7 +34,9 @@ def run(mpirun: str, procs: int, topo: Path, args) -> dict:
            "dor:low-port", args.pattern, "--mpi", "--cost", args.cost, "--time", str(args.time),
            "--replicas", str(args.replicas), "--start", "bisem", "--seed", str(args.seed), "--json"]
     env = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
-           "OMPI_MCA_rmaps_base_oversubscribe": "1"}
+           "OMPI_MCA_rmaps_base_oversubscribe": "1",
+           # Waiting processes yield the core instead of spinning: the cores are shared.
+           "OMPI_MCA_mpi_yield_when_idle": "1"}
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=args.time * 10 + 600)
     if proc.returncode != 0:
         raise SystemExit(f"mpirun -n {procs} failed:\n{proc.stderr}")
