@@ -119,7 +119,7 @@ def main() -> None:
         ours, ours_sec = start, b_sec
         # Anneal only with time to spare (a round must fit in what is left of Scotch's time).
         left = s_sec - b_sec
-        if left > 0.05:
+        if left > 0.01:
             same = mapping.optimize(net, pattern, start, cost="hop-bytes", seconds=0.8 * left, seed=1, sweep=500,
                                     stall=max(0.5, 0.1 * left))
             ours, ours_sec = same.host_of_rank, b_sec + same.seconds

@@ -279,7 +279,7 @@ pub fn stencil_grid(pattern: &Pattern) -> Option<Vec<u32>> {
         }
     }
     grow(&mut chain, &distances, n, msgs, &mut best);
-    best.filter(|dims| dims.iter().filter(|&&k| k > 1).count() >= 1)
+    best
 }
 
 /// Whether every message joins grid neighbours of `dims` (one step or wrap-around in one dimension).
