@@ -91,7 +91,7 @@ def test_plan_places_ranks_for_a_pattern(tmp_path):
     topo = netweave.topology.torus([4, 4, 4])
     netweave.topology.save(topo, tmp_path / "torus.json")
     args = ["plan", str(tmp_path / "torus.json"), "--bytes", "1024", "--pattern", "stencil:16x4:4096",
-            "--map-evals", "20000", "--seed", "3"]
+            "--map-evals", "20000", "--map-seed", "3"]
     out = tmp_path / "out"
     proc = run_cli(*args, "--out", str(out))
     assert "rank placement for stencil(16x4" in proc.stdout

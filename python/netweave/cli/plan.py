@@ -22,7 +22,7 @@ def plan_cmd(
     pattern: Optional[str] = typer.Option(None, "--pattern", help="Also place the job's ranks for this traffic: a pattern file or generator spec (e.g. stencil:4x4x4); with --out, writes rankfile and placement.json."),
     map_time: float = typer.Option(5.0, "--map-time", min=0.0, help="Seconds of annealing for --pattern."),
     map_evals: Optional[int] = typer.Option(None, "--map-evals", min=1, help="Evaluation budget for --pattern instead of time (same placement on every run)."),
-    seed: int = typer.Option(0, "--seed", min=0, max=2**63 - 1, help="Seed for the rank placement."),
+    map_seed: int = typer.Option(0, "--map-seed", min=0, max=2**63 - 1, help="Seed for the --pattern rank placement."),
 ) -> None:
     """Route the fabric, prove and measure every all-to-all schedule for all hosts, and show the
     best against shift; with --pattern, also place the ranks for that traffic."""
@@ -32,7 +32,7 @@ def plan_cmd(
     placement = None
     if pattern is not None:
         with err_console.status(f"placing ranks for {pattern}"):
-            placement = plan_mod.place_ranks(topo, pattern, result["routing"]["engine"], map_time, seed,
+            placement = plan_mod.place_ranks(topo, pattern, result["routing"]["engine"], map_time, map_seed,
                                              evaluations=map_evals)
         result["placement"] = placement.summary
     print(report.to_json(result) if as_json else report.to_text(result), end="")
