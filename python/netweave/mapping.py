@@ -258,7 +258,8 @@ def baseline(net: MapNetwork, pattern: Pattern, kind: str, seed: int = 0) -> np.
 
 
 def bisem(net: MapNetwork, pattern: Pattern, levels: Optional[int] = None, seed: int = 0) -> dict:
-    """Paper 003's BISEM: ``{host_of_rank, axes, group_sizes, regions}``."""
+    """Paper 003's BISEM: ``{host_of_rank, axes, group_sizes, regions, grid}`` (``grid``: the
+    stencil grid the groups were cut along geometrically, or None where METIS cut them)."""
     return _core.map_bisem(net, pattern, levels, seed)
 
 

@@ -288,6 +288,7 @@ fn map_bisem<'py>(
     d.set_item("host_of_rank", PyArray1::from_vec(py, b.host_of_rank))?;
     d.set_item("axes", b.axes)?;
     d.set_item("group_sizes", b.groups.iter().map(Vec::len).collect::<Vec<_>>())?;
+    d.set_item("grid", b.grid)?;
     d.set_item("regions", b.regions.iter().map(|r| (r.lo.clone(), r.hi.clone())).collect::<Vec<_>>())?;
     Ok(d)
 }

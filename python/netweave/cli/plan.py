@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Optional
 
@@ -9,7 +10,7 @@ import typer
 
 from netweave import plan as plan_mod
 from netweave import report, topology
-from netweave.cli.common import err_console
+from netweave.cli.common import UserError, err_console
 
 
 def plan_cmd(
@@ -21,14 +22,48 @@ def plan_cmd(
     hosts: Optional[str] = typer.Option(None, "--hosts", help="Hosts of the job: 'all', '0-15,20', 'leaf:0-3' (fat-trees: whole leaves, or an LSFT sub-cluster)."),
     order: str = typer.Option("listed", "--order", help="Rank order on the hosts: listed, cyclic or random (--seed)."),
     seed: Optional[int] = typer.Option(None, "--seed", min=0, help="Seed of --order random."),
+    pattern: Optional[str] = typer.Option(None, "--pattern", help="Also place the job's ranks for this traffic: a pattern file or generator spec (e.g. stencil:4x4x4); with --out, writes rankfile and placement.json."),
+    map_time: float = typer.Option(5.0, "--map-time", min=0.0, help="Seconds of annealing for --pattern."),
+    map_evals: Optional[int] = typer.Option(None, "--map-evals", min=1, help="Evaluation budget for --pattern instead of time (same placement on every run)."),
+    map_seed: int = typer.Option(0, "--map-seed", min=0, max=2**63 - 1, help="Seed for the --pattern rank placement."),
 ) -> None:
     """Route the fabric, prove and measure every all-to-all schedule for all hosts, and show the
-    best against shift."""
+    best against shift; with --pattern, also place the ranks for that traffic."""
+    if pattern is not None and hosts not in (None, "all"):
+        raise UserError("--pattern places ranks over every host of the topology; it cannot be combined with --hosts")
     topo = topology.load(topology_file) if topology_file is not None else topology.example_cluster()
     with err_console.status("routing") as status:
         result = plan_mod.plan(topo, bytes_per_pair, engine, progress=status.update, hosts=hosts, order=order, seed=seed)
+    placement = None
+    if pattern is not None:
+        with err_console.status(f"placing ranks for {pattern}"):
+            placement = plan_mod.place_ranks(topo, pattern, result["routing"]["engine"], map_time, map_seed,
+                                             evaluations=map_evals)
+        result["placement"] = placement.summary
     print(report.to_json(result) if as_json else report.to_text(result), end="")
+    if placement is not None and not as_json:
+        print(_placement_text(placement.summary), end="")
     if out is not None:
-        for path in report.write_files(result, out, topo.to_text("json")):
-            if not as_json:
+        written = report.write_files(result, out, topo.to_text("json"))
+        if placement is not None:
+            written.append(placement.write_rankfile(out / "rankfile"))
+            path = out / "placement.json"
+            path.write_text(json.dumps(placement.summary, indent=2, sort_keys=True) + "\n")
+            written.append(path)
+        if not as_json:
+            for path in written:
                 print(f"wrote {path}")
+
+
+def _placement_text(s: dict) -> str:
+    """The rank placement as a few report lines: identity against the placed figures."""
+    lines = [f"rank placement for {s['pattern']} ({s['ranks']} ranks, cost {s['cost']}, seed {s['seed']}, "
+             f"{s['evaluations']:,} evaluations in {s['seconds']:.1f} s):"]
+    lines.append(f"  {'placement':<10}{'hops':>12}{'hop-bytes':>18}{'max-link':>14}{'hops x max-link':>20}")
+    for label, f in (("identity", s["identity"]), ("placed", s["placed"])):
+        lines.append(f"  {label:<10}{f['hops']:>12,}{f['hop_bytes']:>18,}{f['max_link']:>14,}{f['rmatt']:>20,}")
+    g = s["identity_over_placed"]
+    fmt = lambda v: "-" if v is None else f"{v:.2f}x"  # noqa: E731
+    lines.append(f"  identity / placed: hop-bytes {fmt(g['hop_bytes'])}, max-link {fmt(g['max_link'])}, "
+                 f"hops x max-link {fmt(g['rmatt'])}")
+    return "\n".join(lines) + "\n"

@@ -13,6 +13,14 @@
 //! (the extraction's Conditions 3–4). A greedy pass then moves the cheapest vertices until the
 //! counts fit the halves exactly. Finally the ranks of every group are shuffled onto their
 //! region's slots (seeded).
+//!
+//! Patterns that are Cartesian stencils (every message joins two ranks one step apart in one
+//! coordinate of a grid, wrap-around allowed — recognised from the messages by
+//! [`stencil_grid`]) are cut geometrically instead: each group is split across its longest
+//! grid extent (ties to the grid axis of the network axis being cut, so equal shapes stay
+//! aligned), lower coordinates into the lower half. The cuts are then the grid's planes, the
+//! minimum for a stencil, and neighbouring groups land in neighbouring regions level by level,
+//! in a fraction of METIS's time.
 
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
@@ -25,7 +33,9 @@ use crate::error::{NetweaveError, Result};
 /// An axis-aligned box of routers, `lo ≤ x < hi` per dimension.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Region {
+    /// Lowest router coordinate per dimension (inclusive).
     pub lo: Vec<u32>,
+    /// Highest router coordinate per dimension (exclusive).
     pub hi: Vec<u32>,
 }
 
@@ -91,14 +101,19 @@ impl Region {
 pub struct Bisection {
     /// Host of every rank (paper's `map0`, inverted).
     pub host_of_rank: Vec<u32>,
+    /// The final regions of routers, one per group.
     pub regions: Vec<Region>,
+    /// The ranks placed on each region.
     pub groups: Vec<Vec<u32>>,
     /// Axis cut at every level.
     pub axes: Vec<usize>,
+    /// The stencil grid the groups were cut along, if the pattern is one (else METIS cut them).
+    pub grid: Option<Vec<u32>>,
 }
 
 /// Run BISEM for `levels` bisections (`None`: until regions hold at most 8 routers, the
-/// paper's 2×2×2 on a 16³ torus) with seed `seed` for METIS and the final shuffle.
+/// paper's 2×2×2 on a 16³ torus — single routers for a stencil) with seed `seed` for METIS
+/// and the final shuffle.
 pub fn bisem(net: &MapNetwork, pattern: &Pattern, levels: Option<u32>, seed: u64) -> Result<Bisection> {
     let Some(lat) = net.lattice() else {
         return crate::invalid!("BISEM needs a torus or mesh topology (a lattice of routers)");
@@ -108,10 +123,14 @@ pub fn bisem(net: &MapNetwork, pattern: &Pattern, levels: Option<u32>, seed: u64
         return crate::invalid!("{n} ranks do not fit {} host slots", net.num_slots());
     }
     let spr = lat.hosts_per_router * net.slots_per_host();
-    let (off, nbr, wts) = pattern.symmetric_csr();
+    let grid = stencil_grid(pattern);
+    let coords = grid.as_ref().map(|dims| grid_coords(dims, n));
+    let (off, nbr, wts) = if grid.is_some() { (Vec::new(), Vec::new(), Vec::new()) } else { pattern.symmetric_csr() };
     let graph = SymGraph { off: &off, nbr: &nbr, wts: &wts };
     let mut pairs: Vec<(Region, Vec<u32>)> =
         vec![(Region { lo: vec![0; lat.dims.len()], hi: lat.dims.clone() }, (0..n).collect())];
+    // Per pair, the axes that run reversed (stencils only; see `split_geometric`).
+    let mut flips: Vec<Mirror> = vec![Mirror::default()];
     let mut label = vec![u32::MAX; n as usize];
     let mut local = vec![u32::MAX; n as usize];
     let mut axes = Vec::new();
@@ -120,7 +139,8 @@ pub fn bisem(net: &MapNetwork, pattern: &Pattern, levels: Option<u32>, seed: u64
         let max_routers = pairs.iter().map(|(r, _)| r.routers()).max().unwrap_or(1);
         match levels {
             Some(l) if level >= l => break,
-            None if max_routers <= 8 => break,
+            // Stencils are cut down to single routers: a shuffle would undo the geometry.
+            None if max_routers <= 8 && grid.is_none() => break,
             _ => {}
         }
         let dims = lat.dims.len();
@@ -132,24 +152,44 @@ pub fn bisem(net: &MapNetwork, pattern: &Pattern, levels: Option<u32>, seed: u64
         axes.push(axis);
         label.fill(u32::MAX);
         let mut next: Vec<(Region, Vec<u32>)> = Vec::with_capacity(2 * pairs.len());
-        for (region, group) in pairs {
+        let mut next_flips: Vec<Mirror> = Vec::with_capacity(2 * pairs.len());
+        for ((region, group), flip) in pairs.into_iter().zip(flips) {
             if region.extent(axis) < 2 {
                 for &r in &group {
                     label[r as usize] = next.len() as u32;
                 }
                 next.push((region, group));
+                next_flips.push(flip);
                 continue;
             }
             let (lo, hi) = region.split(axis);
-            let near_lo: Vec<bool> = next.iter().map(|(q, _)| q.adjacent(&lo, lat) && !q.adjacent(&hi, lat)).collect();
-            let near_hi: Vec<bool> = next.iter().map(|(q, _)| q.adjacent(&hi, lat) && !q.adjacent(&lo, lat)).collect();
             let (cap_lo, cap_hi) = (lo.routers() * spr, hi.routers() * spr);
             let size = group.len() as u32;
             let ideal =
                 ((size as u64 * cap_lo as u64 + (cap_lo + cap_hi) as u64 / 2) / (cap_lo + cap_hi) as u64) as u32;
             let n_lo = ideal.clamp(size.saturating_sub(cap_hi), cap_lo.min(size));
             let seed_here = seed ^ ((level as u64) << 32) ^ next.len() as u64;
-            let (g_lo, g_hi) = bisect_group(&graph, &group, &label, &near_lo, &near_hi, n_lo, seed_here, &mut local)?;
+            let (g_lo, g_hi, flip_lo, flip_hi) = match (&grid, &coords) {
+                (Some(dims), Some(xs)) => split_geometric(dims, xs, group, axis, n_lo, flip),
+                _ => {
+                    // Only the groups this one talks to can pull it: test just their regions.
+                    let mut near_lo = vec![false; next.len()];
+                    let mut near_hi = vec![false; next.len()];
+                    for &u in &group {
+                        for &v in &nbr[off[u as usize] as usize..off[u as usize + 1] as usize] {
+                            let l = label[v as usize] as usize;
+                            if l < next.len() && !near_lo[l] && !near_hi[l] {
+                                let q = &next[l].0;
+                                near_lo[l] = q.adjacent(&lo, lat) && !q.adjacent(&hi, lat);
+                                near_hi[l] = q.adjacent(&hi, lat) && !q.adjacent(&lo, lat);
+                            }
+                        }
+                    }
+                    let (a, b) = bisect_group(&graph, &group, &label, &near_lo, &near_hi, n_lo, seed_here, &mut local)?;
+                    (a, b, Mirror::default(), Mirror::default())
+                }
+            };
+            next_flips.extend([flip_lo, flip_hi]);
             for &r in &g_lo {
                 label[r as usize] = next.len() as u32;
             }
@@ -160,6 +200,7 @@ pub fn bisem(net: &MapNetwork, pattern: &Pattern, levels: Option<u32>, seed: u64
             next.push((hi, g_hi));
         }
         pairs = next;
+        flips = next_flips;
         level += 1;
     }
     // makeInitMap: shuffle every group onto its region's slots.
@@ -174,7 +215,154 @@ pub fn bisem(net: &MapNetwork, pattern: &Pattern, levels: Option<u32>, seed: u64
         }
     }
     let (regions, groups) = pairs.into_iter().unzip();
-    Ok(Bisection { host_of_rank, regions, groups, axes })
+    Ok(Bisection { host_of_rank, regions, groups, axes, grid })
+}
+
+/// The Cartesian grid `pattern` is a stencil on, if it is one: sizes per grid dimension (rank
+/// id with dimension 0 fastest, as [`Pattern::stencil`] numbers them) such that every message
+/// joins two ranks whose coordinates differ in exactly one dimension, by one step or by the
+/// wrap-around. The strides are taken from the messages' rank distances; the coarsest grid
+/// (fewest dimensions) that explains every message wins. `None` for any other pattern.
+///
+/// ```
+/// use netweave_core::mapping::{bisem::stencil_grid, Pattern};
+/// assert_eq!(stencil_grid(&Pattern::stencil(&[8, 4, 2], true, 64).unwrap()), Some(vec![8, 4, 2]));
+/// assert_eq!(stencil_grid(&Pattern::bruck(64, 64).unwrap()), None);
+/// ```
+pub fn stencil_grid(pattern: &Pattern) -> Option<Vec<u32>> {
+    /// More distinct rank distances than a 4-D periodic stencil has: not a stencil.
+    const MAX_DISTANCES: usize = 8;
+    let n = pattern.num_ranks();
+    let msgs = pattern.messages();
+    if n < 4 || msgs.is_empty() {
+        return None;
+    }
+    let mut distances: Vec<u32> = Vec::new();
+    for m in msgs {
+        let d = m.src.abs_diff(m.dst);
+        if !distances.contains(&d) {
+            if distances.len() == MAX_DISTANCES {
+                return None;
+            }
+            distances.push(d);
+        }
+    }
+    distances.sort_unstable();
+    if distances[0] != 1 {
+        return None;
+    }
+    // Chains of strides 1 = s0 < s1 < … with s_i | s_{i+1} | n, all of them rank distances.
+    let mut best: Option<Vec<u32>> = None;
+    let mut chain = vec![1u32];
+    fn grow(
+        chain: &mut Vec<u32>,
+        distances: &[u32],
+        n: u32,
+        msgs: &[crate::traffic::Message],
+        best: &mut Option<Vec<u32>>,
+    ) {
+        let last = *chain.last().unwrap();
+        let dims: Vec<u32> = chain.windows(2).map(|w| w[1] / w[0]).chain(std::iter::once(n / last)).collect();
+        if best.as_ref().is_none_or(|b| dims.len() < b.len()) && explains(&dims, msgs) {
+            *best = Some(dims);
+            return;
+        }
+        if chain.len() == 4 {
+            return;
+        }
+        for &s in distances {
+            if s > last && s % last == 0 && n % s == 0 && s < n {
+                chain.push(s);
+                grow(chain, distances, n, msgs, best);
+                chain.pop();
+            }
+        }
+    }
+    grow(&mut chain, &distances, n, msgs, &mut best);
+    best
+}
+
+/// Whether every message joins grid neighbours of `dims` (one step or wrap-around in one dimension).
+fn explains(dims: &[u32], msgs: &[crate::traffic::Message]) -> bool {
+    msgs.iter().all(|m| {
+        let (mut a, mut b) = (m.src, m.dst);
+        let mut moved = 0;
+        for &k in dims {
+            let (x, y) = (a % k, b % k);
+            a /= k;
+            b /= k;
+            if x != y {
+                let step = x.abs_diff(y);
+                if step != 1 && step != k - 1 {
+                    return false;
+                }
+                moved += 1;
+            }
+        }
+        moved == 1
+    })
+}
+
+/// Grid coordinates of every rank, `dims.len()` per rank (dimension 0 fastest in rank ids).
+fn grid_coords(dims: &[u32], n: u32) -> Vec<u32> {
+    let mut xs = Vec::with_capacity(n as usize * dims.len());
+    for r in 0..n {
+        let mut rest = r;
+        for &k in dims {
+            xs.push(rest % k);
+            rest /= k;
+        }
+    }
+    xs
+}
+
+/// Split `group` across its longest grid extent (ties to grid axis `net_axis`, then the
+/// lowest) for a cut across network axis `net_axis`: `n_lo` ranks for the lower region half,
+/// the rest for the upper, with the [`Mirror`]s of both halves.
+///
+/// The second half of the group (in the mirror's order) is laid out as the mirror image of
+/// the first through the cut plane: both its grid axis and the network axis run reversed for
+/// its own cuts. Ranks on both sides of the cut then stay next to each other whatever later
+/// cuts do (the reflected Gray code, in space), and a periodic axis closes up the same way.
+fn split_geometric(
+    dims: &[u32],
+    xs: &[u32],
+    group: Vec<u32>,
+    net_axis: usize,
+    n_lo: u32,
+    mirror: Mirror,
+) -> (Vec<u32>, Vec<u32>, Mirror, Mirror) {
+    let nd = dims.len();
+    let coord = |r: u32, d: usize| xs[r as usize * nd + d];
+    let extent = |d: usize| {
+        let (lo, hi) = group.iter().fold((u32::MAX, 0), |(lo, hi), &r| (lo.min(coord(r, d)), hi.max(coord(r, d))));
+        hi.saturating_sub(lo) + 1
+    };
+    let extents: Vec<u32> = (0..nd).map(extent).collect();
+    let axis = (0..nd).max_by_key(|&d| (extents[d], d == net_axis, nd - d)).unwrap_or(0);
+    let mut group = group;
+    // Along the axis, then by rank id (the other coordinates in grid order): ties cut cleanly.
+    if mirror.grid & (1 << axis) != 0 {
+        group.sort_unstable_by_key(|&r| (std::cmp::Reverse(coord(r, axis)), r));
+    } else {
+        group.sort_unstable_by_key(|&r| (coord(r, axis), r));
+    }
+    let mirrored = Mirror { grid: mirror.grid ^ (1 << axis), net: mirror.net ^ (1 << net_axis) };
+    if mirror.net & (1 << net_axis) != 0 {
+        // The network axis runs reversed: the first ranks in order go to the upper half.
+        let lower = group.split_off(group.len() - n_lo as usize);
+        (lower, group, mirrored, mirror)
+    } else {
+        let upper = group.split_off(n_lo as usize);
+        (group, upper, mirror, mirrored)
+    }
+}
+
+/// Which grid axes and which network axes run reversed inside a region (bit per axis).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Mirror {
+    grid: u32,
+    net: u32,
 }
 
 struct SymGraph<'a> {
@@ -227,8 +415,11 @@ fn bisect_group(
     edge_off.push(edges.len());
     let has_a = to_a.iter().any(|&w| w > 0);
     let has_b = to_b.iter().any(|&w| w > 0);
-    let part =
-        if n >= 4 { metis_bisect(n, &edges, &to_a, &to_b, &inner, has_a, has_b, n_lo, seed)? } else { vec![0u8; n] };
+    let part = if n <= EXACT_MAX {
+        exact_bisect(n, &edges, &to_a, &to_b, n_lo)
+    } else {
+        metis_bisect(n, &edges, &to_a, &to_b, &inner, has_a, has_b, n_lo, seed)?
+    };
     for &r in group {
         local[r as usize] = u32::MAX;
     }
@@ -268,6 +459,38 @@ fn bisect_group(
         }
     }
     Ok((lower, upper))
+}
+
+/// Groups up to this size are bisected exactly (every split tried): at most C(12,6) = 924
+/// candidates, cheaper than a METIS call on so small a graph and optimal.
+const EXACT_MAX: usize = 12;
+
+/// The split of a small group with exactly `n_lo` vertices on the lower side that minimises
+/// the traffic across plus the traffic pulled the wrong way (towards `a` from the upper side,
+/// towards `b` from the lower); ties to the first split in mask order. 0 (lower) / 1 (upper).
+fn exact_bisect(n: usize, edges: &[(u32, u32, u64)], to_a: &[u64], to_b: &[u64], n_lo: u32) -> Vec<u8> {
+    debug_assert!(n <= EXACT_MAX);
+    let mut best = (u128::MAX, 0u32);
+    for mask in 0u32..(1 << n) {
+        // Bit i set: vertex i on the upper side.
+        if mask.count_ones() != n as u32 - n_lo {
+            continue;
+        }
+        let mut cost: u128 = 0;
+        for i in 0..n {
+            cost += if mask >> i & 1 == 1 { to_a[i] } else { to_b[i] } as u128;
+        }
+        for &(u, v, w) in edges {
+            // Every edge is listed from both ends: count it once.
+            if u < v && (mask >> u & 1) != (mask >> v & 1) {
+                cost += w as u128;
+            }
+        }
+        if cost < best.0 {
+            best = (cost, mask);
+        }
+    }
+    (0..n).map(|i| (best.1 >> i & 1) as u8).collect()
 }
 
 /// METIS recursive bisection with the pinned super-vertices; returns 0 (lower) / 1 (upper)
@@ -322,7 +545,11 @@ fn metis_bisect(
         }
         xadj.push(adjncy.len() as metis::Idx);
     }
-    let use_traffic = inner_total > 0;
+    // The traffic constraint only matters when ranks differ in internal traffic: when every
+    // vertex carries nearly the same, balancing counts balances traffic too, and METIS's
+    // single-constraint bisection is faster and cuts less.
+    let (lightest, heaviest) = inner.iter().fold((u64::MAX, 0), |(lo, hi), &w| (lo.min(w), hi.max(w)));
+    let use_traffic = inner_total > 0 && heaviest > lightest + lightest / 8;
     let ncon: usize = if use_traffic { 2 } else { 1 };
     let pin = n as metis::Idx;
     let mut vwgt: Vec<metis::Idx> = Vec::with_capacity(nv * ncon);
@@ -430,5 +657,33 @@ mod tests {
         let p = Pattern::random_sparse(45, 3, 10, 1).unwrap();
         let b = bisem(&net, &p, None, 0).unwrap();
         check_placement(&net, 45, &b.host_of_rank).unwrap();
+    }
+
+    #[test]
+    fn stencil_grids_recognised_and_others_refused() {
+        assert_eq!(stencil_grid(&Pattern::stencil(&[8, 8, 64], true, 1).unwrap()), Some(vec![8, 8, 64]));
+        assert_eq!(stencil_grid(&Pattern::stencil(&[5, 3], false, 1).unwrap()), Some(vec![5, 3]));
+        assert_eq!(stencil_grid(&Pattern::stencil(&[2, 2, 2], true, 1).unwrap()), Some(vec![2, 2, 2]));
+        assert_eq!(stencil_grid(&Pattern::ring(16, 1).unwrap()), Some(vec![16]));
+        assert_eq!(stencil_grid(&Pattern::bruck(64, 1).unwrap()), None);
+        assert_eq!(stencil_grid(&Pattern::random_sparse(64, 3, 1, 2).unwrap()), None);
+    }
+
+    #[test]
+    fn geometric_cuts_fold_a_stencil_with_few_extra_hops() {
+        // 8x8x16 ranks onto an 8x16x8 torus: the cuts must fold the grid; the mirror images keep
+        // every message within two hops and most at one.
+        let t = torus(&[8, 16, 8], 1).unwrap();
+        let r = route(&t, Engine::Dor, &RouteOptions::default()).unwrap();
+        let net = MapNetwork::new(&t, &r, 1).unwrap();
+        let p = Pattern::stencil(&[8, 8, 16], true, 1).unwrap();
+        let b = bisem(&net, &p, None, 0).unwrap();
+        assert_eq!(b.grid, Some(vec![8, 8, 16]));
+        assert!(b.regions.iter().all(|r| r.routers() == 1), "stencils are cut down to single routers");
+        check_placement(&net, 1024, &b.host_of_rank).unwrap();
+        let ours = full_cost(&net, &p, &b.host_of_rank).hop_bytes;
+        let id = full_cost(&net, &p, &baselines::identity(&net, 1024).unwrap()).hop_bytes;
+        let bound = p.num_messages() as u128;
+        assert!(ours <= id && ours < bound * 3 / 2, "ours {ours}, identity {id}, bound {bound}");
     }
 }
