@@ -212,6 +212,9 @@ struct Walker<'a> {
     /// For per-pair injection, the injection VCs of the block's destinations by source,
     /// `injection[(dst - block_start) · H + src]` (the same strided column otherwise).
     injection: Vec<u8>,
+    /// Per switch: whether a packet entering from any of its hosts keeps its VC whatever port
+    /// it leaves by, so that its hosts share walks per injection VC.
+    hosts_keep_vc: Vec<bool>,
     /// Per source host: its entry switch's node and the port it enters by (`None` when the
     /// host has no link).
     entry: Vec<Option<(crate::topology::NodeId, Port)>>,
@@ -231,6 +234,19 @@ impl<'a> Walker<'a> {
             column: vec![0; block * topo.num_switches()],
             block_start: 0,
             injection: Vec::new(),
+            hosts_keep_vc: topo
+                .switches()
+                .iter()
+                .enumerate()
+                .map(|(sw, &node)| {
+                    let policy = routes.vc_policy();
+                    let radix = topo.radix(node);
+                    topo.neighbors(node)
+                        .iter()
+                        .filter(|a| topo.is_host(a.neighbor))
+                        .all(|a| (0..=radix).all(|out| policy.change(sw, a.port, out) == super::VcChange::Keep))
+                })
+                .collect(),
             entry: topo
                 .hosts()
                 .iter()
@@ -243,10 +259,16 @@ impl<'a> Walker<'a> {
     fn load_block(&mut self, start: usize, end: usize) {
         let (n, hosts) = (self.topo.num_switches(), self.topo.num_hosts());
         let ports = self.routes.ports();
-        for sw in 0..n {
-            let row = &ports[sw * hosts + start..sw * hosts + end];
-            for (i, &p) in row.iter().enumerate() {
-                self.column[i * n + sw] = p;
+        // A tile of switches at a time, so that both the rows read and the columns written
+        // stay in cache (writing whole columns at once strides by the switch count and thrashes).
+        const TILE: usize = 256;
+        for lo in (0..n).step_by(TILE) {
+            let hi = (lo + TILE).min(n);
+            for i in 0..end - start {
+                let column = &mut self.column[i * n + lo..i * n + hi];
+                for (k, slot) in column.iter_mut().enumerate() {
+                    *slot = ports[(lo + k) * hosts + start + i];
+                }
             }
         }
         if let Injection::PerPair { num_hosts, vcs } = &self.routes.vc_policy().injection {
@@ -294,9 +316,9 @@ impl<'a> Walker<'a> {
                 _ => policy.injection_vc(src, dst),
             };
             self.max_vc = self.max_vc.max(vc);
-            // Without VC changes in the network, hosts entering one switch on one VC share the
-            // rest of the walk (with them, the change may depend on the host's port).
-            if policy.transitions.is_none() && !topo.is_host(entry_node) && vc < 32 {
+            // Hosts entering one switch on one VC share the rest of the walk, unless the VC
+            // change at that switch depends on the host's port.
+            if !topo.is_host(entry_node) && vc < 32 && self.hosts_keep_vc[topo.kind_index(entry_node)] {
                 let (entry_stamp, entry_vcs) = &mut self.entered[topo.kind_index(entry_node)];
                 if *entry_stamp != first_walk {
                     (*entry_stamp, *entry_vcs) = (first_walk, 0);
@@ -494,6 +516,8 @@ mod tests {
             (torus(&[5, 3], 1).unwrap(), Engine::MinHop),
             (mesh(&[4, 4], 1).unwrap(), Engine::Sbp),
             (torus(&[4, 4], 1).unwrap(), Engine::Dl),
+            (random_regular(24, 4, 3, 5).unwrap(), Engine::Dl),
+            (mesh(&[3, 3], 2).unwrap(), Engine::Sbp),
             (random_regular(24, 4, 2, 3).unwrap(), Engine::Lash),
             (random_regular(24, 4, 2, 3).unwrap(), Engine::Dfsssp),
             (random_regular(24, 4, 2, 3).unwrap(), Engine::Nue),
