@@ -605,57 +605,11 @@ fn sssp_trees(
         for (k, &d) in fab.hosts_of(t).iter().enumerate() {
             let d = d as usize;
             if k == 0 || spread_hosts {
-                // Dijkstra from the destination switch along reversed channels: dist[v] is the weight
-                // of the lightest path v → t; `order` lists switches by it (parents first).
-                dist.fill(UNREACHED);
-                order.clear();
-                dist[t] = 0;
-                heap.push(0, t as u32);
-                while let Some((dv, v)) = heap.pop() {
-                    let v = v as usize;
-                    if dv > dist[v] {
-                        continue;
-                    }
-                    order.push(v as u32);
-                    for lc in fab.out(v) {
-                        let u = fab.head[lc] as usize;
-                        let nd = dv + back[lc];
-                        if nd < dist[u] {
-                            dist[u] = nd;
-                            heap.push(nd, u as u32);
-                        }
-                    }
-                }
+                lightest_paths(fab, &back, t, &mut dist, &mut order, &mut heap);
             }
             let tree = &mut next[d * n..(d + 1) * n];
             selector.record(t, fab.host_port[d]);
-            // Lightest next hops under the current weights among the switches the search found
-            // closer (so the tree has no loop); for the first host, the search's own choice.
-            for &v in &order[1..] {
-                let v = v as usize;
-                let dv = dist[v];
-                let mut best = UNREACHED;
-                cand_port.clear();
-                cand_idx.clear();
-                for (j, lc) in fab.out(v).enumerate() {
-                    let du = dist[fab.head[lc] as usize];
-                    if du >= dv {
-                        continue;
-                    }
-                    let cost = du + weight[lc];
-                    if cost < best {
-                        best = cost;
-                        cand_port.clear();
-                        cand_idx.clear();
-                    }
-                    if cost == best {
-                        cand_port.push(fab.port[lc]);
-                        cand_idx.push(j as u16);
-                    }
-                }
-                let p = selector.choose(v, k, &cand_port);
-                tree[v] = cand_idx[cand_port.iter().position(|&q| q == p).unwrap_or(0)];
-            }
+            choose_next_hops(fab, &weight, &dist, &order, &mut selector, k, tree, &mut cand_port, &mut cand_idx);
             let mut escaped = false;
             if let Some(g) = greedy.as_deref_mut() {
                 sources.clear();
@@ -675,6 +629,73 @@ fn sssp_trees(
         pending.clear();
     }
     Ok(next)
+}
+
+/// Dijkstra from switch `t` along reversed channels: `dist[v]` is the weight of the lightest
+/// path v → t under `back` (weights of the reversed channels); `order` lists the switches
+/// reached by it (parents first).
+fn lightest_paths(fab: &Fabric, back: &[u64], t: usize, dist: &mut [u64], order: &mut Vec<u32>, heap: &mut RadixHeap) {
+    dist.fill(UNREACHED);
+    order.clear();
+    dist[t] = 0;
+    heap.push(0, t as u32);
+    while let Some((dv, v)) = heap.pop() {
+        let v = v as usize;
+        if dv > dist[v] {
+            continue;
+        }
+        order.push(v as u32);
+        for lc in fab.out(v) {
+            let u = fab.head[lc] as usize;
+            let nd = dv + back[lc];
+            if nd < dist[u] {
+                dist[u] = nd;
+                heap.push(nd, u as u32);
+            }
+        }
+    }
+}
+
+/// Fill `tree` (next hops towards the search's target, local index `k` on its switch): the
+/// lightest next hops under the current weights among the switches the search found closer
+/// (so the tree has no loop); with the search's own weights, its own choice.
+#[allow(clippy::too_many_arguments)]
+fn choose_next_hops(
+    fab: &Fabric,
+    weight: &[u64],
+    dist: &[u64],
+    order: &[u32],
+    selector: &mut Selector,
+    k: usize,
+    tree: &mut [u16],
+    cand_port: &mut Vec<Port>,
+    cand_idx: &mut Vec<u16>,
+) {
+    for &v in &order[1..] {
+        let v = v as usize;
+        let dv = dist[v];
+        let mut best = UNREACHED;
+        cand_port.clear();
+        cand_idx.clear();
+        for (j, lc) in fab.out(v).enumerate() {
+            let du = dist[fab.head[lc] as usize];
+            if du >= dv {
+                continue;
+            }
+            let cost = du + weight[lc];
+            if cost < best {
+                best = cost;
+                cand_port.clear();
+                cand_idx.clear();
+            }
+            if cost == best {
+                cand_port.push(fab.port[lc]);
+                cand_idx.push(j as u16);
+            }
+        }
+        let p = selector.choose(v, k, cand_port);
+        tree[v] = cand_idx[cand_port.iter().position(|&q| q == p).unwrap_or(0)];
+    }
 }
 
 /// Add the routes of `tree` (towards switch `t`, every source switch sending its host count)
@@ -1046,7 +1067,7 @@ impl<'a> Greedy<'a> {
         let Some(escape_routes) = self.escape.as_mut() else {
             return Err(NetweaveError::Routing("escape routes on a fabric without switches".into()));
         };
-        escape_routes.towards(topo, t);
+        escape_routes.towards(t);
         for v in 0..n {
             if v == t {
                 continue;
@@ -1669,32 +1690,6 @@ mod tests {
             assert!(deadlock::check(&one, &r).unwrap().deadlock_free);
             assert!(route(&empty, engine, &RouteOptions::default()).is_ok());
             assert!(route(&bare, engine, &RouteOptions::default()).is_err());
-        }
-    }
-
-    /// The benchmark: `cargo test --release -p netweave-core --lib layered::tests::benchmark
-    /// -- --ignored --nocapture` (sizes from `NETWEAVE_BENCH_SWITCHES`, default "500,2000").
-    #[test]
-    #[ignore]
-    fn benchmark_random_regular() {
-        let sizes = std::env::var("NETWEAVE_BENCH_SWITCHES").unwrap_or_else(|_| "500,2000".into());
-        for n in sizes.split(',').filter_map(|s| s.trim().parse::<u32>().ok()) {
-            let t = random_regular(n, 8, 4, 1).unwrap();
-            for engine in [Engine::Sssp, Engine::Dfsssp, Engine::Lash] {
-                for max_vcs in [8, 16] {
-                    let start = std::time::Instant::now();
-                    let r = route(&t, engine, &RouteOptions { max_vcs, ..RouteOptions::default() });
-                    let secs = start.elapsed().as_secs_f64();
-                    let verdict = match r {
-                        Ok(r) => format!("{} VCs", r.vc_policy().num_vcs),
-                        Err(e) => e.to_string(),
-                    };
-                    eprintln!("{n} switches, {engine}, budget {max_vcs}: {secs:.2} s, {verdict}");
-                    if engine == Engine::Sssp {
-                        break;
-                    }
-                }
-            }
         }
     }
 

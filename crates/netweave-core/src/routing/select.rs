@@ -80,6 +80,17 @@ impl Selector {
         port
     }
 
+    /// The choice of an order-independent policy ([`Select::PerDestination`] or
+    /// [`Select::LowPort`]; `Balanced` falls back to the lowest port): the same as
+    /// [`choose`](Self::choose) would make, without counting, so that independent
+    /// destinations can be filled in parallel.
+    pub fn pick(policy: Select, local_index: usize, candidates: &[Port]) -> Port {
+        match policy {
+            Select::PerDestination => candidates[local_index % candidates.len()],
+            Select::LowPort | Select::Balanced => candidates[0],
+        }
+    }
+
     /// Count one more destination routed through `port` (for ports chosen without [`choose`](Self::choose)).
     pub fn record(&mut self, switch_index: usize, port: Port) {
         self.port_load[switch_index * self.stride + port as usize] += 1;

@@ -27,8 +27,7 @@
 //! keeps it when it fits in the layer budget; otherwise that destination falls back to the
 //! capped search, the shortest paths it finds within the budget.
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use rayon::prelude::*;
 
 use crate::error::{NetweaveError, Result};
 use crate::topology::metrics::SwitchGraph;
@@ -269,7 +268,10 @@ enum Mode {
     Capped(u8),
 }
 
-// Label layout: bucket in bit 62, length in bits 32..62, class in bits 0..32.
+// Label layout: bucket in bit 62, length in bits 32..62, class in bits 0..32; bit 63 marks a
+// final label during a search, and an unlabelled switch has every other bit set.
+const FINAL: u64 = 1 << 63;
+const UNLABELLED: u64 = FINAL - 1;
 fn label(bucket: u64, len: u64, class: u64) -> u64 {
     (bucket << 62) | (len << 32) | class
 }
@@ -297,77 +299,149 @@ fn extend(mode: Mode, next: u64, down: bool) -> Option<u64> {
     }
 }
 
+/// The switch-to-switch links of every switch in port order (one entry per parallel link),
+/// each with its port and whether leaving by it is an up move: the flat arrays the
+/// per-destination searches walk.
+struct OrientedLinks {
+    start: Vec<u32>,
+    far: Vec<u32>,
+    port: Vec<Port>,
+    up: Vec<bool>,
+}
+
+impl OrientedLinks {
+    fn new(topo: &Topology, tree: &UpDownTree) -> Self {
+        let n = topo.num_switches();
+        let mut links =
+            OrientedLinks { start: Vec::with_capacity(n + 1), far: Vec::new(), port: Vec::new(), up: Vec::new() };
+        for (x, &node) in topo.switches().iter().enumerate() {
+            links.start.push(links.far.len() as u32);
+            for a in topo.neighbors(node) {
+                if !topo.is_host(a.neighbor) {
+                    let y = topo.kind_index(a.neighbor);
+                    links.far.push(y as u32);
+                    links.port.push(a.port);
+                    links.up.push(tree.is_up(x, y));
+                }
+            }
+        }
+        links.start.push(links.far.len() as u32);
+        links
+    }
+
+    fn range(&self, x: usize) -> std::ops::Range<usize> {
+        self.start[x] as usize..self.start[x + 1] as usize
+    }
+}
+
 /// Per-destination-switch labels and the candidate next-hop ports they allow; the buffers
 /// are reused across destinations.
 struct Labels {
     label: Vec<u64>,
-    heap: BinaryHeap<Reverse<(u64, u32)>>,
+    /// Bucket queue of the search: `queue[bucket * (n + 1) + length]` holds the switches whose
+    /// tentative label has that bucket and length (the class only orders switches of one
+    /// queue, and no extension stays in its queue, so a queue needs no inner order).
+    queue: Vec<Vec<u32>>,
+    /// Candidate ports of switch `x`: `cand[cand_start[x]..cand_start[x] + cand_len[x]]`
+    /// (written in the order switches become final; `cand_len` 0 when it has none).
     cand_start: Vec<u32>,
+    cand_len: Vec<u8>,
     cand: Vec<Port>,
 }
 
 impl Labels {
     fn new(n: usize) -> Self {
-        Labels { label: vec![u64::MAX; n], heap: BinaryHeap::new(), cand_start: vec![0; n + 1], cand: Vec::new() }
-    }
-
-    /// Label every switch that reaches `target` (label-setting search from the target; every
-    /// extension lengthens the label, so a popped label is final).
-    fn compute(&mut self, graph: &SwitchGraph, tree: &UpDownTree, target: usize, mode: Mode) {
-        self.label.fill(u64::MAX);
-        self.heap.clear();
-        self.label[target] = 0;
-        self.heap.push(Reverse((0, target as u32)));
-        while let Some(Reverse((l, x))) = self.heap.pop() {
-            let x = x as usize;
-            if l != self.label[x] {
-                continue;
-            }
-            for &w in graph.neighbors(x) {
-                let w = w as usize;
-                if let Some(lw) = extend(mode, l, !tree.is_up(w, x)) {
-                    if lw < self.label[w] {
-                        self.label[w] = lw;
-                        self.heap.push(Reverse((lw, w as u32)));
-                    }
-                }
-            }
+        Labels {
+            label: vec![UNLABELLED; n],
+            queue: vec![Vec::new(); 2 * (n + 1)],
+            cand_start: vec![0; n],
+            cand_len: vec![0; n],
+            cand: Vec::new(),
         }
     }
 
-    /// For every labelled switch but the target, the ports (ascending) to neighbours that
-    /// realise its label.
-    fn candidates(&mut self, topo: &Topology, tree: &UpDownTree, target: usize, mode: Mode) {
-        self.cand.clear();
-        for (x, &node) in topo.switches().iter().enumerate() {
-            self.cand_start[x] = self.cand.len() as u32;
-            let lx = self.label[x];
-            if x == target || lx == u64::MAX {
-                continue;
-            }
-            for a in topo.neighbors(node) {
-                if topo.is_host(a.neighbor) {
+    /// Label every switch that reaches `target` (label-setting search from the target) and
+    /// collect, for every labelled switch but the target, the ports (ascending) to neighbours
+    /// that realise its label.
+    ///
+    /// Every extension adds one to the length and never lowers the bucket, so processing the
+    /// (bucket, length) queues in order pops each switch with its final label, like Dijkstra
+    /// with a heap but in linear time. Labels along a chain of final labels strictly
+    /// decrease, so lengths stay below the switch count and the queues suffice. The
+    /// neighbours realising a switch's label have smaller labels, hence are final when the
+    /// switch is popped: its candidates are collected in the same pass over its links.
+    fn compute(&mut self, links: &OrientedLinks, target: usize, mode: Mode) {
+        // One copy of the search per common mode, so that `extend` folds to straight-line code.
+        match mode {
+            Mode::Minimal => self.search(links, target, Mode::Minimal),
+            Mode::Capped(1) => self.search(links, target, Mode::Capped(1)),
+            _ => self.search(links, target, mode),
+        }
+    }
+
+    #[inline(always)]
+    fn search(&mut self, links: &OrientedLinks, target: usize, mode: Mode) {
+        let n = self.label.len();
+        let (label, queue, cand) = (&mut self.label, &mut self.queue, &mut self.cand);
+        let (cand_start, cand_len) = (&mut self.cand_start, &mut self.cand_len);
+        label.fill(UNLABELLED);
+        cand_len.fill(0);
+        cand.clear();
+        let queue_of = |l: u64| (l >> 62) as usize * (n + 1) + label_len(l) as usize;
+        label[target] = 0;
+        queue[0].push(target as u32);
+        let (mut g, mut last) = (0, 0);
+        while g <= last {
+            let mut current = std::mem::take(&mut queue[g]);
+            for &x in &current {
+                let x = x as usize;
+                let lx = label[x];
+                // Skip a switch already final, or queued again since with a better label.
+                if lx & FINAL != 0 || queue_of(lx) != g {
                     continue;
                 }
-                let y = topo.kind_index(a.neighbor);
-                let ly = self.label[y];
-                if ly != u64::MAX && extend(mode, ly, !tree.is_up(x, y)) == Some(lx) {
-                    self.cand.push(a.port);
+                label[x] = lx | FINAL;
+                let first = cand.len();
+                for e in links.range(x) {
+                    let w = links.far[e] as usize;
+                    let lw = label[w];
+                    if lw & FINAL != 0 {
+                        // Final neighbour: a candidate when forwarding to it realises x's label.
+                        if extend(mode, lw & !FINAL, !links.up[e]) == Some(lx) && x != target {
+                            cand.push(links.port[e]);
+                        }
+                    } else if let Some(l) = extend(mode, lx, links.up[e]) {
+                        // w → x is a down move exactly when x → w is an up move.
+                        if l < lw {
+                            label[w] = l;
+                            let q = queue_of(l);
+                            queue[q].push(w as u32);
+                            last = last.max(q);
+                        }
+                    }
                 }
+                cand_start[x] = first as u32;
+                cand_len[x] = (cand.len() - first).min(u8::MAX as usize) as u8;
             }
+            current.clear();
+            queue[g] = current;
+            g += 1;
         }
-        self.cand_start[topo.num_switches()] = self.cand.len() as u32;
+        for l in label.iter_mut() {
+            *l &= !FINAL;
+        }
     }
 
     fn ports(&self, x: usize) -> &[Port] {
-        &self.cand[self.cand_start[x] as usize..self.cand_start[x + 1] as usize]
+        let s = self.cand_start[x] as usize;
+        &self.cand[s..s + self.cand_len[x] as usize]
     }
 
     /// Most down→up turns any host-carrying switch's packets make (a packet injected at `s`
     /// arrives "up": no turn at its first switch).
     fn max_turns(&self, by_switch: &[Vec<usize>]) -> u64 {
         (0..self.label.len())
-            .filter(|&s| !by_switch[s].is_empty() && self.label[s] != u64::MAX)
+            .filter(|&s| !by_switch[s].is_empty() && self.label[s] != UNLABELLED)
             .map(|s| label_class(self.label[s]) / 2)
             .max()
             .unwrap_or(0)
@@ -379,8 +453,8 @@ impl Labels {
 /// these: any set of up*/down*-legal paths is acyclic, so a layer that only ever
 /// takes legal paths has room for every destination).
 pub(crate) struct EscapeRoutes {
-    graph: SwitchGraph,
     tree: UpDownTree,
+    links: OrientedLinks,
     labels: Labels,
 }
 
@@ -389,8 +463,9 @@ impl EscapeRoutes {
     pub(crate) fn new(topo: &Topology, root: usize) -> Result<Self> {
         let graph = SwitchGraph::new(topo);
         let tree = UpDownTree::from_graph(&graph, root)?;
+        let links = OrientedLinks::new(topo, &tree);
         let labels = Labels::new(topo.num_switches());
-        Ok(EscapeRoutes { graph, tree, labels })
+        Ok(EscapeRoutes { tree, links, labels })
     }
 
     /// Whether the move `from → to` is up (see [`UpDownTree::is_up`]).
@@ -401,9 +476,8 @@ impl EscapeRoutes {
 
     /// Compute the legal next-hop ports of every switch towards switch `target`; read them
     /// with [`ports`](Self::ports) (empty for the target and switches that cannot reach it).
-    pub(crate) fn towards(&mut self, topo: &Topology, target: usize) {
-        self.labels.compute(&self.graph, &self.tree, target, Mode::Capped(1));
-        self.labels.candidates(topo, &self.tree, target, Mode::Capped(1));
+    pub(crate) fn towards(&mut self, target: usize) {
+        self.labels.compute(&self.links, target, Mode::Capped(1));
     }
 
     /// Ports (ascending) of switch `x` after [`towards`](Self::towards).
@@ -412,7 +486,34 @@ impl EscapeRoutes {
     }
 }
 
+/// Destination switches whose in-trees are computed together (in parallel) before their
+/// columns of the table are filled; bounds the memory held to a few megabytes.
+const TREES_PER_BATCH: usize = 128;
+
+/// The legal next-hop ports towards one destination switch (CSR over switch indices) and the
+/// layers its in-tree uses.
+struct InTree {
+    target: usize,
+    cand_start: Vec<u32>,
+    cand_len: Vec<u8>,
+    cand: Vec<Port>,
+    layers: u64,
+}
+
+impl InTree {
+    fn ports(&self, x: usize) -> &[Port] {
+        let s = self.cand_start[x] as usize;
+        &self.cand[s..s + self.cand_len[x] as usize]
+    }
+}
+
 /// Shared body of up*/down* and DL: the tables and, for DL, the layers used.
+///
+/// The in-trees of the destination switches are independent searches, run in parallel a
+/// batch at a time; the table is then filled row by row (in parallel too, unless the
+/// selection policy is [`Select::Balanced`](super::Select::Balanced), whose choices depend on
+/// the order, and which keeps the sequential destination-major fill). Every choice is a pure
+/// function of the in-tree, so the table is the same whatever the thread count.
 fn tree_routes(
     topo: &Topology,
     options: &RouteOptions,
@@ -428,38 +529,82 @@ fn tree_routes(
     let graph = SwitchGraph::new(topo);
     let tree = UpDownTree::from_graph(&graph, options.root)?;
     require_reachable(topo, &graph, &tree, &by_switch, name)?;
+    let links = OrientedLinks::new(topo, &tree);
+    let n = topo.num_switches();
+    let num_hosts = topo.num_hosts();
+    let targets: Vec<usize> = (0..n).filter(|&t| !by_switch[t].is_empty()).collect();
     let mut selector = Selector::new(topo, options.select);
-    let mut labels = Labels::new(topo.num_switches());
+    let balanced = options.select == super::Select::Balanced;
     let mut layers_used = 1u64;
-    for (t, dests) in by_switch.iter().enumerate() {
-        if dests.is_empty() {
-            continue;
+    for batch in targets.chunks(TREES_PER_BATCH) {
+        let trees: Vec<InTree> = batch
+            .par_iter()
+            .map_init(
+                || Labels::new(n),
+                |labels, &t| {
+                    let mode = match layers {
+                        Layers::UpDown => Mode::Capped(1),
+                        Layers::Dl(budget) => {
+                            labels.compute(&links, t, Mode::Minimal);
+                            if labels.max_turns(&by_switch) < budget as u64 {
+                                Mode::Minimal
+                            } else {
+                                Mode::Capped(budget)
+                            }
+                        }
+                    };
+                    if mode != Mode::Minimal {
+                        labels.compute(&links, t, mode);
+                    }
+                    InTree {
+                        target: t,
+                        cand_start: labels.cand_start.clone(),
+                        cand_len: labels.cand_len.clone(),
+                        cand: labels.cand.clone(),
+                        layers: labels.max_turns(&by_switch) + 1,
+                    }
+                },
+            )
+            .collect();
+        for it in &trees {
+            layers_used = layers_used.max(it.layers);
         }
-        let mode = match layers {
-            Layers::UpDown => Mode::Capped(1),
-            Layers::Dl(budget) => {
-                labels.compute(&graph, &tree, t, Mode::Minimal);
-                if labels.max_turns(&by_switch) < budget as u64 {
-                    Mode::Minimal
-                } else {
-                    Mode::Capped(budget)
+        if balanced {
+            for it in &trees {
+                for (local, &d) in by_switch[it.target].iter().enumerate() {
+                    set_host_port(topo, &mut table, &mut selector, it.target, d);
+                    for x in 0..n {
+                        let ports = it.ports(x);
+                        if !ports.is_empty() {
+                            let port = selector.choose(x, local, ports);
+                            table.set_out_port(x, d, port);
+                        }
+                    }
                 }
             }
-        };
-        if mode != Mode::Minimal {
-            labels.compute(&graph, &tree, t, mode);
-        }
-        layers_used = layers_used.max(labels.max_turns(&by_switch) + 1);
-        labels.candidates(topo, &tree, t, mode);
-        for (local, &d) in dests.iter().enumerate() {
-            set_host_port(topo, &mut table, &mut selector, t, d);
-            for x in 0..topo.num_switches() {
-                let ports = labels.ports(x);
-                if !ports.is_empty() {
-                    let port = selector.choose(x, local, ports);
-                    table.set_out_port(x, d, port);
+        } else {
+            let policy = options.select;
+            table.out_port.par_chunks_mut(num_hosts.max(1)).enumerate().for_each(|(x, row)| {
+                for it in &trees {
+                    let dests = &by_switch[it.target];
+                    if x == it.target {
+                        let node = topo.switches()[x];
+                        for &d in dests {
+                            let dest = topo.hosts()[d];
+                            if let Some(a) = topo.neighbors(node).iter().find(|a| a.neighbor == dest) {
+                                row[d] = a.port;
+                            }
+                        }
+                        continue;
+                    }
+                    let ports = it.ports(x);
+                    if !ports.is_empty() {
+                        for (local, &d) in dests.iter().enumerate() {
+                            row[d] = Selector::pick(policy, local, ports);
+                        }
+                    }
                 }
-            }
+            });
         }
     }
     // The cap keeps turns below the budget, itself at most MAX_VCS.
@@ -741,6 +886,27 @@ mod tests {
         assert_eq!(r.ports(), up_down(&t, &opts(4)).unwrap().ports());
         let err = up_down_vcs(&t, &opts(2), 4).unwrap_err().to_string();
         assert!(err.contains("1..=2"), "{err}");
+    }
+
+    #[test]
+    fn tables_do_not_depend_on_the_thread_count() {
+        // More destination switches than one batch, so batches and rows both run in parallel.
+        let t = random_regular(TREES_PER_BATCH as u32 + 40, 4, 2, 5).unwrap();
+        let build = |threads: usize, select: Select| {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            pool.install(|| {
+                let o = RouteOptions { select, ..opts(3) };
+                (up_down(&t, &o).unwrap(), descending_layers(&t, &o).unwrap())
+            })
+        };
+        for select in Select::ALL {
+            let (ud1, dl1) = build(1, select);
+            let (ud4, dl4) = build(4, select);
+            assert_eq!(ud1.ports(), ud4.ports(), "{select}");
+            assert_eq!(dl1.ports(), dl4.ports(), "{select}");
+            assert_eq!(dl1.vc_policy(), dl4.vc_policy(), "{select}");
+            assert!(deadlock::check(&t, &dl4).unwrap().deadlock_free);
+        }
     }
 
     #[test]
