@@ -19,6 +19,26 @@ app = typer.Typer(
 )
 
 
+def _check_out(out: Path) -> None:
+    if out.exists() and not out.is_dir():
+        raise UserError(f"--out {out} exists and is not a directory")
+
+
+def _reproduce(label: str, run, as_json: bool, json_view=lambda result: result) -> Optional[dict]:
+    """Run `run(progress)` under a status line named `label`; with --json print its result (as
+    `json_view` shows it) and return None, else return the result for the command's text lines."""
+    with err_console.status(f"reproducing {label}") as status:
+        result = run(lambda msg: status.update(f"{label}: {msg}"))
+    if as_json:
+        print(json.dumps(json_view(result), indent=2, sort_keys=True, ensure_ascii=False))
+        return None
+    return result
+
+
+def _without_rows(result: dict) -> dict:
+    return {k: v for k, v in result.items() if k != "rows"}
+
+
 @app.command("lsft")
 def lsft_cmd(
     out: Path = typer.Option(..., "--out", "-o", help="Directory for the CSV files, PNG plots and summary.md."),
@@ -31,12 +51,9 @@ def lsft_cmd(
     run analyses L1-L6 at 25/50/75/100 % of the servers (up to 30.5 M flows at L6)."""
     from netweave.reproduce import lsft
 
-    if out.exists() and not out.is_dir():
-        raise UserError(f"--out {out} exists and is not a directory")
-    with err_console.status("reproducing paper 000") as status:
-        result = lsft.run(out, quick=quick, progress=lambda msg: status.update(f"paper 000: {msg}"))
-    if as_json:
-        print(json.dumps(result, indent=2, sort_keys=True, ensure_ascii=False))
+    _check_out(out)
+    result = _reproduce("paper 000", lambda progress: lsft.run(out, quick=quick, progress=progress), as_json)
+    if result is None:
         return
     print(f"Tables 1-3: Table 1 {result['table1_matching_cells']}/12 cells, Table 2 "
           f"{'identical' if result['table2_match'] else 'DIFFERENT'}, Table 3 "
@@ -59,8 +76,7 @@ def a2at_cmd(
 
     if model not in ("fluid", "flit"):
         raise UserError(f"unknown model '{model}' (known: fluid, flit)")
-    if out.exists() and not out.is_dir():
-        raise UserError(f"--out {out} exists and is not a directory")
+    _check_out(out)
     chosen = a2at.SIDES
     if sides is not None:
         try:
@@ -73,18 +89,15 @@ def a2at_cmd(
         from netweave.reproduce import a2at_flit
 
         flit_sides = chosen if sides is not None else (5, 7, 9)
-        with err_console.status("reproducing paper 001 (flit)") as status:
-            result = a2at_flit.run(out, flit_sides, progress=lambda msg: status.update(f"paper 001 flit: {msg}"))
-        if as_json:
-            print(json.dumps({k: v for k, v in result.items() if k != "rows"}, indent=2, sort_keys=True))
+        result = _reproduce("paper 001 (flit)", lambda progress: a2at_flit.run(out, flit_sides, progress=progress),
+                            as_json, _without_rows)
+        if result is None:
             return
         print("; ".join(f"{k} {v:.3f}" for k, v in result["figures"].items()))
         print(f"wrote {len(result['files'])} files to {out} (summary_flit.md)")
         return
-    with err_console.status("reproducing paper 001") as status:
-        result = a2at.run(out, chosen, progress=lambda msg: status.update(f"paper 001: {msg}"))
-    if as_json:
-        print(json.dumps({k: v for k, v in result.items() if k != "rows"}, indent=2, sort_keys=True))
+    result = _reproduce("paper 001", lambda progress: a2at.run(out, chosen, progress=progress), as_json, _without_rows)
+    if result is None:
         return
     print(f"T4: {result['t4_cells_exact']}/{result['t4_cells']} cells reach Table 1 exactly; "
           f"A2AND: {result['a2and_cells_matching']}/{result['a2and_cells']} cells as expected")
@@ -103,8 +116,7 @@ def rmatt_cmd(
     bit-reversal and the optimised map (Σhops, hop-bytes, max_link, cost, simulated time when available)."""
     from netweave.reproduce import rmatt
 
-    if out.exists() and not out.is_dir():
-        raise UserError(f"--out {out} exists and is not a directory")
+    _check_out(out)
     result = rmatt.run(out, seconds=seconds, seed=seed, size=size, replicas=replicas, echo=True)
     print(rmatt.table(result), end="")
     print(f"wrote {out}/results.json, results.md, cost_vs_time.png, link_load_histogram.png")
@@ -121,12 +133,9 @@ def routing_cmd(
     bandwidth and barrier against hops (Figs. 8, 10) and the 64-host barrier (Table 3)."""
     from netweave.reproduce import routing002
 
-    if out.exists() and not out.is_dir():
-        raise UserError(f"--out {out} exists and is not a directory")
-    with err_console.status("reproducing paper 002") as status:
-        result = routing002.run(out, quick=quick, progress=lambda msg: status.update(f"paper 002: {msg}"))
-    if as_json:
-        print(json.dumps(result, indent=2, sort_keys=True, ensure_ascii=False))
+    _check_out(out)
+    result = _reproduce("paper 002", lambda progress: routing002.run(out, quick=quick, progress=progress), as_json)
+    if result is None:
         return
     fig = result["figures"]
     print(f"A = irregular seed {result['ab']['A']['seed']}, B = seed {result['ab']['B']['seed']}; "
