@@ -12,24 +12,16 @@ from netweave import mapping, routing, topology
 from netweave.cli.common import UserError, err_console, working
 
 
-def _routes(topo, routes_arg: str):
+def _network(topo, routes_arg: str, slots_per_host: int):
+    """The mapper's network for a routes file or an engine name (`dor` on a torus or mesh
+    computes its routes from coordinates: no routing table, no size cap; see
+    :func:`netweave.mapping.network`)."""
     path = Path(routes_arg)
     if path.is_file():
-        return routing.load(topo, path)
-    engine, _, select = routes_arg.partition(":")
-    if engine in routing.ENGINES:
-        return routing.route(topo, engine, select=select or "low-port")
+        return mapping.MapNetwork(routing.load(topo, path), slots_per_host)
+    if routes_arg.partition(":")[0] in routing.ENGINES:
+        return mapping.network(topo, routes_arg, slots_per_host)
     raise UserError(f"routes '{routes_arg}' is neither a routes file nor an engine name ({', '.join(routing.ENGINES)})")
-
-
-def _network(topo, routes_arg: str, slots_per_host: int):
-    """The mapper's network: `dor` on a torus or mesh computes its routes from coordinates (no
-    routing table, no size cap); routes files and other engines are flattened tables."""
-    if not Path(routes_arg).is_file():
-        engine, _, select = routes_arg.partition(":")
-        if engine == "dor" and topo.family in ("torus", "mesh") and select in ("", "low-port", "per-destination"):
-            return mapping.network(topo, routes_arg, slots_per_host)
-    return mapping.MapNetwork(_routes(topo, routes_arg), slots_per_host)
 
 
 def _check_shape(net, shape: str) -> None:
