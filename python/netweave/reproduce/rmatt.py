@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Optional
 
 import numpy as np
 
@@ -66,16 +65,15 @@ def injection_bound_ms(num_ranks: int, block_bytes: int = 2048) -> float:
 
 def step_bottleneck_ms(net, num_ranks: int, host_of_rank, block_bytes: int = 2048) -> float:
     """Σ over Bruck's steps of that step's most loaded link's bytes / 5 GB/s: what the
-    allgather would take if the steps ran one after another, each at its bottleneck link's pace."""
-    total, k = 0.0, 1
-    while k < num_ranks:
-        blocks = min(k, num_ranks - k)
-        src = np.arange(num_ranks, dtype=np.uint32)
-        step = mapping.Pattern.from_arrays(num_ranks, src, (src + num_ranks - k) % num_ranks,
-                                           np.full(num_ranks, blocks * block_bytes, dtype=np.uint64))
-        total += mapping.cost(net, step, host_of_rank)["max_link"] / (LINK_GBYTES_PER_S * 1e9)
-        k *= 2
-    return 1e3 * total
+    allgather would take if the steps ran one after another, each at its bottleneck link's pace
+    (the mapper's ``step_max_link`` figure of the Bruck pattern, in time)."""
+    pattern = mapping.Pattern.bruck(num_ranks, block_bytes)
+    return _link_ms(mapping.cost(net, pattern, host_of_rank)["step_max_link"])
+
+
+def _link_ms(nbytes: int) -> float:
+    """Milliseconds one 5 GB/s link needs for `nbytes`."""
+    return 1e3 * nbytes / (LINK_GBYTES_PER_S * 1e9)
 
 
 def recursive_cube_placement(size: int) -> np.ndarray:
@@ -145,7 +143,7 @@ def run(out: Path, seconds: float = 60.0, seed: int = 0, size: int = 16, replica
     times = simulate_times(topo, placements)
     for name, row in rows.items():
         row["time_ms"] = times[name]
-        row["step_bottleneck_ms"] = step_bottleneck_ms(net, n, placements[name])
+        row["step_bottleneck_ms"] = _link_ms(row["step_max_link"])  # `pattern` is Bruck with its steps
     bitrev_cost = rows.get("bit-reversal", {}).get("rmatt")
     # When the optimised cost first reached bit-reversal's (time to quality).
     reach = next((t for t, v in from_bisem.trace if bitrev_cost is not None and v <= bitrev_cost), None)
