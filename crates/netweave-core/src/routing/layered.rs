@@ -34,6 +34,14 @@
 //! the destinations that did not); when the paths fit in fewer layers than the budget, the
 //! escape layer is never opened and the result is the plain layering.
 //!
+//! **Saturation.** On big fabrics the minimal paths fill the layers after a few dozen trees
+//! (about 30 of 10,000 destination switches at 10,000 switches), and every later try costs
+//! many refused searches to end in escape routes all the same. So a tree that spends more
+//! than [`LayeredParams::tree_effort`] search rounds per source takes escape routes, and once
+//! [`LayeredParams::patience`] trees have, a tree is tried only right after one that fitted
+//! or when the escapes so far number a power of two. Once the escape layer is open, a path
+//! it accepts goes there without a search.
+//!
 //! OpenSM's DFSSSP instead puts every path in layer 0 and, cycle by cycle, moves the paths of
 //! a cycle's weakest dependency up a layer; on the same SSSP paths that needed about twice
 //! as many layers (20 against 11 on a random 8-regular fabric of 500 switches, 6 against 4 on
@@ -226,11 +234,19 @@ pub struct LayeredParams {
     /// Most rounds (one channel each way) a Pearce–Kelly search may take before giving up,
     /// which counts as a refusal (safe: refusing a dependency never makes a layer cyclic).
     pub search_limit: u32,
+    /// Back-off once the layers are saturated: after this many destination trees took escape
+    /// routes, a tree is tried only when the previous one fitted or the escapes so far number
+    /// a power of two; the others take escape routes outright. 0 tries every tree.
+    pub patience: u32,
+    /// Most Pearce–Kelly search rounds a destination tree may spend per source switch; a tree
+    /// that spends more takes escape routes. This keeps a tree's cost linear in the fabric's
+    /// size once its layers are dense. 0 leaves it unbounded.
+    pub tree_effort: u32,
 }
 
 impl Default for LayeredParams {
     fn default() -> Self {
-        LayeredParams { fit: Fit::Best, tries: 0, search_limit: 1 << 13 }
+        LayeredParams { fit: Fit::Best, tries: 0, search_limit: 1 << 13, patience: 32, tree_effort: 256 }
     }
 }
 
@@ -594,7 +610,7 @@ fn sssp_trees(
     let mut order: Vec<u32> = Vec::with_capacity(n);
     let mut sources: Vec<u32> = Vec::with_capacity(n);
     let mut heap = RadixHeap::new();
-    let mut load = vec![0u64; n];
+    let mut scratch = LoadScratch { load: vec![0; n], waiting: Vec::new(), ready: Vec::new() };
     let mut cand_port: Vec<Port> = Vec::new();
     let mut cand_idx: Vec<u16> = Vec::new();
     let mut pending: Vec<(usize, bool)> = Vec::new();
@@ -617,14 +633,14 @@ fn sssp_trees(
                 escaped = g.place_tree(topo, tree, t, d, k, &sources)?;
             }
             if spread_hosts {
-                add_load(fab, t, &order, &next[d * n..(d + 1) * n], escaped, &mut weight, &mut back, &mut load);
+                add_load(fab, t, &order, &next[d * n..(d + 1) * n], escaped, &mut weight, &mut back, &mut scratch);
             } else {
                 pending.push((d, escaped));
             }
         }
         // Now the routes of all of t's hosts weigh on the channels.
         for &(d, escaped) in &pending {
-            add_load(fab, t, &order, &next[d * n..(d + 1) * n], escaped, &mut weight, &mut back, &mut load);
+            add_load(fab, t, &order, &next[d * n..(d + 1) * n], escaped, &mut weight, &mut back, &mut scratch);
         }
         pending.clear();
     }
@@ -709,10 +725,11 @@ fn add_load(
     escaped: bool,
     weight: &mut [u64],
     back: &mut [u64],
-    load: &mut [u64],
+    scratch: &mut LoadScratch,
 ) {
     let n = fab.n;
     if !escaped {
+        let load = &mut scratch.load;
         // Farthest first, so each switch's load is complete before it is passed on.
         for &v in order {
             load[v as usize] = fab.host_count(v as usize);
@@ -727,21 +744,41 @@ fn add_load(
             }
         }
     } else {
-        // Escape routes follow no search order: walk each source's path.
+        // Escape routes follow no search order: pass loads on from the leaves (a switch once
+        // all its children have), in time linear in the switches rather than the path lengths.
+        let LoadScratch { load, waiting, ready } = scratch;
+        waiting.clear();
+        waiting.resize(n, 0);
         for v in 0..n {
-            let hosts = fab.host_count(v);
-            if v == t || hosts == 0 || tree[v] == NO_HOP {
-                continue;
+            load[v] = fab.host_count(v);
+            if v != t && tree[v] != NO_HOP {
+                waiting[fab.hop(tree, v).1] += 1;
             }
-            let mut u = v;
-            while u != t {
-                let (c, p) = fab.hop(tree, u);
-                weight[c] += hosts;
-                back[fab.rev[c] as usize] += hosts;
-                u = p;
+        }
+        ready.clear();
+        ready.extend((0..n as u32).filter(|&v| v as usize != t && tree[v as usize] != NO_HOP && waiting[v as usize] == 0));
+        while let Some(v) = ready.pop() {
+            let v = v as usize;
+            let (c, p) = fab.hop(tree, v);
+            weight[c] += load[v];
+            back[fab.rev[c] as usize] += load[v];
+            load[p] += load[v];
+            waiting[p] -= 1;
+            if waiting[p] == 0 && p != t {
+                ready.push(p as u32);
             }
         }
     }
+}
+
+/// Buffers of [`add_load`].
+struct LoadScratch {
+    /// Hosts whose routes cross each switch so far.
+    load: Vec<u64>,
+    /// Children of each switch whose load is still to come.
+    waiting: Vec<u32>,
+    /// Switches whose load is complete.
+    ready: Vec<u32>,
 }
 
 /// LASH's trees: per destination switch `t`, every switch's minimal next hop chosen by
@@ -880,6 +917,11 @@ struct Greedy<'a> {
     escape: Option<EscapeRoutes>,
     /// Destinations routed on escape routes.
     escaped_trees: usize,
+    /// [`LayeredParams::patience`], and whether the last tree tried fitted.
+    patience: usize,
+    last_fitted: bool,
+    /// [`LayeredParams::tree_effort`].
+    tree_effort: u64,
     /// Per switch of the current tree: bit `l` = its path to the root is in layer `l`.
     covered: Vec<u32>,
     touched: Vec<u32>,
@@ -910,6 +952,8 @@ struct PkSearch {
     fwd: Vec<u64>,
     bwd: Vec<u64>,
     pool: Vec<u32>,
+    /// Rounds taken by all searches so far.
+    rounds: u64,
 }
 
 #[inline]
@@ -964,6 +1008,9 @@ impl<'a> Greedy<'a> {
             escape_used: false,
             escape: if fab.n == 0 { None } else { Some(EscapeRoutes::new(topo, root)?) },
             escaped_trees: 0,
+            patience: if params.patience == 0 { usize::MAX } else { params.patience as usize },
+            last_fitted: false,
+            tree_effort: if params.tree_effort == 0 { u64::MAX } else { params.tree_effort as u64 },
             covered: vec![0; fab.n],
             touched: Vec::new(),
             walked: Vec::new(),
@@ -977,6 +1024,7 @@ impl<'a> Greedy<'a> {
                 fwd: Vec::new(),
                 bwd: Vec::new(),
                 pool: Vec::new(),
+                rounds: 0,
             },
         })
     }
@@ -996,6 +1044,8 @@ impl<'a> Greedy<'a> {
     /// with it. If one fits in none, the tree's dependencies are taken back out, `tree` is
     /// replaced by up*/down* routes (next hop number `k` among the legal ones, so co-located
     /// destinations spread) and every source goes to the escape layer; returns whether so.
+    /// Once the layers are saturated ([`LayeredParams::patience`]) most trees go to the escape
+    /// layer without a try.
     fn place_tree(
         &mut self,
         topo: &Topology,
@@ -1009,9 +1059,24 @@ impl<'a> Greedy<'a> {
         let n = fab.n;
         let escape = self.escape_layer();
         self.added.clear();
-        let mut fitted = true;
+        // A try in saturated layers costs many refused searches and almost never fits.
+        let escapes = self.escaped_trees;
+        let skip = escapes >= self.patience && !escapes.is_power_of_two() && !self.last_fitted;
+        let mut fitted = !skip;
+        let sources = if skip { &[][..] } else { sources };
+        let effort = self.search.rounds.saturating_add(self.tree_effort.saturating_mul(sources.len() as u64));
         'sources: for &s in sources {
             let s = s as usize;
+            if self.search.rounds > effort {
+                fitted = false;
+                break;
+            }
+            // Once the escape layer is open, a path it accepts costs no search there and
+            // leaves the other layers' room to paths it does not.
+            if self.escape_used && self.legal(tree, t, s) {
+                self.layer_of[row * n + s] = escape as u8;
+                continue 'sources;
+            }
             // A placed ancestor's path is a suffix of this one and was refused by every layer
             // below its own; layers only grow, so they refuse this path too.
             // (Best fit places by content, not lowest first, so it tries every layer.)
@@ -1052,8 +1117,10 @@ impl<'a> Greedy<'a> {
         }
         self.touched.clear();
         if fitted {
+            self.last_fitted = true;
             return Ok(false);
         }
+        self.last_fitted = false;
         // Undo: the order of each layer stays valid without these dependencies.
         for &(l, c1, slot) in &self.added {
             let layer = &mut self.layers[l as usize];
@@ -1266,6 +1333,7 @@ impl PkSearch {
         let mut visited = 0usize;
         loop {
             visited += 1;
+            self.rounds += 1;
             if visited > limit {
                 return None;
             }
@@ -1591,6 +1659,26 @@ mod tests {
                 let (r, stats) = with(&t, &o, &params).unwrap();
                 assert_eq!(stats.layers, 2);
                 assert!(stats.escaped_trees > 0);
+                let rep = deadlock::check(&t, &r).unwrap();
+                assert!(rep.deadlock_free && rep.vcs_used <= 2, "{:?}", rep.cycle);
+            }
+        }
+    }
+
+    #[test]
+    fn saturation_back_off_and_effort_bound_only_add_escapes() {
+        // Trying fewer trees, or giving each less search effort, sends more destinations to
+        // the escape layer; the result stays deadlock-free within the budget either way.
+        let t = random_regular(64, 6, 2, 5).unwrap();
+        let o = RouteOptions { max_vcs: 2, ..RouteOptions::default() };
+        let exhaustive = LayeredParams { patience: 0, tree_effort: 0, ..LayeredParams::default() };
+        let hasty = LayeredParams { patience: 1, ..exhaustive };
+        let frugal = LayeredParams { tree_effort: 1, ..exhaustive };
+        for with in [dfsssp_with as LayeredFn, lash_with as LayeredFn] {
+            let (_, all) = with(&t, &o, &exhaustive).unwrap();
+            for params in [hasty, frugal] {
+                let (r, stats) = with(&t, &o, &params).unwrap();
+                assert!(stats.escaped_trees > all.escaped_trees, "{params:?}: {stats:?} against {all:?}");
                 let rep = deadlock::check(&t, &r).unwrap();
                 assert!(rep.deadlock_free && rep.vcs_used <= 2, "{:?}", rep.cycle);
             }

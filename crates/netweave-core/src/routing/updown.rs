@@ -456,6 +456,8 @@ pub(crate) struct EscapeRoutes {
     tree: UpDownTree,
     links: OrientedLinks,
     labels: Labels,
+    /// The target of the last [`towards`](Self::towards), whose ports `labels` holds.
+    target: Option<usize>,
 }
 
 impl EscapeRoutes {
@@ -465,7 +467,7 @@ impl EscapeRoutes {
         let tree = UpDownTree::from_graph(&graph, root)?;
         let links = OrientedLinks::new(topo, &tree);
         let labels = Labels::new(topo.num_switches());
-        Ok(EscapeRoutes { tree, links, labels })
+        Ok(EscapeRoutes { tree, links, labels, target: None })
     }
 
     /// Whether the move `from → to` is up (see [`UpDownTree::is_up`]).
@@ -476,8 +478,12 @@ impl EscapeRoutes {
 
     /// Compute the legal next-hop ports of every switch towards switch `target`; read them
     /// with [`ports`](Self::ports) (empty for the target and switches that cannot reach it).
+    /// Consecutive calls for one target (co-located destination hosts) compute it once.
     pub(crate) fn towards(&mut self, target: usize) {
-        self.labels.compute(&self.links, target, Mode::Capped(1));
+        if self.target != Some(target) {
+            self.labels.compute(&self.links, target, Mode::Capped(1));
+            self.target = Some(target);
+        }
     }
 
     /// Ports (ascending) of switch `x` after [`towards`](Self::towards).
