@@ -72,20 +72,24 @@
 //!
 //! # Cost
 //!
-//! Release build, random 8-regular switch graphs with 4 hosts per switch and the 16×16×16
-//! torus, on a shared 2-core machine under a load average of 13–17 (so several times a quiet
-//! machine's figures; `benches/README.md` has the OpenSM comparison measured alongside):
+//! Release build on a quiet 2-core machine, budget 8 VCs, random 8-regular switch graphs
+//! (4 hosts per switch; 2 at 10,000 switches) and the 16×16×16 torus (`benches/README.md`
+//! has the commands and the OpenSM comparison). "Escaped" counts destination trees on
+//! up*/down* routes (hosts for `dfsssp`, switches for `lash`).
 //!
 //! | fabric | `dfsssp` | `lash` |
 //! |---|---|---|
-//! | 500 switches | 8 VCs in 4.0 s (9 without escapes) | 7 VCs in 2.7 s, minimal |
-//! | 2,000 switches | 8 VCs in 111 s | 8 VCs in 118 s |
-//! | 16×16×16 torus | 7 VCs in 33 s, minimal | 8 VCs in 24 s |
+//! | 500 switches | 8 VCs in 0.60 s, 828 of 2,000 escaped (9 VCs without) | 7 VCs in 0.54 s, minimal |
+//! | 2,000 switches | 8 VCs in 8.6 s, 7,308 of 8,000 escaped | 8 VCs in 5.9 s, 1,836 of 2,000 escaped |
+//! | 10,000 switches | 8 VCs in 85 s, nearly all escaped | 8 VCs in 41 s, 9,971 of 10,000 escaped |
+//! | 16×16×16 torus | 7 VCs in 8.1 s, minimal | 8 VCs in 4.6 s |
 //!
-//! The layering's time is the Pearce–Kelly searches in dense layers, and on fabrics whose
-//! paths need more layers than the budget, the tries that end in escape routes: it grows
-//! much faster than the fabric, so 10,000 switches take many minutes; `updown`, `dl` and
-//! `nue` are the engines for fabrics that size.
+//! The layering's time is the Pearce–Kelly searches in dense layers; the saturation rules
+//! above keep it from growing faster than the trees that still fit. On big random fabrics
+//! minimal paths need far more than 7 layers, so most destinations end on up*/down* routes
+//! in the escape layer, and other engines keep paths shorter there: at 2,000 switches the
+//! average is 5.15 hops for `lash` and 5.17 for `dfsssp`, against 5.28 for `updown`, 4.69 for
+//! `nue` and 3.96 for `dl` (minimal for every pair, with 3 VCs).
 //!
 //! ```
 //! use netweave_core::topology::grid::torus;
@@ -756,7 +760,9 @@ fn add_load(
             }
         }
         ready.clear();
-        ready.extend((0..n as u32).filter(|&v| v as usize != t && tree[v as usize] != NO_HOP && waiting[v as usize] == 0));
+        ready.extend(
+            (0..n as u32).filter(|&v| v as usize != t && tree[v as usize] != NO_HOP && waiting[v as usize] == 0),
+        );
         while let Some(v) = ready.pop() {
             let v = v as usize;
             let (c, p) = fab.hop(tree, v);
