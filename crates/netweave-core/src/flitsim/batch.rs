@@ -408,10 +408,7 @@ fn drive(
     (after_sent, after_arrival): (Csr, Csr),
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<BatchResult> {
-    let mut sim = Sim::new(topo, routes, cfg)?;
-    if let Some((dims, hosts_per_router)) = super::booksim_torus_of(topo, cfg) {
-        sim.use_booksim_torus(dims, hosts_per_router)?;
-    }
+    let mut sim = super::new_sim(topo, routes, cfg)?;
     let hosts = topo.num_hosts();
     let total_flits: u64 = msgs.iter().map(|m| m.flits as u64).sum();
     let track_tasks = !after_sent.base.is_empty();

@@ -100,16 +100,19 @@ pub fn build_network(cfg: &SimConfig) -> Result<(Topology, RoutingTable)> {
     Ok((topo, routes))
 }
 
-/// Whether the config asks for BookSim's own torus `dim_order` (random tie-breaking, VC class
-/// fixed on entering a dimension) rather than the routing layer's table (`dor`).
-pub(crate) fn booksim_torus_of(topo: &Topology, cfg: &SimConfig) -> Option<(Vec<u32>, u32)> {
+/// The simulator for `cfg` on `routes`, every run mode's one way in. When the config asks for
+/// BookSim's own torus `dim_order` (random tie-breaking, VC class fixed on entering a
+/// dimension) it routes that way rather than by the routing layer's table (`dor`).
+pub(crate) fn new_sim<'a>(topo: &'a Topology, routes: &'a RoutingTable, cfg: &SimConfig) -> Result<engine::Sim<'a>> {
+    let mut sim = engine::Sim::new(topo, routes, cfg)?;
     let named = matches!(cfg.routing_function.as_str(), "dim_order" | "dim_order_torus");
     // With one VC per destination the table's DOR is used, as BookSim's dim_order_ni.
-    if !named || topo.family() != "torus" || cfg.vc_per_destination {
-        return None;
+    if named && topo.family() == "torus" && !cfg.vc_per_destination {
+        if let Some(lat) = lattice_of(topo) {
+            sim.use_booksim_torus(lat.dims, lat.hosts_per_router)?;
+        }
     }
-    let lat = lattice_of(topo)?;
-    Some((lat.dims, lat.hosts_per_router))
+    Ok(sim)
 }
 
 /// The lattice of a mesh / torus topology, for the digit patterns.

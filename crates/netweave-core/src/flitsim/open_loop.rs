@@ -182,10 +182,7 @@ pub fn run_open_loop(
     pattern: &Pattern,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<OpenLoopResult> {
-    let mut sim = Sim::new(topo, routes, cfg)?;
-    if let Some((dims, hosts_per_router)) = super::booksim_torus_of(topo, cfg) {
-        sim.use_booksim_torus(dims, hosts_per_router)?;
-    }
+    let mut sim = super::new_sim(topo, routes, cfg)?;
     let n = topo.num_hosts();
     let rate = cfg.packet_rate();
     let mut w = OpenLoop {
