@@ -223,7 +223,8 @@ def network(topology, routes, slots_per_host: int = 1) -> MapNetwork:
     if isinstance(routes, str):
         engine, _, select = routes.partition(":")
         select = select or "low-port"
-        if engine == "dor" and topology.family in ("torus", "mesh") and select != "balanced":
+        shape = topology.structure.get("shape")
+        if engine == "dor" and shape in ("torus", "mesh") and select != "balanced":
             return MapNetwork.dor(topology, select, slots_per_host)
         from netweave import routing
 

@@ -164,7 +164,7 @@ impl PyMapNetwork {
             Some(l) => {
                 let d = PyDict::new(py);
                 d.set_item("dims", l.dims.clone())?;
-                d.set_item("torus", l.torus)?;
+                d.set_item("torus", l.wrap())?;
                 d.set_item("hosts_per_router", l.hosts_per_router)?;
                 Ok(d.into_any().unbind())
             }

@@ -27,6 +27,12 @@ impl PyTopology {
     fn params(&self, py: Python<'_>) -> PyResult<PyObject> {
         to_py(py, self.inner.params())
     }
+    /// The typed shape as a dict: `{"kind": "lattice", "shape": "torus", "dims": [...],
+    /// "hosts_per_router": 1}`, `{"kind": "lsft", "order": 3, ...}`, `{"kind": "generic"}`, …
+    #[getter]
+    fn structure(&self, py: Python<'_>) -> PyResult<PyObject> {
+        to_py(py, self.inner.structure())
+    }
     #[getter]
     fn num_hosts(&self) -> usize {
         self.inner.num_hosts()

@@ -30,6 +30,7 @@ use serde::Serialize;
 
 use crate::error::{NetweaveError, Result};
 use crate::routing::{route, Engine, RouteOptions, RoutingTable};
+use crate::topology::structure::LatticeShape;
 use crate::topology::{grid, Topology};
 use crate::traffic::{Message, Schedule};
 
@@ -107,22 +108,17 @@ pub(crate) fn new_sim<'a>(topo: &'a Topology, routes: &'a RoutingTable, cfg: &Si
     let mut sim = engine::Sim::new(topo, routes, cfg)?;
     let named = matches!(cfg.routing_function.as_str(), "dim_order" | "dim_order_torus");
     // With one VC per destination the table's DOR is used, as BookSim's dim_order_ni.
-    if named && topo.family() == "torus" && !cfg.vc_per_destination {
-        if let Some(lat) = lattice_of(topo) {
-            sim.use_booksim_torus(lat.dims, lat.hosts_per_router)?;
+    if named && !cfg.vc_per_destination {
+        if let Some(lat) = topo.structure().lattice().filter(|l| l.shape == LatticeShape::Torus) {
+            sim.use_booksim_torus(lat.dims.clone(), lat.hosts_per_router)?;
         }
     }
     Ok(sim)
 }
 
 /// The lattice of a mesh / torus topology, for the digit patterns.
-pub fn lattice_of(topo: &Topology) -> Option<pattern::Lattice> {
-    if topo.family() != "torus" && topo.family() != "mesh" {
-        return None;
-    }
-    let dims: Vec<u32> = serde_json::from_value(topo.params().get("dims")?.clone()).ok()?;
-    let hosts_per_router = topo.params().get("hosts_per_router")?.as_u64()? as u32;
-    Some(pattern::Lattice { dims, hosts_per_router })
+pub fn lattice_of(topo: &Topology) -> Option<&pattern::Lattice> {
+    topo.structure().lattice().filter(|l| l.shape != LatticeShape::Hypercube)
 }
 
 /// The open-loop destination pattern the config names.
@@ -130,7 +126,7 @@ pub fn pattern_of(topo: &Topology, cfg: &SimConfig) -> Result<Pattern> {
     Pattern::new(
         &cfg.traffic,
         topo.num_hosts() as u32,
-        lattice_of(topo).as_ref(),
+        lattice_of(topo),
         cfg.perm_seed,
         &cfg.hotspot_hosts,
         cfg.hotspot_fraction,
@@ -145,7 +141,7 @@ pub fn schedule_of(topo: &Topology, cfg: &SimConfig) -> Result<Schedule> {
     match cfg.schedule.as_str() {
         "alltoall-shift" | "alltoall" | "shift" => Schedule::shift_alltoall(n, bytes),
         name => {
-            let p = Pattern::new(name, n, lattice_of(topo).as_ref(), cfg.perm_seed, &cfg.hotspot_hosts, 1.0).map_err(
+            let p = Pattern::new(name, n, lattice_of(topo), cfg.perm_seed, &cfg.hotspot_hosts, 1.0).map_err(
                 |_| {
                     NetweaveError::InvalidParameter(format!(
                         "schedule must be alltoall-shift or a permutation pattern ({}), got '{name}'",

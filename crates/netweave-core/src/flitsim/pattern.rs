@@ -18,12 +18,7 @@ use rand_chacha::ChaCha8Rng;
 
 use crate::error::Result;
 
-/// A lattice shape for the digit patterns: `dims` routers per dimension, `c` hosts per router.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Lattice {
-    pub dims: Vec<u32>,
-    pub hosts_per_router: u32,
-}
+pub use crate::topology::structure::Lattice;
 
 /// A destination pattern over `num_hosts` hosts.
 #[derive(Clone, Debug)]
@@ -174,6 +169,7 @@ impl Pattern {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::topology::structure::LatticeShape;
 
     fn is_perm(p: &Pattern, n: u32) -> bool {
         let mut seen = vec![false; n as usize];
@@ -185,7 +181,7 @@ mod tests {
 
     #[test]
     fn deterministic_patterns_are_permutations() {
-        let lat = Lattice { dims: vec![4, 4], hosts_per_router: 1 };
+        let lat = Lattice { shape: LatticeShape::Torus, dims: vec![4, 4], hosts_per_router: 1 };
         for name in ["bitcomp", "transpose", "bitrev", "shuffle", "butterfly", "tornado", "neighbor", "randperm"] {
             let p = Pattern::new(name, 16, Some(&lat), 7, &[0], 1.0).unwrap();
             assert!(is_perm(&p, 16), "{name}");
@@ -207,7 +203,7 @@ mod tests {
 
     #[test]
     fn tornado_goes_halfway_round() {
-        let lat = Lattice { dims: vec![8], hosts_per_router: 1 };
+        let lat = Lattice { shape: LatticeShape::Torus, dims: vec![8], hosts_per_router: 1 };
         let p = Pattern::new("tornado", 8, Some(&lat), 0, &[0], 1.0).unwrap();
         assert_eq!(p.fixed(0), Some(3));
         assert_eq!(p.fixed(6), Some(1));
