@@ -286,7 +286,7 @@ mod tests {
     use crate::topology::fat_tree::fat_tree;
     use crate::topology::grid::{hypercube, hyperx, mesh, torus};
     use crate::topology::lsft::latin_square_fat_tree;
-    use crate::topology::metrics::SwitchGraph;
+    use crate::topology::fabric::SwitchFabric;
     use crate::topology::random::random_regular;
     use crate::topology::{LinkSpec, TopologyBuilder};
 
@@ -297,7 +297,7 @@ mod tests {
     /// Walk every pair: minimal (switch hops = BFS distance), dimensions visited in
     /// non-decreasing order, never more VCs than declared. Returns the highest VC seen + 1.
     fn check_routes(t: &Topology, r: &RoutingTable) -> u8 {
-        let g = SwitchGraph::new(t);
+        let g = SwitchFabric::new(t);
         let mut dist = vec![u32::MAX; t.num_switches()];
         let mut queue = Vec::new();
         let mut hops: Vec<Hop> = Vec::new();

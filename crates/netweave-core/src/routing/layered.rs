@@ -105,7 +105,7 @@
 use rayon::prelude::*;
 
 use crate::error::{NetweaveError, Result};
-use crate::topology::metrics::SwitchGraph;
+use crate::topology::fabric::SwitchFabric;
 use crate::topology::{Port, Topology};
 
 use super::minhop::hosts_by_switch;
@@ -207,7 +207,7 @@ pub fn lash_with(
 ) -> Result<(RoutingTable, LayeredStats)> {
     check_budget("lash", options)?;
     let fab = Fabric::new(topo, "lash")?;
-    let mut greedy = Greedy::new(topo, &fab, options, params, fab.n)?;
+    let mut greedy = Greedy::new(topo, &fab, options, params, fab.num_switches)?;
     let next = lash_trees(topo, &fab, options.select, &mut greedy)?;
     let layering = greedy.finish();
     let stats = layering.stats();
@@ -272,19 +272,10 @@ fn check_budget(engine: &str, options: &RouteOptions) -> Result<()> {
     Ok(())
 }
 
-/// Switch-to-switch channels in flat arrays, numbered so that each switch's out-channels are
-/// contiguous and in port order ("local channels"), plus where every host hangs.
+/// The shared [`SwitchFabric`] plus the numbering of its channel dependencies the layered
+/// engines count in (the view's fields and methods are reached through `Deref`).
 struct Fabric {
-    /// Number of switches.
-    n: usize,
-    num_hosts: usize,
-    /// Local channels of switch `v`: `out_start[v]..out_start[v + 1]`.
-    out_start: Vec<u32>,
-    head: Vec<u32>,
-    tail: Vec<u32>,
-    port: Vec<Port>,
-    /// The channel of the same link in the other direction.
-    rev: Vec<u32>,
+    view: SwitchFabric,
     /// Dependency slots of channel `c = a→b`: `slot_base[c] + j` stands for `c` followed by
     /// `b`'s `j`-th out-channel.
     slot_base: Vec<usize>,
@@ -292,49 +283,32 @@ struct Fabric {
     /// for `b`'s `i`-th in-channel (the reverse of its `i`-th out-channel) followed by `c = b→x`.
     rslot_base: Vec<usize>,
     num_slots: usize,
-    /// Hosts of switch `v`: `host_list[host_start[v]..host_start[v + 1]]`, host order.
-    host_start: Vec<u32>,
-    host_list: Vec<u32>,
-    /// Switch of every host, and the port of that switch leading to it.
-    host_switch: Vec<u32>,
-    host_port: Vec<Port>,
+}
+
+impl std::ops::Deref for Fabric {
+    type Target = SwitchFabric;
+    fn deref(&self) -> &SwitchFabric {
+        &self.view
+    }
 }
 
 impl Fabric {
     fn new(topo: &Topology, engine: &str) -> Result<Self> {
-        let n = topo.num_switches();
-        let by_switch = hosts_by_switch(topo)?;
-        let mut out_start = Vec::with_capacity(n + 1);
-        let (mut head, mut tail, mut port, mut orig) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        for (v, &node) in topo.switches().iter().enumerate() {
-            out_start.push(head.len() as u32);
-            for a in topo.neighbors(node) {
-                if !topo.is_host(a.neighbor) {
-                    head.push(topo.kind_index(a.neighbor) as u32);
-                    tail.push(v as u32);
-                    port.push(a.port);
-                    orig.push(a.channel);
-                }
-            }
-        }
-        out_start.push(head.len() as u32);
-        let mut local = vec![u32::MAX; topo.num_channels()];
-        for (lc, &c) in orig.iter().enumerate() {
-            local[c as usize] = lc as u32;
-        }
-        let rev: Vec<u32> = orig.iter().map(|&c| local[(c ^ 1) as usize]).collect();
-        let mut slot_base = Vec::with_capacity(head.len() + 1);
+        // Every host must hang on a switch (the error names the first that does not).
+        hosts_by_switch(topo)?;
+        let view = SwitchFabric::new(topo);
+        let mut slot_base = Vec::with_capacity(view.num_channels() + 1);
         let mut acc = 0usize;
-        for &h in &head {
+        for &h in &view.head {
             slot_base.push(acc);
-            acc += (out_start[h as usize + 1] - out_start[h as usize]) as usize;
+            acc += view.out_degree(h as usize);
         }
         slot_base.push(acc);
-        let mut rslot_base = Vec::with_capacity(head.len() + 1);
+        let mut rslot_base = Vec::with_capacity(view.num_channels() + 1);
         let mut racc = 0usize;
-        for &t in &tail {
+        for &t in &view.tail {
             rslot_base.push(racc);
-            racc += (out_start[t as usize + 1] - out_start[t as usize]) as usize;
+            racc += view.out_degree(t as usize);
         }
         rslot_base.push(racc);
         if acc > MAX_SLOTS {
@@ -342,52 +316,9 @@ impl Fabric {
                 "{engine}: the fabric has {acc} possible channel dependencies, more than the {MAX_SLOTS} it can track"
             )));
         }
-        let mut host_start = Vec::with_capacity(n + 1);
-        let mut host_list = Vec::with_capacity(topo.num_hosts());
-        let mut host_switch = vec![0u32; topo.num_hosts()];
-        let mut host_port = vec![NO_PORT; topo.num_hosts()];
-        for (v, hosts) in by_switch.iter().enumerate() {
-            host_start.push(host_list.len() as u32);
-            let node = topo.switches()[v];
-            for &h in hosts {
-                host_list.push(h as u32);
-                host_switch[h] = v as u32;
-                let host_node = topo.hosts()[h];
-                host_port[h] =
-                    topo.neighbors(node).iter().find(|a| a.neighbor == host_node).map_or(NO_PORT, |a| a.port);
-            }
-        }
-        host_start.push(host_list.len() as u32);
-        let fab = Fabric {
-            n,
-            num_hosts: topo.num_hosts(),
-            out_start,
-            head,
-            tail,
-            port,
-            rev,
-            slot_base,
-            rslot_base,
-            num_slots: acc,
-            host_start,
-            host_list,
-            host_switch,
-            host_port,
-        };
+        let fab = Fabric { view, slot_base, rslot_base, num_slots: acc };
         fab.check_connected(topo, engine)?;
         Ok(fab)
-    }
-
-    fn out(&self, v: usize) -> std::ops::Range<usize> {
-        self.out_start[v] as usize..self.out_start[v + 1] as usize
-    }
-
-    fn hosts_of(&self, v: usize) -> &[u32] {
-        &self.host_list[self.host_start[v] as usize..self.host_start[v + 1] as usize]
-    }
-
-    fn host_count(&self, v: usize) -> u64 {
-        (self.host_start[v + 1] - self.host_start[v]) as u64
     }
 
     /// Reverse slot of dependency `c1 → c2` (`c2` leaves the switch `c1` enters).
@@ -407,8 +338,8 @@ impl Fabric {
     /// `root` if it reaches the switches with hosts, else the first switch with hosts (the
     /// root of the escape routes must lie in the hosts' component).
     fn escape_root(&self, root: usize) -> usize {
-        let root = root.min(self.n - 1);
-        let mut seen = vec![false; self.n];
+        let root = root.min(self.num_switches - 1);
+        let mut seen = vec![false; self.num_switches];
         let mut queue = vec![root as u32];
         seen[root] = true;
         let mut head = 0;
@@ -426,13 +357,13 @@ impl Fabric {
                 }
             }
         }
-        (0..self.n).find(|&v| self.host_count(v) > 0).unwrap_or(root)
+        (0..self.num_switches).find(|&v| self.host_count(v) > 0).unwrap_or(root)
     }
 
     /// Errors, naming the components, when hosts sit on switches that cannot reach each other.
     fn check_connected(&self, topo: &Topology, engine: &str) -> Result<()> {
         // Union-find over the links; components are few and small to name.
-        let mut parent: Vec<u32> = (0..self.n as u32).collect();
+        let mut parent: Vec<u32> = (0..self.num_switches as u32).collect();
         fn find(parent: &mut [u32], mut v: u32) -> u32 {
             while parent[v as usize] != v {
                 parent[v as usize] = parent[parent[v as usize] as usize];
@@ -447,7 +378,7 @@ impl Fabric {
             }
         }
         let mut roots: Vec<u32> =
-            (0..self.n).filter(|&v| self.host_count(v) > 0).map(|v| find(&mut parent, v as u32)).collect();
+            (0..self.num_switches).filter(|&v| self.host_count(v) > 0).map(|v| find(&mut parent, v as u32)).collect();
         roots.sort_unstable();
         roots.dedup();
         if roots.len() <= 1 {
@@ -457,7 +388,7 @@ impl Fabric {
             .iter()
             .take(4)
             .map(|&r| {
-                let members: Vec<usize> = (0..self.n).filter(|&v| find(&mut parent, v as u32) == r).collect();
+                let members: Vec<usize> = (0..self.num_switches).filter(|&v| find(&mut parent, v as u32) == r).collect();
                 let shown: Vec<&str> = members.iter().take(3).map(|&v| topo.label(topo.switches()[v])).collect();
                 let more = if members.len() > 3 { ", …" } else { "" };
                 format!("{{{}{more}}} ({} switches)", shown.join(", "), members.len())
@@ -475,7 +406,7 @@ impl Fabric {
     /// out-channel switch `v` takes towards the tree's destination (a host, or with
     /// [`PerSwitch`] every host of the tree's switch).
     fn table(&self, topo: &Topology, engine: &str, next: &[u16], trees: TreeKind) -> RoutingTable {
-        let (n, nh) = (self.n, self.num_hosts);
+        let (n, nh) = (self.num_switches, self.num_hosts);
         let mut table = RoutingTable::new(topo, engine);
         // Blocks of switches: `next` is read a short run per destination and the table written
         // a few rows at a time, so neither side thrashes the cache.
@@ -518,7 +449,7 @@ impl Fabric {
             // One layer: every pair on VC 0, no need for a hosts² table.
             return Ok(VcPolicy::single());
         }
-        let (n, nh) = (self.n, self.num_hosts);
+        let (n, nh) = (self.num_switches, self.num_hosts);
         if nh.saturating_mul(nh) > MAX_PAIR_TABLE {
             return Err(NetweaveError::Routing(format!(
                 "{engine}: a per-pair VC table for {nh} hosts would take {} GiB",
@@ -603,7 +534,7 @@ fn sssp_trees(
     spread_hosts: bool,
     mut greedy: Option<&mut Greedy>,
 ) -> Result<Vec<u16>> {
-    let n = fab.n;
+    let n = fab.num_switches;
     let mut next = vec![NO_HOP; n * fab.num_hosts];
     // weight[c] of channel c, and back[c] = weight[rev[c]] so that relaxing the channels
     // towards a settled switch reads memory in order.
@@ -731,7 +662,7 @@ fn add_load(
     back: &mut [u64],
     scratch: &mut LoadScratch,
 ) {
-    let n = fab.n;
+    let n = fab.num_switches;
     if !escaped {
         let load = &mut scratch.load;
         // Farthest first, so each switch's load is complete before it is passed on.
@@ -791,8 +722,8 @@ struct LoadScratch {
 /// `select`, in `next[t * n + v]`; each tree is layered as soon as it is known, and routing
 /// stops once the budget is exceeded.
 fn lash_trees(topo: &Topology, fab: &Fabric, select: Select, greedy: &mut Greedy) -> Result<Vec<u16>> {
-    let n = fab.n;
-    let graph = SwitchGraph::new(topo);
+    let n = fab.num_switches;
+    let graph = SwitchFabric::new(topo);
     let mut next = vec![NO_HOP; n * n];
     let mut selector = Selector::new(topo, select);
     let mut dist = vec![u32::MAX; n];
@@ -1001,7 +932,7 @@ impl<'a> Greedy<'a> {
         num_trees: usize,
     ) -> Result<Self> {
         let budget = (options.max_vcs as usize).clamp(1, MAX_VCS as usize);
-        let root = if fab.n == 0 { 0 } else { fab.escape_root(options.root) };
+        let root = if fab.num_switches == 0 { 0 } else { fab.escape_root(options.root) };
         Ok(Greedy {
             fab,
             fit: params.fit,
@@ -1010,14 +941,14 @@ impl<'a> Greedy<'a> {
             ranked: Vec::new(),
             budget,
             layers: Vec::new(),
-            layer_of: vec![0; fab.n * num_trees],
+            layer_of: vec![0; fab.num_switches * num_trees],
             escape_used: false,
-            escape: if fab.n == 0 { None } else { Some(EscapeRoutes::new(topo, root)?) },
+            escape: if fab.num_switches == 0 { None } else { Some(EscapeRoutes::new(topo, root)?) },
             escaped_trees: 0,
             patience: if params.patience == 0 { usize::MAX } else { params.patience as usize },
             last_fitted: false,
             tree_effort: if params.tree_effort == 0 { u64::MAX } else { params.tree_effort as u64 },
-            covered: vec![0; fab.n],
+            covered: vec![0; fab.num_switches],
             touched: Vec::new(),
             walked: Vec::new(),
             tentative: Vec::new(),
@@ -1062,7 +993,7 @@ impl<'a> Greedy<'a> {
         sources: &[u32],
     ) -> Result<bool> {
         let fab = self.fab;
-        let n = fab.n;
+        let n = fab.num_switches;
         let escape = self.escape_layer();
         self.added.clear();
         // A try in saturated layers costs many refused searches and almost never fits.
@@ -1425,7 +1356,7 @@ mod tests {
     use crate::topology::fat_tree::k_ary_n_tree;
     use crate::topology::grid::{hypercube, mesh, torus};
     use crate::topology::lsft::latin_square_fat_tree;
-    use crate::topology::metrics::SwitchGraph;
+    use crate::topology::fabric::SwitchFabric;
     use crate::topology::random::{irregular, random_regular};
     use crate::topology::{LinkSpec, TopologyBuilder};
 
@@ -1555,7 +1486,7 @@ mod tests {
         for (name, t) in families() {
             for select in Select::ALL {
                 let r = lash(&t, &opts(select)).unwrap();
-                let graph = SwitchGraph::new(&t);
+                let graph = SwitchFabric::new(&t);
                 let mut dist = vec![0; t.num_switches()];
                 let mut path = Vec::new();
                 for d in 0..t.num_hosts() {

@@ -9,7 +9,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::error::Result;
-use crate::topology::metrics::SwitchGraph;
+use crate::topology::fabric::SwitchFabric;
 use crate::topology::Topology;
 use crate::traffic::Schedule;
 
@@ -53,7 +53,7 @@ struct Partial {
 /// Measure `routes` on `topo` over all ordered host pairs.
 pub fn route_metrics(topo: &Topology, routes: &RoutingTable) -> Result<RouteMetrics> {
     routes.check_fits(topo)?;
-    let graph = SwitchGraph::new(topo);
+    let graph = SwitchFabric::new(topo);
     let host_switch: Vec<usize> =
         topo.hosts().iter().map(|&h| topo.host_switch(h).map_or(usize::MAX, |s| topo.kind_index(s))).collect();
     let mut by_switch: Vec<Vec<usize>> = vec![Vec::new(); topo.num_switches()];

@@ -64,7 +64,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use crate::error::{NetweaveError, Result};
-use crate::topology::metrics::SwitchGraph;
+use crate::topology::fabric::SwitchFabric;
 use crate::topology::{Port, Topology};
 
 use rayon::prelude::*;
@@ -154,17 +154,19 @@ pub fn nue_with(topo: &Topology, options: &RouteOptions, params: &NueParams) -> 
         return Ok((table, stats));
     }
     let by_switch = hosts_by_switch(topo)?;
-    let graph = SwitchGraph::new(topo);
-    let in_comp = main_component(topo, &graph, &by_switch)?;
+    let view = SwitchFabric::new(topo);
+    let in_comp = main_component(topo, &view, &by_switch)?;
     let comp_size = in_comp.iter().filter(|&&b| b).count();
-    let fab = Fabric::new(topo, &by_switch)?;
+    let fab = Fabric::new(view)?;
+    let graph: &SwitchFabric = &fab;
+    let host_counts: Vec<u32> = by_switch.iter().map(|h| h.len() as u32).collect();
 
-    let dest_switches: Vec<u32> = (0..fab.ns as u32).filter(|&s| !by_switch[s as usize].is_empty()).collect();
+    let dest_switches: Vec<u32> = (0..fab.num_switches as u32).filter(|&s| !by_switch[s as usize].is_empty()).collect();
     let k = (options.max_vcs as usize).min(dest_switches.len()).max(1);
     let layer_of = match params.partition {
-        LayerPartition::Clustered => clustered_partition(&graph, &dest_switches, &fab.hosts, k),
+        LayerPartition::Clustered => clustered_partition(graph, &dest_switches, &host_counts, k),
         LayerPartition::RoundRobin => {
-            let mut l = vec![u8::MAX; fab.ns];
+            let mut l = vec![u8::MAX; fab.num_switches];
             for (i, &s) in dest_switches.iter().enumerate() {
                 l[s as usize] = (i % k) as u8;
             }
@@ -172,7 +174,6 @@ pub fn nue_with(topo: &Topology, options: &RouteOptions, params: &NueParams) -> 
         }
     };
 
-    let host_port = host_ports(topo)?;
     let layers: Vec<Vec<u32>> = (0..k as u8)
         .map(|l| dest_switches.iter().copied().filter(|&s| layer_of[s as usize] == l).collect::<Vec<u32>>())
         .filter(|d| !d.is_empty())
@@ -196,9 +197,9 @@ pub fn nue_with(topo: &Topology, options: &RouteOptions, params: &NueParams) -> 
     let mut weights = vec![w0; fab.nc()];
     let ctx = LayerInput {
         fab: &fab,
-        graph: &graph,
+        graph,
         by_switch: &by_switch,
-        host_port: &host_port,
+        host_port: &fab.host_port,
         in_comp: &in_comp,
         comp_size,
     };
@@ -236,7 +237,7 @@ pub fn nue_with(topo: &Topology, options: &RouteOptions, params: &NueParams) -> 
 /// What every layer reads.
 struct LayerInput<'a> {
     fab: &'a Fabric,
-    graph: &'a SwitchGraph,
+    graph: &'a SwitchFabric,
     by_switch: &'a [Vec<usize>],
     host_port: &'a [Port],
     in_comp: &'a [bool],
@@ -269,7 +270,7 @@ struct LayerRun {
 impl LayerRun {
     fn new(ctx: &LayerInput, dests: &[u32], topo: &Topology, select: super::Select) -> Self {
         let fab = ctx.fab;
-        let mut bfs = BfsScratch::new(fab.ns);
+        let mut bfs = BfsScratch::new(fab.num_switches);
         let mut tree = Tree::default();
         let root = layer_centre(ctx.graph, dests, &mut bfs);
         tree.build(fab, ctx.graph, root, &mut bfs);
@@ -288,7 +289,7 @@ impl LayerRun {
             layer,
             search,
             selector: Selector::new(topo, select),
-            cols: vec![super::NO_PORT; num_hosts * fab.ns],
+            cols: vec![super::NO_PORT; num_hosts * fab.num_switches],
             col_host: Vec::with_capacity(num_hosts),
             delta: Vec::new(),
             stats: NueStats::default(),
@@ -298,7 +299,7 @@ impl LayerRun {
     /// Route the hosts of this layer's `round`-th destination switch.
     fn step(&mut self, ctx: &LayerInput, round: usize, weights: &[u64]) {
         let Some(&t) = self.dests.get(round) else { return };
-        let (fab, ns) = (ctx.fab, ctx.fab.ns);
+        let (fab, ns) = (ctx.fab, ctx.fab.num_switches);
         let (search, layer, stats) = (&mut self.search, &mut self.layer, &mut self.stats);
         let reached = search.search(ctx, layer, weights, t, stats);
         if reached < ctx.comp_size {
@@ -346,52 +347,32 @@ impl LayerRun {
     }
 }
 
-/// Switch-to-switch channels in compact form (CSR by sending switch) and the slots of the
-/// complete channel dependency graph: dependency `c → d` (d leaving the switch c enters) is
-/// slot `edge_base[c] + pos[d]`.
+/// The shared [`SwitchFabric`] (reached through `Deref`) and the slots of the complete channel
+/// dependency graph: dependency `c → d` (d leaving the switch c enters) is slot
+/// `edge_base[c] + pos[d]`.
 struct Fabric {
-    ns: usize,
-    out_off: Vec<u32>,
-    /// Sending and receiving switch (switch indices), reverse channel, port at the sender.
-    head: Vec<u32>,
-    tail: Vec<u32>,
-    rev: Vec<u32>,
-    port: Vec<Port>,
+    view: SwitchFabric,
     /// Position of a channel among its sender's out-channels.
     pos: Vec<u32>,
     edge_base: Vec<usize>,
-    /// Hosts per switch (the sources whose load a channel carries).
-    hosts: Vec<u32>,
+}
+
+impl std::ops::Deref for Fabric {
+    type Target = SwitchFabric;
+    fn deref(&self) -> &SwitchFabric {
+        &self.view
+    }
 }
 
 impl Fabric {
-    fn new(topo: &Topology, by_switch: &[Vec<usize>]) -> Result<Self> {
-        let ns = topo.num_switches();
-        let mut compact = vec![NONE; topo.num_channels()];
-        let mut out_off = Vec::with_capacity(ns + 1);
-        let (mut head, mut tail, mut port, mut orig) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        out_off.push(0u32);
-        for (v, &node) in topo.switches().iter().enumerate() {
-            for a in topo.neighbors(node) {
-                if topo.is_host(a.neighbor) {
-                    continue;
-                }
-                compact[a.channel as usize] = head.len() as u32;
-                head.push(v as u32);
-                tail.push(topo.kind_index(a.neighbor) as u32);
-                port.push(a.port);
-                orig.push(a.channel);
-            }
-            out_off.push(head.len() as u32);
-        }
-        let nc = head.len();
-        let rev: Vec<u32> = orig.iter().map(|&c| compact[(c ^ 1) as usize]).collect();
-        let pos: Vec<u32> = (0..nc).map(|c| c as u32 - out_off[head[c] as usize]).collect();
+    fn new(view: SwitchFabric) -> Result<Self> {
+        let nc = view.num_channels();
+        let pos: Vec<u32> = (0..nc).map(|c| c as u32 - view.out_start[view.tail[c] as usize]).collect();
         let mut edge_base = Vec::with_capacity(nc + 1);
         let mut acc = 0usize;
-        for &t in &tail {
+        for &h in &view.head {
             edge_base.push(acc);
-            acc += (out_off[t as usize + 1] - out_off[t as usize]) as usize;
+            acc += view.out_degree(h as usize);
         }
         edge_base.push(acc);
         if acc > u32::MAX as usize {
@@ -401,16 +382,15 @@ impl Fabric {
                 u32::MAX
             )));
         }
-        let hosts = by_switch.iter().map(|h| h.len() as u32).collect();
-        Ok(Fabric { ns, out_off, head, tail, rev, port, pos, edge_base, hosts })
+        Ok(Fabric { view, pos, edge_base })
     }
 
     fn nc(&self) -> usize {
-        self.head.len()
+        self.view.num_channels()
     }
 
     fn out(&self, v: u32) -> std::ops::Range<u32> {
-        self.out_off[v as usize]..self.out_off[v as usize + 1]
+        self.out_start[v as usize]..self.out_start[v as usize + 1]
     }
 
     /// Slot of dependency `c → d` (requires `tail[c] == head[d]`).
@@ -420,23 +400,9 @@ impl Fabric {
     }
 }
 
-/// Port of each host's link on its switch (host index order).
-fn host_ports(topo: &Topology) -> Result<Vec<Port>> {
-    topo.hosts()
-        .iter()
-        .map(|&h| {
-            topo.neighbors(h)
-                .iter()
-                .find(|a| !topo.is_host(a.neighbor))
-                .map(|a| a.neighbor_port)
-                .ok_or_else(|| NetweaveError::Routing(format!("host {} is not attached to a switch", topo.label(h))))
-        })
-        .collect()
-}
-
 /// Switches of the component holding the hosts; an error naming the components when hosts
 /// sit in more than one.
-fn main_component(topo: &Topology, graph: &SwitchGraph, by_switch: &[Vec<usize>]) -> Result<Vec<bool>> {
+fn main_component(topo: &Topology, graph: &SwitchFabric, by_switch: &[Vec<usize>]) -> Result<Vec<bool>> {
     let ns = graph.len();
     let mut comp = vec![u32::MAX; ns];
     let mut members: Vec<Vec<u32>> = Vec::new();
@@ -515,7 +481,7 @@ fn farthest(dist: &[u32], set: &[u32]) -> u32 {
 /// Split the destination switches into `k` balanced, spatially compact layers by recursive
 /// bisection: sort a part by BFS distance from one of its peripheral members and cut it
 /// where the host weight reaches the share of the first half's layers.
-fn clustered_partition(graph: &SwitchGraph, dests: &[u32], hosts: &[u32], k: usize) -> Vec<u8> {
+fn clustered_partition(graph: &SwitchFabric, dests: &[u32], hosts: &[u32], k: usize) -> Vec<u8> {
     let mut layer_of = vec![u8::MAX; graph.len()];
     let mut bfs = BfsScratch::new(graph.len());
     let mut work: Vec<(Vec<u32>, usize, usize)> = vec![(dests.to_vec(), k, 0)];
@@ -550,7 +516,7 @@ fn clustered_partition(graph: &SwitchGraph, dests: &[u32], hosts: &[u32], k: usi
 
 /// A switch central to `dests`: least eccentricity towards them (then least distance sum),
 /// from the middle of a double-sweep diameter path improved by a bounded local search.
-fn layer_centre(graph: &SwitchGraph, dests: &[u32], bfs: &mut BfsScratch) -> u32 {
+fn layer_centre(graph: &SwitchFabric, dests: &[u32], bfs: &mut BfsScratch) -> u32 {
     graph.bfs(dests[0] as usize, &mut bfs.dist, &mut bfs.queue);
     let a = farthest(&bfs.dist, dests);
     graph.bfs(a as usize, &mut bfs.other, &mut bfs.queue);
@@ -604,8 +570,8 @@ struct Tree {
 impl Tree {
     /// BFS tree from `root`; each switch hangs off the neighbour one level up that has the
     /// fewest children so far, so the tree (and its escape paths) is not lopsided.
-    fn build(&mut self, fab: &Fabric, graph: &SwitchGraph, root: u32, bfs: &mut BfsScratch) {
-        let ns = fab.ns;
+    fn build(&mut self, fab: &Fabric, graph: &SwitchFabric, root: u32, bfs: &mut BfsScratch) {
+        let ns = fab.num_switches;
         self.root = root;
         graph.bfs(root as usize, &mut bfs.dist, &mut bfs.queue);
         self.depth.clear();
@@ -621,15 +587,15 @@ impl Tree {
             }
             let mut pick = NONE;
             for c in fab.out(v) {
-                let p = fab.tail[c as usize];
+                let p = fab.head[c as usize];
                 if self.depth[p as usize] + 1 == dv
-                    && (pick == NONE || nchild[p as usize] < nchild[fab.tail[pick as usize] as usize])
+                    && (pick == NONE || nchild[p as usize] < nchild[fab.head[pick as usize] as usize])
                 {
                     pick = c;
                 }
             }
             self.parent_ch[v as usize] = pick;
-            nchild[fab.tail[pick as usize] as usize] += 1;
+            nchild[fab.head[pick as usize] as usize] += 1;
         }
         self.child_off.clear();
         self.child_off.push(0);
@@ -644,7 +610,7 @@ impl Tree {
         for &v in &bfs.queue {
             let pc = self.parent_ch[v as usize];
             if pc != NONE {
-                let p = fab.tail[pc as usize] as usize;
+                let p = fab.head[pc as usize] as usize;
                 self.children[fill[p] as usize] = v;
                 fill[p] += 1;
             }
@@ -669,7 +635,7 @@ impl Tree {
         if pc == NONE {
             NONE
         } else {
-            fab.tail[pc as usize]
+            fab.head[pc as usize]
         }
     }
 
@@ -696,7 +662,7 @@ struct Layer {
 
 impl Layer {
     fn new(fab: &Fabric) -> Self {
-        let max_deg = (0..fab.ns).map(|v| fab.out_off[v + 1] - fab.out_off[v]).max().unwrap_or(0) as usize;
+        let max_deg = (0..fab.num_switches).map(|v| fab.out_start[v + 1] - fab.out_start[v]).max().unwrap_or(0) as usize;
         let words = max_deg.div_ceil(64).max(1);
         Layer {
             state: vec![UNUSED; *fab.edge_base.last().unwrap_or(&0)],
@@ -738,7 +704,7 @@ impl Layer {
         let nc = fab.nc();
         let maxd = tree.depth.iter().filter(|&&d| d != u32::MAX).max().copied().unwrap_or(0) as u64;
         let mut key = vec![1u64 << 40; nc];
-        for v in 0..fab.ns {
+        for v in 0..fab.num_switches {
             let pc = tree.parent_ch[v];
             if pc != NONE {
                 let d = tree.depth[v] as u64;
@@ -754,12 +720,12 @@ impl Layer {
             self.ord[c as usize] = i as u32;
         }
         // Up-up: every switch climbs to the root.
-        for v in 0..fab.ns as u32 {
+        for v in 0..fab.num_switches as u32 {
             let pc = tree.parent_ch[v as usize];
             if pc == NONE {
                 continue;
             }
-            let ppc = tree.parent_ch[fab.tail[pc as usize] as usize];
+            let ppc = tree.parent_ch[fab.head[pc as usize] as usize];
             if ppc != NONE {
                 self.use_dep(fab, pc, ppc);
             }
@@ -778,7 +744,7 @@ impl Layer {
                     break;
                 }
                 done[down as usize] = true;
-                let p = fab.tail[pc as usize];
+                let p = fab.head[pc as usize];
                 let ppc = tree.parent_ch[p as usize];
                 if ppc != NONE {
                     self.use_dep(fab, fab.rev[ppc as usize], down);
@@ -839,7 +805,7 @@ struct Search {
 
 impl Search {
     fn new(fab: &Fabric) -> Self {
-        let (ns, nc) = (fab.ns, fab.nc());
+        let (ns, nc) = (fab.num_switches, fab.nc());
         Search {
             settled: vec![false; ns],
             best_key: vec![u64::MAX; ns],
@@ -893,11 +859,11 @@ impl Search {
     /// Run the search until the heap is empty; returns how many switches are reached.
     fn resume(&mut self, fab: &Fabric, layer: &mut Layer, w: &[u64], stats: &mut NueStats) -> usize {
         while let Some(Reverse((key, c))) = self.heap.pop() {
-            let v = fab.head[c as usize];
+            let v = fab.tail[c as usize];
             if self.settled[v as usize] || self.best_ch[v as usize] != c || self.best_key[v as usize] != key {
                 continue;
             }
-            let u = fab.tail[c as usize];
+            let u = fab.head[c as usize];
             let cu = self.chan[u as usize];
             if cu != NONE {
                 let e = fab.edge(c, cu);
@@ -939,7 +905,7 @@ impl Search {
         let mut reached = self.dijkstra(fab, layer, w, t, stats);
         while reached < ctx.comp_size {
             let mut progress = false;
-            for x in 0..fab.ns as u32 {
+            for x in 0..fab.num_switches as u32 {
                 if ctx.in_comp[x as usize] && !self.settled[x as usize] && self.backtrack(fab, layer, w, x, stats) {
                     stats.backtracks += 1;
                     progress = true;
@@ -991,13 +957,13 @@ impl Search {
     /// and those of a's current children into a's new one. Returns whether x was attached.
     fn backtrack(&mut self, fab: &Fabric, layer: &mut Layer, w: &[u64], x: u32, stats: &mut NueStats) -> bool {
         for cx in fab.out(x) {
-            let a = fab.tail[cx as usize];
+            let a = fab.head[cx as usize];
             let old = self.chan[a as usize];
             if !self.settled[a as usize] || old == NONE {
                 continue;
             }
             'next: for ca in fab.out(a) {
-                let b = fab.tail[ca as usize];
+                let b = fab.head[ca as usize];
                 if ca == old || !self.settled[b as usize] || self.rank[b as usize] >= self.rank[a as usize] {
                     continue;
                 }
@@ -1008,7 +974,7 @@ impl Search {
                 }
                 self.kids.clear();
                 for o in fab.out(a) {
-                    let s = fab.tail[o as usize];
+                    let s = fab.head[o as usize];
                     let cs = fab.rev[o as usize];
                     if self.settled[s as usize] && self.chan[s as usize] == cs {
                         if layer.state[fab.edge(cs, ca)] == BLOCKED {
@@ -1101,7 +1067,7 @@ impl Search {
     fn relax(&mut self, fab: &Fabric, layer: &Layer, w: &[u64], u: u32) {
         for o in fab.out(u) {
             let c = fab.rev[o as usize];
-            let v = fab.tail[o as usize];
+            let v = fab.head[o as usize];
             if self.settled[v as usize] {
                 continue;
             }
@@ -1120,7 +1086,7 @@ impl Search {
         self.best_key[v as usize] = u64::MAX;
         self.best_ch[v as usize] = NONE;
         for c in fab.out(v) {
-            let u = fab.tail[c as usize];
+            let u = fab.head[c as usize];
             if !self.settled[u as usize] {
                 continue;
             }
@@ -1280,7 +1246,7 @@ impl Search {
     #[inline]
     fn expand_forward(&mut self, fab: &Fabric, layer: &Layer, c: u32, ub: u32, ef: u32, eb: u32) -> bool {
         let words = layer.words;
-        let o = fab.out_off[fab.tail[c as usize] as usize];
+        let o = fab.out_start[fab.head[c as usize] as usize];
         for w in 0..words {
             let mut bits = layer.succ[c as usize * words + w];
             while bits != 0 {
@@ -1304,7 +1270,7 @@ impl Search {
     #[inline]
     fn expand_backward(&mut self, fab: &Fabric, layer: &Layer, c: u32, lb: u32, ef: u32, eb: u32) -> bool {
         let words = layer.words;
-        let o = fab.out_off[fab.head[c as usize] as usize];
+        let o = fab.out_start[fab.tail[c as usize] as usize];
         for w in 0..words {
             let mut bits = layer.pred[c as usize * words + w];
             while bits != 0 {
@@ -1343,17 +1309,17 @@ impl Search {
         // as the fill cursor per parent.
         self.child_off.fill(0);
         for &v in &self.order[1..] {
-            self.child_off[fab.tail[self.chan[v as usize] as usize] as usize + 1] += 1;
+            self.child_off[fab.head[self.chan[v as usize] as usize] as usize + 1] += 1;
         }
-        for i in 0..fab.ns {
+        for i in 0..fab.num_switches {
             self.child_off[i + 1] += self.child_off[i];
         }
         self.child.clear();
         self.child.resize(self.order.len() - 1, NONE);
         self.work.clear();
-        self.work.extend_from_slice(&self.child_off[..fab.ns]);
+        self.work.extend_from_slice(&self.child_off[..fab.num_switches]);
         for &v in &self.order[1..] {
-            let p = fab.tail[self.chan[v as usize] as usize] as usize;
+            let p = fab.head[self.chan[v as usize] as usize] as usize;
             self.child[self.work[p] as usize] = v;
             self.work[p] += 1;
         }
@@ -1361,7 +1327,7 @@ impl Search {
         self.in_f.fill(false);
         self.in_f[t as usize] = true;
         let mut moved = 0;
-        for v in 0..fab.ns as u32 {
+        for v in 0..fab.num_switches as u32 {
             if in_comp[v as usize] && !self.settled[v as usize] {
                 moved += self.join(fab, layer, v);
             }
@@ -1410,7 +1376,7 @@ impl Search {
             let u = self.order[head];
             head += 1;
             for o in fab.out(u) {
-                let v = fab.tail[o as usize];
+                let v = fab.head[o as usize];
                 if v != t && self.chan[v as usize] == fab.rev[o as usize] {
                     self.order.push(v);
                 }
@@ -1435,7 +1401,7 @@ impl Search {
             self.chan[y as usize] = self.esc[y as usize];
             self.work.push(y);
             moved += 1;
-            y = fab.tail[self.esc[y as usize] as usize];
+            y = fab.head[self.esc[y as usize] as usize];
         }
         moved
     }
@@ -1476,19 +1442,19 @@ impl Search {
         self.hop[t as usize] = 0;
         self.child_off.fill(0);
         for &v in &self.order[1..] {
-            let u = fab.tail[self.base[v as usize] as usize];
+            let u = fab.head[self.base[v as usize] as usize];
             self.hop_base[v as usize] = self.hop_base[u as usize] + 1;
             self.child_off[u as usize + 1] += 1;
         }
-        for i in 0..fab.ns {
+        for i in 0..fab.num_switches {
             self.child_off[i + 1] += self.child_off[i];
         }
         self.child.clear();
         self.child.resize(self.order.len() - 1, NONE);
         self.work.clear();
-        self.work.extend_from_slice(&self.child_off[..fab.ns]);
+        self.work.extend_from_slice(&self.child_off[..fab.num_switches]);
         for &v in &self.order[1..] {
-            let u = fab.tail[self.base[v as usize] as usize] as usize;
+            let u = fab.head[self.base[v as usize] as usize] as usize;
             self.child[self.work[u] as usize] = v;
             self.work[u] += 1;
         }
@@ -1500,7 +1466,7 @@ impl Search {
         for i in 0..self.order.len() {
             let v = self.order[i];
             for c in fab.out(v) {
-                let u = fab.tail[c as usize];
+                let u = fab.head[c as usize];
                 if self.rank[u as usize] < i as u32 && self.hop_base[u as usize] < self.hop_base[v as usize] {
                     self.feas.push(c);
                 }
@@ -1524,7 +1490,7 @@ impl Search {
             self.cand_ports.clear();
             for f in self.feas_off[i]..self.feas_off[i + 1] {
                 let c = self.feas[f as usize];
-                let u = fab.tail[c as usize];
+                let u = fab.head[c as usize];
                 if self.hop[u as usize] + 1 > limit {
                     continue;
                 }
@@ -1549,14 +1515,14 @@ impl Search {
                 }
             };
             self.chan[v as usize] = c;
-            self.hop[v as usize] = self.hop[fab.tail[c as usize] as usize] + 1;
+            self.hop[v as usize] = self.hop[fab.head[c as usize] as usize] + 1;
         }
     }
 
     /// Record for each channel of the routed tree the number of source hosts it carries.
     fn add_load(&mut self, fab: &Fabric, delta: &mut Vec<(u32, u64)>, t: u32) {
         for &v in &self.order {
-            self.acc[v as usize] = fab.hosts[v as usize] as u64;
+            self.acc[v as usize] = fab.host_count(v as usize);
         }
         for &v in self.order.iter().rev() {
             if v == t {
@@ -1565,7 +1531,7 @@ impl Search {
             let c = self.chan[v as usize];
             let load = self.acc[v as usize];
             delta.push((c, load));
-            self.acc[fab.tail[c as usize] as usize] += load;
+            self.acc[fab.head[c as usize] as usize] += load;
         }
     }
 }

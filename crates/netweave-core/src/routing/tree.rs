@@ -369,14 +369,14 @@ mod tests {
     use crate::topology::fat_tree::{fat_tree, k_ary_n_tree, pgft};
     use crate::topology::grid::torus;
     use crate::topology::lsft::latin_square_fat_tree;
-    use crate::topology::metrics::SwitchGraph;
+    use crate::topology::fabric::SwitchFabric;
     use crate::topology::random::irregular;
     use crate::topology::{ChannelId, LinkSpec, TopologyBuilder};
     use crate::traffic::Schedule;
 
     /// Every pair is delivered over a minimal path (switch hops = BFS distance + 2 host links).
     fn assert_minimal(t: &Topology, r: &RoutingTable) {
-        let g = SwitchGraph::new(t);
+        let g = SwitchFabric::new(t);
         let mut dist = vec![u32::MAX; t.num_switches()];
         let mut queue = Vec::new();
         let mut path = Vec::new();
@@ -618,7 +618,7 @@ mod tests {
     fn lsft_spines_off_the_route_still_have_minimal_entries() {
         let t = latin_square_fat_tree(3, true, true).unwrap();
         let r = lsft(&t, &RouteOptions::default()).unwrap();
-        let g = SwitchGraph::new(&t);
+        let g = SwitchFabric::new(&t);
         let mut dist = vec![u32::MAX; t.num_switches()];
         let mut queue = Vec::new();
         for d in 0..t.num_hosts() {

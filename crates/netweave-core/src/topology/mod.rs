@@ -27,6 +27,7 @@ use crate::error::{NetweaveError, Result};
 
 pub mod dragonfly;
 pub mod ethernet;
+pub mod fabric;
 pub mod fat_tree;
 pub mod galois;
 pub mod grid;
