@@ -141,14 +141,12 @@ pub fn schedule_of(topo: &Topology, cfg: &SimConfig) -> Result<Schedule> {
     match cfg.schedule.as_str() {
         "alltoall-shift" | "alltoall" | "shift" => Schedule::shift_alltoall(n, bytes),
         name => {
-            let p = Pattern::new(name, n, lattice_of(topo), cfg.perm_seed, &cfg.hotspot_hosts, 1.0).map_err(
-                |_| {
-                    NetweaveError::InvalidParameter(format!(
-                        "schedule must be alltoall-shift or a permutation pattern ({}), got '{name}'",
-                        pattern::NAMES.join(", ")
-                    ))
-                },
-            )?;
+            let p = Pattern::new(name, n, lattice_of(topo), cfg.perm_seed, &cfg.hotspot_hosts, 1.0).map_err(|_| {
+                NetweaveError::InvalidParameter(format!(
+                    "schedule must be alltoall-shift or a permutation pattern ({}), got '{name}'",
+                    pattern::NAMES.join(", ")
+                ))
+            })?;
             let Some(_) = p.fixed(0) else {
                 return crate::invalid!("schedule '{name}' is random; a batch needs a permutation pattern");
             };

@@ -283,10 +283,10 @@ fn dateline_transitions(topo: &Topology, lat: &Lattice, coords: &[u32]) -> VcTra
 mod tests {
     use super::*;
     use crate::routing::{deadlock, route, Engine, Hop, Select};
+    use crate::topology::fabric::SwitchFabric;
     use crate::topology::fat_tree::fat_tree;
     use crate::topology::grid::{hypercube, hyperx, mesh, torus};
     use crate::topology::lsft::latin_square_fat_tree;
-    use crate::topology::fabric::SwitchFabric;
     use crate::topology::random::random_regular;
     use crate::topology::{LinkSpec, TopologyBuilder};
 

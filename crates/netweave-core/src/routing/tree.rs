@@ -244,7 +244,9 @@ pub fn d_mod_k(topo: &Topology, options: &RouteOptions) -> Result<RoutingTable> 
 /// choice (module docs). Errors in one line for other families.
 pub fn lsft(topo: &Topology, options: &RouteOptions) -> Result<RoutingTable> {
     // A malformed one gets LsftLayout's message naming the bad parameter.
-    if !matches!(topo.structure(), Structure::Lsft(_)) && !matches!(topo.structure(), Structure::Malformed { expected, .. } if expected == "lsft") {
+    if !matches!(topo.structure(), Structure::Lsft(_))
+        && !matches!(topo.structure(), Structure::Malformed { expected, .. } if expected == "lsft")
+    {
         return crate::invalid!("lsft routing needs a Latin-square fat-tree (family lsft); this is {}", topo.family());
     }
     let lay = LsftLayout::from_topology(topo)?;
@@ -366,10 +368,10 @@ mod tests {
     use super::*;
     use crate::analysis::analyze;
     use crate::routing::{deadlock, route, Engine, Select};
+    use crate::topology::fabric::SwitchFabric;
     use crate::topology::fat_tree::{fat_tree, k_ary_n_tree, pgft};
     use crate::topology::grid::torus;
     use crate::topology::lsft::latin_square_fat_tree;
-    use crate::topology::fabric::SwitchFabric;
     use crate::topology::random::irregular;
     use crate::topology::{ChannelId, LinkSpec, TopologyBuilder};
     use crate::traffic::Schedule;

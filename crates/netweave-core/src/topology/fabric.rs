@@ -220,4 +220,3 @@ impl SwitchFabric {
         (self.host_start[v + 1] - self.host_start[v]) as u64
     }
 }
-

@@ -48,7 +48,12 @@ fn fmt_dims(dims: &[u32]) -> String {
 /// Check `dims` (non-empty, every size ≥ 1, product fits `u32`) and return the lattice with
 /// its router strides (dimension 0 fastest). HyperX shares the node layout, so it is laid out
 /// through a lattice too (its ports differ, and its structure says HyperX).
-fn checked_lattice(family: &str, shape: LatticeShape, dims: &[u32], hosts_per_router: u32) -> Result<(Lattice, Vec<u32>)> {
+fn checked_lattice(
+    family: &str,
+    shape: LatticeShape,
+    dims: &[u32],
+    hosts_per_router: u32,
+) -> Result<(Lattice, Vec<u32>)> {
     if dims.is_empty() {
         return crate::invalid!("{family}: give at least one dimension");
     }

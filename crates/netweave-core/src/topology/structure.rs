@@ -248,7 +248,11 @@ impl Structure {
                     Ok(d) if (1..=31).contains(&d) => d,
                     _ => return Err(lacks("dim")),
                 };
-                Structure::Lattice(Lattice { shape: LatticeShape::Hypercube, dims: vec![2; dim as usize], hosts_per_router })
+                Structure::Lattice(Lattice {
+                    shape: LatticeShape::Hypercube,
+                    dims: vec![2; dim as usize],
+                    hosts_per_router,
+                })
             }
             "hyperx" => Structure::Hyperx {
                 dims: dims_of()?,
@@ -267,7 +271,11 @@ impl Structure {
             }
             "lsft" => {
                 // The order itself (q ≥ 2, a prime power) is checked by whoever builds the plane.
-                Structure::Lsft(LsftLayout { order: u32_of("order")?, two_sided: flag("two_sided"), reduced: flag("reduced") })
+                Structure::Lsft(LsftLayout {
+                    order: u32_of("order")?,
+                    two_sided: flag("two_sided"),
+                    reduced: flag("reduced"),
+                })
             }
             "switch_tree" => Structure::SwitchTree {
                 fanouts: list_of("fanouts")?,
@@ -356,7 +364,8 @@ mod tests {
         assert!(text.contains("\"structure\": {\"kind\":\"lattice\""), "{text}");
         assert_eq!(io::json::read(&text).unwrap().structure(), t.structure());
         // A version-1 file without the field: derived from family and params.
-        let old: String = text.lines().filter(|l| !l.trim_start().starts_with("\"structure\"")).collect::<Vec<_>>().join("\n");
+        let old: String =
+            text.lines().filter(|l| !l.trim_start().starts_with("\"structure\"")).collect::<Vec<_>>().join("\n");
         assert_eq!(io::json::read(&old).unwrap().structure(), t.structure());
         // The stated structure wins over the family it was written beside.
         let edited = text.replace("\"shape\":\"torus\"", "\"shape\":\"mesh\"");

@@ -85,8 +85,8 @@ use std::io;
 
 use crate::error::{NetweaveError, Result};
 use crate::routing::{RoutingTable, NO_PORT};
-use crate::topology::io::{parse_error, snippet};
 use crate::topology::fabric::SwitchFabric;
+use crate::topology::io::{parse_error, snippet};
 use crate::topology::{NodeId, Port, Topology};
 
 const FMT: &str = "lft";
