@@ -58,7 +58,7 @@ impl PyRoutingTable {
     /// Routes per switch-to-switch channel for the messages of `schedule`.
     fn pattern_load(&self, py: Python<'_>, schedule: &PySchedule) -> PyResult<PyObject> {
         let topology = &self.topology.get().inner;
-        let load = routing::metrics::pattern_channel_load(topology, &self.inner, &schedule.inner).map_err(err)?;
+        let load = analysis::pattern_channel_load(topology, &self.inner, &schedule.inner).map_err(err)?;
         to_py(py, &load)
     }
     /// Exact per-phase link loads of `schedule` on these routes, as a dict.

@@ -8,12 +8,16 @@
 //! produces, VC policy included (datelines, layers, channel pools), with one or more
 //! injection and ejection ports per host. See [`engine`] for the data layout.
 //!
+//! The simulator takes a built network (topology and routes); [`scenario::build_network`](crate::scenario::build_network)
+//! builds the one a BookSim-style config names.
+//!
 //! Workloads: open-loop Bernoulli traffic with BookSim's pattern names ([`run_open_loop`],
 //! [`sweep`]) and closed batch runs of any [`Schedule`] ([`run_batch`]). A watchdog turns a
 //! deadlock into an error naming the blocked channels.
 //!
 //! ```
-//! use netweave_core::flitsim::{build_network, simulate, SimConfig, SimResult};
+//! use netweave_core::flitsim::{simulate, SimConfig, SimResult};
+//! use netweave_core::scenario::build_network;
 //! let mut cfg = SimConfig::default();
 //! for (k, v) in [("k", "4"), ("injection_rate", "0.05"), ("sample_period", "300"), ("packet_size", "4")] {
 //!     cfg.set(k, v).unwrap();
@@ -23,15 +27,13 @@
 //! assert!(!r.saturated && r.packet_latency.avg > 10.0);
 //! ```
 
-use std::str::FromStr;
-
 use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::error::{NetweaveError, Result};
-use crate::routing::{route, Engine, RouteOptions, RoutingTable};
+use crate::routing::RoutingTable;
 use crate::topology::structure::LatticeShape;
-use crate::topology::{grid, Topology};
+use crate::topology::Topology;
 use crate::traffic::{Message, Schedule};
 
 pub mod batch;
@@ -51,54 +53,6 @@ pub use pattern::Pattern;
 pub enum SimResult {
     OpenLoop(OpenLoopResult),
     Batch(BatchResult),
-}
-
-/// Build the topology and routing a config describes: a `k`-ary `n`-cube (`topology = torus`
-/// or `mesh`, `c` hosts per router) or a topology file, routed by `routing_function`
-/// (`dim_order` is netweave's `dor`) or read from `routes_file`.
-pub fn build_network(cfg: &SimConfig) -> Result<(Topology, RoutingTable)> {
-    let topo = match cfg.topology.as_str() {
-        "torus" | "mesh" => {
-            let dims = vec![cfg.k; cfg.n as usize];
-            if (cfg.k as u64).pow(cfg.n.min(64)) > 1 << 22 {
-                return crate::invalid!("a {}-ary {}-cube is too large to simulate", cfg.k, cfg.n);
-            }
-            if cfg.topology == "torus" {
-                grid::torus(&dims, cfg.c)?
-            } else {
-                grid::mesh(&dims, cfg.c)?
-            }
-        }
-        "file" | "anynet" => {
-            let Some(path) = &cfg.topology_file else {
-                return crate::invalid!("topology = file needs topology_file");
-            };
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| NetweaveError::InvalidParameter(format!("cannot read topology_file {path}: {e}")))?;
-            crate::topology::io::json::read(&text)?
-        }
-        other => return crate::invalid!("topology must be torus, mesh or file, got '{other}'"),
-    };
-    let routes = match cfg.routing_function.as_str() {
-        "file" => {
-            let Some(path) = &cfg.routes_file else {
-                return crate::invalid!("routing_function = file needs routes_file");
-            };
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| NetweaveError::InvalidParameter(format!("cannot read routes_file {path}: {e}")))?;
-            crate::routing::io::json::read(&topo, &text)?
-        }
-        name => {
-            let engine = match name {
-                "dim_order" | "dim_order_torus" | "dim_order_mesh" | "dor" => Engine::Dor,
-                other => Engine::from_str(other)?,
-            };
-            let max_vcs = cfg.num_vcs.min(crate::routing::MAX_VCS as u16) as u8;
-            let options = RouteOptions { max_vcs, seed: cfg.seed, ..RouteOptions::default() };
-            route(&topo, engine, &options)?
-        }
-    };
-    Ok((topo, routes))
 }
 
 /// The simulator for `cfg` on `routes`, every run mode's one way in. When the config asks for
