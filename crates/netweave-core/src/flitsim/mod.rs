@@ -40,12 +40,11 @@ pub mod batch;
 pub mod config;
 pub mod engine;
 pub mod open_loop;
-pub mod pattern;
 
+use crate::traffic::synthetic::{self, SyntheticPattern};
 pub use batch::{run_batch, BatchResult};
 pub use config::{Arbitration, BatchSync, SimConfig, SimType, SwAllocator, Switching};
 pub use open_loop::{run_open_loop, LatencyStats, OpenLoopResult};
-pub use pattern::Pattern;
 
 /// Result of [`simulate`]: open-loop statistics or a batch completion.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -71,13 +70,13 @@ pub(crate) fn new_sim<'a>(topo: &'a Topology, routes: &'a RoutingTable, cfg: &Si
 }
 
 /// The lattice of a mesh / torus topology, for the digit patterns.
-pub fn lattice_of(topo: &Topology) -> Option<&pattern::Lattice> {
+pub fn lattice_of(topo: &Topology) -> Option<&synthetic::Lattice> {
     topo.structure().lattice().filter(|l| l.shape != LatticeShape::Hypercube)
 }
 
 /// The open-loop destination pattern the config names.
-pub fn pattern_of(topo: &Topology, cfg: &SimConfig) -> Result<Pattern> {
-    Pattern::new(
+pub fn pattern_of(topo: &Topology, cfg: &SimConfig) -> Result<SyntheticPattern> {
+    SyntheticPattern::new(
         &cfg.traffic,
         topo.num_hosts() as u32,
         lattice_of(topo),
@@ -95,12 +94,14 @@ pub fn schedule_of(topo: &Topology, cfg: &SimConfig) -> Result<Schedule> {
     match cfg.schedule.as_str() {
         "alltoall-shift" | "alltoall" | "shift" => Schedule::shift_alltoall(n, bytes),
         name => {
-            let p = Pattern::new(name, n, lattice_of(topo), cfg.perm_seed, &cfg.hotspot_hosts, 1.0).map_err(|_| {
-                NetweaveError::InvalidParameter(format!(
-                    "schedule must be alltoall-shift or a permutation pattern ({}), got '{name}'",
-                    pattern::NAMES.join(", ")
-                ))
-            })?;
+            let p = SyntheticPattern::new(name, n, lattice_of(topo), cfg.perm_seed, &cfg.hotspot_hosts, 1.0).map_err(
+                |_| {
+                    NetweaveError::InvalidParameter(format!(
+                        "schedule must be alltoall-shift or a permutation pattern ({}), got '{name}'",
+                        synthetic::NAMES.join(", ")
+                    ))
+                },
+            )?;
             let Some(_) = p.fixed(0) else {
                 return crate::invalid!("schedule '{name}' is random; a batch needs a permutation pattern");
             };
