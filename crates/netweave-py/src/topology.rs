@@ -331,11 +331,18 @@ impl PyProjectivePlane {
     }
 }
 
+/// Names of the topology file formats, in the order messages list them.
+#[pyfunction]
+fn topology_formats() -> Vec<&'static str> {
+    io::Format::ALL.iter().map(|f| f.name()).collect()
+}
+
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyTopology>()?;
     m.add_class::<PyProjectivePlane>()?;
     for f in [
         wrap_pyfunction!(read_topology, m)?,
+        wrap_pyfunction!(topology_formats, m)?,
         wrap_pyfunction!(format_from_path, m)?,
         wrap_pyfunction!(latin_square_fat_tree, m)?,
         wrap_pyfunction!(fat_tree, m)?,
