@@ -152,10 +152,12 @@ impl SwitchFabric {
     }
 
     /// Number of switches (the graph's vertex count).
+    #[inline]
     pub fn len(&self) -> usize {
         self.num_switches
     }
 
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.num_switches == 0
     }
@@ -167,6 +169,7 @@ impl SwitchFabric {
     }
 
     /// Whether switch `v` has hosts attached (any host link, multi-homed hosts included).
+    #[inline]
     pub fn has_hosts(&self, v: usize) -> bool {
         self.has_hosts[v]
     }
@@ -192,6 +195,7 @@ impl SwitchFabric {
     }
 
     /// Number of switch-to-switch channels.
+    #[inline]
     pub fn num_channels(&self) -> usize {
         self.head.len()
     }

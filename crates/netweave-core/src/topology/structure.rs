@@ -63,14 +63,17 @@ pub struct Lattice {
 
 impl Lattice {
     /// Whether every dimension of size ≥ 2 is a ring (torus).
+    #[inline]
     pub fn wrap(&self) -> bool {
         self.shape == LatticeShape::Torus
     }
     /// Router count `Π dims`, saturating at `u64::MAX`.
+    #[inline]
     pub fn num_routers_u64(&self) -> u64 {
         self.dims.iter().fold(1u64, |a, &k| a.saturating_mul(k as u64))
     }
     /// Router count `Π dims` (callers check it fits with [`num_routers_u64`](Self::num_routers_u64)).
+    #[inline]
     pub fn num_routers(&self) -> u32 {
         self.dims.iter().product()
     }
@@ -85,6 +88,7 @@ impl Lattice {
         strides
     }
     /// Router id of coordinates `x` (dimension 0 fastest).
+    #[inline]
     pub fn router_id(&self, x: &[u32]) -> u32 {
         let mut id = 0u32;
         for d in (0..self.dims.len()).rev() {
@@ -93,6 +97,7 @@ impl Lattice {
         id
     }
     /// Coordinates of router `id`.
+    #[inline]
     pub fn router_coords(&self, mut id: u32, x: &mut [u32]) {
         for (xd, &k) in x.iter_mut().zip(&self.dims) {
             *xd = id % k;
@@ -100,6 +105,7 @@ impl Lattice {
         }
     }
     /// Advance an odometer of coordinates (dimension 0 fastest) to the next router.
+    #[inline]
     pub fn step(&self, x: &mut [u32]) {
         for (xd, &k) in x.iter_mut().zip(&self.dims) {
             *xd += 1;
@@ -111,6 +117,7 @@ impl Lattice {
     }
     /// Router port of dimension `d` towards `+1` (`plus`) or `−1`: `H + 2d + 1` / `H + 2d + 2`
     /// on a mesh or torus, `H + d + 1` both ways on a hypercube.
+    #[inline]
     pub fn port(&self, d: usize, plus: bool) -> Port {
         let h = self.hosts_per_router as usize;
         if self.shape == LatticeShape::Hypercube {
@@ -300,6 +307,7 @@ impl Structure {
     }
 
     /// The lattice, for a mesh, torus or hypercube.
+    #[inline]
     pub fn lattice(&self) -> Option<&Lattice> {
         match self {
             Structure::Lattice(l) => Some(l),
