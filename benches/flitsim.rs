@@ -9,7 +9,8 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use netweave_core::flitsim::{build_network, simulate, SimConfig};
+use netweave_core::flitsim::{simulate, SimConfig};
+use netweave_core::scenario::build_network;
 
 fn config(k: u32, cycles_per_sample: u32) -> SimConfig {
     let mut c = SimConfig::default();

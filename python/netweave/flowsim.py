@@ -31,7 +31,7 @@ import numpy as np
 from netweave import _core
 
 #: Executor names `simulate` accepts.
-EXECUTORS = ("sync", "async", "local-sync", "dag")
+EXECUTORS: tuple[str, ...] = tuple(_core.flow_executors())
 
 #: Report fields that hold one value per host or per directed channel (numpy arrays).
 _ARRAY_FIELDS = ("host_finish_s", "channel_busy_s", "channel_bytes", "channel_utilisation")

@@ -36,7 +36,7 @@ __all__ = [
 ]
 
 #: Baseline placements `baseline` accepts.
-BASELINES = ("identity", "random", "bit-reversal", "hilbert", "peano", "greedy")
+BASELINES: tuple[str, ...] = tuple(_core.map_baselines())
 #: Output formats of `write_map`.
 FORMATS = ("rankfile", "vcoord", "mpich", "json")
 
@@ -223,7 +223,8 @@ def network(topology, routes, slots_per_host: int = 1) -> MapNetwork:
     if isinstance(routes, str):
         engine, _, select = routes.partition(":")
         select = select or "low-port"
-        if engine == "dor" and topology.family in ("torus", "mesh") and select != "balanced":
+        shape = topology.structure.get("shape")
+        if engine == "dor" and shape in ("torus", "mesh") and select != "balanced":
             return MapNetwork.dor(topology, select, slots_per_host)
         from netweave import routing
 
@@ -236,7 +237,9 @@ def _placement(host_of_rank) -> np.ndarray:
 
 
 def cost(net: MapNetwork, pattern: Pattern, host_of_rank) -> dict:
-    """Exact figures of a placement: ``{hops, hop_bytes, max_link, rmatt}``."""
+    """Exact figures of a placement, named as `analysis` names them: ``{sum_hops, hop_bytes,
+    max_channel_bytes, hops_x_max_channel, step_max_channel_bytes}`` (host links count towards
+    the maximum), plus the earlier names ``hops``, ``max_link``, ``rmatt`` and ``step_max_link``."""
     return _core.map_cost(net, pattern, _placement(host_of_rank))
 
 

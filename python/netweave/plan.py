@@ -111,10 +111,11 @@ def lsft_sub_cluster(topo: Topology, placed: list[int]) -> Optional[tuple[int, i
     allocation on a Latin-square fat-tree of order n — the m lowest slots of every leaf of the
     n x k rectangle of grid leaves on one side, m <= k <= n; None otherwise (rank order does
     not matter)."""
-    if topo.family != "lsft":
+    s = topo.structure
+    if s["kind"] != "lsft":
         return None
-    n = int(topo.params["order"])
-    sides = 2 if topo.params.get("two_sided") else 1
+    n = int(s["order"])
+    sides = 2 if s["two_sided"] else 1
     size, wanted = len(placed), set(placed)
     if len(wanted) != size:
         return None

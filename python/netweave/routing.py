@@ -15,18 +15,7 @@ from netweave import _core
 ENGINES: tuple[str, ...] = tuple(_core.routing_engines())
 
 #: Path-selection policies for engines with several legal next hops.
-SELECTION_POLICIES = ("per-destination", "low-port", "balanced")
-
-# The deadlock-free engine that suits each generator family best.
-_ENGINE_FOR_FAMILY = {
-    "lsft": "lsft",
-    "fat_tree": "dmodk",
-    "k_ary_n_tree": "dmodk",
-    "pgft": "dmodk",
-    "mesh": "dor",
-    "torus": "dor",
-    "hypercube": "dor",
-}
+SELECTION_POLICIES: tuple[str, ...] = tuple(_core.selection_policies())
 
 
 def route(
@@ -53,9 +42,9 @@ def route(
 
 def default_engine(topology: _core.Topology) -> str:
     """The deadlock-free engine `netweave plan` uses for this topology: the structured engine of
-    its family (LSFT unique paths, D-mod-k, dimension order), else Nue, which works on any
+    its structure (LSFT unique paths, D-mod-k, dimension order), else Nue, which works on any
     fabric within any VC budget."""
-    return _ENGINE_FOR_FAMILY.get(topology.family, "nue")
+    return _core.default_engine(topology)
 
 
 def save(routes: _core.RoutingTable, path, format: str = "json"):

@@ -39,7 +39,7 @@ switch_tree = _core.switch_tree
 multi_cluster = _core.multi_cluster
 
 #: File formats by name.
-FORMATS = ("json", "ibnet", "anynet", "dot")
+FORMATS: tuple[str, ...] = tuple(_core.topology_formats())
 
 __all__ = [
     "FORMATS",

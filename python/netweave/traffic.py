@@ -156,12 +156,12 @@ def _shape(job: Job, algo: str) -> list[int]:
 def grid_shape(topo: Topology, hosts: list[int]) -> Optional[list[int]]:
     """The lattice shape of a job that covers a whole mesh or torus with one host per router,
     ranks in router order; None otherwise."""
-    params = topo.params
-    if topo.family not in ("mesh", "torus") or params.get("hosts_per_router") != 1:
+    s = topo.structure
+    if s["kind"] != "lattice" or s["shape"] not in ("mesh", "torus") or s["hosts_per_router"] != 1:
         return None
     if list(hosts) != list(range(topo.num_hosts)):
         return None
-    return [int(d) for d in params["dims"]]
+    return [int(d) for d in s["dims"]]
 
 
 def build(

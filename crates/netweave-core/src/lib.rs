@@ -3,14 +3,16 @@
 //! The modules follow the pipeline, each depending only on those before it:
 //!
 //! ```text
-//! topology ──► routing ──► traffic ──► analysis | flowsim | flitsim
-//!                             └──► mapping (rank placement, scored under the routes)
+//! topology ──► routing ──► traffic ──┬──► mapping   (rank placement, scored under the routes)
+//!                                    ├──► analysis ──► flowsim
+//!                                    └──► flitsim ──► scenario (a config's network, built for it)
 //! ```
 //!
 //! - [`topology`]: one [`Topology`](topology::Topology) type, its generators, metrics and files.
 //! - [`routing`]: destination-based forwarding tables (the InfiniBand LFT model).
 //! - [`traffic`]: schedules of messages between ranks, and their placement on hosts.
 //! - [`mapping`]: rank placement (paper 003's RMATT): costs, BISEM, annealing, baselines.
+//! - [`scenario`]: the network a simulation config names, built before the evaluators run.
 //! - [`analysis`]: exact per-phase link loads and the figures derived from them.
 //! - [`flowsim`]: flow-level simulation with max-min fair sharing: how long a schedule takes.
 //! - [`flitsim`]: cycle-accurate flit-level simulation (input-queued VC routers, credits).
@@ -21,6 +23,7 @@ pub mod flitsim;
 pub mod flowsim;
 pub mod mapping;
 pub mod routing;
+pub mod scenario;
 pub mod topology;
 pub mod traffic;
 

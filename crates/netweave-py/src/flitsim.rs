@@ -25,7 +25,7 @@ fn network(
 ) -> PyResult<(netweave_core::topology::Topology, netweave_core::routing::RoutingTable)> {
     match routes {
         Some(r) => Ok((r.topology.get().inner.clone(), r.inner.clone())),
-        None => py.allow_threads(|| flitsim::build_network(cfg)).map_err(err),
+        None => py.allow_threads(|| netweave_core::scenario::build_network(cfg)).map_err(err),
     }
 }
 

@@ -150,9 +150,16 @@ fn flow_simulate(
     to_py(py, &report)
 }
 
+/// Names of the flow simulator's executors, in CLI order.
+#[pyfunction]
+fn flow_executors() -> Vec<&'static str> {
+    Executor::ALL.iter().map(|e| e.name()).collect()
+}
+
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyTaskGraph>()?;
     m.add_class::<PyFlowProgress>()?;
     m.add_function(wrap_pyfunction!(flow_simulate, m)?)?;
+    m.add_function(wrap_pyfunction!(flow_executors, m)?)?;
     Ok(())
 }

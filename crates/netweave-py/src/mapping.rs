@@ -164,7 +164,7 @@ impl PyMapNetwork {
             Some(l) => {
                 let d = PyDict::new(py);
                 d.set_item("dims", l.dims.clone())?;
-                d.set_item("torus", l.torus)?;
+                d.set_item("torus", l.wrap())?;
                 d.set_item("hosts_per_router", l.hosts_per_router)?;
                 Ok(d.into_any().unbind())
             }
@@ -201,16 +201,15 @@ impl PyMapNetwork {
 
 fn parts_dict<'py>(py: Python<'py>, p: &CostParts) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
-    d.set_item("hops", p.hops)?;
-    d.set_item("hop_bytes", p.hop_bytes)?;
-    d.set_item("max_link", p.max_link)?;
-    d.set_item("rmatt", p.rmatt())?;
-    d.set_item("step_max_link", p.step_max_link)?;
+    for (name, value) in p.named() {
+        d.set_item(name, value)?;
+    }
     Ok(d)
 }
 
-/// Exact figures of a placement (`host_of_rank`), recounted from scratch:
-/// `{hops, hop_bytes, max_link, rmatt}`.
+/// Exact figures of a placement (`host_of_rank`), recounted from scratch: `{sum_hops,
+/// hop_bytes, max_channel_bytes, hops_x_max_channel, step_max_channel_bytes}` and the earlier
+/// names `{hops, max_link, rmatt, step_max_link}`.
 #[pyfunction]
 fn map_cost<'py>(
     py: Python<'py>,
@@ -245,6 +244,12 @@ fn parse_cost(spec: &str) -> PyResult<(f64, f64, f64, f64)> {
     Ok((o.w_hop_bytes, o.w_max_link, o.w_rmatt, o.w_step_max_link))
 }
 
+/// Names of the baseline placements, in CLI order.
+#[pyfunction]
+fn map_baselines() -> Vec<&'static str> {
+    baselines::NAMES.to_vec()
+}
+
 /// A baseline placement: `identity`, `random`, `bit-reversal`, `hilbert`, `peano`, `greedy`.
 #[pyfunction]
 #[pyo3(signature = (net, pattern, kind, seed=0))]
@@ -255,19 +260,8 @@ fn map_baseline<'py>(
     kind: &str,
     seed: u64,
 ) -> PyResult<Bound<'py, PyArray1<u32>>> {
-    let (n, netr, pat) = (pattern.inner.num_ranks(), &*net.inner, &*pattern.inner);
-    let r = py
-        .allow_threads(|| match kind {
-            "identity" => baselines::identity(netr, n),
-            "random" => baselines::random(netr, n, seed),
-            "bit-reversal" => baselines::bit_reversal(netr, n),
-            "hilbert" | "peano" => baselines::space_filling(netr, n, kind),
-            "greedy" => baselines::greedy(netr, pat),
-            other => Err(netweave_core::NetweaveError::InvalidParameter(format!(
-                "unknown baseline '{other}' (identity, random, bit-reversal, hilbert, peano, greedy)"
-            ))),
-        })
-        .map_err(err)?;
+    let (netr, pat) = (&*net.inner, &*pattern.inner);
+    let r = py.allow_threads(|| baselines::by_name(netr, pat, kind, seed)).map_err(err)?;
     Ok(PyArray1::from_vec(py, r))
 }
 
@@ -382,6 +376,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(map_channel_loads, m)?)?;
     m.add_function(wrap_pyfunction!(parse_cost, m)?)?;
     m.add_function(wrap_pyfunction!(map_baseline, m)?)?;
+    m.add_function(wrap_pyfunction!(map_baselines, m)?)?;
     m.add_function(wrap_pyfunction!(map_bisem, m)?)?;
     Ok(())
 }

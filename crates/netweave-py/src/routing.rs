@@ -58,7 +58,7 @@ impl PyRoutingTable {
     /// Routes per switch-to-switch channel for the messages of `schedule`.
     fn pattern_load(&self, py: Python<'_>, schedule: &PySchedule) -> PyResult<PyObject> {
         let topology = &self.topology.get().inner;
-        let load = routing::metrics::pattern_channel_load(topology, &self.inner, &schedule.inner).map_err(err)?;
+        let load = analysis::pattern_channel_load(topology, &self.inner, &schedule.inner).map_err(err)?;
         to_py(py, &load)
     }
     /// Exact per-phase link loads of `schedule` on these routes, as a dict.
@@ -141,12 +141,26 @@ fn routing_engines() -> Vec<&'static str> {
     routing::Engine::ALL.iter().map(|e| e.name()).collect()
 }
 
+/// Names of the path-selection policies, in CLI order.
+#[pyfunction]
+fn selection_policies() -> Vec<&'static str> {
+    routing::select::Select::ALL.iter().map(|s| s.name()).collect()
+}
+
+/// The deadlock-free engine that suits `topology` best (`routing::default_engine`).
+#[pyfunction]
+fn default_engine(topology: &PyTopology) -> &'static str {
+    routing::default_engine(&topology.inner).name()
+}
+
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyRoutingTable>()?;
     for f in [
         wrap_pyfunction!(route, m)?,
         wrap_pyfunction!(route_updown_spread, m)?,
         wrap_pyfunction!(routing_engines, m)?,
+        wrap_pyfunction!(selection_policies, m)?,
+        wrap_pyfunction!(default_engine, m)?,
         wrap_pyfunction!(write_routes, m)?,
         wrap_pyfunction!(read_routes, m)?,
     ] {

@@ -27,6 +27,12 @@ impl PyTopology {
     fn params(&self, py: Python<'_>) -> PyResult<PyObject> {
         to_py(py, self.inner.params())
     }
+    /// The typed shape as a dict: `{"kind": "lattice", "shape": "torus", "dims": [...],
+    /// "hosts_per_router": 1}`, `{"kind": "lsft", "order": 3, ...}`, `{"kind": "generic"}`, …
+    #[getter]
+    fn structure(&self, py: Python<'_>) -> PyResult<PyObject> {
+        to_py(py, self.inner.structure())
+    }
     #[getter]
     fn num_hosts(&self) -> usize {
         self.inner.num_hosts()
@@ -325,11 +331,18 @@ impl PyProjectivePlane {
     }
 }
 
+/// Names of the topology file formats, in the order messages list them.
+#[pyfunction]
+fn topology_formats() -> Vec<&'static str> {
+    io::Format::ALL.iter().map(|f| f.name()).collect()
+}
+
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyTopology>()?;
     m.add_class::<PyProjectivePlane>()?;
     for f in [
         wrap_pyfunction!(read_topology, m)?,
+        wrap_pyfunction!(topology_formats, m)?,
         wrap_pyfunction!(format_from_path, m)?,
         wrap_pyfunction!(latin_square_fat_tree, m)?,
         wrap_pyfunction!(fat_tree, m)?,

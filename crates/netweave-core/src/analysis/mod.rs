@@ -38,6 +38,7 @@
 //! every figure merges exactly (integer counts, per-phase times summed in phase order), so the
 //! report does not depend on the number of threads.
 
+mod channel_load;
 mod paths;
 
 use rayon::prelude::*;
@@ -48,6 +49,8 @@ use crate::routing::RoutingTable;
 use crate::topology::{ChannelId, NodeId, Topology};
 use crate::traffic::{Completeness, Schedule};
 use paths::PathTable;
+
+pub use channel_load::pattern_channel_load;
 
 /// Knobs of [`analyze_with`]; the default is the pure fluid model of paper 001.
 #[derive(Clone, Debug, PartialEq)]

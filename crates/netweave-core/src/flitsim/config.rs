@@ -401,9 +401,10 @@ impl SimConfig {
         Ok(())
     }
 
-    /// Link latency of switch-to-switch channels for this topology family.
-    pub fn switch_latency(&self, family: &str) -> u32 {
-        self.channel_latency.unwrap_or(if self.use_noc_latency && family == "torus" { 2 } else { 1 })
+    /// Link latency of switch-to-switch channels; `torus` says whether the topology is one
+    /// (BookSim's NoC latency model charges its channels 2 cycles).
+    pub fn switch_latency(&self, torus: bool) -> u32 {
+        self.channel_latency.unwrap_or(if self.use_noc_latency && torus { 2 } else { 1 })
     }
 
     /// Check the knobs against each other (not yet against the network; the simulator does that).

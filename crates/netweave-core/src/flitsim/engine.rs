@@ -33,6 +33,7 @@ use rand_chacha::ChaCha8Rng;
 use super::config::{Arbitration, SimConfig, SwAllocator, Switching};
 use crate::error::{NetweaveError, Result};
 use crate::routing::{RoutingTable, NO_PORT};
+use crate::topology::structure::LatticeShape;
 use crate::topology::{Port, Topology};
 
 pub(crate) const NONE: u32 = u32::MAX;
@@ -130,7 +131,8 @@ impl Fabric {
                 routes.engine()
             );
         }
-        let switch_lat = cfg.switch_latency(topo.family());
+        let torus = topo.structure().lattice().is_some_and(|l| l.shape == LatticeShape::Torus);
+        let switch_lat = cfg.switch_latency(torus);
         let host_lat = cfg.host_channel_latency;
         let ports = cfg.injection_ports as usize;
         let num_routers = topo.num_switches();

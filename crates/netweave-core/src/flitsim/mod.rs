@@ -8,12 +8,16 @@
 //! produces, VC policy included (datelines, layers, channel pools), with one or more
 //! injection and ejection ports per host. See [`engine`] for the data layout.
 //!
+//! The simulator takes a built network (topology and routes); [`scenario::build_network`](crate::scenario::build_network)
+//! builds the one a BookSim-style config names.
+//!
 //! Workloads: open-loop Bernoulli traffic with BookSim's pattern names ([`run_open_loop`],
 //! [`sweep`]) and closed batch runs of any [`Schedule`] ([`run_batch`]). A watchdog turns a
 //! deadlock into an error naming the blocked channels.
 //!
 //! ```
-//! use netweave_core::flitsim::{build_network, simulate, SimConfig, SimResult};
+//! use netweave_core::flitsim::{simulate, SimConfig, SimResult};
+//! use netweave_core::scenario::build_network;
 //! let mut cfg = SimConfig::default();
 //! for (k, v) in [("k", "4"), ("injection_rate", "0.05"), ("sample_period", "300"), ("packet_size", "4")] {
 //!     cfg.set(k, v).unwrap();
@@ -23,26 +27,24 @@
 //! assert!(!r.saturated && r.packet_latency.avg > 10.0);
 //! ```
 
-use std::str::FromStr;
-
 use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::error::{NetweaveError, Result};
-use crate::routing::{route, Engine, RouteOptions, RoutingTable};
-use crate::topology::{grid, Topology};
+use crate::routing::RoutingTable;
+use crate::topology::structure::LatticeShape;
+use crate::topology::Topology;
 use crate::traffic::{Message, Schedule};
 
 pub mod batch;
 pub mod config;
 pub mod engine;
 pub mod open_loop;
-pub mod pattern;
 
+use crate::traffic::synthetic::{self, SyntheticPattern};
 pub use batch::{run_batch, BatchResult};
 pub use config::{Arbitration, BatchSync, SimConfig, SimType, SwAllocator, Switching};
 pub use open_loop::{run_open_loop, LatencyStats, OpenLoopResult};
-pub use pattern::Pattern;
 
 /// Result of [`simulate`]: open-loop statistics or a batch completion.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -52,54 +54,6 @@ pub enum SimResult {
     Batch(BatchResult),
 }
 
-/// Build the topology and routing a config describes: a `k`-ary `n`-cube (`topology = torus`
-/// or `mesh`, `c` hosts per router) or a topology file, routed by `routing_function`
-/// (`dim_order` is netweave's `dor`) or read from `routes_file`.
-pub fn build_network(cfg: &SimConfig) -> Result<(Topology, RoutingTable)> {
-    let topo = match cfg.topology.as_str() {
-        "torus" | "mesh" => {
-            let dims = vec![cfg.k; cfg.n as usize];
-            if (cfg.k as u64).pow(cfg.n.min(64)) > 1 << 22 {
-                return crate::invalid!("a {}-ary {}-cube is too large to simulate", cfg.k, cfg.n);
-            }
-            if cfg.topology == "torus" {
-                grid::torus(&dims, cfg.c)?
-            } else {
-                grid::mesh(&dims, cfg.c)?
-            }
-        }
-        "file" | "anynet" => {
-            let Some(path) = &cfg.topology_file else {
-                return crate::invalid!("topology = file needs topology_file");
-            };
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| NetweaveError::InvalidParameter(format!("cannot read topology_file {path}: {e}")))?;
-            crate::topology::io::json::read(&text)?
-        }
-        other => return crate::invalid!("topology must be torus, mesh or file, got '{other}'"),
-    };
-    let routes = match cfg.routing_function.as_str() {
-        "file" => {
-            let Some(path) = &cfg.routes_file else {
-                return crate::invalid!("routing_function = file needs routes_file");
-            };
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| NetweaveError::InvalidParameter(format!("cannot read routes_file {path}: {e}")))?;
-            crate::routing::io::json::read(&topo, &text)?
-        }
-        name => {
-            let engine = match name {
-                "dim_order" | "dim_order_torus" | "dim_order_mesh" | "dor" => Engine::Dor,
-                other => Engine::from_str(other)?,
-            };
-            let max_vcs = cfg.num_vcs.min(crate::routing::MAX_VCS as u16) as u8;
-            let options = RouteOptions { max_vcs, seed: cfg.seed, ..RouteOptions::default() };
-            route(&topo, engine, &options)?
-        }
-    };
-    Ok((topo, routes))
-}
-
 /// The simulator for `cfg` on `routes`, every run mode's one way in. When the config asks for
 /// BookSim's own torus `dim_order` (random tie-breaking, VC class fixed on entering a
 /// dimension) it routes that way rather than by the routing layer's table (`dor`).
@@ -107,30 +61,25 @@ pub(crate) fn new_sim<'a>(topo: &'a Topology, routes: &'a RoutingTable, cfg: &Si
     let mut sim = engine::Sim::new(topo, routes, cfg)?;
     let named = matches!(cfg.routing_function.as_str(), "dim_order" | "dim_order_torus");
     // With one VC per destination the table's DOR is used, as BookSim's dim_order_ni.
-    if named && topo.family() == "torus" && !cfg.vc_per_destination {
-        if let Some(lat) = lattice_of(topo) {
-            sim.use_booksim_torus(lat.dims, lat.hosts_per_router)?;
+    if named && !cfg.vc_per_destination {
+        if let Some(lat) = topo.structure().lattice().filter(|l| l.shape == LatticeShape::Torus) {
+            sim.use_booksim_torus(lat.dims.clone(), lat.hosts_per_router)?;
         }
     }
     Ok(sim)
 }
 
 /// The lattice of a mesh / torus topology, for the digit patterns.
-pub fn lattice_of(topo: &Topology) -> Option<pattern::Lattice> {
-    if topo.family() != "torus" && topo.family() != "mesh" {
-        return None;
-    }
-    let dims: Vec<u32> = serde_json::from_value(topo.params().get("dims")?.clone()).ok()?;
-    let hosts_per_router = topo.params().get("hosts_per_router")?.as_u64()? as u32;
-    Some(pattern::Lattice { dims, hosts_per_router })
+pub fn lattice_of(topo: &Topology) -> Option<&synthetic::Lattice> {
+    topo.structure().lattice().filter(|l| l.shape != LatticeShape::Hypercube)
 }
 
 /// The open-loop destination pattern the config names.
-pub fn pattern_of(topo: &Topology, cfg: &SimConfig) -> Result<Pattern> {
-    Pattern::new(
+pub fn pattern_of(topo: &Topology, cfg: &SimConfig) -> Result<SyntheticPattern> {
+    SyntheticPattern::new(
         &cfg.traffic,
         topo.num_hosts() as u32,
-        lattice_of(topo).as_ref(),
+        lattice_of(topo),
         cfg.perm_seed,
         &cfg.hotspot_hosts,
         cfg.hotspot_fraction,
@@ -145,11 +94,11 @@ pub fn schedule_of(topo: &Topology, cfg: &SimConfig) -> Result<Schedule> {
     match cfg.schedule.as_str() {
         "alltoall-shift" | "alltoall" | "shift" => Schedule::shift_alltoall(n, bytes),
         name => {
-            let p = Pattern::new(name, n, lattice_of(topo).as_ref(), cfg.perm_seed, &cfg.hotspot_hosts, 1.0).map_err(
+            let p = SyntheticPattern::new(name, n, lattice_of(topo), cfg.perm_seed, &cfg.hotspot_hosts, 1.0).map_err(
                 |_| {
                     NetweaveError::InvalidParameter(format!(
                         "schedule must be alltoall-shift or a permutation pattern ({}), got '{name}'",
-                        pattern::NAMES.join(", ")
+                        synthetic::NAMES.join(", ")
                     ))
                 },
             )?;

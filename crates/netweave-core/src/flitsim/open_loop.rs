@@ -13,10 +13,10 @@ use serde::Serialize;
 
 use super::config::{SimConfig, SimType};
 use super::engine::{geometric_gap, Delivery, Packet, PacketQueue, Sim, Workload, NONE};
-use super::pattern::Pattern;
 use crate::error::Result;
 use crate::routing::RoutingTable;
 use crate::topology::Topology;
+use crate::traffic::synthetic::SyntheticPattern;
 
 /// Average, minimum and maximum of a latency, in cycles.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
@@ -85,7 +85,7 @@ enum Phase {
 }
 
 struct OpenLoop {
-    pattern: Pattern,
+    pattern: SyntheticPattern,
     rate: f64,
     size: u16,
     next_gen: Vec<u64>,
@@ -179,7 +179,7 @@ pub fn run_open_loop(
     topo: &Topology,
     routes: &RoutingTable,
     cfg: &SimConfig,
-    pattern: &Pattern,
+    pattern: &SyntheticPattern,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<OpenLoopResult> {
     let mut sim = super::new_sim(topo, routes, cfg)?;

@@ -2,6 +2,7 @@
 //! determinism, the watchdog and the refusals.
 
 use super::*;
+use crate::scenario::build_network;
 
 fn cfg(pairs: &[(&str, &str)]) -> SimConfig {
     let mut c = SimConfig::default();

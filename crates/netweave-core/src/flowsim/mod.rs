@@ -60,6 +60,9 @@ pub enum Executor {
 }
 
 impl Executor {
+    /// Every executor, in the order the CLI lists them.
+    pub const ALL: [Executor; 4] = [Executor::Sync, Executor::Async, Executor::LocalSync, Executor::Dag];
+
     /// CLI name.
     pub fn name(self) -> &'static str {
         match self {

@@ -116,7 +116,7 @@ impl MoveMaker {
         };
         origin.clear();
         for (&dim, &r) in lat.dims.iter().zip(&self.range) {
-            origin.push(if lat.torus { rng.gen_range(0..dim) } else { rng.gen_range(0..=dim - r) });
+            origin.push(if lat.wrap() { rng.gen_range(0..dim) } else { rng.gen_range(0..=dim - r) });
         }
         x.resize(lat.dims.len(), 0);
         while mv.slots.len() < k {

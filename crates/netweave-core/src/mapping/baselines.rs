@@ -29,6 +29,23 @@ fn by_slot_order(net: &MapNetwork, order: &[u32], num_ranks: u32) -> Vec<u32> {
     order[..num_ranks as usize].iter().map(|&s| net.host_of_slot(s)).collect()
 }
 
+/// Names [`by_name`] accepts, in the order the CLI lists them.
+pub const NAMES: [&str; 6] = ["identity", "random", "bit-reversal", "hilbert", "peano", "greedy"];
+
+/// The baseline placement named `name` (one of [`NAMES`]) of `pattern`'s ranks; `seed` is used
+/// by `random` only.
+pub fn by_name(net: &MapNetwork, pattern: &Pattern, name: &str, seed: u64) -> Result<Vec<u32>> {
+    let n = pattern.num_ranks();
+    match name {
+        "identity" => identity(net, n),
+        "random" => random(net, n, seed),
+        "bit-reversal" => bit_reversal(net, n),
+        "hilbert" | "peano" => space_filling(net, n, name),
+        "greedy" => greedy(net, pattern),
+        other => crate::invalid!("unknown baseline '{other}' ({})", NAMES.join(", ")),
+    }
+}
+
 /// Rank `r` on slot `r` (x,y,z order on a lattice).
 pub fn identity(net: &MapNetwork, num_ranks: u32) -> Result<Vec<u32>> {
     check_fits(net, num_ranks)?;

@@ -65,7 +65,7 @@ impl Region {
             let k = lat.dims[d];
             let touch = self.hi[d] == other.lo[d]
                 || other.hi[d] == self.lo[d]
-                || (lat.torus && ((self.hi[d] == k && other.lo[d] == 0) || (other.hi[d] == k && self.lo[d] == 0)));
+                || (lat.wrap() && ((self.hi[d] == k && other.lo[d] == 0) || (other.hi[d] == k && self.lo[d] == 0)));
             if !touch {
                 return false;
             }

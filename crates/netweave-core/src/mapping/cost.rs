@@ -29,7 +29,12 @@ use crate::error::Result;
 /// Marks an empty slot in `rank_of_slot`.
 pub const EMPTY: u32 = u32::MAX;
 
-/// The exact figures of one placement.
+/// The exact figures of one placement. Users read them under the names
+/// [`analysis`](crate::analysis) reports the same figures by (see [`named`](Self::named)):
+/// `sum_hops` (`hops`), `hop_bytes`, and — since `max_link` counts host links too —
+/// `max_channel_bytes` (`max_link`), with `hops_x_max_channel` ([`rmatt`](Self::rmatt)) and
+/// `step_max_channel_bytes` (`step_max_link`). The analysis' `max_link_bytes` is the
+/// switch-to-switch maximum, a different figure.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct CostParts {
     pub hops: u64,
@@ -44,6 +49,32 @@ impl CostParts {
     /// Paper 003's evaluation value `Σhops × max_link`.
     pub fn rmatt(&self) -> u128 {
         self.hops as u128 * self.max_link as u128
+    }
+
+    /// The figures under the names users read (those of [`analysis`](crate::analysis) where it
+    /// reports the same figure), then the mapper's earlier names as aliases, as `(name, value)`.
+    ///
+    /// ```
+    /// use netweave_core::mapping::CostParts;
+    /// let p = CostParts { hops: 3, hop_bytes: 30, max_link: 20, step_max_link: 20 };
+    /// let named = p.named();
+    /// assert_eq!(named[0], ("sum_hops", 3));
+    /// assert!(named.contains(&("hops_x_max_channel", 60)) && named.contains(&("rmatt", 60)));
+    /// ```
+    pub fn named(&self) -> [(&'static str, u128); 9] {
+        let (hops, max_link, step, product) =
+            (self.hops as u128, self.max_link as u128, self.step_max_link as u128, self.rmatt());
+        [
+            ("sum_hops", hops),
+            ("hop_bytes", self.hop_bytes),
+            ("max_channel_bytes", max_link),
+            ("hops_x_max_channel", product),
+            ("step_max_channel_bytes", step),
+            ("hops", hops),
+            ("max_link", max_link),
+            ("rmatt", product),
+            ("step_max_link", step),
+        ]
     }
 }
 
@@ -69,7 +100,9 @@ impl Objective {
         Objective { w_hop_bytes: 0.0, w_max_link: 0.0, w_rmatt: 0.0, w_step_max_link: 1.0 };
 
     /// Parse `rmatt`, `hop-bytes`, `max-link`, `step-max-link`, or a weighted sum such as
-    /// `hop-bytes+2e3*max-link` (terms `[weight*]name` joined by `+`).
+    /// `hop-bytes+2e3*max-link` (terms `[weight*]name` joined by `+`). The names of
+    /// [`CostParts::named`] are accepted too: `max-channel-bytes`, `hops-x-max-channel`,
+    /// `step-max-channel-bytes` (with `-` or `_`).
     ///
     /// ```
     /// use netweave_core::mapping::Objective;
@@ -87,11 +120,11 @@ impl Objective {
                 },
                 None => (1.0, term),
             };
-            match name {
-                "rmatt" | "hops*max-link" => o.w_rmatt += w,
+            match name.replace('_', "-").as_str() {
+                "rmatt" | "hops*max-link" | "hops-x-max-channel" => o.w_rmatt += w,
                 "hop-bytes" => o.w_hop_bytes += w,
-                "max-link" => o.w_max_link += w,
-                "step-max-link" => o.w_step_max_link += w,
+                "max-link" | "max-channel-bytes" => o.w_max_link += w,
+                "step-max-link" | "step-max-channel-bytes" => o.w_step_max_link += w,
                 _ => {
                     return crate::invalid!(
                         "unknown cost '{name}': use rmatt, hop-bytes, max-link, step-max-link or a weighted sum"
@@ -932,5 +965,30 @@ mod tests {
         let bitrev: Vec<u32> = (0..4096u32).map(|r| r.reverse_bits() >> 20).collect();
         let c = full_cost(net, p, &bitrev);
         assert_eq!((c.hops, c.hop_bytes, c.max_link), (207_264, 73_264_988_160, 14_669_824));
+    }
+
+    /// One vocabulary: the mapper's figures equal the analysis' figures of the same names for
+    /// the same schedule, placement and routes (computed by two separate code paths).
+    #[test]
+    fn figures_match_the_analysis_of_the_same_names() {
+        let t = torus(&[4, 3], 1).unwrap();
+        let routes = route(&t, Engine::Dor, &RouteOptions::default()).unwrap();
+        let net = MapNetwork::new(&t, &routes, 1).unwrap();
+        let placement: Vec<u32> = (0..12u32).map(|r| (r * 5) % 12).collect();
+        let sched =
+            crate::traffic::Schedule::shift_alltoall(12, 1000).unwrap().with_placement(placement.clone()).unwrap();
+        let report = crate::analysis::analyze(&t, &routes, &sched).unwrap();
+        let parts = full_cost(&net, &Pattern::from_schedule(&sched).unwrap(), &placement);
+        let named: std::collections::HashMap<&str, u128> = parts.named().into_iter().collect();
+        assert_eq!(named["sum_hops"], report.sum_hops as u128);
+        assert_eq!(named["hop_bytes"], report.hop_bytes as u128);
+        assert_eq!(named["max_channel_bytes"], report.max_channel_bytes as u128);
+        assert_eq!(named["hops_x_max_channel"], report.sum_hops as u128 * report.max_channel_bytes as u128);
+        for (alias, name) in [("hops", "sum_hops"), ("max_link", "max_channel_bytes"), ("rmatt", "hops_x_max_channel")]
+        {
+            assert_eq!(named[alias], named[name]);
+        }
+        assert_eq!(Objective::parse("hops_x_max_channel").unwrap(), Objective::RMATT);
+        assert_eq!(Objective::parse("max-channel-bytes").unwrap(), Objective::MAX_LINK);
     }
 }

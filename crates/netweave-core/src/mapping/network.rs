@@ -27,6 +27,7 @@ use std::borrow::Cow;
 use crate::error::{NetweaveError, Result};
 use crate::routing::select::Select;
 use crate::routing::RoutingTable;
+use crate::topology::structure::LatticeShape;
 use crate::topology::{ChannelId, Port, Topology, NO_CHANNEL};
 
 /// `channel_switch` value of a channel that ends at a host.
@@ -36,37 +37,8 @@ pub const AT_HOST: u32 = u32::MAX;
 /// `next_channel`); the lattice source has no such limit.
 const MAX_PAIRS: u64 = 1 << 28;
 
-/// A torus or mesh lattice behind the hosts, when the topology is one (for boxes and curves).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Lattice {
-    /// Routers per dimension, dimension 0 fastest in router ids.
-    pub dims: Vec<u32>,
-    /// Wrap-around links in every dimension (torus) or none (mesh).
-    pub torus: bool,
-    /// Hosts per router; host index = `router · hosts_per_router + local`.
-    pub hosts_per_router: u32,
-}
-
-impl Lattice {
-    /// Router id of coordinates `x` (dimension 0 fastest).
-    pub fn router_id(&self, x: &[u32]) -> u32 {
-        let mut id = 0u32;
-        for d in (0..self.dims.len()).rev() {
-            id = id * self.dims[d] + x[d];
-        }
-        id
-    }
-    /// Coordinates of router `id`.
-    pub fn router_coords(&self, mut id: u32, x: &mut [u32]) {
-        for (xd, &k) in x.iter_mut().zip(&self.dims) {
-            *xd = id % k;
-            id /= k;
-        }
-    }
-    pub fn num_routers(&self) -> u32 {
-        self.dims.iter().product()
-    }
-}
+/// The torus or mesh lattice behind the hosts, when the topology is one (for boxes and curves).
+pub use crate::topology::structure::Lattice;
 
 /// Where a [`MapNetwork`] takes its routes from (see the module docs).
 #[derive(Clone, Debug)]
@@ -265,7 +237,7 @@ impl MapNetwork {
                 let st = strides[d] as usize;
                 for minus in [false, true] {
                     // The router the link must reach, as routing::dor lays the lattice out.
-                    let expected = match (lat.torus, minus) {
+                    let expected = match (lat.wrap(), minus) {
                         (false, false) => (x[d] + 1 < k).then(|| r + st),
                         (false, true) => (x[d] > 0).then(|| r - st),
                         (true, false) => Some(if x[d] + 1 == k { r - (k as usize - 1) * st } else { r + st }),
@@ -300,7 +272,7 @@ impl MapNetwork {
                 );
             }
         }
-        let max_hops = lat.dims.iter().map(|&k| if lat.torus { k / 2 } else { k - 1 }).sum();
+        let max_hops = lat.dims.iter().map(|&k| if lat.wrap() { k / 2 } else { k - 1 }).sum();
         let mut net = MapNetwork {
             num_hosts: topo.num_hosts() as u32,
             num_switches: topo.num_switches() as u32,
@@ -405,7 +377,7 @@ impl MapNetwork {
             if from == to {
                 continue;
             }
-            let (minus, dist) = if lat.torus {
+            let (minus, dist) = if lat.wrap() {
                 let forward = if to >= from { to - from } else { to + k - from };
                 let backward = k - forward;
                 if forward != backward {
@@ -476,7 +448,7 @@ impl MapNetwork {
         let mut hops = 0;
         for d in 0..n {
             let diff = xs[d].abs_diff(xt[d]);
-            hops += if lat.torus { diff.min(lat.dims[d] - diff) } else { diff };
+            hops += if lat.wrap() { diff.min(lat.dims[d] - diff) } else { diff };
         }
         hops
     }
@@ -539,22 +511,15 @@ fn injection_channels(topo: &Topology) -> Result<Vec<ChannelId>> {
         .collect()
 }
 
-/// The lattice of a `torus`/`mesh` topology whose parameters match its size, else `None`.
+/// The lattice of a `torus`/`mesh` topology whose structure matches its size, else `None`.
 fn lattice_of(topo: &Topology) -> Option<Lattice> {
-    let torus = match topo.family() {
-        "torus" => true,
-        "mesh" => false,
-        _ => return None,
-    };
-    let p = topo.params();
-    let hpr = p.get("hosts_per_router")?.as_u64()? as u32;
-    let dims: Vec<u32> =
-        p.get("dims")?.as_array()?.iter().map(|v| v.as_u64().map(|x| x as u32)).collect::<Option<Vec<u32>>>()?;
-    let routers: u64 = dims.iter().map(|&d| d as u64).product();
+    let lat = topo.structure().lattice().filter(|l| l.shape != LatticeShape::Hypercube)?;
+    let routers = lat.num_routers_u64();
+    let hpr = lat.hosts_per_router;
     if hpr == 0 || routers != topo.num_switches() as u64 || routers * hpr as u64 != topo.num_hosts() as u64 {
         return None;
     }
-    Some(Lattice { dims, torus, hosts_per_router: hpr })
+    Some(lat.clone())
 }
 
 #[cfg(test)]

@@ -148,6 +148,33 @@ impl Pattern {
         Self::from_messages(format!("alltoall(n={num_ranks},bytes={bytes})"), num_ranks, &msgs)
     }
 
+    /// A synthetic permutation with BookSim's name (`bitrev`, `transpose`, `tornado`, …, see
+    /// [`synthetic`](crate::traffic::synthetic)): every rank sends `bytes` to its image, the
+    /// same generator the flit simulator draws from. `lattice` is needed by `tornado` and
+    /// `neighbor`; `randperm` takes `seed`. Random patterns (`uniform`, `hotspot`) are refused.
+    ///
+    /// ```
+    /// let p = netweave_core::mapping::Pattern::synthetic("bitrev", 8, None, 0, 64).unwrap();
+    /// assert_eq!(p.num_messages(), 8 - 4); // 000, 010, 101 and 111 are their own reverse
+    /// ```
+    pub fn synthetic(
+        name: &str,
+        num_ranks: u32,
+        lattice: Option<&crate::traffic::synthetic::Lattice>,
+        seed: u64,
+        bytes: u64,
+    ) -> Result<Self> {
+        use crate::traffic::synthetic::SyntheticPattern;
+        check_ranks(name, num_ranks as u64)?;
+        let p = SyntheticPattern::new(name, num_ranks, lattice, seed, &[0], 1.0)?;
+        let Some(_) = p.fixed(0) else {
+            return crate::invalid!("{name} is random, not a permutation; a pattern needs fixed destinations");
+        };
+        let msgs: Vec<Message> =
+            (0..num_ranks).map(|s| Message { src: s, dst: p.fixed(s).unwrap_or(s), bytes }).collect();
+        Self::from_messages(format!("{name}(n={num_ranks},bytes={bytes})"), num_ranks, &msgs)
+    }
+
     /// Nearest-neighbour halo exchange on a 1-, 2- or 3-D rank grid `dims` (rank id with
     /// dimension 0 fastest): each rank sends `bytes` to its `±1` neighbour in every dimension,
     /// wrapping around when `periodic`.

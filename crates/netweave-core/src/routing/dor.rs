@@ -43,183 +43,118 @@
 //! ```
 
 use crate::error::Result;
+use crate::topology::structure::{Lattice, LatticeShape as Shape, Structure};
 use crate::topology::{Port, Topology};
 
 use super::minhop::hosts_by_switch;
 use super::select::Selector;
 use super::{Injection, RouteOptions, RoutingTable, VcChange, VcPolicy, VcTransitions};
 
-/// Which lattice the topology claims to be.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Shape {
-    Mesh,
-    Torus,
-    Hypercube,
+/// The lattice the topology's structure claims, checked against its switch count.
+fn checked_lattice(topo: &Topology) -> Result<(&Lattice, Vec<u64>)> {
+    let lat = match topo.structure() {
+        Structure::Lattice(lat) => lat,
+        Structure::Malformed { expected, reason } if expected == "lattice" => {
+            return crate::invalid!("dor: {} topology '{}' {reason}", topo.family(), topo.name())
+        }
+        _ => return crate::invalid!("dor needs a mesh, torus or hypercube; this is {}", topo.family()),
+    };
+    let routers = lat.num_routers_u64();
+    if routers != topo.num_switches() as u64 {
+        return crate::invalid!(
+            "dor: '{}' has {} switches, but its dims {:?} imply {routers} routers",
+            topo.name(),
+            topo.num_switches(),
+            lat.dims
+        );
+    }
+    // Router ports must fit the 16-bit port numbers the table stores.
+    if lat.hosts_per_router as u64 + 2 * lat.dims.len() as u64 > Port::MAX as u64 {
+        return crate::invalid!("dor: '{}' has more router ports than a 16-bit port number allows", topo.name());
+    }
+    Ok((lat, lat.strides()))
 }
 
-/// The lattice described by a topology's family and parameters.
-struct Lattice {
-    shape: Shape,
-    dims: Vec<u32>,
-    /// Router-index stride of each dimension (dimension 0 fastest).
-    strides: Vec<u64>,
-    /// Number of host ports `H` before the router ports.
-    host_ports: u32,
+/// Dimension of a router port, `None` for host ports and anything else.
+fn dim_of_port(lat: &Lattice, port: Port) -> Option<usize> {
+    let h = lat.hosts_per_router as usize;
+    let p = port as usize;
+    let per = if lat.shape == Shape::Hypercube { 1 } else { 2 };
+    (p > h && p <= h + per * lat.dims.len()).then(|| (p - h - 1) / per)
 }
 
-impl Lattice {
-    /// Read family and params, refusing anything that is not a mesh, torus or hypercube.
-    fn from_topology(topo: &Topology) -> Result<Self> {
-        let shape = match topo.family() {
-            "mesh" => Shape::Mesh,
-            "torus" => Shape::Torus,
-            "hypercube" => Shape::Hypercube,
-            other => return crate::invalid!("dor needs a mesh, torus or hypercube; this is {other}"),
-        };
-        let params = topo.params();
-        let lacks = |key: &str| -> Result<Lattice> {
-            crate::invalid!("dor: {} topology '{}' lacks a valid '{key}' parameter", topo.family(), topo.name())
-        };
-        let as_u32 = |v: &serde_json::Value| v.as_u64().and_then(|x| u32::try_from(x).ok());
-        let Some(host_ports) = params.get("hosts_per_router").and_then(as_u32) else {
-            return lacks("hosts_per_router");
-        };
-        let dims: Vec<u32> = if shape == Shape::Hypercube {
-            match params.get("dim").and_then(as_u32) {
-                Some(d) if (1..=31).contains(&d) => vec![2; d as usize],
-                _ => return lacks("dim"),
+/// Coordinates of every router, flat: `coords[r * n + d]`.
+fn router_coords(lat: &Lattice) -> Vec<u32> {
+    let n = lat.dims.len();
+    let routers = lat.num_routers() as usize;
+    let mut out = Vec::with_capacity(routers * n);
+    let mut x = vec![0u32; n];
+    for _ in 0..routers {
+        out.extend_from_slice(&x);
+        lat.step(&mut x);
+    }
+    out
+}
+
+/// VCs the routing needs: 2 on a torus with a ring of 3 or more routers, else 1.
+fn vcs_needed(lat: &Lattice) -> u8 {
+    if lat.shape == Shape::Torus && lat.dims.iter().any(|&k| k >= 3) {
+        2
+    } else {
+        1
+    }
+}
+
+/// Check that every router link the lattice implies exists on the port the layout names
+/// and reaches the expected router (switch index = router index).
+fn verify_links(lat: &Lattice, strides: &[u64], topo: &Topology, coords: &[u32]) -> Result<()> {
+    let n = lat.dims.len();
+    for r in 0..lat.num_routers() as usize {
+        let node = topo.switches()[r];
+        let x = &coords[r * n..(r + 1) * n];
+        for (d, &k) in lat.dims.iter().enumerate() {
+            if k < 2 {
+                continue;
             }
-        } else {
-            let parsed = params
-                .get("dims")
-                .and_then(|v| v.as_array())
-                .and_then(|a| a.iter().map(as_u32).collect::<Option<Vec<u32>>>());
-            match parsed {
-                Some(d) if !d.is_empty() && d.iter().all(|&k| k >= 1) => d,
-                _ => return lacks("dims"),
-            }
-        };
-        let mut strides = Vec::with_capacity(dims.len());
-        let mut routers: u64 = 1;
-        for &k in &dims {
-            strides.push(routers);
-            routers = routers.saturating_mul(k as u64);
-        }
-        if routers != topo.num_switches() as u64 {
-            return crate::invalid!(
-                "dor: '{}' has {} switches, but its dims {:?} imply {routers} routers",
-                topo.name(),
-                topo.num_switches(),
-                dims
-            );
-        }
-        // Router ports must fit the 16-bit port numbers the table stores.
-        if host_ports as u64 + 2 * dims.len() as u64 > Port::MAX as u64 {
-            return crate::invalid!("dor: '{}' has more router ports than a 16-bit port number allows", topo.name());
-        }
-        Ok(Lattice { shape, dims, strides, host_ports })
-    }
-
-    fn routers(&self) -> usize {
-        self.dims.iter().map(|&k| k as usize).product()
-    }
-
-    /// Port of dimension `d` towards `+1` (`plus`) or `−1`. A hypercube has one port per
-    /// dimension, used in both directions.
-    fn port(&self, d: usize, plus: bool) -> Port {
-        let h = self.host_ports as usize;
-        match self.shape {
-            Shape::Hypercube => (h + d + 1) as Port,
-            _ => (h + 2 * d + if plus { 1 } else { 2 }) as Port,
-        }
-    }
-
-    /// Dimension of a router port, `None` for host ports and anything else.
-    fn dim_of_port(&self, port: Port) -> Option<usize> {
-        let h = self.host_ports as usize;
-        let p = port as usize;
-        let per = if self.shape == Shape::Hypercube { 1 } else { 2 };
-        (p > h && p <= h + per * self.dims.len()).then(|| (p - h - 1) / per)
-    }
-
-    /// Coordinates of every router, flat: `coords[r * n + d]`.
-    fn coords(&self) -> Vec<u32> {
-        let n = self.dims.len();
-        let mut out = Vec::with_capacity(self.routers() * n);
-        let mut x = vec![0u32; n];
-        for _ in 0..self.routers() {
-            out.extend_from_slice(&x);
-            for (xd, &k) in x.iter_mut().zip(&self.dims) {
-                *xd += 1;
-                if *xd < k {
-                    break;
-                }
-                *xd = 0;
-            }
-        }
-        out
-    }
-
-    /// VCs the routing needs: 2 on a torus with a ring of 3 or more routers, else 1.
-    fn vcs_needed(&self) -> u8 {
-        if self.shape == Shape::Torus && self.dims.iter().any(|&k| k >= 3) {
-            2
-        } else {
-            1
-        }
-    }
-
-    /// Check that every router link the lattice implies exists on the port the layout names
-    /// and reaches the expected router (switch index = router index).
-    fn verify_links(&self, topo: &Topology, coords: &[u32]) -> Result<()> {
-        let n = self.dims.len();
-        for r in 0..self.routers() {
-            let node = topo.switches()[r];
-            let x = &coords[r * n..(r + 1) * n];
-            for (d, &k) in self.dims.iter().enumerate() {
-                if k < 2 {
-                    continue;
-                }
-                let stride = self.strides[d] as usize;
-                for plus in [true, false] {
-                    let expected = match self.shape {
-                        Shape::Hypercube => {
-                            if !plus {
-                                continue; // same port as `+`
-                            }
-                            Some(if x[d] == 0 { r + stride } else { r - stride })
+            let stride = strides[d] as usize;
+            for plus in [true, false] {
+                let expected = match lat.shape {
+                    Shape::Hypercube => {
+                        if !plus {
+                            continue; // same port as `+`
                         }
-                        Shape::Mesh => match plus {
-                            true => (x[d] + 1 < k).then(|| r + stride),
-                            false => (x[d] > 0).then(|| r - stride),
-                        },
-                        Shape::Torus => Some(match (plus, x[d] + 1 == k, x[d] == 0) {
-                            (true, false, _) => r + stride,
-                            (true, true, _) => r - (k as usize - 1) * stride,
-                            (false, _, false) => r - stride,
-                            (false, _, true) => r + (k as usize - 1) * stride,
-                        }),
-                    };
-                    let Some(expected) = expected else { continue };
-                    let port = self.port(d, plus);
-                    let reached = topo.out_channel(node, port).map(|c| topo.channel_ends(c).1.node);
-                    let ok = reached.is_some_and(|m| !topo.is_host(m) && topo.kind_index(m) == expected);
-                    if !ok {
-                        return crate::invalid!(
-                            "dor: '{}' is not the {} its parameters describe: router {} port {port} \
-                             should reach {} (dimension {d}, {} direction)",
-                            topo.name(),
-                            topo.family(),
-                            topo.label(node),
-                            topo.label(topo.switches()[expected]),
-                            if plus { "+" } else { "-" }
-                        );
+                        Some(if x[d] == 0 { r + stride } else { r - stride })
                     }
+                    Shape::Mesh => match plus {
+                        true => (x[d] + 1 < k).then(|| r + stride),
+                        false => (x[d] > 0).then(|| r - stride),
+                    },
+                    Shape::Torus => Some(match (plus, x[d] + 1 == k, x[d] == 0) {
+                        (true, false, _) => r + stride,
+                        (true, true, _) => r - (k as usize - 1) * stride,
+                        (false, _, false) => r - stride,
+                        (false, _, true) => r + (k as usize - 1) * stride,
+                    }),
+                };
+                let Some(expected) = expected else { continue };
+                let port = lat.port(d, plus);
+                let reached = topo.out_channel(node, port).map(|c| topo.channel_ends(c).1.node);
+                let ok = reached.is_some_and(|m| !topo.is_host(m) && topo.kind_index(m) == expected);
+                if !ok {
+                    return crate::invalid!(
+                        "dor: '{}' is not the {} its parameters describe: router {} port {port} \
+                         should reach {} (dimension {d}, {} direction)",
+                        topo.name(),
+                        topo.family(),
+                        topo.label(node),
+                        topo.label(topo.switches()[expected]),
+                        if plus { "+" } else { "-" }
+                    );
                 }
             }
         }
-        Ok(())
     }
+    Ok(())
 }
 
 /// Dimension-order routing (e-cube) on a mesh, torus or hypercube; dateline VCs on tori.
@@ -230,8 +165,8 @@ impl Lattice {
 /// torus or hypercube; this is fat_tree"), for a topology that does not match its recorded
 /// parameters, and for a torus when `options.max_vcs` is 1.
 pub fn dimension_order(topo: &Topology, options: &RouteOptions) -> Result<RoutingTable> {
-    let lat = Lattice::from_topology(topo)?;
-    let num_vcs = lat.vcs_needed();
+    let (lat, strides) = checked_lattice(topo)?;
+    let num_vcs = vcs_needed(lat);
     if num_vcs > options.max_vcs {
         return crate::invalid!(
             "dor needs {num_vcs} VCs on this torus (a dateline per ring of 3 or more routers), the budget is {}",
@@ -239,9 +174,9 @@ pub fn dimension_order(topo: &Topology, options: &RouteOptions) -> Result<Routin
         );
     }
     let n = lat.dims.len();
-    let routers = lat.routers();
-    let coords = lat.coords();
-    lat.verify_links(topo, &coords)?;
+    let routers = lat.num_routers() as usize;
+    let coords = router_coords(lat);
+    verify_links(lat, &strides, topo, &coords)?;
     let by_switch = hosts_by_switch(topo)?;
 
     let mut table = RoutingTable::new(topo, "dor");
@@ -316,7 +251,7 @@ pub fn dimension_order(topo: &Topology, options: &RouteOptions) -> Result<Routin
 fn dateline_transitions(topo: &Topology, lat: &Lattice, coords: &[u32]) -> VcTransitions {
     let n = lat.dims.len();
     let mut tr = VcTransitions::new(topo);
-    for s in 0..lat.routers() {
+    for s in 0..lat.num_routers() as usize {
         let node = topo.switches()[s];
         let x = &coords[s * n..(s + 1) * n];
         for (d, &k) in lat.dims.iter().enumerate() {
@@ -329,7 +264,7 @@ fn dateline_transitions(topo: &Topology, lat: &Lattice, coords: &[u32]) -> VcTra
                 for a in topo.neighbors(node) {
                     let change = if wrap {
                         VcChange::Set(1)
-                    } else if lat.dim_of_port(a.port) != Some(d) {
+                    } else if dim_of_port(lat, a.port) != Some(d) {
                         VcChange::Set(0)
                     } else {
                         VcChange::Keep
@@ -348,10 +283,10 @@ fn dateline_transitions(topo: &Topology, lat: &Lattice, coords: &[u32]) -> VcTra
 mod tests {
     use super::*;
     use crate::routing::{deadlock, route, Engine, Hop, Select};
+    use crate::topology::fabric::SwitchFabric;
     use crate::topology::fat_tree::fat_tree;
     use crate::topology::grid::{hypercube, hyperx, mesh, torus};
     use crate::topology::lsft::latin_square_fat_tree;
-    use crate::topology::metrics::SwitchGraph;
     use crate::topology::random::random_regular;
     use crate::topology::{LinkSpec, TopologyBuilder};
 
@@ -362,7 +297,7 @@ mod tests {
     /// Walk every pair: minimal (switch hops = BFS distance), dimensions visited in
     /// non-decreasing order, never more VCs than declared. Returns the highest VC seen + 1.
     fn check_routes(t: &Topology, r: &RoutingTable) -> u8 {
-        let g = SwitchGraph::new(t);
+        let g = SwitchFabric::new(t);
         let mut dist = vec![u32::MAX; t.num_switches()];
         let mut queue = Vec::new();
         let mut hops: Vec<Hop> = Vec::new();

@@ -1,4 +1,5 @@
-//! Route metrics: path lengths, minimality, path diversity and per-channel path counts.
+//! Route metrics: path lengths, minimality, path diversity and per-channel path counts of
+//! all-to-all (a pattern's own counts are evaluation: `analysis::pattern_channel_load`).
 //!
 //! Hops are switch-to-switch links; a pair is non-minimal when its routed hops exceed the
 //! switch-graph distance between its switches.
@@ -9,9 +10,8 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::error::Result;
-use crate::topology::metrics::SwitchGraph;
+use crate::topology::fabric::SwitchFabric;
 use crate::topology::Topology;
-use crate::traffic::Schedule;
 
 use super::{Hop, RoutingTable};
 
@@ -53,7 +53,7 @@ struct Partial {
 /// Measure `routes` on `topo` over all ordered host pairs.
 pub fn route_metrics(topo: &Topology, routes: &RoutingTable) -> Result<RouteMetrics> {
     routes.check_fits(topo)?;
-    let graph = SwitchGraph::new(topo);
+    let graph = SwitchFabric::new(topo);
     let host_switch: Vec<usize> =
         topo.hosts().iter().map(|&h| topo.host_switch(h).map_or(usize::MAX, |s| topo.kind_index(s))).collect();
     let mut by_switch: Vec<Vec<usize>> = vec![Vec::new(); topo.num_switches()];
@@ -147,31 +147,8 @@ pub fn route_metrics(topo: &Topology, routes: &RoutingTable) -> Result<RouteMetr
     })
 }
 
-/// Routes per switch-to-switch channel for every message of `schedule` (all phases together).
-pub fn pattern_channel_load(topo: &Topology, routes: &RoutingTable, schedule: &Schedule) -> Result<ChannelLoad> {
-    schedule.check_fits(topo)?;
-    let placement = schedule.placement();
-    let mut counts = vec![0u32; topo.num_channels()];
-    let mut path = Vec::new();
-    for phase in schedule.phases() {
-        for m in phase {
-            path.clear();
-            routes.path(topo, placement[m.src as usize] as usize, placement[m.dst as usize] as usize, &mut path)?;
-            for &c in &path {
-                counts[c as usize] += 1;
-            }
-        }
-    }
-    let inter_switch: Vec<bool> = (0..topo.num_channels() as u32)
-        .map(|c| {
-            let (a, b) = topo.channel_ends(c);
-            !topo.is_host(a.node) && !topo.is_host(b.node)
-        })
-        .collect();
-    Ok(summarise(&counts, &inter_switch))
-}
-
-fn summarise(counts: &[u32], keep: &[bool]) -> ChannelLoad {
+/// Largest and mean of `counts` over the channels `keep` marks (the switch-to-switch ones).
+pub(crate) fn summarise(counts: &[u32], keep: &[bool]) -> ChannelLoad {
     let kept: Vec<u32> = counts.iter().zip(keep).filter(|(_, &k)| k).map(|(&c, _)| c).collect();
     ChannelLoad {
         max_channel_paths: kept.iter().copied().max().unwrap_or(0),

@@ -3,7 +3,7 @@
 //! the [`deadlock`](super::deadlock) checker shows.
 
 use crate::error::{NetweaveError, Result};
-use crate::topology::metrics::SwitchGraph;
+use crate::topology::fabric::SwitchFabric;
 use crate::topology::{Port, Topology};
 
 use super::select::{Select, Selector};
@@ -21,7 +21,7 @@ pub fn shortest_path(topo: &Topology) -> Result<RoutingTable> {
 /// Shortest paths with next hops chosen by `select`.
 pub fn shortest_with(topo: &Topology, select: Select) -> Result<RoutingTable> {
     let mut table = RoutingTable::new(topo, "shortest");
-    let graph = SwitchGraph::new(topo);
+    let graph = SwitchFabric::new(topo);
     let mut selector = Selector::new(topo, select);
     let mut dist = vec![u32::MAX; topo.num_switches()];
     let mut queue = Vec::with_capacity(topo.num_switches());

@@ -341,6 +341,24 @@ pub enum Engine {
     Nue,
 }
 
+/// The deadlock-free engine that suits a topology best: the structured engine of its shape
+/// (LSFT unique paths, D-mod-k on fat-trees, dimension order on lattices), else Nue, which
+/// works on any fabric within any VC budget. `netweave plan` routes with it.
+///
+/// ```
+/// use netweave_core::routing::{default_engine, Engine};
+/// assert_eq!(default_engine(&netweave_core::topology::grid::torus(&[4, 4], 1).unwrap()), Engine::Dor);
+/// ```
+pub fn default_engine(topo: &Topology) -> Engine {
+    use crate::topology::structure::Structure;
+    match topo.structure() {
+        Structure::Lsft(_) => Engine::Lsft,
+        Structure::FatTree(_) => Engine::DModK,
+        Structure::Lattice(_) => Engine::Dor,
+        _ => Engine::Nue,
+    }
+}
+
 impl Engine {
     /// Every engine, in the order the CLI lists them.
     pub const ALL: [Engine; 14] = [

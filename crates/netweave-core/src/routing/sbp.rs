@@ -11,7 +11,7 @@
 //! it is verified with [`deadlock::check`] and refused when a cycle remains (on a ring).
 
 use crate::error::{NetweaveError, Result};
-use crate::topology::metrics::SwitchGraph;
+use crate::topology::fabric::SwitchFabric;
 use crate::topology::{Port, Topology};
 
 use super::deadlock;
@@ -48,7 +48,7 @@ pub fn structured_channel_pools(topo: &Topology, options: &RouteOptions, reduced
     if n == 0 {
         return Ok(table);
     }
-    let graph = SwitchGraph::new(topo);
+    let graph = SwitchFabric::new(topo);
     // Where the VC grows: every switch for SBP, switches with ≥ 3 switch neighbours if reduced.
     let increments: Vec<bool> = (0..n).map(|v| !reduced || graph.neighbors(v).len() >= 3).collect();
 
@@ -230,7 +230,7 @@ mod tests {
         let t = mesh(&[4, 4], 2).unwrap();
         for reduced in [false, true] {
             let r = structured_channel_pools(&t, &opts(8), reduced).unwrap();
-            let g = SwitchGraph::new(&t);
+            let g = SwitchFabric::new(&t);
             for (s, &node) in t.switches().iter().enumerate() {
                 for a in t.neighbors(node) {
                     for b in t.neighbors(node) {

@@ -51,13 +51,11 @@ use crate::error::Result;
 use crate::topology::fat_tree::PgftSpec;
 use crate::topology::lsft::LsftLayout;
 use crate::topology::plane::ProjectivePlane;
+use crate::topology::structure::Structure;
 use crate::topology::{Port, Topology};
 
 use super::select::Selector;
 use super::{RouteOptions, RoutingTable};
-
-/// Families whose params describe a PGFT (see [`crate::topology::fat_tree`]).
-const TREE_FAMILIES: [&str; 3] = ["pgft", "k_ary_n_tree", "fat_tree"];
 
 /// Per-level constants of a PGFT, all indexed by level 0..=h (index 0 unused where noted).
 struct Levels {
@@ -103,21 +101,19 @@ impl Levels {
     /// Read the PGFT spec from a fat-tree topology's params and check the node counts.
     fn from_topology(topo: &Topology) -> Result<Self> {
         let family = topo.family();
-        if !TREE_FAMILIES.contains(&family) {
-            let hint = if family == "lsft" { " (route it with the lsft engine)" } else { "" };
-            return crate::invalid!("dmodk needs a fat-tree (pgft, k_ary_n_tree or fat_tree); this is {family}{hint}");
-        }
-        let list = |key: &str| -> Result<Vec<u32>> {
-            topo.params()
-                .get(key)
-                .and_then(|v| v.as_array())
-                .and_then(|a| a.iter().map(|v| v.as_u64().and_then(|x| u32::try_from(x).ok())).collect())
-                .map_or_else(
-                    || crate::invalid!("dmodk: {family} topology '{}' lacks a valid '{key}' parameter", topo.name()),
-                    Ok,
-                )
+        let tree = match topo.structure() {
+            Structure::FatTree(tree) => tree,
+            Structure::Malformed { expected, reason } if expected == "fat_tree" => {
+                return crate::invalid!("dmodk: {family} topology '{}' {reason}", topo.name())
+            }
+            other => {
+                let hint = if matches!(other, Structure::Lsft(_)) { " (route it with the lsft engine)" } else { "" };
+                return crate::invalid!(
+                    "dmodk needs a fat-tree (pgft, k_ary_n_tree or fat_tree); this is {family}{hint}"
+                );
+            }
         };
-        let spec = PgftSpec::new(list("m")?, list("w")?, list("p")?)?;
+        let spec = tree.spec()?;
         let h = spec.h as usize;
         let nodes: Vec<u64> = (0..=h as u32).map(|l| spec.nodes_at_level(l)).collect();
         let mut first = vec![0u64; h + 2];
@@ -247,7 +243,10 @@ pub fn d_mod_k(topo: &Topology, options: &RouteOptions) -> Result<RoutingTable> 
 /// the leaf. One VC, deadlock-free. `options.select` picks only where the LSFT offers a
 /// choice (module docs). Errors in one line for other families.
 pub fn lsft(topo: &Topology, options: &RouteOptions) -> Result<RoutingTable> {
-    if topo.family() != "lsft" {
+    // A malformed one gets LsftLayout's message naming the bad parameter.
+    if !matches!(topo.structure(), Structure::Lsft(_))
+        && !matches!(topo.structure(), Structure::Malformed { expected, .. } if expected == "lsft")
+    {
         return crate::invalid!("lsft routing needs a Latin-square fat-tree (family lsft); this is {}", topo.family());
     }
     let lay = LsftLayout::from_topology(topo)?;
@@ -369,17 +368,17 @@ mod tests {
     use super::*;
     use crate::analysis::analyze;
     use crate::routing::{deadlock, route, Engine, Select};
+    use crate::topology::fabric::SwitchFabric;
     use crate::topology::fat_tree::{fat_tree, k_ary_n_tree, pgft};
     use crate::topology::grid::torus;
     use crate::topology::lsft::latin_square_fat_tree;
-    use crate::topology::metrics::SwitchGraph;
     use crate::topology::random::irregular;
     use crate::topology::{ChannelId, LinkSpec, TopologyBuilder};
     use crate::traffic::Schedule;
 
     /// Every pair is delivered over a minimal path (switch hops = BFS distance + 2 host links).
     fn assert_minimal(t: &Topology, r: &RoutingTable) {
-        let g = SwitchGraph::new(t);
+        let g = SwitchFabric::new(t);
         let mut dist = vec![u32::MAX; t.num_switches()];
         let mut queue = Vec::new();
         let mut path = Vec::new();
@@ -621,7 +620,7 @@ mod tests {
     fn lsft_spines_off_the_route_still_have_minimal_entries() {
         let t = latin_square_fat_tree(3, true, true).unwrap();
         let r = lsft(&t, &RouteOptions::default()).unwrap();
-        let g = SwitchGraph::new(&t);
+        let g = SwitchFabric::new(&t);
         let mut dist = vec![u32::MAX; t.num_switches()];
         let mut queue = Vec::new();
         for d in 0..t.num_hosts() {

@@ -30,7 +30,7 @@
 use rayon::prelude::*;
 
 use crate::error::{NetweaveError, Result};
-use crate::topology::metrics::SwitchGraph;
+use crate::topology::fabric::SwitchFabric;
 use crate::topology::{Port, Topology};
 
 use super::minhop::hosts_by_switch;
@@ -65,10 +65,10 @@ pub struct UpDownTree {
 impl UpDownTree {
     /// BFS from switch index `root`, visiting neighbours in increasing switch index.
     pub fn new(topo: &Topology, root: usize) -> Result<Self> {
-        Self::from_graph(&SwitchGraph::new(topo), root)
+        Self::from_graph(&SwitchFabric::new(topo), root)
     }
 
-    fn from_graph(graph: &SwitchGraph, root: usize) -> Result<Self> {
+    fn from_graph(graph: &SwitchFabric, root: usize) -> Result<Self> {
         let n = graph.len();
         if root >= n {
             return crate::invalid!("root switch {root} does not exist (the fabric has {n})");
@@ -82,7 +82,7 @@ impl UpDownTree {
         while head < queue.len() {
             let u = queue[head] as usize;
             head += 1;
-            // SwitchGraph lists neighbours ascending: the paper's visit order.
+            // SwitchFabric lists neighbours ascending: the paper's visit order.
             for &v in graph.neighbors(u) {
                 if level[v as usize] == NONE {
                     level[v as usize] = level[u] + 1;
@@ -164,7 +164,7 @@ pub fn prefix(topo: &Topology, options: &RouteOptions) -> Result<RoutingTable> {
     if topo.num_switches() == 0 {
         return Ok(table);
     }
-    let graph = SwitchGraph::new(topo);
+    let graph = SwitchFabric::new(topo);
     let tree = UpDownTree::from_graph(&graph, options.root)?;
     require_reachable(topo, &graph, &tree, &by_switch, "prefix")?;
     let mut selector = Selector::new(topo, options.select);
@@ -463,7 +463,7 @@ pub(crate) struct EscapeRoutes {
 impl EscapeRoutes {
     /// The orientation of the BFS tree from switch index `root`.
     pub(crate) fn new(topo: &Topology, root: usize) -> Result<Self> {
-        let graph = SwitchGraph::new(topo);
+        let graph = SwitchFabric::new(topo);
         let tree = UpDownTree::from_graph(&graph, root)?;
         let links = OrientedLinks::new(topo, &tree);
         let labels = Labels::new(topo.num_switches());
@@ -532,7 +532,7 @@ fn tree_routes(
     if topo.num_switches() == 0 {
         return Ok((table, None, 1));
     }
-    let graph = SwitchGraph::new(topo);
+    let graph = SwitchFabric::new(topo);
     let tree = UpDownTree::from_graph(&graph, options.root)?;
     require_reachable(topo, &graph, &tree, &by_switch, name)?;
     let links = OrientedLinks::new(topo, &tree);
@@ -640,7 +640,7 @@ fn check_options(topo: &Topology, options: &RouteOptions) -> Result<()> {
 /// Every switch with hosts must be reachable from the root.
 fn require_reachable(
     topo: &Topology,
-    graph: &SwitchGraph,
+    graph: &SwitchFabric,
     tree: &UpDownTree,
     by_switch: &[Vec<usize>],
     engine: &str,
@@ -660,7 +660,7 @@ fn require_reachable(
 }
 
 /// One-line error for a disconnected fabric, naming its components (first labels of each).
-pub(crate) fn disconnected(topo: &Topology, graph: &SwitchGraph, what: &str) -> NetweaveError {
+pub(crate) fn disconnected(topo: &Topology, graph: &SwitchFabric, what: &str) -> NetweaveError {
     let n = graph.len();
     let mut comp = vec![NONE; n];
     let mut queue = Vec::new();

@@ -17,6 +17,7 @@
 //!
 //! What differs is the router ports after the host ports, documented on each generator.
 
+use super::structure::{Lattice, LatticeShape};
 use super::{check_capacity, require_at_least, LinkSpec, NodeId, Port, Topology, TopologyBuilder};
 use crate::error::Result;
 
@@ -44,67 +45,53 @@ fn fmt_dims(dims: &[u32]) -> String {
     dims.iter().map(|d| d.to_string()).collect::<Vec<_>>().join("x")
 }
 
-/// A checked lattice shape: sizes, strides (dimension 0 fastest) and router count.
-struct Lattice {
-    dims: Vec<u32>,
-    strides: Vec<u32>,
-    routers: u32,
+/// Check `dims` (non-empty, every size ≥ 1, product fits `u32`) and return the lattice with
+/// its router strides (dimension 0 fastest). HyperX shares the node layout, so it is laid out
+/// through a lattice too (its ports differ, and its structure says HyperX).
+fn checked_lattice(
+    family: &str,
+    shape: LatticeShape,
+    dims: &[u32],
+    hosts_per_router: u32,
+) -> Result<(Lattice, Vec<u32>)> {
+    if dims.is_empty() {
+        return crate::invalid!("{family}: give at least one dimension");
+    }
+    for (d, &k) in dims.iter().enumerate() {
+        if k == 0 {
+            return crate::invalid!("{family}: dimension {d} has size 0; every dimension needs at least 1 router");
+        }
+    }
+    let lat = Lattice { shape, dims: dims.to_vec(), hosts_per_router };
+    if lat.num_routers_u64() > u32::MAX as u64 {
+        return crate::invalid!("{family}: {} routers exceed the 32-bit node id range", fmt_dims(dims));
+    }
+    let strides = lat.strides().into_iter().map(|s| s as u32).collect();
+    Ok((lat, strides))
 }
 
-impl Lattice {
-    /// Validate `dims` (non-empty, every size ≥ 1, product fits `u32`).
-    fn new(family: &str, dims: &[u32]) -> Result<Lattice> {
-        if dims.is_empty() {
-            return crate::invalid!("{family}: give at least one dimension");
-        }
-        let mut strides = Vec::with_capacity(dims.len());
-        let mut routers: u64 = 1;
-        for (d, &k) in dims.iter().enumerate() {
-            if k == 0 {
-                return crate::invalid!("{family}: dimension {d} has size 0; every dimension needs at least 1 router");
-            }
-            strides.push(routers as u32);
-            routers *= k as u64;
-            if routers > u32::MAX as u64 {
-                return crate::invalid!("{family}: {} routers exceed the 32-bit node id range", fmt_dims(dims));
-            }
-        }
-        Ok(Lattice { dims: dims.to_vec(), strides, routers: routers as u32 })
+/// Add the routers, the hosts and the host links in the layout described in the module docs.
+/// Returns nothing: router `i` is node `i`, so callers address routers by index.
+fn add_nodes(lat: &Lattice, b: &mut TopologyBuilder, radix: Port) {
+    let n = lat.dims.len();
+    let mut x = vec![0u32; n];
+    let routers = lat.num_routers();
+    for _ in 0..routers {
+        let id = b.add_switch(format!("r{}", fmt_coords(&x)), radix);
+        b.set_coords(id, x.iter().map(|&v| v as i64).collect());
+        lat.step(&mut x);
     }
-
-    /// Advance an odometer of coordinates (dimension 0 fastest) to the next router.
-    fn step(&self, x: &mut [u32]) {
-        for (xd, &k) in x.iter_mut().zip(&self.dims) {
-            *xd += 1;
-            if *xd < k {
-                return;
-            }
-            *xd = 0;
+    // x wrapped back to all zeros: walk the routers again for their hosts.
+    for r in 0..routers {
+        let tag = fmt_coords(&x);
+        for local in 0..lat.hosts_per_router {
+            let h = b.add_host(format!("h{tag}.{local}"));
+            let mut c: Vec<i64> = x.iter().map(|&v| v as i64).collect();
+            c.push(local as i64);
+            b.set_coords(h, c);
+            b.connect_ports(h, 1, r as NodeId, (local + 1) as Port, LinkSpec::default());
         }
-    }
-
-    /// Add the routers, the hosts and the host links in the layout described in the module
-    /// docs. Returns nothing: router `i` is node `i`, so callers address routers by index.
-    fn add_nodes(&self, b: &mut TopologyBuilder, hosts_per_router: u32, radix: Port) {
-        let n = self.dims.len();
-        let mut x = vec![0u32; n];
-        for _ in 0..self.routers {
-            let id = b.add_switch(format!("r{}", fmt_coords(&x)), radix);
-            b.set_coords(id, x.iter().map(|&v| v as i64).collect());
-            self.step(&mut x);
-        }
-        // x wrapped back to all zeros: walk the routers again for their hosts.
-        for r in 0..self.routers {
-            let tag = fmt_coords(&x);
-            for local in 0..hosts_per_router {
-                let h = b.add_host(format!("h{tag}.{local}"));
-                let mut c: Vec<i64> = x.iter().map(|&v| v as i64).collect();
-                c.push(local as i64);
-                b.set_coords(h, c);
-                b.connect_ports(h, 1, r as NodeId, (local + 1) as Port, LinkSpec::default());
-            }
-            self.step(&mut x);
-        }
+        lat.step(&mut x);
     }
 }
 
@@ -157,10 +144,11 @@ pub fn torus(dims: &[u32], hosts_per_router: u32) -> Result<Topology> {
 
 /// Shared body of [`mesh`] and [`torus`].
 fn grid(family: &str, dims: &[u32], hosts_per_router: u32, wrap: bool) -> Result<Topology> {
-    let lat = Lattice::new(family, dims)?;
+    let shape = if wrap { LatticeShape::Torus } else { LatticeShape::Mesh };
+    let (lat, strides) = checked_lattice(family, shape, dims, hosts_per_router)?;
     let h = hosts_per_router as u64;
     let n = dims.len() as u64;
-    let routers = lat.routers as u64;
+    let routers = lat.num_routers() as u64;
     let radix = h.saturating_add(n.saturating_mul(2));
     let router_links = dims.iter().fold(0u64, |acc, &k| {
         let k = k as u64;
@@ -186,13 +174,13 @@ fn grid(family: &str, dims: &[u32], hosts_per_router: u32, wrap: bool) -> Result
 
     let mut b = TopologyBuilder::new(format!("{family}({},hosts={hosts_per_router})", fmt_dims(dims)));
     b.family(family).param("dims", dims.to_vec()).param("hosts_per_router", hosts_per_router);
-    lat.add_nodes(&mut b, hosts_per_router, radix as Port);
+    add_nodes(&lat, &mut b, radix as Port);
 
     let spec = LinkSpec::default();
     let hp = hosts_per_router as Port;
     let mut x = vec![0u32; dims.len()];
-    for r in 0..lat.routers {
-        for (d, (&k, &stride)) in dims.iter().zip(&lat.strides).enumerate() {
+    for r in 0..lat.num_routers() {
+        for (d, (&k, &stride)) in dims.iter().zip(&strides).enumerate() {
             let plus = hp + 2 * d as Port + 1;
             let minus = plus + 1;
             if x[d] + 1 < k {
@@ -226,8 +214,8 @@ pub fn hypercube(dim: u32, hosts_per_router: u32) -> Result<Topology> {
     if dim > 31 {
         return crate::invalid!("hypercube: dimension {dim} exceeds 31 (2^dim routers must fit a 32-bit id)");
     }
-    let lat = Lattice::new("hypercube", &vec![2; dim as usize])?;
-    let routers = lat.routers as u64;
+    let (lat, _) = checked_lattice("hypercube", LatticeShape::Hypercube, &vec![2; dim as usize], hosts_per_router)?;
+    let routers = lat.num_routers() as u64;
     let h = hosts_per_router as u64;
     let radix = h + dim as u64;
     let hosts = routers * h;
@@ -241,9 +229,9 @@ pub fn hypercube(dim: u32, hosts_per_router: u32) -> Result<Topology> {
 
     let mut b = TopologyBuilder::new(format!("hypercube(dim={dim},hosts={hosts_per_router})"));
     b.family("hypercube").param("dim", dim).param("hosts_per_router", hosts_per_router);
-    lat.add_nodes(&mut b, hosts_per_router, radix as Port);
+    add_nodes(&lat, &mut b, radix as Port);
     let spec = LinkSpec::default();
-    for r in 0..lat.routers {
+    for r in 0..lat.num_routers() {
         for d in 0..dim {
             if r & (1 << d) == 0 {
                 let port = (hosts_per_router + d + 1) as Port;
@@ -274,9 +262,9 @@ pub fn hypercube(dim: u32, hosts_per_router: u32) -> Result<Topology> {
 /// assert_eq!(t.num_links(), 16 * 6 / 2);
 /// ```
 pub fn hyperx(dims: &[u32], trunking: u32, hosts_per_router: u32) -> Result<Topology> {
-    let lat = Lattice::new("hyperx", dims)?;
+    let (lat, strides) = checked_lattice("hyperx", LatticeShape::Mesh, dims, hosts_per_router)?;
     require_at_least("hyperx trunking", trunking as u64, 1)?;
-    let routers = lat.routers as u64;
+    let routers = lat.num_routers() as u64;
     let h = hosts_per_router as u64;
     let t = trunking as u64;
     let peers = dims.iter().fold(0u64, |acc, &k| acc.saturating_add(k as u64 - 1));
@@ -291,7 +279,7 @@ pub fn hyperx(dims: &[u32], trunking: u32, hosts_per_router: u32) -> Result<Topo
         .param("dims", dims.to_vec())
         .param("trunking", trunking)
         .param("hosts_per_router", hosts_per_router);
-    lat.add_nodes(&mut b, hosts_per_router, radix as Port);
+    add_nodes(&lat, &mut b, radix as Port);
 
     // First port of each dimension's block, as an offset in peer slots.
     let mut offset = Vec::with_capacity(dims.len());
@@ -306,8 +294,8 @@ pub fn hyperx(dims: &[u32], trunking: u32, hosts_per_router: u32) -> Result<Topo
     };
     let spec = LinkSpec::default();
     let mut x = vec![0u32; dims.len()];
-    for r in 0..lat.routers {
-        for (d, (&k, &stride)) in dims.iter().zip(&lat.strides).enumerate() {
+    for r in 0..lat.num_routers() {
+        for (d, (&k, &stride)) in dims.iter().zip(&strides).enumerate() {
             let own = x[d];
             for v in own + 1..k {
                 let peer = r + (v - own) * stride;

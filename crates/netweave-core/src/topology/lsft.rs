@@ -71,7 +71,7 @@ use crate::error::Result;
 /// assert_eq!(t.label(leaf), "P(0,0)");
 /// assert_eq!(lay.leaf_node(0, 0), None);           // P is omitted when reduced
 /// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct LsftLayout {
     /// Plane order q.
     pub order: u32,
@@ -88,18 +88,18 @@ impl LsftLayout {
         Ok(LsftLayout { order, two_sided, reduced })
     }
 
-    /// Layout recorded in an LSFT topology's family and params.
+    /// Layout of an LSFT topology, from its [`Structure`](super::structure::Structure).
     pub fn from_topology(t: &Topology) -> Result<Self> {
-        if t.family() != "lsft" {
-            return crate::invalid!("topology '{}' is a {}, not an lsft", t.name(), t.family());
-        }
-        let p = t.params();
-        let order = p.get("order").and_then(|v| v.as_u64()).and_then(|v| u32::try_from(v).ok());
-        let Some(order) = order else {
-            return crate::invalid!("lsft topology '{}' lacks a valid 'order' parameter", t.name());
+        use super::structure::Structure;
+        let lay = match t.structure() {
+            // Re-checked: a file may state any order.
+            Structure::Lsft(lay) => LsftLayout::new(lay.order, lay.two_sided, lay.reduced)?,
+            Structure::Malformed { expected, reason } if expected == "lsft" => {
+                return crate::invalid!("lsft topology '{}' {reason}", t.name());
+            }
+            _ => return crate::invalid!("topology '{}' is a {}, not an lsft", t.name(), t.family()),
         };
-        let flag = |k: &str| p.get(k).and_then(|v| v.as_bool()).unwrap_or(false);
-        let lay = LsftLayout::new(order, flag("two_sided"), flag("reduced"))?;
+        let order = lay.order;
         if lay.num_nodes() != t.num_nodes() as u64 {
             return crate::invalid!(
                 "lsft topology '{}' has {} nodes, but order {order} implies {}",

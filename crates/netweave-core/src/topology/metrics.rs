@@ -22,6 +22,7 @@
 use rayon::prelude::*;
 use serde::Serialize;
 
+use super::fabric::SwitchFabric;
 use super::{NodeId, Topology};
 
 /// Summary figures of a topology, as `netweave topo info` prints them.
@@ -52,7 +53,7 @@ pub struct TopologyStats {
 
 /// Compute [`TopologyStats`] (exact, all pairs).
 pub fn stats(topo: &Topology) -> TopologyStats {
-    let switch_graph = SwitchGraph::new(topo);
+    let switch_graph = SwitchFabric::new(topo);
     let mut switch_links = 0;
     let mut host_links = 0;
     for l in topo.links() {
@@ -109,22 +110,18 @@ fn host_diameter(topo: &Topology, d: &DistanceSummary) -> Option<u32> {
 }
 
 /// Hop distances from one switch to every switch (`u32::MAX` = unreachable), indexed by
-/// switch index. For one-off use; loops should keep a [`SwitchGraph`] and call
-/// [`SwitchGraph::bfs`].
+/// switch index. For one-off use; loops should keep a [`SwitchFabric`] and call
+/// [`SwitchFabric::bfs`].
 pub fn switch_distances_from(topo: &Topology, switch_index: usize) -> Vec<u32> {
-    let g = SwitchGraph::new(topo);
+    let g = SwitchFabric::new(topo);
     let mut dist = vec![u32::MAX; g.len()];
     g.bfs(switch_index, &mut dist, &mut Vec::new());
     dist
 }
 
-/// Switch-only CSR graph indexed by switch index (parallel links collapsed): the graph
-/// routing engines and metrics search.
-pub struct SwitchGraph {
-    offsets: Vec<u32>,
-    targets: Vec<u32>,
-    has_hosts: Vec<bool>,
-}
+/// The switch graph metrics search: the shared [`SwitchFabric`](super::fabric::SwitchFabric)
+/// (this name is kept for callers written against it).
+pub use super::fabric::SwitchFabric as SwitchGraph;
 
 #[derive(Default)]
 struct DistanceSummary {
@@ -135,77 +132,7 @@ struct DistanceSummary {
     unreached: u64,
 }
 
-impl SwitchGraph {
-    /// Build from `topo`'s switches and switch-to-switch links.
-    pub fn new(topo: &Topology) -> Self {
-        let mut offsets = Vec::with_capacity(topo.num_switches() + 1);
-        let mut targets = Vec::new();
-        let mut has_hosts = Vec::with_capacity(topo.num_switches());
-        offsets.push(0);
-        for &s in topo.switches() {
-            let start = targets.len();
-            let mut hosts = false;
-            for a in topo.neighbors(s) {
-                if topo.is_host(a.neighbor) {
-                    hosts = true;
-                } else {
-                    targets.push(topo.kind_index(a.neighbor) as u32);
-                }
-            }
-            targets[start..].sort_unstable();
-            let mut w = start;
-            for r in start..targets.len() {
-                if r == start || targets[r] != targets[w - 1] {
-                    targets[w] = targets[r];
-                    w += 1;
-                }
-            }
-            targets.truncate(w);
-            offsets.push(targets.len() as u32);
-            has_hosts.push(hosts);
-        }
-        SwitchGraph { offsets, targets, has_hosts }
-    }
-
-    /// Number of switches.
-    pub fn len(&self) -> usize {
-        self.has_hosts.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.has_hosts.is_empty()
-    }
-
-    /// Neighbouring switch indices of switch `v`, ascending.
-    pub fn neighbors(&self, v: usize) -> &[u32] {
-        &self.targets[self.offsets[v] as usize..self.offsets[v + 1] as usize]
-    }
-
-    /// Whether switch `v` has hosts attached.
-    pub fn has_hosts(&self, v: usize) -> bool {
-        self.has_hosts[v]
-    }
-
-    /// BFS hop distances from switch `src` into `dist` (`u32::MAX` = unreachable); `queue` is
-    /// scratch space reused across calls so loops over sources allocate nothing.
-    pub fn bfs(&self, src: usize, dist: &mut [u32], queue: &mut Vec<u32>) {
-        dist.fill(u32::MAX);
-        queue.clear();
-        dist[src] = 0;
-        queue.push(src as u32);
-        let mut head = 0;
-        while head < queue.len() {
-            let v = queue[head] as usize;
-            head += 1;
-            for &u in self.neighbors(v) {
-                if dist[u as usize] == u32::MAX {
-                    dist[u as usize] = dist[v] + 1;
-                    queue.push(u);
-                }
-            }
-        }
-    }
-
+impl SwitchFabric {
     fn all_pairs_summary(&self) -> DistanceSummary {
         let n = self.len();
         let batches: Vec<usize> = (0..n.div_ceil(64)).collect();

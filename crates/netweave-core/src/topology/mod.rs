@@ -27,6 +27,7 @@ use crate::error::{NetweaveError, Result};
 
 pub mod dragonfly;
 pub mod ethernet;
+pub mod fabric;
 pub mod fat_tree;
 pub mod galois;
 pub mod grid;
@@ -35,6 +36,9 @@ pub mod lsft;
 pub mod metrics;
 pub mod plane;
 pub mod random;
+pub mod structure;
+
+use structure::Structure;
 
 /// Index of a node (host or switch) in a [`Topology`].
 pub type NodeId = u32;
@@ -120,6 +124,8 @@ pub struct Topology {
     /// Generator family and parameters, kept so later stages (and files) know the structure.
     family: String,
     params: BTreeMap<String, serde_json::Value>,
+    /// The typed shape, computed once at build time (see [`structure`]).
+    structure: Structure,
     kinds: Vec<NodeKind>,
     labels: Vec<String>,
     radix: Vec<Port>,
@@ -141,13 +147,19 @@ impl Topology {
     pub fn name(&self) -> &str {
         &self.name
     }
-    /// Generator family ("lsft", "torus", "file", …).
+    /// Generator family ("lsft", "torus", "file", …): a name for messages and files. Stages
+    /// that need the shape ask [`structure`](Self::structure).
     pub fn family(&self) -> &str {
         &self.family
     }
-    /// Generator parameters as JSON values (`order`, `dims`, …).
+    /// Generator parameters as JSON values (`order`, `dims`, …), kept for files and
+    /// `topo info`; their meaning is in [`structure`](Self::structure).
     pub fn params(&self) -> &BTreeMap<String, serde_json::Value> {
         &self.params
+    }
+    /// The typed shape: lattice, fat-tree, LSFT, tree of switches, dragonfly, … or generic.
+    pub fn structure(&self) -> &Structure {
+        &self.structure
     }
     pub fn num_nodes(&self) -> usize {
         self.kinds.len()
@@ -260,6 +272,7 @@ impl Topology {
             name: self.name.clone(),
             family: self.family.clone(),
             params: self.params.clone(),
+            structure: Some(self.structure.clone()),
             kinds: self.kinds.clone(),
             labels: self.labels.clone(),
             radix: self.radix.clone(),
@@ -279,6 +292,8 @@ pub struct TopologyBuilder {
     name: String,
     family: String,
     params: BTreeMap<String, serde_json::Value>,
+    /// A structure stated outright (a file's); `None` derives it from family and params.
+    structure: Option<Structure>,
     kinds: Vec<NodeKind>,
     labels: Vec<String>,
     radix: Vec<Port>,
@@ -291,13 +306,22 @@ impl TopologyBuilder {
         TopologyBuilder { name: name.into(), family: "custom".into(), ..Default::default() }
     }
 
-    /// Record the generator family and a parameter (kept in files and `topo info`).
+    /// Record the generator family and a parameter (kept in files and `topo info`); the
+    /// [`Structure`] is derived from them at build time unless stated with
+    /// [`structure`](Self::structure) afterwards.
     pub fn family(&mut self, family: &str) -> &mut Self {
         self.family = family.to_string();
+        self.structure = None;
         self
     }
     pub fn param(&mut self, key: &str, value: impl Into<serde_json::Value>) -> &mut Self {
         self.params.insert(key.to_string(), value.into());
+        self.structure = None;
+        self
+    }
+    /// State the structure outright (file readers), instead of deriving it from the family.
+    pub fn structure(&mut self, structure: Structure) -> &mut Self {
+        self.structure = Some(structure);
         self
     }
 
@@ -446,10 +470,15 @@ impl TopologyBuilder {
                 }
             }
         }
+        let structure = match self.structure {
+            Some(s) => s,
+            None => Structure::from_family(&self.family, &self.params),
+        };
         Ok(Topology {
             name: self.name,
             family: self.family,
             params: self.params,
+            structure,
             kinds: self.kinds,
             labels: self.labels,
             radix: self.radix,

@@ -59,12 +59,9 @@ impl RankOrdering {
     }
 }
 
-/// Families whose jobs are allocated in whole leaves.
-pub const FAT_TREE_FAMILIES: [&str; 4] = ["fat_tree", "k_ary_n_tree", "pgft", "lsft"];
-
-/// Is `topo` a fat-tree (allocated in whole leaves)?
+/// Is `topo` a fat-tree or LSFT (allocated in whole leaves)?
 pub fn is_fat_tree(topo: &Topology) -> bool {
-    FAT_TREE_FAMILIES.contains(&topo.family())
+    topo.structure().is_fat_tree()
 }
 
 /// The switches with hosts attached, in switch order, each with its host indices.

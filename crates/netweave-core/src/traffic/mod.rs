@@ -33,6 +33,7 @@ pub mod collectives;
 pub mod dag;
 pub mod io;
 pub mod lsft;
+pub mod synthetic;
 
 use serde::{Deserialize, Serialize};
 

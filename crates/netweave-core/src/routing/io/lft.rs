@@ -85,8 +85,8 @@ use std::io;
 
 use crate::error::{NetweaveError, Result};
 use crate::routing::{RoutingTable, NO_PORT};
+use crate::topology::fabric::SwitchFabric;
 use crate::topology::io::{parse_error, snippet};
-use crate::topology::metrics::SwitchGraph;
 use crate::topology::{NodeId, Port, Topology};
 
 const FMT: &str = "lft";
@@ -411,7 +411,7 @@ impl SwitchRoutes {
         let lonely: Vec<usize> = (0..s_count).filter(|&t| via_host[t].is_none()).collect();
         let mut ports = vec![NO_PORT; lonely.len() * s_count];
         if !lonely.is_empty() {
-            let graph = SwitchGraph::new(topo);
+            let graph = SwitchFabric::new(topo);
             let mut dist = vec![u32::MAX; s_count];
             let mut queue = Vec::with_capacity(s_count);
             for (k, &t) in lonely.iter().enumerate() {
@@ -918,7 +918,7 @@ mod tests {
         let r = minhop(&t);
         let lids = LidMap::sequential(&t).unwrap();
         let sr = SwitchRoutes::new(&t);
-        let graph = SwitchGraph::new(&t);
+        let graph = SwitchFabric::new(&t);
         let mut dist = vec![0; t.num_switches()];
         let mut q = Vec::new();
         for to in 0..t.num_switches() {

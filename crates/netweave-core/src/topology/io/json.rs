@@ -7,6 +7,7 @@
 //!   "name": "star",
 //!   "family": "custom",
 //!   "params": {},
+//!   "structure": {"kind":"generic"},
 //!   "nodes": [
 //!     {"kind":"switch","label":"s","ports":4},
 //!     {"kind":"host","label":"h0","ports":1,"coords":[0]}
@@ -36,6 +37,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{finish, parse_error};
 use crate::error::{NetweaveError, Result};
+use crate::topology::structure::Structure;
 use crate::topology::{LinkSpec, NodeId, NodeKind, Port, Topology, TopologyBuilder};
 
 /// Value of the `"format"` field.
@@ -44,7 +46,7 @@ pub const FORMAT_TAG: &str = "netweave-topology";
 pub const VERSION: u64 = 1;
 
 const FMT: &str = "json";
-const FIELDS: &[&str] = &["format", "version", "name", "family", "params", "nodes", "links"];
+const FIELDS: &[&str] = &["format", "version", "name", "family", "params", "structure", "nodes", "links"];
 
 /// One entry of `"nodes"`.
 #[derive(Serialize, Deserialize)]
@@ -77,6 +79,10 @@ pub fn write(topo: &Topology) -> Result<String> {
     out.push_str(&format!("  \"name\": {},\n", enc(topo.name())?));
     out.push_str(&format!("  \"family\": {},\n", enc(topo.family())?));
     out.push_str(&format!("  \"params\": {},\n", enc(topo.params())?));
+    // A malformed structure is not written: the reader derives it again from family and params.
+    if !matches!(topo.structure(), Structure::Malformed { .. }) {
+        out.push_str(&format!("  \"structure\": {},\n", enc(topo.structure())?));
+    }
     let nodes = (0..topo.num_nodes() as NodeId).map(|n| NodeRecord {
         kind: topo.kind(n),
         label: topo.label(n).to_string(),
@@ -137,6 +143,9 @@ pub fn read(text: &str) -> Result<Topology> {
     for (k, v) in file.params {
         b.param(&k, v);
     }
+    if let Some(s) = file.structure {
+        b.structure(s);
+    }
     for n in nodes {
         let id = b.add_node(n.kind, n.label, n.ports);
         if let Some(c) = n.coords {
@@ -166,6 +175,7 @@ struct File {
     name: String,
     family: String,
     params: BTreeMap<String, serde_json::Value>,
+    structure: Option<Structure>,
     nodes: Vec<NodeRecord>,
     links: Links,
 }
@@ -201,6 +211,7 @@ impl<'de> Visitor<'de> for FileVisitor {
         let mut name: Option<String> = None;
         let mut family: Option<String> = None;
         let mut params: Option<BTreeMap<String, serde_json::Value>> = None;
+        let mut structure: Option<Structure> = None;
         let mut nodes: Option<Vec<NodeRecord>> = None;
         let mut links: Option<Links> = None;
         // Duplicate keys are an error: silently keeping one of two "links" arrays would
@@ -246,6 +257,14 @@ impl<'de> Visitor<'de> for FileVisitor {
                     once(&params, "params")?;
                     params = Some(map.next_value()?);
                 }
+                "structure" => {
+                    once(&structure, "structure")?;
+                    let s: Structure = map.next_value()?;
+                    if let Structure::Malformed { .. } = s {
+                        return Err(de::Error::custom("\"structure\" may not be \"malformed\""));
+                    }
+                    structure = Some(s);
+                }
                 "nodes" => {
                     once(&nodes, "nodes")?;
                     let n: Vec<NodeRecord> = map.next_value()?;
@@ -279,6 +298,7 @@ impl<'de> Visitor<'de> for FileVisitor {
             family: family.ok_or_else(|| de::Error::missing_field("family"))?,
             // An empty parameter map is the common case for hand-written files.
             params: params.unwrap_or_default(),
+            structure,
             nodes: nodes.ok_or_else(|| de::Error::missing_field("nodes"))?,
             links: links.ok_or_else(|| de::Error::missing_field("links"))?,
         })

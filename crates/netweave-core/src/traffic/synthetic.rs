@@ -1,4 +1,6 @@
-//! Destination patterns of open-loop traffic, with BookSim's names.
+//! Synthetic traffic patterns with BookSim's names: who sends to whom in open-loop traffic (the
+//! flit simulator) and in permutation workloads (batch runs, the mapper's
+//! [`Pattern::synthetic`](crate::mapping::Pattern::synthetic)).
 //!
 //! Hosts are numbered by host index. The bit patterns (`bitcomp`, `transpose`, `bitrev`,
 //! `shuffle`, `butterfly`) need a power-of-two host count; `tornado` and `neighbor` need a
@@ -6,8 +8,8 @@
 //! keeping a host's local index, as BookSim does for concentrated networks.
 //!
 //! ```
-//! use netweave_core::flitsim::pattern::Pattern;
-//! let p = Pattern::new("bitcomp", 16, None, 0, &[0], 1.0).unwrap();
+//! use netweave_core::traffic::synthetic::SyntheticPattern;
+//! let p = SyntheticPattern::new("bitcomp", 16, None, 0, &[0], 1.0).unwrap();
 //! assert_eq!(p.fixed(3), Some(12));
 //! ```
 
@@ -18,16 +20,11 @@ use rand_chacha::ChaCha8Rng;
 
 use crate::error::Result;
 
-/// A lattice shape for the digit patterns: `dims` routers per dimension, `c` hosts per router.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Lattice {
-    pub dims: Vec<u32>,
-    pub hosts_per_router: u32,
-}
+pub use crate::topology::structure::Lattice;
 
 /// A destination pattern over `num_hosts` hosts.
 #[derive(Clone, Debug)]
-pub enum Pattern {
+pub enum SyntheticPattern {
     /// Uniformly random over all hosts, the source included (as BookSim).
     Uniform { num_hosts: u32 },
     /// A fixed permutation (every deterministic pattern, and `randperm`).
@@ -36,7 +33,7 @@ pub enum Pattern {
     Hotspot { num_hosts: u32, hosts: Vec<u32>, fraction: f64 },
 }
 
-/// The names [`Pattern::new`] accepts.
+/// The names [`SyntheticPattern::new`] accepts.
 pub const NAMES: &[&str] = &[
     "uniform",
     "bitcomp",
@@ -57,7 +54,7 @@ fn bits_of(name: &str, num_hosts: u32) -> Result<u32> {
     Ok(num_hosts.trailing_zeros())
 }
 
-impl Pattern {
+impl SyntheticPattern {
     /// Build pattern `name` for `num_hosts` hosts. `lattice` is needed by `tornado` and
     /// `neighbor`; `perm_seed` seeds `randperm`; `hotspot_hosts`/`fraction` describe `hotspot`.
     pub fn new(
@@ -67,13 +64,13 @@ impl Pattern {
         perm_seed: u64,
         hotspot_hosts: &[u32],
         fraction: f64,
-    ) -> Result<Pattern> {
+    ) -> Result<SyntheticPattern> {
         if num_hosts == 0 {
             return crate::invalid!("the network has no hosts to send traffic");
         }
-        let perm = |f: &dyn Fn(u32) -> u32| Pattern::Permutation((0..num_hosts).map(f).collect());
+        let perm = |f: &dyn Fn(u32) -> u32| SyntheticPattern::Permutation((0..num_hosts).map(f).collect());
         Ok(match name {
-            "uniform" => Pattern::Uniform { num_hosts },
+            "uniform" => SyntheticPattern::Uniform { num_hosts },
             "bitcomp" => {
                 let mask = (1u32 << bits_of(name, num_hosts)?) - 1;
                 perm(&|s| !s & mask)
@@ -135,13 +132,13 @@ impl Pattern {
             "randperm" => {
                 let mut p: Vec<u32> = (0..num_hosts).collect();
                 p.shuffle(&mut ChaCha8Rng::seed_from_u64(perm_seed));
-                Pattern::Permutation(p)
+                SyntheticPattern::Permutation(p)
             }
             "hotspot" => {
                 if let Some(&h) = hotspot_hosts.iter().find(|&&h| h >= num_hosts) {
                     return crate::invalid!("hotspot host {h} does not exist (the network has {num_hosts} hosts)");
                 }
-                Pattern::Hotspot { num_hosts, hosts: hotspot_hosts.to_vec(), fraction }
+                SyntheticPattern::Hotspot { num_hosts, hosts: hotspot_hosts.to_vec(), fraction }
             }
             _ => return crate::invalid!("unknown traffic pattern '{name}' (known: {})", NAMES.join(", ")),
         })
@@ -150,7 +147,7 @@ impl Pattern {
     /// The destination of a deterministic pattern, `None` for the random ones.
     pub fn fixed(&self, src: u32) -> Option<u32> {
         match self {
-            Pattern::Permutation(p) => Some(p[src as usize]),
+            SyntheticPattern::Permutation(p) => Some(p[src as usize]),
             _ => None,
         }
     }
@@ -158,9 +155,9 @@ impl Pattern {
     /// Draw a destination for `src`.
     pub fn dest<R: Rng>(&self, src: u32, rng: &mut R) -> u32 {
         match self {
-            Pattern::Uniform { num_hosts } => rng.gen_range(0..*num_hosts),
-            Pattern::Permutation(p) => p[src as usize],
-            Pattern::Hotspot { num_hosts, hosts, fraction } => {
+            SyntheticPattern::Uniform { num_hosts } => rng.gen_range(0..*num_hosts),
+            SyntheticPattern::Permutation(p) => p[src as usize],
+            SyntheticPattern::Hotspot { num_hosts, hosts, fraction } => {
                 if *fraction >= 1.0 || rng.gen::<f64>() < *fraction {
                     hosts[rng.gen_range(0..hosts.len())]
                 } else {
@@ -174,8 +171,9 @@ impl Pattern {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::topology::structure::LatticeShape;
 
-    fn is_perm(p: &Pattern, n: u32) -> bool {
+    fn is_perm(p: &SyntheticPattern, n: u32) -> bool {
         let mut seen = vec![false; n as usize];
         (0..n).all(|s| {
             let d = p.fixed(s).unwrap();
@@ -185,9 +183,9 @@ mod tests {
 
     #[test]
     fn deterministic_patterns_are_permutations() {
-        let lat = Lattice { dims: vec![4, 4], hosts_per_router: 1 };
+        let lat = Lattice { shape: LatticeShape::Torus, dims: vec![4, 4], hosts_per_router: 1 };
         for name in ["bitcomp", "transpose", "bitrev", "shuffle", "butterfly", "tornado", "neighbor", "randperm"] {
-            let p = Pattern::new(name, 16, Some(&lat), 7, &[0], 1.0).unwrap();
+            let p = SyntheticPattern::new(name, 16, Some(&lat), 7, &[0], 1.0).unwrap();
             assert!(is_perm(&p, 16), "{name}");
         }
     }
@@ -196,7 +194,7 @@ mod tests {
     fn paper_002_fixed_points() {
         // Paper 002 lists the hosts that send to themselves on 16 hosts.
         let fixed = |name: &str| -> Vec<u32> {
-            let p = Pattern::new(name, 16, None, 0, &[0], 1.0).unwrap();
+            let p = SyntheticPattern::new(name, 16, None, 0, &[0], 1.0).unwrap();
             (0..16).filter(|&s| p.fixed(s) == Some(s)).collect()
         };
         assert_eq!(fixed("bitrev"), vec![0, 6, 9, 15]);
@@ -207,18 +205,18 @@ mod tests {
 
     #[test]
     fn tornado_goes_halfway_round() {
-        let lat = Lattice { dims: vec![8], hosts_per_router: 1 };
-        let p = Pattern::new("tornado", 8, Some(&lat), 0, &[0], 1.0).unwrap();
+        let lat = Lattice { shape: LatticeShape::Torus, dims: vec![8], hosts_per_router: 1 };
+        let p = SyntheticPattern::new("tornado", 8, Some(&lat), 0, &[0], 1.0).unwrap();
         assert_eq!(p.fixed(0), Some(3));
         assert_eq!(p.fixed(6), Some(1));
     }
 
     #[test]
     fn bad_sizes_are_refused() {
-        assert!(Pattern::new("bitcomp", 12, None, 0, &[0], 1.0).is_err());
-        assert!(Pattern::new("transpose", 8, None, 0, &[0], 1.0).is_err());
-        assert!(Pattern::new("tornado", 8, None, 0, &[0], 1.0).is_err());
-        assert!(Pattern::new("hotspot", 8, None, 0, &[9], 1.0).is_err());
-        assert!(Pattern::new("zigzag", 8, None, 0, &[0], 1.0).is_err());
+        assert!(SyntheticPattern::new("bitcomp", 12, None, 0, &[0], 1.0).is_err());
+        assert!(SyntheticPattern::new("transpose", 8, None, 0, &[0], 1.0).is_err());
+        assert!(SyntheticPattern::new("tornado", 8, None, 0, &[0], 1.0).is_err());
+        assert!(SyntheticPattern::new("hotspot", 8, None, 0, &[9], 1.0).is_err());
+        assert!(SyntheticPattern::new("zigzag", 8, None, 0, &[0], 1.0).is_err());
     }
 }
