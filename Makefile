@@ -11,8 +11,10 @@ SOURCES := $(shell find crates python -name '*.rs' -o -name '*.py' -o -name 'Car
 # Debian packages the integration tests drive (the real InfiniBand simulator, diagnostics and subnet manager;
 # Open MPI for the MPI mapping test, whose headers mpi4py compiles against during setup).
 SYSTEM_PACKAGES := ibsim-utils infiniband-diags opensm openmpi-bin libopenmpi-dev
+# Peers only the benchmarks under benches/ run (Scotch's scotch_gmap for the mapper).
+BENCH_PACKAGES := scotch
 
-.PHONY: plan test setup system-deps test-rust test-python bench clean
+.PHONY: plan test setup system-deps bench-deps test-rust test-python bench clean
 
 plan: setup
 	$(BIN)/netweave plan
@@ -27,8 +29,9 @@ $(STAMP): $(SOURCES) requirements-dev.txt
 	VIRTUAL_ENV=$(abspath $(VENV)) $(BIN)/maturin develop --release --quiet
 	touch $@
 
-system-deps:
-	@missing=""; for p in $(SYSTEM_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; done; \
+system-deps bench-deps: PACKAGES = $(if $(filter bench-deps,$@),$(BENCH_PACKAGES),$(SYSTEM_PACKAGES))
+system-deps bench-deps:
+	@missing=""; for p in $(PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then SUDO=""; elif command -v sudo >/dev/null; then SUDO=sudo; else \
 	    echo "missing Debian packages:$$missing (install them as root)"; exit 1; fi; \
@@ -42,7 +45,7 @@ test-rust:
 test-python: setup
 	$(BIN)/pytest -q
 
-bench: setup
+bench: setup bench-deps
 	cargo bench -p netweave-core --bench topology
 	cargo bench -p netweave-core --bench analysis
 	cargo bench -p netweave-core --bench flitsim

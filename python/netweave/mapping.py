@@ -266,6 +266,18 @@ def bisem(net: MapNetwork, pattern: Pattern, levels: Optional[int] = None, seed:
     return _core.map_bisem(net, pattern, levels, seed)
 
 
+def structure(pattern: Pattern) -> dict:
+    """The lattice (torus, mesh, hypercube) or tree found in `pattern`'s graph alone, whatever
+    its rank numbers: ``{kind, description, dims, periodic, explained_edges, explained_bytes,
+    displaced_ranks, coords}``. ``kind`` is ``none`` when nothing was recognised; BISEM then
+    cuts the pattern with METIS.
+
+    >>> structure(load_pattern("stencil:6x5"))["description"]
+    'torus 6×5, 100 % of edges explained'
+    """
+    return _core.map_structure(pattern)
+
+
 def check_fits(net: MapNetwork, pattern: Pattern) -> None:
     """Refuse a job with more ranks than host slots."""
     if pattern.num_ranks > net.num_slots:

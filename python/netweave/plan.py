@@ -302,6 +302,7 @@ def place_ranks(
         "seed": seed,
         "seconds": round(result.seconds, 3),
         "evaluations": result.evaluations,
+        "structure": {k: v for k, v in mapping.structure(pattern).items() if k != "coords"},
         "identity": identity,
         "placed": result.figures,
         "identity_over_placed": gain,

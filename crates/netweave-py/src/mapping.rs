@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use netweave_core::mapping::anneal::{AnnealConfig, Tempering};
-use netweave_core::mapping::{baselines, bisem, cost, CostParts, MapNetwork, Objective, Pattern};
+use netweave_core::mapping::{baselines, bisem, cost, structure, CostParts, MapNetwork, Objective, Pattern};
 use netweave_core::routing::select::Select;
 use netweave_core::traffic::Message;
 use numpy::{PyArray1, PyReadonlyArray1};
@@ -287,6 +287,29 @@ fn map_bisem<'py>(
     Ok(d)
 }
 
+/// The structure found in a pattern's graph: `{kind, dims, periodic, explained_edges,
+/// explained_bytes, displaced_ranks, description, coords}` (`coords`: ranks × dims, or None).
+#[pyfunction]
+fn map_structure<'py>(py: Python<'py>, pattern: &PyPattern) -> PyResult<Bound<'py, PyDict>> {
+    let pat = &*pattern.inner;
+    let s = py.allow_threads(|| structure::discover(pat));
+    let d = PyDict::new(py);
+    d.set_item("kind", format!("{:?}", s.kind).to_lowercase())?;
+    d.set_item("description", s.describe())?;
+    d.set_item("dims", s.dims.clone())?;
+    d.set_item("periodic", s.periodic.clone())?;
+    d.set_item("explained_edges", s.explained_edges)?;
+    d.set_item("explained_bytes", s.explained_bytes)?;
+    d.set_item("displaced_ranks", s.displaced_ranks)?;
+    if s.dims.is_empty() {
+        d.set_item("coords", py.None())?;
+    } else {
+        let rows = s.coords.chunks(s.dims.len()).map(<[u32]>::to_vec).collect::<Vec<_>>();
+        d.set_item("coords", rows)?;
+    }
+    Ok(d)
+}
+
 /// Parallel-tempering annealer over placements (one chain per thread per round).
 #[pyclass(name = "Annealer", module = "netweave._core")]
 pub(crate) struct PyAnnealer {
@@ -378,5 +401,6 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(map_baseline, m)?)?;
     m.add_function(wrap_pyfunction!(map_baselines, m)?)?;
     m.add_function(wrap_pyfunction!(map_bisem, m)?)?;
+    m.add_function(wrap_pyfunction!(map_structure, m)?)?;
     Ok(())
 }

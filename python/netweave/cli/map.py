@@ -116,6 +116,7 @@ def map_cmd(
             bar.stop()
     if not root:
         return
+    found = mapping.structure(pattern)
     meta = {"topology": topo.name, "pattern": pattern.name, "cost": cost, "figures": result.figures}
     if output is not None:
         mapping.write_map(net, result.host_of_rank, output, fmt, names, meta)
@@ -129,6 +130,7 @@ def map_cmd(
         )
     summary = {
         "pattern": pattern.name, "ranks": pattern.num_ranks, "topology": topo.name, "cost": cost,
+        "structure": {k: v for k, v in found.items() if k != "coords"},
         "identity": identity, "start": {"kind": start, **start_figs}, "result": result.figures,
         "value": result.value, "start_value": result.start_value, "evaluations": result.evaluations,
         "seconds": round(result.seconds, 3), "evaluations_per_second": round(result.evaluations_per_second),
@@ -139,6 +141,7 @@ def map_cmd(
         print(json.dumps(summary, indent=1))
         return
     print(f"{pattern.name}: {pattern.num_ranks} ranks on {topo.name}, cost {cost}")
+    print(f"structure: {found['description']}")
     print(f"{'placement':<12}{'hops':>12}{'hop-bytes':>20}{'max-link':>14}{'hops x max-link':>22}")
     for label, f in (("identity", identity), (start, start_figs), ("optimised", result.figures)):
         print(f"{label:<12}{f['hops']:>12,}{f['hop_bytes']:>20,}{f['max_link']:>14,}{f['rmatt']:>22,}")

@@ -59,6 +59,7 @@ def _placement_text(s: dict) -> str:
     """The rank placement as a few report lines: identity against the placed figures."""
     lines = [f"rank placement for {s['pattern']} ({s['ranks']} ranks, cost {s['cost']}, seed {s['seed']}, "
              f"{s['evaluations']:,} evaluations in {s['seconds']:.1f} s):"]
+    lines.append(f"  structure: {s['structure']['description']}")
     lines.append(f"  {'placement':<10}{'hops':>12}{'hop-bytes':>18}{'max-link':>14}{'hops x max-link':>20}")
     for label, f in (("identity", s["identity"]), ("placed", s["placed"])):
         lines.append(f"  {label:<10}{f['hops']:>12,}{f['hop_bytes']:>18,}{f['max_link']:>14,}{f['rmatt']:>20,}")

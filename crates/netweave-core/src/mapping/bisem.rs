@@ -20,7 +20,9 @@
 //! grid extent (ties to the grid axis of the network axis being cut, so equal shapes stay
 //! aligned), lower coordinates into the lower half. The cuts are then the grid's planes, the
 //! minimum for a stencil, and neighbouring groups land in neighbouring regions level by level,
-//! in a fraction of METIS's time.
+//! in a fraction of METIS's time. Patterns whose rank numbers say nothing of geometry (a
+//! trace, a shuffled stencil) are cut the same way when [`discover`] finds the lattice behind
+//! the graph; the rest go to METIS.
 
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
@@ -28,6 +30,7 @@ use rand_chacha::ChaCha8Rng;
 
 use super::network::{Lattice, MapNetwork};
 use super::pattern::Pattern;
+use super::structure::discover;
 use crate::error::{NetweaveError, Result};
 
 /// An axis-aligned box of routers, `lo ≤ x < hi` per dimension.
@@ -107,7 +110,8 @@ pub struct Bisection {
     pub groups: Vec<Vec<u32>>,
     /// Axis cut at every level.
     pub axes: Vec<usize>,
-    /// The stencil grid the groups were cut along, if the pattern is one (else METIS cut them).
+    /// The lattice the groups were cut along: the stencil grid the rank numbers follow, or the
+    /// one [`discover`] found in the graph (else METIS cut them).
     pub grid: Option<Vec<u32>>,
 }
 
@@ -123,8 +127,33 @@ pub fn bisem(net: &MapNetwork, pattern: &Pattern, levels: Option<u32>, seed: u64
         return crate::invalid!("{n} ranks do not fit {} host slots", net.num_slots());
     }
     let spr = lat.hosts_per_router * net.slots_per_host();
-    let grid = stencil_grid(pattern);
-    let coords = grid.as_ref().map(|dims| grid_coords(dims, n));
+    // A stencil told by its rank numbers, else a lattice discovered from the graph alone.
+    let (grid, coords) = match stencil_grid(pattern) {
+        Some(dims) => {
+            let xs = grid_coords(&dims, n);
+            (Some(dims), Some(xs))
+        }
+        None => match discover(pattern) {
+            s if s.lattice().is_some() => {
+                let (dims, xs) = aligned(&s.dims, &s.coords, &lat.dims);
+                (Some(dims), Some(xs))
+            }
+            _ => (None, None),
+        },
+    };
+    // Ties along a cut axis go by lattice index (dimension 0 fastest): the rank id for a stencil.
+    let lattice_index: Vec<u64> = match (&grid, &coords) {
+        (Some(dims), Some(xs)) => (0..n as usize)
+            .map(|r| {
+                xs[r * dims.len()..(r + 1) * dims.len()]
+                    .iter()
+                    .zip(dims)
+                    .rev()
+                    .fold(0u64, |i, (&x, &k)| i * k as u64 + x as u64)
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
     let (off, nbr, wts) = if grid.is_some() { (Vec::new(), Vec::new(), Vec::new()) } else { pattern.symmetric_csr() };
     let graph = SymGraph { off: &off, nbr: &nbr, wts: &wts };
     let mut pairs: Vec<(Region, Vec<u32>)> =
@@ -170,7 +199,7 @@ pub fn bisem(net: &MapNetwork, pattern: &Pattern, levels: Option<u32>, seed: u64
             let n_lo = ideal.clamp(size.saturating_sub(cap_hi), cap_lo.min(size));
             let seed_here = seed ^ ((level as u64) << 32) ^ next.len() as u64;
             let (g_lo, g_hi, flip_lo, flip_hi) = match (&grid, &coords) {
-                (Some(dims), Some(xs)) => split_geometric(dims, xs, group, axis, n_lo, flip),
+                (Some(dims), Some(xs)) => split_geometric(dims, xs, &lattice_index, group, axis, n_lo, flip),
                 _ => {
                     // Only the groups this one talks to can pull it: test just their regions.
                     let mut near_lo = vec![false; next.len()];
@@ -303,6 +332,30 @@ fn explains(dims: &[u32], msgs: &[crate::traffic::Message]) -> bool {
     })
 }
 
+/// A discovered lattice (`dims` largest first, `coords` per rank) with its dimensions reordered
+/// to follow the network's (largest discovered on the largest network axis, and so on), so
+/// that equal shapes are cut alike; unchanged when the dimension counts differ.
+fn aligned(dims: &[u32], coords: &[u32], net_dims: &[u32]) -> (Vec<u32>, Vec<u32>) {
+    let nd = dims.len();
+    if nd != net_dims.len() {
+        return (dims.to_vec(), coords.to_vec());
+    }
+    let mut by_size: Vec<usize> = (0..nd).collect();
+    by_size.sort_by_key(|&a| (std::cmp::Reverse(net_dims[a]), a));
+    // Discovered dimension i goes to position by_size[i].
+    let mut out_dims = vec![0u32; nd];
+    for (i, &a) in by_size.iter().enumerate() {
+        out_dims[a] = dims[i];
+    }
+    let mut out = vec![0u32; coords.len()];
+    for (row, new_row) in coords.chunks(nd).zip(out.chunks_mut(nd)) {
+        for (i, &a) in by_size.iter().enumerate() {
+            new_row[a] = row[i];
+        }
+    }
+    (out_dims, out)
+}
+
 /// Grid coordinates of every rank, `dims.len()` per rank (dimension 0 fastest in rank ids).
 fn grid_coords(dims: &[u32], n: u32) -> Vec<u32> {
     let mut xs = Vec::with_capacity(n as usize * dims.len());
@@ -327,6 +380,7 @@ fn grid_coords(dims: &[u32], n: u32) -> Vec<u32> {
 fn split_geometric(
     dims: &[u32],
     xs: &[u32],
+    lattice_index: &[u64],
     group: Vec<u32>,
     net_axis: usize,
     n_lo: u32,
@@ -341,11 +395,12 @@ fn split_geometric(
     let extents: Vec<u32> = (0..nd).map(extent).collect();
     let axis = (0..nd).max_by_key(|&d| (extents[d], d == net_axis, nd - d)).unwrap_or(0);
     let mut group = group;
-    // Along the axis, then by rank id (the other coordinates in grid order): ties cut cleanly.
+    // Along the axis, then by lattice index (the other coordinates in grid order): ties cut cleanly.
+    let key = |r: u32| lattice_index[r as usize];
     if mirror.grid & (1 << axis) != 0 {
-        group.sort_unstable_by_key(|&r| (std::cmp::Reverse(coord(r, axis)), r));
+        group.sort_unstable_by_key(|&r| (std::cmp::Reverse(coord(r, axis)), key(r)));
     } else {
-        group.sort_unstable_by_key(|&r| (coord(r, axis), r));
+        group.sort_unstable_by_key(|&r| (coord(r, axis), key(r)));
     }
     let mirrored = Mirror { grid: mirror.grid ^ (1 << axis), net: mirror.net ^ (1 << net_axis) };
     if mirror.net & (1 << net_axis) != 0 {

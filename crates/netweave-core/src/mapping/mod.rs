@@ -9,7 +9,10 @@
 //! - [`cost`]: hop-bytes, `max_link` under the actual routes, paper 003's `Σhops × max_link`
 //!   and weighted sums, with an exact incremental [`Evaluator`] for swaps and k-rank rotations.
 //! - [`baselines`]: identity, random, bit-reversal, Hilbert / Peano curves, greedy.
-//! - [`bisem`](bisem::bisem): recursive bisection of network and rank graph with METIS.
+//! - [`structure`]: the lattice (or tree) behind a traffic graph, found from the graph alone,
+//!   with every rank's coordinates in it.
+//! - [`bisem`](bisem::bisem): recursive bisection of network and rank graph, geometric along a
+//!   stencil's grid or a discovered lattice, with METIS otherwise.
 //! - [`anneal`]: OPTIM, simulated annealing with parallel tempering across threads.
 //!
 //! ```
@@ -32,6 +35,7 @@ pub mod bisem;
 pub mod cost;
 pub mod network;
 pub mod pattern;
+pub mod structure;
 
 pub use cost::{CostParts, Evaluator, Move, Objective};
 pub use network::MapNetwork;
