@@ -30,6 +30,7 @@
 pub mod alloc;
 pub mod alltoall;
 pub mod collectives;
+pub mod contention_free;
 pub mod dag;
 pub mod io;
 pub mod lsft;

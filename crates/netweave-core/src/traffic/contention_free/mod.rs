@@ -1,0 +1,141 @@
+//! Paper 004: contention-free gather and all-to-all on Ethernet trees by task grouping and
+//! stage-wise scheduling.
+//!
+//! The pieces, in the order a run uses them:
+//! - [`paths`]: Definition 1's cost `C = L + M/B` on the unique path of every host pair
+//!   (bonded links as one), refusing fabrics with two shortest paths between some hosts;
+//! - [`grouping`]: per directed link, the groups of tasks that must take turns (Rules A–C);
+//! - [`stages`]: the stage scheduler (largest remaining group cost first, a task policy inside
+//!   the group) and the cost-model replay.
+//!
+//! The result is netweave's DAG schedule form ([`TaskGraph`]), so `analyze`, the flow and flit
+//! simulators run it unchanged. Ranks are host indices (rank r runs on host r).
+//!
+//! ```
+//! use netweave_core::topology::ethernet::{star_of_switches, GIGABIT_LAN};
+//! use netweave_core::traffic::contention_free::{alltoall_tasks, ContentionFree, Options};
+//! let topo = star_of_switches(4, 2, GIGABIT_LAN, GIGABIT_LAN).unwrap();
+//! let cf = ContentionFree::new(&topo, alltoall_tasks(4, 1 << 20).unwrap(), Options::default()).unwrap();
+//! assert_eq!(cf.groups().len(), 12); // 4 uplinks, 4 downlinks, 2 trunks per direction
+//! assert_eq!(cf.task_graph("a2a").unwrap().num_tasks(), 12);
+//! ```
+
+pub mod grouping;
+pub mod paths;
+pub mod stages;
+
+#[cfg(test)]
+mod tests;
+
+pub use grouping::{Groups, RuleB};
+pub use paths::PathTable;
+pub use stages::{Policy, Stages};
+
+use crate::error::Result;
+use crate::topology::Topology;
+use crate::traffic::dag::{Dependency, TaskGraph};
+use crate::traffic::Message;
+
+/// Scheduler settings.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Options {
+    /// How a stage picks a task inside the selected group.
+    pub policy: Policy,
+    /// Rule B's comparison (`≥` by default).
+    pub rule_b: RuleB,
+    /// Seed of the `random` policy.
+    pub seed: u64,
+}
+
+/// gather(root, M): every other host sends `bytes` to `root`.
+pub fn gather_tasks(num_hosts: u32, root: u32, bytes: u64) -> Result<Vec<Message>> {
+    if num_hosts == 0 {
+        return crate::invalid!("gather needs at least one host");
+    }
+    if root >= num_hosts {
+        return crate::invalid!("gather root {root} is not a host (the fabric has hosts 0..{})", num_hosts - 1);
+    }
+    Ok((0..num_hosts).filter(|&h| h != root).map(|h| Message { src: h, dst: root, bytes }).collect())
+}
+
+/// alltoall(M): every host sends `bytes` to every other host (self-copies are local).
+pub fn alltoall_tasks(num_hosts: u32, bytes: u64) -> Result<Vec<Message>> {
+    if num_hosts == 0 {
+        return crate::invalid!("alltoall needs at least one host");
+    }
+    Ok((0..num_hosts)
+        .flat_map(|s| (0..num_hosts).filter(move |&d| d != s).map(move |d| Message { src: s, dst: d, bytes }))
+        .collect())
+}
+
+/// A contention-free schedule of a task set on a fabric, with what it was computed from.
+#[derive(Clone, Debug)]
+pub struct ContentionFree {
+    paths: PathTable,
+    tasks: Vec<Message>,
+    groups: Groups,
+    stages: Stages,
+}
+
+impl ContentionFree {
+    /// Group and schedule `tasks` (src, dst as host indices) on `topo`.
+    pub fn new(topo: &Topology, tasks: Vec<Message>, options: Options) -> Result<ContentionFree> {
+        let paths = PathTable::new(topo)?;
+        let n = paths.num_hosts() as u32;
+        if let Some(t) = tasks.iter().find(|t| t.src >= n || t.dst >= n) {
+            return crate::invalid!("task {} -> {} names a host outside 0..{}", t.src, t.dst, n - 1);
+        }
+        let groups = grouping::group(&paths, &tasks, options.rule_b);
+        let stages = stages::schedule(&paths, &tasks, &groups, options.policy, options.seed);
+        Ok(ContentionFree { paths, tasks, groups, stages })
+    }
+
+    pub fn paths(&self) -> &PathTable {
+        &self.paths
+    }
+    pub fn tasks(&self) -> &[Message] {
+        &self.tasks
+    }
+    pub fn groups(&self) -> &Groups {
+        &self.groups
+    }
+    pub fn stages(&self) -> &Stages {
+        &self.stages
+    }
+
+    /// The schedule as a task DAG: tasks in selection order, each waiting for the previous
+    /// task of every group it is in.
+    pub fn task_graph(&self, name: &str) -> Result<TaskGraph> {
+        let mut g = TaskGraph::new(name, self.paths.num_hosts() as u32);
+        let mut deps = Vec::new();
+        for (k, &t) in self.stages.order.iter().enumerate() {
+            deps.clear();
+            let (lo, hi) = (self.stages.pred_off[k] as usize, self.stages.pred_off[k + 1] as usize);
+            deps.extend(self.stages.preds[lo..hi].iter().map(|&p| (p, Dependency::Complete)));
+            g.add_task(self.tasks[t as usize], &deps)?;
+        }
+        Ok(g)
+    }
+
+    /// Start and finish of every task (selection order) in seconds, by the cost model.
+    pub fn replay_seconds(&self) -> Vec<(f64, f64)> {
+        stages::replay(&self.paths, &self.tasks, &self.stages)
+            .into_iter()
+            .map(|(s, f)| (s as f64 * 1e-12, f as f64 * 1e-12))
+            .collect()
+    }
+
+    /// Predicted completion time in seconds (cost-model replay).
+    pub fn makespan_seconds(&self) -> f64 {
+        self.replay_seconds().iter().map(|t| t.1).fold(0.0, f64::max)
+    }
+}
+
+/// The Concurrent baseline: every task at once, no ordering.
+pub fn concurrent(name: &str, num_hosts: u32, tasks: &[Message]) -> Result<TaskGraph> {
+    let mut g = TaskGraph::new(name, num_hosts);
+    for &t in tasks.iter().filter(|t| t.src != t.dst) {
+        g.add_task(t, &[])?;
+    }
+    Ok(g)
+}

@@ -1,0 +1,224 @@
+//! Paper 004's point-to-point cost model (Definition 1) on unique host-to-host paths.
+//!
+//! Parallel links between the same two nodes (bonding, trunking) count as one *logical link*
+//! whose bandwidth is their sum. Every logical link is used in two directions, each its own
+//! directed link: a path is a list of directed logical links, and x→y never shares one with
+//! y→x. A path must be unique: true on any tree, and on fabrics whose shortest paths are
+//! unique; anything else is refused with the pair that has two.
+
+use std::collections::VecDeque;
+
+use crate::error::Result;
+use crate::topology::{NodeId, Topology};
+
+/// Directed logical link id: `2 × logical link + direction`.
+pub type DirLink = u32;
+
+/// Unique paths between all hosts with their latency and bottleneck bandwidth.
+#[derive(Clone, Debug)]
+pub struct PathTable {
+    num_hosts: usize,
+    /// Path of host pair `(x, y)` is `links[offsets[x·N + y]..offsets[x·N + y + 1]]`.
+    offsets: Vec<u32>,
+    links: Vec<DirLink>,
+    /// Per directed link: bandwidth (bytes/s) and latency (picoseconds).
+    bandwidth: Vec<f64>,
+    latency_ps: Vec<u64>,
+    /// Per directed link: the host index it leaves / enters, or `u32::MAX` at a switch.
+    from_host: Vec<u32>,
+    to_host: Vec<u32>,
+    /// Per host pair: Σ latencies (ps) and min bandwidth (bytes/s).
+    pair_latency_ps: Vec<u64>,
+    pair_bandwidth: Vec<f64>,
+}
+
+impl PathTable {
+    /// Paths between every pair of `topo`'s hosts (host indices). Errors name a host pair with
+    /// two shortest paths, a link without bandwidth, or hosts that cannot reach each other.
+    pub fn new(topo: &Topology) -> Result<PathTable> {
+        let hosts = topo.hosts();
+        let n = hosts.len();
+        if n == 0 {
+            return crate::invalid!("the topology has no hosts");
+        }
+        let nodes = topo.num_nodes();
+        // Logical links: neighbours of every node merged by the node they reach.
+        let mut logical_of_channel = vec![u32::MAX; topo.num_channels()];
+        let mut bandwidth: Vec<f64> = Vec::new();
+        let mut latency_ps: Vec<u64> = Vec::new();
+        let mut from_host: Vec<u32> = Vec::new();
+        let mut to_host: Vec<u32> = Vec::new();
+        let host_index = |v: NodeId| if topo.is_host(v) { topo.kind_index(v) as u32 } else { u32::MAX };
+        let mut adj_off = vec![0u32; nodes + 1];
+        let mut adj: Vec<(NodeId, DirLink)> = Vec::new();
+        for u in 0..nodes as NodeId {
+            let mut nbrs: Vec<_> = topo.neighbors(u).to_vec();
+            nbrs.sort_by_key(|a| (a.neighbor, a.channel));
+            let mut i = 0;
+            while i < nbrs.len() {
+                let v = nbrs[i].neighbor;
+                let mut j = i;
+                let mut bw = 0.0;
+                let mut lat: f64 = 0.0;
+                while j < nbrs.len() && nbrs[j].neighbor == v {
+                    let spec = topo.link(Topology::channel_link(nbrs[j].channel)).spec;
+                    if !(spec.bandwidth_gbps > 0.0) || !spec.bandwidth_gbps.is_finite() {
+                        return crate::invalid!(
+                            "the link between '{}' and '{}' has bandwidth {} Gbit/s; every link needs a positive bandwidth",
+                            topo.label(u),
+                            topo.label(v),
+                            spec.bandwidth_gbps
+                        );
+                    }
+                    if !(spec.latency_ns >= 0.0) || !spec.latency_ns.is_finite() {
+                        return crate::invalid!(
+                            "the link between '{}' and '{}' has latency {} ns; latencies must be zero or positive",
+                            topo.label(u),
+                            topo.label(v),
+                            spec.latency_ns
+                        );
+                    }
+                    bw += spec.bandwidth_gbps * 1e9 / 8.0;
+                    lat = lat.max(spec.latency_ns);
+                    j += 1;
+                }
+                let id = bandwidth.len() as DirLink;
+                for a in &nbrs[i..j] {
+                    logical_of_channel[a.channel as usize] = id;
+                }
+                bandwidth.push(bw);
+                latency_ps.push((lat * 1000.0).round() as u64);
+                from_host.push(host_index(u));
+                to_host.push(host_index(v));
+                adj.push((v, id));
+                i = j;
+            }
+            adj_off[u as usize + 1] = adj.len() as u32;
+        }
+        // BFS from every host, counting shortest paths (saturating at 2) to find ambiguity.
+        let mut offsets = Vec::with_capacity(n * n + 1);
+        offsets.push(0u32);
+        let mut links: Vec<DirLink> = Vec::new();
+        let mut dist = vec![u32::MAX; nodes];
+        let mut count = vec![0u8; nodes];
+        let mut via = vec![u32::MAX; nodes]; // directed link entering the node on its path
+        let mut parent = vec![u32::MAX; nodes];
+        let mut queue = VecDeque::new();
+        let mut pair_latency_ps = vec![0u64; n * n];
+        let mut pair_bandwidth = vec![f64::INFINITY; n * n];
+        let mut scratch: Vec<DirLink> = Vec::new();
+        for (xi, &x) in hosts.iter().enumerate() {
+            dist.fill(u32::MAX);
+            count.fill(0);
+            dist[x as usize] = 0;
+            count[x as usize] = 1;
+            queue.clear();
+            queue.push_back(x);
+            while let Some(u) = queue.pop_front() {
+                // Paths run through switches only: hosts are leaves.
+                if u != x && topo.is_host(u) {
+                    continue;
+                }
+                for &(v, l) in &adj[adj_off[u as usize] as usize..adj_off[u as usize + 1] as usize] {
+                    let d = dist[u as usize] + 1;
+                    if dist[v as usize] == u32::MAX {
+                        dist[v as usize] = d;
+                        count[v as usize] = count[u as usize];
+                        via[v as usize] = l;
+                        parent[v as usize] = u;
+                        queue.push_back(v);
+                    } else if dist[v as usize] == d {
+                        count[v as usize] = (count[v as usize] + count[u as usize]).min(2);
+                    }
+                }
+            }
+            for (yi, &y) in hosts.iter().enumerate() {
+                if xi != yi {
+                    if dist[y as usize] == u32::MAX {
+                        return crate::invalid!("hosts '{}' and '{}' are not connected", topo.label(x), topo.label(y));
+                    }
+                    if count[y as usize] > 1 {
+                        return crate::invalid!(
+                            "hosts '{}' and '{}' are joined by more than one shortest path; the contention-free \
+                             scheduler needs unique paths (a tree, or a fabric whose shortest paths are unique)",
+                            topo.label(x),
+                            topo.label(y)
+                        );
+                    }
+                    scratch.clear();
+                    let mut v = y;
+                    while v != x {
+                        scratch.push(via[v as usize]);
+                        v = parent[v as usize];
+                    }
+                    let p = xi * n + yi;
+                    for &l in scratch.iter().rev() {
+                        links.push(l);
+                        pair_latency_ps[p] += latency_ps[l as usize];
+                        pair_bandwidth[p] = pair_bandwidth[p].min(bandwidth[l as usize]);
+                    }
+                }
+                offsets.push(links.len() as u32);
+            }
+        }
+        Ok(PathTable {
+            num_hosts: n,
+            offsets,
+            links,
+            bandwidth,
+            latency_ps,
+            from_host,
+            to_host,
+            pair_latency_ps,
+            pair_bandwidth,
+        })
+    }
+
+    pub fn num_hosts(&self) -> usize {
+        self.num_hosts
+    }
+    pub fn num_dir_links(&self) -> usize {
+        self.bandwidth.len()
+    }
+    /// Directed links from host `x` to host `y`, in order.
+    pub fn path(&self, x: u32, y: u32) -> &[DirLink] {
+        let p = x as usize * self.num_hosts + y as usize;
+        &self.links[self.offsets[p] as usize..self.offsets[p + 1] as usize]
+    }
+    /// Bandwidth of a directed link in bytes/s.
+    pub fn bandwidth(&self, l: DirLink) -> f64 {
+        self.bandwidth[l as usize]
+    }
+    /// Latency of a directed link in picoseconds.
+    pub fn link_latency_ps(&self, l: DirLink) -> u64 {
+        self.latency_ps[l as usize]
+    }
+    /// The host index a directed link leaves (a host uplink), if it leaves a host.
+    pub fn from_host(&self, l: DirLink) -> Option<u32> {
+        Some(self.from_host[l as usize]).filter(|&h| h != u32::MAX)
+    }
+    /// The host index a directed link enters (a host downlink), if it enters a host.
+    pub fn to_host(&self, l: DirLink) -> Option<u32> {
+        Some(self.to_host[l as usize]).filter(|&h| h != u32::MAX)
+    }
+    /// `L_xy`: Σ link latencies from `x` to `y`, picoseconds (0 when `x == y`).
+    pub fn latency_ps(&self, x: u32, y: u32) -> u64 {
+        self.pair_latency_ps[x as usize * self.num_hosts + y as usize]
+    }
+    /// `B_xy`: the smallest bandwidth on the path, bytes/s.
+    pub fn path_bandwidth(&self, x: u32, y: u32) -> f64 {
+        self.pair_bandwidth[x as usize * self.num_hosts + y as usize]
+    }
+    /// `C_xy = L_xy + M / B_xy` in picoseconds (Definition 1, eq. 5.1); 0 for a self-copy.
+    pub fn cost_ps(&self, x: u32, y: u32, bytes: u64) -> u64 {
+        if x == y {
+            return 0;
+        }
+        self.latency_ps(x, y) + transmission_ps(bytes, self.path_bandwidth(x, y))
+    }
+}
+
+/// `M / B` in picoseconds.
+pub fn transmission_ps(bytes: u64, bandwidth: f64) -> u64 {
+    (bytes as f64 / bandwidth * 1e12).round() as u64
+}

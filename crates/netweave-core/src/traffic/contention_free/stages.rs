@@ -1,0 +1,171 @@
+//! The stage scheduler (paper 004 §5.1–§5.4) and the cost-model replay (§5.4.4).
+//!
+//! Each stage takes the group with the largest remaining cost `R = Σ C` of its unscheduled
+//! tasks (ties: lowest group number), picks one of its unscheduled tasks by the policy, and
+//! appends that task to every group it belongs to: the previous tail of each of those groups
+//! becomes a predecessor ("start after it has completely finished").
+
+use std::collections::BinaryHeap;
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use super::grouping::Groups;
+use super::paths::PathTable;
+use crate::error::Result;
+use crate::traffic::Message;
+
+/// How a stage picks a task from the selected group (§5.4.3).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Policy {
+    /// Smallest sync cost against the group's previous task (the thesis' proposal).
+    #[default]
+    MinSync,
+    /// Largest sync cost.
+    MaxSync,
+    /// Smallest `C`.
+    MinCost,
+    /// Largest `C`.
+    MaxCost,
+    /// Uniformly at random (seeded, so every host draws the same).
+    Random,
+}
+
+impl Policy {
+    /// Every policy with its command-line name.
+    pub const ALL: [(Policy, &'static str); 5] = [
+        (Policy::MinSync, "min-sync"),
+        (Policy::MaxSync, "max-sync"),
+        (Policy::MinCost, "min-cost"),
+        (Policy::MaxCost, "max-cost"),
+        (Policy::Random, "random"),
+    ];
+
+    /// The policy named `name` (`min-sync`, `max-sync`, `min-cost`, `max-cost`, `random`).
+    pub fn by_name(name: &str) -> Result<Policy> {
+        match Self::ALL.iter().find(|(_, n)| *n == name) {
+            Some(&(p, _)) => Ok(p),
+            None => crate::invalid!(
+                "unknown task policy '{name}' (use {})",
+                Self::ALL.iter().map(|(_, n)| *n).collect::<Vec<_>>().join(", ")
+            ),
+        }
+    }
+    pub fn name(self) -> &'static str {
+        Self::ALL.iter().find(|(p, _)| *p == self).unwrap().1
+    }
+}
+
+/// `Sync(prev, next)` in picoseconds: 0 without a predecessor or when both tasks have the same
+/// sender, else the latency from the predecessor's receiver to the successor's sender (§5.4.2).
+pub fn sync_ps(paths: &PathTable, prev: Option<Message>, next: Message) -> u64 {
+    match prev {
+        Some(p) if p.src != next.src => paths.latency_ps(p.dst, next.src),
+        _ => 0,
+    }
+}
+
+/// The tasks in selection order with each one's predecessors (indices into that order).
+#[derive(Clone, Debug, Default)]
+pub struct Stages {
+    /// Task indices (into the scheduler's input) in selection order.
+    pub order: Vec<u32>,
+    /// Predecessors of the k-th selected task: `preds[pred_off[k]..pred_off[k + 1]]`, as
+    /// positions in `order`.
+    pub pred_off: Vec<u32>,
+    pub preds: Vec<u32>,
+}
+
+/// Run the stage scheduler over `groups`. Tasks that belong to no group (self-copies) are left
+/// out of the order.
+pub fn schedule(paths: &PathTable, tasks: &[Message], groups: &Groups, policy: Policy, seed: u64) -> Stages {
+    let ng = groups.len();
+    let cost: Vec<u64> = tasks.iter().map(|t| paths.cost_ps(t.src, t.dst, t.bytes)).collect();
+    let mut remaining = vec![0u64; ng];
+    let mut left = vec![0u32; ng];
+    for g in 0..ng as u32 {
+        for &t in groups.members(g) {
+            remaining[g as usize] += cost[t as usize];
+            left[g as usize] += 1;
+        }
+    }
+    // Max-heap of (R, lowest group first); stale entries are skipped on pop.
+    let mut heap: BinaryHeap<(u64, std::cmp::Reverse<u32>)> = (0..ng as u32)
+        .filter(|&g| left[g as usize] > 0)
+        .map(|g| (remaining[g as usize], std::cmp::Reverse(g)))
+        .collect();
+    let mut tail = vec![u32::MAX; ng]; // position in `order` of each group's last task
+    let mut position = vec![u32::MAX; tasks.len()];
+    let mut cursor: Vec<u32> = groups.member_off[..ng].to_vec();
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut out = Stages { order: Vec::new(), pred_off: vec![0], preds: Vec::new() };
+    let mut candidates: Vec<u32> = Vec::new();
+    while let Some((r, std::cmp::Reverse(g))) = heap.pop() {
+        if left[g as usize] == 0 || r != remaining[g as usize] {
+            continue;
+        }
+        // Skip the scheduled prefix of the group's members.
+        let end = groups.member_off[g as usize + 1];
+        while position[groups.members[cursor[g as usize] as usize] as usize] != u32::MAX {
+            cursor[g as usize] += 1;
+        }
+        let prev = (tail[g as usize] != u32::MAX).then(|| tasks[out.order[tail[g as usize] as usize] as usize]);
+        let unscheduled =
+            (cursor[g as usize]..end).map(|i| groups.members[i as usize]).filter(|&t| position[t as usize] == u32::MAX);
+        let pick = match policy {
+            Policy::MinSync => unscheduled.min_by_key(|&t| sync_ps(paths, prev, tasks[t as usize])),
+            Policy::MaxSync => unscheduled.min_by_key(|&t| std::cmp::Reverse(sync_ps(paths, prev, tasks[t as usize]))),
+            Policy::MinCost => unscheduled.min_by_key(|&t| cost[t as usize]),
+            Policy::MaxCost => unscheduled.min_by_key(|&t| std::cmp::Reverse(cost[t as usize])),
+            Policy::Random => {
+                candidates.clear();
+                candidates.extend(unscheduled);
+                (!candidates.is_empty()).then(|| candidates[rng.gen_range(0..candidates.len())])
+            }
+        };
+        let t = pick.expect("a group with unscheduled members has a candidate");
+        let k = out.order.len() as u32;
+        position[t as usize] = k;
+        out.order.push(t);
+        let first = out.preds.len();
+        for &h in groups.of_task(t) {
+            if tail[h as usize] != u32::MAX {
+                out.preds.push(tail[h as usize]);
+            }
+            tail[h as usize] = k;
+            remaining[h as usize] -= cost[t as usize];
+            left[h as usize] -= 1;
+            if left[h as usize] > 0 {
+                heap.push((remaining[h as usize], std::cmp::Reverse(h)));
+            }
+        }
+        out.preds[first..].sort_unstable();
+        let mut keep = first;
+        for i in first..out.preds.len() {
+            if keep == first || out.preds[keep - 1] != out.preds[i] {
+                out.preds[keep] = out.preds[i];
+                keep += 1;
+            }
+        }
+        out.preds.truncate(keep);
+        out.pred_off.push(out.preds.len() as u32);
+    }
+    out
+}
+
+/// Start and finish (tail arrival) of every task in `stages.order`, in picoseconds, by the
+/// cost model with the clock reading: a task starts when every predecessor has finished plus
+/// the sync cost from it, and finishes `C` later.
+pub fn replay(paths: &PathTable, tasks: &[Message], stages: &Stages) -> Vec<(u64, u64)> {
+    let mut times: Vec<(u64, u64)> = Vec::with_capacity(stages.order.len());
+    for (k, &t) in stages.order.iter().enumerate() {
+        let task = tasks[t as usize];
+        let start = stages.preds[stages.pred_off[k] as usize..stages.pred_off[k + 1] as usize]
+            .iter()
+            .map(|&p| times[p as usize].1 + sync_ps(paths, Some(tasks[stages.order[p as usize] as usize]), task))
+            .max()
+            .unwrap_or(0);
+        times.push((start, start + paths.cost_ps(task.src, task.dst, task.bytes)));
+    }
+    times
+}
