@@ -248,6 +248,19 @@ a2and_offsets = _core.a2and_offsets
 visiting_list = _core.visiting_list
 
 
+#: Task policies of paper 004's contention-free scheduler (``min-sync`` is the paper's).
+CONTENTION_FREE_POLICIES: list[str] = _core.contention_free_policies()
+
+
+def contention_free(topology: Topology, collective: str, bytes: int, root: int = 0, policy: str = "min-sync",
+                    rule_b: str = "ge", seed: int = 0):
+    """Paper 004's contention-free ``gather`` or ``alltoall`` over every host of `topology` (a
+    tree, or a fabric with unique shortest paths): ``(TaskGraph, summary)``, the summary with
+    ``tasks``, ``dependencies``, ``groups``, ``predicted_seconds`` (cost-model replay) and
+    ``scheduling_seconds``. Rank r is host r."""
+    return _core.contention_free(topology, collective, bytes, root, policy, rule_b, seed)
+
+
 def alltoall(num_ranks: int, bytes_per_pair: int, algorithm: str = "shift") -> Schedule:
     """An all-to-all schedule over `num_ranks` ranks placed on hosts ``0..num_ranks``."""
     return build("alltoall", algorithm, num_ranks=num_ranks, bytes=bytes_per_pair)

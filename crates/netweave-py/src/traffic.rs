@@ -342,7 +342,62 @@ fn leaf_hosts(topology: &PyTopology) -> Vec<Vec<u32>> {
     alloc::leaves(&topology.inner).into_iter().map(|(_, h)| h).collect()
 }
 
+/// Paper 004's contention-free schedule of `collective` (`gather` or `alltoall`) over every
+/// host of `topo`: `(TaskGraph, summary)`; `policy` is a task policy name, `rule_b` `ge`/`lt`.
+#[pyfunction]
+#[pyo3(signature = (topo, collective, bytes, root=0, policy="min-sync", rule_b="ge", seed=0))]
+#[allow(clippy::too_many_arguments)]
+fn contention_free<'py>(
+    py: Python<'py>,
+    topo: &PyTopology,
+    collective: &str,
+    bytes: u64,
+    root: u32,
+    policy: &str,
+    rule_b: &str,
+    seed: u64,
+) -> PyResult<(crate::flowsim::PyTaskGraph, Bound<'py, pyo3::types::PyDict>)> {
+    use netweave_core::traffic::contention_free as cf;
+    let n = topo.inner.num_hosts() as u32;
+    let tasks = match collective {
+        "gather" => cf::gather_tasks(n, root, bytes),
+        "alltoall" => cf::alltoall_tasks(n, bytes),
+        other => netweave_core::invalid!("contention-free schedules gather or alltoall, not {other}"),
+    }
+    .map_err(err)?;
+    let rule_b = match rule_b {
+        "ge" => cf::RuleB::AtLeast,
+        "lt" => cf::RuleB::Below,
+        other => return Err(NetweaveErrorPy::new_err(format!("unknown Rule B comparison '{other}' (use ge or lt)"))),
+    };
+    let options = cf::Options { policy: cf::Policy::by_name(policy).map_err(err)?, rule_b, seed };
+    let t0 = std::time::Instant::now();
+    let (plan, graph) = py
+        .allow_threads(|| {
+            let plan = cf::ContentionFree::new(&topo.inner, tasks, options)?;
+            let graph = plan.task_graph(&format!("{collective}-contention-free-{policy}"))?;
+            Ok::<_, netweave_core::error::NetweaveError>((plan, graph))
+        })
+        .map_err(err)?;
+    let seconds = t0.elapsed().as_secs_f64();
+    let d = pyo3::types::PyDict::new(py);
+    d.set_item("tasks", graph.num_tasks())?;
+    d.set_item("dependencies", graph.num_dependencies())?;
+    d.set_item("groups", plan.groups().len())?;
+    d.set_item("predicted_seconds", plan.makespan_seconds())?;
+    d.set_item("scheduling_seconds", seconds)?;
+    Ok((crate::flowsim::PyTaskGraph { inner: graph }, d))
+}
+
+/// Task policy names of the contention-free scheduler.
+#[pyfunction]
+fn contention_free_policies() -> Vec<&'static str> {
+    netweave_core::traffic::contention_free::Policy::ALL.iter().map(|(_, n)| *n).collect()
+}
+
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(contention_free, m)?)?;
+    m.add_function(wrap_pyfunction!(contention_free_policies, m)?)?;
     m.add_class::<PySchedule>()?;
     for f in [
         wrap_pyfunction!(shift_alltoall, m)?,

@@ -9,6 +9,7 @@ from typing import Optional
 import typer
 
 from netweave import topology, traffic
+from netweave.traffic import DEFAULT_BYTES
 from netweave.cli.common import JsonOpt, UserError, working
 
 
@@ -39,12 +40,19 @@ def schedule_cmd(
     k: Optional[int] = typer.Option(None, "--k", min=1, help="Sub-cluster columns k: the n x k rectangle of grid leaves (lsft-partial)."),
     m: Optional[int] = typer.Option(None, "--m", min=1, help="Servers per leaf m (lsft-partial)."),
     rule: Optional[str] = typer.Option(None, "--rule", help="Move rule: text or paper-table3 (lsft-partial)."),
+    policy: Optional[str] = typer.Option(None, "--policy", help="Task policy (contention-free): " + ", ".join(traffic.CONTENTION_FREE_POLICIES) + "."),
+    rule_b: Optional[str] = typer.Option(None, "--rule-b", help="Rule B's comparison (contention-free): ge (default) or lt."),
     as_json: bool = JsonOpt,
 ) -> None:
     """Build a collective's schedule for a job on TOPO and check it (every pair once, data reaches every rank, permutation phases where claimed)."""
     if output is not None and output.suffix.lower() not in (".json", ".nws"):
         raise UserError(f"{output}: unknown schedule file extension (use .json or .nws)")
     topo = topology.load(topology_file)
+    if algo == "contention-free":
+        _contention_free(collective, topo, output, hosts, nbytes, root, seed, policy, rule_b, as_json)
+        return
+    if policy is not None or rule_b is not None:
+        raise UserError("--policy and --rule-b belong to --algo contention-free")
     if order not in ("listed", "cyclic", "random"):
         raise UserError(f"unknown rank order '{order}' (known: listed, cyclic, random)")
     with working(f"building {collective} {algo}"):
@@ -70,4 +78,33 @@ def schedule_cmd(
         print(f"wrote {output}")
 
 
-schedule_cmd.__doc__ = (schedule_cmd.__doc__ or "") + "\n\nAlgorithms:\n\n" + _algorithm_table()
+def _contention_free(collective, topo, output, hosts, nbytes, root, seed, policy, rule_b, as_json) -> None:
+    """Paper 004's DAG schedule, written in the DAG JSON form."""
+    if collective not in ("gather", "alltoall"):
+        raise UserError(f"contention-free schedules gather or alltoall, not {collective}")
+    if hosts != "all":
+        raise UserError("contention-free schedules run on every host of the fabric (rank r = host r); drop --hosts")
+    if output is not None and output.suffix.lower() != ".json":
+        raise UserError(f"{output}: contention-free schedules are task DAGs, written as .json")
+    if root is not None and collective != "gather":
+        raise UserError("--root belongs to gather")
+    with working(f"scheduling {collective} contention-free"):
+        graph, summary = traffic.contention_free(topo, collective, DEFAULT_BYTES if nbytes is None else nbytes,
+                                                 root or 0, policy or "min-sync", rule_b or "ge", seed or 0)
+    if output is not None:
+        output.write_text(graph.to_json())
+        summary["output"] = str(output)
+    if as_json:
+        print(json.dumps(summary, indent=2, sort_keys=True))
+        return
+    print(f"{graph.name}: {summary['tasks']} tasks, {summary['dependencies']} dependencies, {summary['groups']} groups; "
+          f"predicted {summary['predicted_seconds'] * 1e3:.3f} ms (cost model), scheduled in "
+          f"{summary['scheduling_seconds'] * 1e3:.1f} ms")
+    if output is not None:
+        print(f"wrote {output}")
+
+
+schedule_cmd.__doc__ = (schedule_cmd.__doc__ or "") + "\n\nAlgorithms:\n\n" + _algorithm_table() + (
+    "\n\ngather, alltoall contention-free [--root, --policy, --rule-b, --seed]: paper 004's task DAG "
+    "(grouping per directed link, stage scheduling) on a tree; written as DAG JSON."
+)

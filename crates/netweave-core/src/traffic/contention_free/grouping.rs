@@ -3,10 +3,14 @@
 //! Tasks in one *group* of a link use it one after the other; tasks in different groups of
 //! the same link may overlap because their summed input bandwidth fits the link.
 //! - Rule A: tasks of one source that share a link are in the same group of it.
-//! - Rule B (big messages): sorted by input bandwidth (the link each task used just before the
-//!   switch), the first opens group G0 and the residual capacity `Ce = B − b0`; each next
+//! - Rule B (big messages): sorted by input bandwidth, the first opens group G0 and the residual capacity `Ce = B − b0`; each next
 //!   task of a new source opens a group while `Ce ≥ b` (or `b < Ce` with [`RuleB::Below`]),
 //!   taking `b` from `Ce`, else joins G0.
+//!   A task's input bandwidth is the narrowest link of its path before the switch: the rate it
+//!   can bring in. The extraction reads "the link it used just before the switch"; on a
+//!   two-level tree that would put every task on a core-to-edge link (fed by equally fast
+//!   uplinks) in one group and serialise them, although each carries at most its host's rate —
+//!   the paper's intent, several slow flows sharing a fast link, needs the rate.
 //! - Rule C (small messages): when all the bytes crossing the link fit its bandwidth-delay
 //!   product, every source gets its own group (no ordering needed there).
 //!
@@ -80,11 +84,13 @@ pub fn group(paths: &PathTable, tasks: &[Message], rule_b: RuleB) -> Groups {
         if t.src == t.dst {
             continue;
         }
-        let path = paths.path(t.src, t.dst);
-        for (k, &l) in path.iter().enumerate() {
-            let input = if k == 0 { paths.bandwidth(l) } else { paths.bandwidth(path[k - 1]) };
-            on_link[fill[l as usize] as usize] = (i as u32, input);
+        // The rate a task can bring into a switch is its path's narrowest link so far.
+        let mut input = f64::INFINITY;
+        for &l in paths.path(t.src, t.dst) {
+            let b = if input.is_finite() { input } else { paths.bandwidth(l) };
+            on_link[fill[l as usize] as usize] = (i as u32, b);
             fill[l as usize] += 1;
+            input = input.min(paths.bandwidth(l));
         }
     }
     // Link order: host uplinks by host, host downlinks by host, then the rest by id.

@@ -113,7 +113,20 @@ pub fn schedule(paths: &PathTable, tasks: &[Message], groups: &Groups, policy: P
         let unscheduled =
             (cursor[g as usize]..end).map(|i| groups.members[i as usize]).filter(|&t| position[t as usize] == u32::MAX);
         let pick = match policy {
-            Policy::MinSync => unscheduled.min_by_key(|&t| sync_ps(paths, prev, tasks[t as usize])),
+            Policy::MinSync => {
+                // The first member with no sync cost is the answer: stop scanning there.
+                let mut best: Option<(u64, u32)> = None;
+                for t in unscheduled {
+                    let c = sync_ps(paths, prev, tasks[t as usize]);
+                    if best.is_none_or(|(b, _)| c < b) {
+                        best = Some((c, t));
+                        if c == 0 {
+                            break;
+                        }
+                    }
+                }
+                best.map(|(_, t)| t)
+            }
             Policy::MaxSync => unscheduled.min_by_key(|&t| std::cmp::Reverse(sync_ps(paths, prev, tasks[t as usize]))),
             Policy::MinCost => unscheduled.min_by_key(|&t| cost[t as usize]),
             Policy::MaxCost => unscheduled.min_by_key(|&t| std::cmp::Reverse(cost[t as usize])),

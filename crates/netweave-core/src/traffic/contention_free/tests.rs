@@ -234,7 +234,7 @@ proptest! {
                 let input = |t: u32| {
                     let path = p.path(tasks[t as usize].src, tasks[t as usize].dst);
                     let i = path.iter().position(|&x| x == l).unwrap();
-                    if i == 0 { p.bandwidth(l) } else { p.bandwidth(path[i - 1]) }
+                    if i == 0 { p.bandwidth(l) } else { path[..i].iter().map(|&x| p.bandwidth(x)).fold(f64::INFINITY, f64::min) }
                 };
                 let sum: f64 = on.iter().map(|&h| g.members(h).iter().map(|&t| input(t)).fold(0.0, f64::max)).sum();
                 prop_assert!(sum <= p.bandwidth(l) * (1.0 + 1e-9), "{sum} > {}", p.bandwidth(l));
