@@ -9,19 +9,24 @@ STAMP  := $(VENV)/.netweave-installed
 SOURCES := $(shell find crates python -name '*.rs' -o -name '*.py' -o -name 'Cargo.toml') Cargo.toml pyproject.toml
 
 # Debian packages the integration tests drive (the real InfiniBand simulator, diagnostics and subnet manager;
-# Open MPI for the MPI mapping test, whose headers mpi4py compiles against during setup).
-SYSTEM_PACKAGES := ibsim-utils infiniband-diags opensm openmpi-bin libopenmpi-dev
+# Open MPI for the MPI mapping test, whose headers mpi4py compiles against during setup; a C compiler
+# for the executors under runtime/).
+SYSTEM_PACKAGES := ibsim-utils infiniband-diags opensm openmpi-bin libopenmpi-dev gcc make
 # Peers only the benchmarks under benches/ run (Scotch's scotch_gmap for the mapper).
 BENCH_PACKAGES := scotch
 
-.PHONY: plan test setup system-deps bench-deps test-rust test-python bench clean
+.PHONY: plan test setup runtime system-deps bench-deps test-rust test-python bench clean
 
 plan: setup
 	$(BIN)/netweave plan
 
 test: system-deps setup test-rust test-python
 
-setup: system-deps $(STAMP)
+setup: system-deps $(STAMP) runtime
+
+# The real-run executors (C), built in runtime/build.
+runtime: system-deps
+	$(MAKE) -C runtime --no-print-directory
 
 $(STAMP): $(SOURCES) requirements-dev.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -53,3 +58,4 @@ bench: setup bench-deps
 
 clean:
 	rm -rf $(VENV) target
+	$(MAKE) -C runtime clean

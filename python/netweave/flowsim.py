@@ -117,6 +117,11 @@ def load_workload(path) -> Workload:
     """Read a schedule file: the phased form (via :func:`netweave.traffic.load`) or the
     dependency-DAG form (``"form": "dag"``)."""
     path = Path(path)
+    if path.suffix == ".nws":
+        with open(path, "rb") as f:
+            header = f.read(16)
+        if len(header) == 16 and header[12] == 1:  # form 1: a task DAG
+            return _core.TaskGraph.load(path)
     text = path.read_text() if path.suffix != ".nws" else None
     if text is not None:
         try:

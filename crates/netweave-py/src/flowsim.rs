@@ -56,6 +56,32 @@ impl PyTaskGraph {
     fn to_json(&self) -> String {
         self.inner.to_json()
     }
+    /// Write to `path`: `.json`, or `.nws` (the binary DAG form the executors read).
+    fn save(&self, path: std::path::PathBuf) -> PyResult<()> {
+        netweave_core::traffic::io::save_dag(&self.inner, &path).map_err(err)
+    }
+    /// Read a `.json` or `.nws` DAG file.
+    #[staticmethod]
+    fn load(path: std::path::PathBuf) -> PyResult<Self> {
+        Ok(PyTaskGraph { inner: netweave_core::traffic::io::load_dag(&path).map_err(err)? })
+    }
+    /// Every task as `(src, dst, bytes, after, relays)`, the constructor's form.
+    fn tasks(&self) -> Vec<(u32, u32, u64, Vec<u32>, Option<u32>)> {
+        (0..self.inner.num_tasks() as u32)
+            .map(|t| {
+                let m = self.inner.task(t);
+                let mut after = Vec::new();
+                let mut relays = None;
+                for &(p, kind) in self.inner.predecessors(t) {
+                    match kind {
+                        Dependency::Complete => after.push(p),
+                        Dependency::Relay => relays = Some(p),
+                    }
+                }
+                (m.src, m.dst, m.bytes, after, relays)
+            })
+            .collect()
+    }
     #[getter]
     fn name(&self) -> &str {
         self.inner.name()

@@ -11,7 +11,7 @@ import sys
 import typer
 
 from netweave._core import NetweaveError
-from netweave.cli import analyze, plan, reproduce, route, schedule, simulate, topo
+from netweave.cli import analyze, plan, reproduce, route, run, schedule, simulate, topo
 from netweave.cli import map as map_cli
 from netweave.cli.common import UserError
 
@@ -29,13 +29,16 @@ app.command("analyze")(analyze.analyze_cmd)
 app.add_typer(simulate.app, name="simulate")
 app.command("plan")(plan.plan_cmd)
 app.add_typer(reproduce.app, name="reproduce")
+app.command("run")(run.run_cmd)
 
 
 def main() -> None:
     """Entry point: run the app, turning input errors into one line and exit code 2."""
     try:
         # Not standalone: usage errors come back as exceptions instead of a multi-line panel.
-        app(standalone_mode=False)
+        code = app(standalone_mode=False)
+        if isinstance(code, int) and code:  # a command ended with typer.Exit(code)
+            sys.exit(code)
     except typer.TyperException as e:  # unknown command, missing or malformed option
         context = getattr(e, "ctx", None)
         if e.format_message():

@@ -84,15 +84,13 @@ def _contention_free(collective, topo, output, hosts, nbytes, root, seed, policy
         raise UserError(f"contention-free schedules gather or alltoall, not {collective}")
     if hosts != "all":
         raise UserError("contention-free schedules run on every host of the fabric (rank r = host r); drop --hosts")
-    if output is not None and output.suffix.lower() != ".json":
-        raise UserError(f"{output}: contention-free schedules are task DAGs, written as .json")
     if root is not None and collective != "gather":
         raise UserError("--root belongs to gather")
     with working(f"scheduling {collective} contention-free"):
         graph, summary = traffic.contention_free(topo, collective, DEFAULT_BYTES if nbytes is None else nbytes,
                                                  root or 0, policy or "min-sync", rule_b or "ge", seed or 0)
     if output is not None:
-        output.write_text(graph.to_json())
+        graph.save(output)
         summary["output"] = str(output)
     if as_json:
         print(json.dumps(summary, indent=2, sort_keys=True))

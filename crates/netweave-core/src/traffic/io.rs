@@ -25,6 +25,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use super::dag::{Dependency, TaskGraph, TaskId};
 use super::{Collective, Delivery, Message, Schedule};
 use crate::error::{NetweaveError, Result};
 
@@ -287,7 +288,7 @@ pub fn from_binary(data: &[u8]) -> Result<Schedule> {
     }
     let form = r.u32("header")?;
     if form != 0 {
-        return Err(bin_err(format!("form {form} is not supported (this netweave reads form 0, phases)")));
+        return Err(bin_err(format!("form {form} is not the phases form 0 (form 1 is a task DAG, read by the DAG reader)")));
     }
     let num_ranks = r.u32("header")?;
     let num_phases = r.u32("header")?;
@@ -397,6 +398,157 @@ pub fn from_binary(data: &[u8]) -> Result<Schedule> {
     Ok(s)
 }
 
+/// `form` value of a binary task DAG (paper 004's schedules; phases are form 0).
+pub const FORM_DAG: u32 = 1;
+/// Size of one task record (`u32 src, u32 dst, u64 bytes`) and of one dependency record
+/// (`u32 task, u32 kind`) in a binary DAG.
+pub const TASK_RECORD_BYTES: usize = 16;
+pub const DEPENDENCY_RECORD_BYTES: usize = 8;
+
+/// A task graph in the binary `NWSCHED` DAG form (version 1, form 1): header, name, placement,
+/// task records, a predecessor index and dependency records (`kind` 0 = complete, 1 = relay).
+/// Executors read it whole; see `docs/schedule-format.md`.
+///
+/// ```
+/// use netweave_core::traffic::{dag::{Dependency, TaskGraph}, io, Message};
+/// let mut g = TaskGraph::new("chain", 3);
+/// let a = g.add_task(Message { src: 0, dst: 1, bytes: 64 }, &[]).unwrap();
+/// g.add_task(Message { src: 1, dst: 2, bytes: 64 }, &[(a, Dependency::Relay)]).unwrap();
+/// assert_eq!(io::dag_from_binary(&io::dag_to_binary(&g)).unwrap(), g);
+/// ```
+pub fn dag_to_binary(g: &TaskGraph) -> Vec<u8> {
+    let n = g.num_ranks() as usize;
+    let t = g.num_tasks();
+    let e = g.num_dependencies();
+    let name = g.name().as_bytes();
+    let size = HEADER_BYTES + pad8(name.len()) + pad8(4 * n) + TASK_RECORD_BYTES * t + 8 * (t + 1)
+        + DEPENDENCY_RECORD_BYTES * e;
+    let mut out = Vec::with_capacity(size);
+    out.extend_from_slice(&MAGIC);
+    for v in [VERSION, FORM_DAG, g.num_ranks(), t as u32] {
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+    out.extend_from_slice(&(e as u64).to_le_bytes());
+    // collective: custom (a DAG claims nothing), root 0, no flags, one send at a time.
+    for v in [4, 0, 0, 1, name.len() as u32, 0] {
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+    out.extend_from_slice(&0u64.to_le_bytes());
+    out.extend_from_slice(name);
+    out.resize(pad8(out.len()), 0);
+    for &h in g.placement() {
+        out.extend_from_slice(&h.to_le_bytes());
+    }
+    out.resize(pad8(out.len()), 0);
+    for m in g.tasks() {
+        out.extend_from_slice(&m.src.to_le_bytes());
+        out.extend_from_slice(&m.dst.to_le_bytes());
+        out.extend_from_slice(&m.bytes.to_le_bytes());
+    }
+    let mut first = 0u64;
+    out.extend_from_slice(&first.to_le_bytes());
+    for task in 0..t as TaskId {
+        first += g.predecessors(task).len() as u64;
+        out.extend_from_slice(&first.to_le_bytes());
+    }
+    for task in 0..t as TaskId {
+        for &(p, kind) in g.predecessors(task) {
+            out.extend_from_slice(&p.to_le_bytes());
+            out.extend_from_slice(&(matches!(kind, Dependency::Relay) as u32).to_le_bytes());
+        }
+    }
+    debug_assert_eq!(out.len(), size);
+    out
+}
+
+/// Read a binary task DAG written by [`dag_to_binary`], checking every field and edge.
+pub fn dag_from_binary(data: &[u8]) -> Result<TaskGraph> {
+    let mut r = Reader { data, pos: 0 };
+    if r.take(8, "header")? != MAGIC {
+        return Err(bin_err("not a netweave binary schedule (the file does not start with NWSCHED)"));
+    }
+    let version = r.u32("header")?;
+    if version != VERSION {
+        return Err(bin_err(format!("version {version} is not supported (this netweave reads version {VERSION})")));
+    }
+    let form = r.u32("header")?;
+    if form != FORM_DAG {
+        return Err(bin_err(format!("form {form} is not a task DAG (form {FORM_DAG})")));
+    }
+    let num_ranks = r.u32("header")?;
+    let num_tasks = r.u32("header")? as u64;
+    let num_edges = r.u64("header")?;
+    let _collective_root_flags_concurrent = (r.u32("header")?, r.u32("header")?, r.u32("header")?, r.u32("header")?);
+    let name_bytes = r.u32("header")?;
+    if r.u32("header")? != 0 || r.u64("header")? != 0 {
+        return Err(bin_err("reserved header fields are not zero"));
+    }
+    let expected = (|| {
+        let fixed = (HEADER_BYTES as u64).checked_add(pad8(name_bytes as usize) as u64)?;
+        let placement = (4 * num_ranks as u64).div_ceil(8) * 8;
+        let tasks = (TASK_RECORD_BYTES as u64 + 8).checked_mul(num_tasks)?.checked_add(8)?;
+        let edges = (DEPENDENCY_RECORD_BYTES as u64).checked_mul(num_edges)?;
+        fixed.checked_add(placement)?.checked_add(tasks)?.checked_add(edges)
+    })();
+    if expected != Some(data.len() as u64) {
+        return Err(bin_err(format!(
+            "file is {} bytes but its header ({num_ranks} ranks, {num_tasks} tasks, {num_edges} dependencies) implies {}",
+            data.len(),
+            expected.map_or("more than 2^64".to_string(), |e| e.to_string())
+        )));
+    }
+    let name = std::str::from_utf8(r.take(name_bytes as usize, "name")?)
+        .map_err(|_| bin_err("the schedule name is not UTF-8"))?
+        .to_string();
+    r.align8("name")?;
+    let placement = (0..num_ranks).map(|_| r.u32("placement")).collect::<Result<Vec<u32>>>()?;
+    r.align8("placement")?;
+    let mut tasks = Vec::with_capacity(num_tasks as usize);
+    for _ in 0..num_tasks {
+        tasks.push(Message { src: r.u32("task table")?, dst: r.u32("task table")?, bytes: r.u64("task table")? });
+    }
+    let index = (0..=num_tasks).map(|_| r.u64("predecessor index")).collect::<Result<Vec<u64>>>()?;
+    if index[0] != 0 || index[num_tasks as usize] != num_edges || index.windows(2).any(|w| w[0] > w[1]) {
+        return Err(bin_err(format!("the predecessor index does not run from 0 to {num_edges} in order")));
+    }
+    let mut g = TaskGraph::new(name, num_ranks);
+    let mut deps = Vec::new();
+    for (t, m) in tasks.into_iter().enumerate() {
+        deps.clear();
+        for _ in index[t]..index[t + 1] {
+            let (p, kind) = (r.u32("dependency table")?, r.u32("dependency table")?);
+            deps.push((p, match kind {
+                0 => Dependency::Complete,
+                1 => Dependency::Relay,
+                _ => return Err(bin_err(format!("dependency of task {t} has unknown kind {kind} (0 complete, 1 relay)"))),
+            }));
+        }
+        g.add_task(m, &deps).map_err(|e| bin_err(e.to_string()))?;
+    }
+    g.with_placement(placement).map_err(|e| bin_err(e.to_string()))
+}
+
+/// Write a task DAG to `path`: `.json` as JSON, `.nws` in the binary DAG form.
+pub fn save_dag(g: &TaskGraph, path: &Path) -> Result<()> {
+    let bytes = match extension(path)?.as_str() {
+        "json" => g.to_json().into_bytes(),
+        _ => dag_to_binary(g),
+    };
+    std::fs::write(path, bytes)
+        .map_err(|e| NetweaveError::InvalidParameter(format!("cannot write {}: {e}", path.display())))
+}
+
+/// Read a task DAG from `path` (format from the extension, as in [`save_dag`]).
+pub fn load_dag(path: &Path) -> Result<TaskGraph> {
+    let ext = extension(path)?;
+    let data = std::fs::read(path)
+        .map_err(|e| NetweaveError::InvalidParameter(format!("cannot read {}: {e}", path.display())))?;
+    match ext.as_str() {
+        "json" => TaskGraph::from_json(std::str::from_utf8(&data).map_err(|_| json_err(0, "the file is not UTF-8 text"))?),
+        _ => dag_from_binary(&data),
+    }
+}
+
 /// Write `s` to `path`: `.json` as JSON, `.nws` as binary NWSCHED.
 pub fn save(s: &Schedule, path: &Path) -> Result<()> {
     let bytes = match extension(path)?.as_str() {
@@ -463,6 +615,30 @@ mod tests {
         let send_table = 64 + 24 + 16 + 64;
         // rank 0's first send: phase 0 to rank 1, 10 bytes
         assert_eq!(&b[send_table..send_table + 16], &[0, 0, 0, 0, 1, 0, 0, 0, 10, 0, 0, 0, 0, 0, 0, 0]);
+    }
+
+    #[test]
+    fn dag_binary_round_trips_and_rejects_corruption() {
+        let mut g = TaskGraph::new("dag ü", 4);
+        let a = g.add_task(Message { src: 0, dst: 1, bytes: 100 }, &[]).unwrap();
+        let b = g.add_task(Message { src: 1, dst: 2, bytes: 100 }, &[(a, Dependency::Relay)]).unwrap();
+        g.add_task(Message { src: 3, dst: 0, bytes: u64::MAX }, &[(a, Dependency::Complete), (b, Dependency::Complete)])
+            .unwrap();
+        let g = g.with_placement(vec![3, 2, 1, 0]).unwrap();
+        let bin = dag_to_binary(&g);
+        assert_eq!(dag_from_binary(&bin).unwrap(), g);
+        // header 64, name 6 → 8, placement 16, tasks 48, index 32, edges 24
+        assert_eq!(bin.len(), 64 + 8 + 16 + 48 + 32 + 24);
+        let msg = |b: &[u8]| dag_from_binary(b).unwrap_err().to_string();
+        assert!(msg(&bin[..bin.len() - 8]).contains("implies"));
+        let mut cyclic = bin.clone();
+        cyclic[bin.len() - 24] = 2; // task 1 relays task 2: a forward edge
+        assert!(msg(&cyclic).contains("task 1"), "{}", msg(&cyclic));
+        let mut kind = bin.clone();
+        kind[bin.len() - 4] = 7;
+        assert!(msg(&kind).contains("unknown kind 7"));
+        assert!(msg(&to_binary(&Schedule::shift_alltoall(3, 1).unwrap()).unwrap()).contains("form 0 is not a task DAG"));
+        assert!(from_binary(&bin).unwrap_err().to_string().contains("form 1"));
     }
 
     #[test]

@@ -1,0 +1,224 @@
+"""Real runs: a schedule executed by real processes moving real, verified bytes.
+
+:func:`run_local` starts one ``nw-tcp-run`` process per rank on this machine, each on its own
+loopback address (``127.1.x.y``), runs a task-DAG schedule over TCP (paper 004's executor:
+one send at a time per host, 1-byte sync messages, relays forwarded fragment by fragment) and
+gathers every process's per-task trace into one result::
+
+    from netweave import runtime, traffic
+    graph = runtime.as_task_graph(traffic.alltoall(8, 4096, "shift"))
+    result = runtime.run_local(graph, seed=1)
+    result["ok"], result["makespan_s"], result["syncs"]
+
+A process that dies or stalls makes every other one exit non-zero within the timeout, with the
+reason; the launcher then stops whatever is left. Nothing outlives a run: processes are killed
+and the scratch directory removed even when the run fails.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Optional, Union
+
+from netweave import _core
+
+#: Where ``make setup`` builds the executor (overridable with ``NETWEAVE_RUNTIME_DIR``).
+_BUILD_DIR = Path(__file__).resolve().parents[2] / "runtime" / "build"
+#: Fragment size the executor moves data in; relays forward at this granularity.
+DEFAULT_FRAGMENT = 64 * 1024
+#: Seconds a process waits with nothing moving before it gives up.
+DEFAULT_TIMEOUT = 30.0
+FAULT_KINDS = ("crash", "hang")
+
+
+def executor_path() -> Path:
+    """The ``nw-tcp-run`` program, or a clear error saying how to build it."""
+    base = Path(os.environ.get("NETWEAVE_RUNTIME_DIR", _BUILD_DIR))
+    exe = base / "nw-tcp-run"
+    if not os.access(exe, os.X_OK):
+        raise _core.NetweaveError(f"the TCP executor {exe} is not built; run `make setup` in the netweave checkout")
+    return exe
+
+
+def as_task_graph(workload: Union[_core.Schedule, _core.TaskGraph]) -> _core.TaskGraph:
+    """A DAG as it is; a phased schedule in its local-sync order (each message waits for the
+    previous phase's messages of its sender and receiver)."""
+    if isinstance(workload, _core.TaskGraph):
+        return workload
+    return _core.TaskGraph.from_schedule(workload)
+
+
+def loopback_address(rank: int) -> str:
+    """Rank ``r``'s own loopback address, ``127.1.hi.lo`` with ``hi·256 + lo = r + 1``."""
+    if not 0 <= rank < 65535:
+        raise _core.NetweaveError(f"rank {rank}: loopback runs support at most 65,535 ranks")
+    return f"127.1.{(rank + 1) >> 8}.{(rank + 1) & 255}"
+
+
+def parse_fault(text: str) -> tuple[str, int, int]:
+    """``crash:RANK[:K]`` or ``hang:RANK[:K]`` → (kind, rank, K): that rank dies (SIGKILL) or
+    falls silent just before its K-th send (counting from 0; default 0)."""
+    parts = text.split(":")
+    if not 2 <= len(parts) <= 3 or parts[0] not in FAULT_KINDS or not all(p.isdigit() for p in parts[1:]):
+        raise _core.NetweaveError(f"fault {text!r}: want crash:RANK[:K] or hang:RANK[:K]")
+    return parts[0], int(parts[1]), int(parts[2]) if len(parts) == 3 else 0
+
+
+def run_local(
+    graph: _core.TaskGraph,
+    *,
+    seed: int = 0,
+    fragment: int = DEFAULT_FRAGMENT,
+    timeout: float = DEFAULT_TIMEOUT,
+    fault: Optional[str] = None,
+    work_dir: Optional[Path] = None,
+) -> dict[str, Any]:
+    """Run `graph` with one process per rank on loopback and return the merged result.
+
+    ``fault`` (``crash:RANK[:K]`` / ``hang:RANK[:K]``) makes that rank kill itself or fall
+    silent just before its K-th send, to see the others fail fast. ``work_dir`` keeps the
+    schedule file, the peers table, per-rank traces and stderr there; otherwise a scratch
+    directory is used and removed.
+    """
+    if fragment < 4096 or fragment % 8:
+        raise _core.NetweaveError(f"fragment size {fragment} must be a multiple of 8, at least 4096")
+    if not timeout > 0:
+        raise _core.NetweaveError("timeout must be positive")
+    faulty = parse_fault(fault) if fault else None
+    if faulty and faulty[1] >= graph.num_ranks:
+        raise _core.NetweaveError(f"fault names rank {faulty[1]}, outside the schedule's {graph.num_ranks} ranks")
+    exe = executor_path()
+    scratch = work_dir is None
+    out = Path(tempfile.mkdtemp(prefix="netweave-run-")) if scratch else Path(work_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    procs: list[subprocess.Popen] = []
+    try:
+        schedule_path = out / "schedule.nws"
+        graph.save(schedule_path)
+        listeners = []
+        for r in range(graph.num_ranks):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.bind((loopback_address(r), 0))
+            s.listen(4096)
+            listeners.append(s)
+        (out / "peers.txt").write_text("".join(f"{s.getsockname()[0]} {s.getsockname()[1]}\n" for s in listeners))
+        started = time.monotonic()
+        for r, s in enumerate(listeners):
+            cmd = [str(exe), "--schedule", str(schedule_path), "--rank", str(r), "--peers", str(out / "peers.txt"),
+                   "--listen-fd", str(s.fileno()), "--seed", str(seed), "--fragment", str(fragment),
+                   "--timeout", str(timeout), "--trace", str(out / f"trace-{r}.json")]
+            if faulty and faulty[1] == r:
+                cmd += [f"--{faulty[0]}-before-send", str(faulty[2])]
+            with open(out / f"stderr-{r}.txt", "wb") as err:
+                procs.append(subprocess.Popen(cmd, pass_fds=(s.fileno(),), stdout=subprocess.DEVNULL, stderr=err))
+        for s in listeners:
+            s.close()
+        codes, order = _wait_all(procs, grace=timeout + 1.0)
+        wall = time.monotonic() - started
+        return _merge(graph, out, codes, order, wall)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        if scratch:
+            shutil.rmtree(out, ignore_errors=True)
+
+
+def _wait_all(procs: list[subprocess.Popen], grace: float) -> tuple[list[Optional[int]], list[int]]:
+    """Wait for every process. Once one has failed, the rest get `grace` seconds to notice (they
+    exit on their own when a peer's connection drops or their timeout passes); a process still
+    running then is silent, and killed. Returns exit codes (None: killed by the launcher) and
+    the ranks in the order they ended."""
+    codes: list[Optional[int]] = [None] * len(procs)
+    running = set(range(len(procs)))
+    order: list[int] = []
+    failed_at: Optional[float] = None
+    while running:
+        for i in sorted(running):
+            rc = procs[i].poll()
+            if rc is not None:
+                codes[i] = rc
+                running.discard(i)
+                order.append(i)
+                if rc != 0 and failed_at is None:
+                    failed_at = time.monotonic()
+        if failed_at is not None and running and time.monotonic() - failed_at > grace:
+            for i in sorted(running):
+                procs[i].send_signal(signal.SIGKILL)
+                procs[i].wait()
+                order.append(i)
+            running.clear()
+        time.sleep(0.005)
+    return codes, order
+
+
+def _reason(out: Path, rank: int, code: Optional[int]) -> str:
+    lines = (out / f"stderr-{rank}.txt").read_text(errors="replace").strip().splitlines()
+    if lines:
+        return lines[-1]
+    if code is None:
+        return "still running after the others failed; stopped by the launcher"
+    if code < 0:
+        return f"killed by signal {-code} ({signal.Signals(-code).name})"
+    return f"exited with status {code}"
+
+
+def _merge(graph: _core.TaskGraph, out: Path, codes: list[Optional[int]], order: list[int], wall: float) -> dict[str, Any]:
+    traces = []
+    for r in range(graph.num_ranks):
+        path = out / f"trace-{r}.json"
+        traces.append(json.loads(path.read_text()) if path.exists() else None)
+    failures = [{"rank": r, "exit": codes[r], "reason": _reason(out, r, codes[r])}
+                for r in range(graph.num_ranks) if codes[r] != 0]
+    # The cause: a rank that died by a signal, else one that went silent, else the first to fail.
+    failed = [r for r in order if codes[r] != 0]
+    cause = next((r for r in failed if codes[r] is not None and codes[r] < 0), None)
+    cause = next((r for r in failed if codes[r] is None), cause) if cause is None else cause
+    cause = failed[0] if cause is None and failed else cause
+    tasks = graph.tasks()
+    starts = [t["start_ns"] for t in traces if t]
+    t0 = min(starts) if starts else 0
+    timeline: list[dict[str, Any]] = [
+        {"task": i, "src": src, "dst": dst, "bytes": nbytes, "start_s": None, "sent_s": None, "first_s": None,
+         "last_s": None}
+        for i, (src, dst, nbytes, _after, _relays) in enumerate(tasks)
+    ]
+    for trace in traces:
+        for task, role, start, first, last in (trace or {}).get("events", []):
+            rec = timeline[task]
+            if role == "send" and start:
+                rec["start_s"] = (start - t0) / 1e9
+                rec["sent_s"] = (last - t0) / 1e9
+            elif role == "recv" and last:
+                rec["first_s"] = (first - t0) / 1e9
+                rec["last_s"] = (last - t0) / 1e9
+    done = [r["last_s"] for r in timeline if r["last_s"] is not None]
+    total = lambda key: sum(t[key] for t in traces if t)  # noqa: E731
+    moved = sum(nbytes for src, dst, nbytes, _a, _r in tasks if src != dst)
+    makespan = max(done) if done and not failures else None
+    return {
+        "ok": not failures,
+        "schedule": graph.name,
+        "ranks": graph.num_ranks,
+        "tasks": graph.num_tasks,
+        "makespan_s": makespan,
+        "wall_s": wall,
+        "bytes": moved,
+        "throughput_bytes_per_s": moved / makespan if makespan else None,
+        "bytes_verified": total("bytes_verified"),
+        "syncs": total("syncs_sent"),
+        "messages": total("messages_sent"),
+        "connections": total("connections") // 2,
+        "failures": failures,
+        "cause": None if cause is None else next(f for f in failures if f["rank"] == cause),
+        "timeline": timeline,
+    }
