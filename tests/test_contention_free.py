@@ -40,10 +40,12 @@ def test_policies_come_from_the_core_and_are_deterministic(tree16):
     topo = netweave.topology.load(tree16 / "t.json")
     assert traffic.CONTENTION_FREE_POLICIES == ["min-sync", "max-sync", "min-cost", "max-cost", "random"]
     for policy in traffic.CONTENTION_FREE_POLICIES:
-        a, _ = traffic.contention_free(topo, "gather", 4096, root=3, policy=policy, seed=7)
+        a, summary = traffic.contention_free(topo, "gather", 4096, root=3, policy=policy, seed=7)
         b, _ = traffic.contention_free(topo, "gather", 4096, root=3, policy=policy, seed=7)
         assert a.to_json() == b.to_json()
-        assert a.num_tasks == 15
+        assert a.num_tasks == 15 - summary["relayed_tasks"] + summary["relay_pieces"]
+        plain, _ = traffic.contention_free(topo, "gather", 4096, root=3, policy=policy, seed=7, relay="off")
+        assert plain.num_tasks == 15
 
 
 @pytest.mark.parametrize("args,message", [
@@ -51,6 +53,7 @@ def test_policies_come_from_the_core_and_are_deterministic(tree16):
     (["alltoall", "--policy", "fastest"], "unknown task policy 'fastest'"),
     (["alltoall", "--hosts", "0-3"], "run on every host of the fabric"),
     (["barrier"], "contention-free schedules gather or alltoall"),
+    (["gather", "--relay", "sometimes"], "unknown relay rule 'sometimes'"),
 ])
 def test_bad_input_is_one_clear_line_and_no_file(tree16, args, message):
     out = tree16 / "bad.json"

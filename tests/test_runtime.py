@@ -67,6 +67,14 @@ def test_contention_free_schedules_run_on_16_processes(collective):
     assert result["connections"] == (15 if collective == "gather" else 120)
 
 
+def test_a_relayed_gather_runs_with_its_chains():
+    """T23 on real processes: small gathers relay (pieces forwarded cut-through), and the root
+    still receives every host's data, verified."""
+    graph, summary = traffic.contention_free(TREE, "gather", 2000, root=0)
+    assert summary["relayed_tasks"] > 0
+    check_run(graph, runtime.run_local(graph, seed=4, timeout=20))
+
+
 def test_a_relay_chain_forwards_fragments_as_they_arrive():
     """A 17-process chain W → X1 → … → Y: each hop relays the previous one cut-through, so it
     starts forwarding before the previous hop has finished (3 MiB = 48 fragments)."""
@@ -165,11 +173,12 @@ def test_netweave_run_cli(tmp_path):
     out = tmp_path / "kept"
     result = json.loads(run_cli("run", str(tmp_path / "g.nws"), "--out", str(out), "--topology", str(topo),
                                 "--json").stdout)
-    assert result["ok"] and result["ranks"] == 16 and result["bytes_verified"] == 15 * 100000
+    assert result["ok"] and result["ranks"] == 16 and result["bytes_verified"] == result["bytes"] >= 15 * 100000
     assert result["predicted_makespan_s"] > 0
     rows = (out / "tasks.csv").read_text().splitlines()
-    assert rows[0] == "task,src,dst,bytes,start_s,sent_s,first_s,last_s" and len(rows) == 16
-    assert json.loads((out / "result.json").read_text())["timeline"][0]["dst"] == 3
+    assert rows[0] == "task,src,dst,bytes,start_s,sent_s,first_s,last_s" and len(rows) == result["tasks"] + 1
+    timeline = json.loads((out / "result.json").read_text())["timeline"]
+    assert all(t["last_s"] is not None for t in timeline) and 3 in {t["dst"] for t in timeline}
 
     failed = run_cli("run", str(tmp_path / "g.nws"), "--fault", "crash:0", "--timeout", "2", check=False)
     assert failed.returncode == 1 and "FAILED: rank 0" in failed.stdout

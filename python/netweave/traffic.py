@@ -253,12 +253,15 @@ CONTENTION_FREE_POLICIES: list[str] = _core.contention_free_policies()
 
 
 def contention_free(topology: Topology, collective: str, bytes: int, root: int = 0, policy: str = "min-sync",
-                    rule_b: str = "ge", seed: int = 0):
+                    rule_b: str = "ge", seed: int = 0, relay: str = "departure"):
     """Paper 004's contention-free ``gather`` or ``alltoall`` over every host of `topology` (a
     tree, or a fabric with unique shortest paths): ``(TaskGraph, summary)``, the summary with
-    ``tasks``, ``dependencies``, ``groups``, ``predicted_seconds`` (cost-model replay) and
-    ``scheduling_seconds``. Rank r is host r."""
-    return _core.contention_free(topology, collective, bytes, root, policy, rule_b, seed)
+    ``tasks``, ``dependencies``, ``groups``, ``relayed_tasks`` and ``relay_pieces``,
+    ``predicted_seconds`` (cost-model replay) and ``scheduling_seconds``. Rank r is host r.
+
+    `relay` is ``departure`` (relay by task splitting with the thesis' rule), ``arrival``
+    (relay only when the data arrives sooner) or ``off`` (the no-relay baselines)."""
+    return _core.contention_free(topology, collective, bytes, root, policy, rule_b, seed, relay)
 
 
 def alltoall(num_ranks: int, bytes_per_pair: int, algorithm: str = "shift") -> Schedule:

@@ -343,9 +343,10 @@ fn leaf_hosts(topology: &PyTopology) -> Vec<Vec<u32>> {
 }
 
 /// Paper 004's contention-free schedule of `collective` (`gather` or `alltoall`) over every
-/// host of `topo`: `(TaskGraph, summary)`; `policy` is a task policy name, `rule_b` `ge`/`lt`.
+/// host of `topo`: `(TaskGraph, summary)`; `policy` is a task policy name, `rule_b` `ge`/`lt`,
+/// `relay` `departure` (the thesis' rule), `arrival` or `off`.
 #[pyfunction]
-#[pyo3(signature = (topo, collective, bytes, root=0, policy="min-sync", rule_b="ge", seed=0))]
+#[pyo3(signature = (topo, collective, bytes, root=0, policy="min-sync", rule_b="ge", seed=0, relay="departure"))]
 #[allow(clippy::too_many_arguments)]
 fn contention_free<'py>(
     py: Python<'py>,
@@ -356,6 +357,7 @@ fn contention_free<'py>(
     policy: &str,
     rule_b: &str,
     seed: u64,
+    relay: &str,
 ) -> PyResult<(crate::flowsim::PyTaskGraph, Bound<'py, pyo3::types::PyDict>)> {
     use netweave_core::traffic::contention_free as cf;
     let n = topo.inner.num_hosts() as u32;
@@ -370,7 +372,13 @@ fn contention_free<'py>(
         "lt" => cf::RuleB::Below,
         other => return Err(NetweaveErrorPy::new_err(format!("unknown Rule B comparison '{other}' (use ge or lt)"))),
     };
-    let options = cf::Options { policy: cf::Policy::by_name(policy).map_err(err)?, rule_b, seed };
+    let relay = match relay {
+        "departure" => Some(cf::RelayRule::Departure),
+        "arrival" => Some(cf::RelayRule::Arrival),
+        "off" => None,
+        other => return Err(NetweaveErrorPy::new_err(format!("unknown relay rule '{other}' (use departure, arrival or off)"))),
+    };
+    let options = cf::Options { policy: cf::Policy::by_name(policy).map_err(err)?, rule_b, seed, relay };
     let t0 = std::time::Instant::now();
     let (plan, graph) = py
         .allow_threads(|| {
@@ -384,6 +392,8 @@ fn contention_free<'py>(
     d.set_item("tasks", graph.num_tasks())?;
     d.set_item("dependencies", graph.num_dependencies())?;
     d.set_item("groups", plan.groups().len())?;
+    d.set_item("relayed_tasks", plan.stages().relayed_tasks)?;
+    d.set_item("relay_pieces", plan.stages().pieces.len())?;
     d.set_item("predicted_seconds", plan.makespan_seconds())?;
     d.set_item("scheduling_seconds", seconds)?;
     Ok((crate::flowsim::PyTaskGraph { inner: graph }, d))

@@ -42,6 +42,7 @@ def schedule_cmd(
     rule: Optional[str] = typer.Option(None, "--rule", help="Move rule: text or paper-table3 (lsft-partial)."),
     policy: Optional[str] = typer.Option(None, "--policy", help="Task policy (contention-free): " + ", ".join(traffic.CONTENTION_FREE_POLICIES) + "."),
     rule_b: Optional[str] = typer.Option(None, "--rule-b", help="Rule B's comparison (contention-free): ge (default) or lt."),
+    relay: Optional[str] = typer.Option(None, "--relay", help="Relaying by task splitting (contention-free): departure (default, the thesis' rule), arrival, or off."),
     as_json: bool = JsonOpt,
 ) -> None:
     """Build a collective's schedule for a job on TOPO and check it (every pair once, data reaches every rank, permutation phases where claimed)."""
@@ -49,10 +50,10 @@ def schedule_cmd(
         raise UserError(f"{output}: unknown schedule file extension (use .json or .nws)")
     topo = topology.load(topology_file)
     if algo == "contention-free":
-        _contention_free(collective, topo, output, hosts, nbytes, root, seed, policy, rule_b, as_json)
+        _contention_free(collective, topo, output, hosts, nbytes, root, seed, policy, rule_b, relay, as_json)
         return
-    if policy is not None or rule_b is not None:
-        raise UserError("--policy and --rule-b belong to --algo contention-free")
+    if policy is not None or rule_b is not None or relay is not None:
+        raise UserError("--policy, --rule-b and --relay belong to --algo contention-free")
     if order not in ("listed", "cyclic", "random"):
         raise UserError(f"unknown rank order '{order}' (known: listed, cyclic, random)")
     with working(f"building {collective} {algo}"):
@@ -78,8 +79,8 @@ def schedule_cmd(
         print(f"wrote {output}")
 
 
-def _contention_free(collective, topo, output, hosts, nbytes, root, seed, policy, rule_b, as_json) -> None:
-    """Paper 004's DAG schedule, written in the DAG JSON form."""
+def _contention_free(collective, topo, output, hosts, nbytes, root, seed, policy, rule_b, relay, as_json) -> None:
+    """Paper 004's DAG schedule, written as a DAG file (.json or binary .nws)."""
     if collective not in ("gather", "alltoall"):
         raise UserError(f"contention-free schedules gather or alltoall, not {collective}")
     if hosts != "all":
@@ -88,14 +89,16 @@ def _contention_free(collective, topo, output, hosts, nbytes, root, seed, policy
         raise UserError("--root belongs to gather")
     with working(f"scheduling {collective} contention-free"):
         graph, summary = traffic.contention_free(topo, collective, DEFAULT_BYTES if nbytes is None else nbytes,
-                                                 root or 0, policy or "min-sync", rule_b or "ge", seed or 0)
+                                                 root or 0, policy or "min-sync", rule_b or "ge", seed or 0,
+                                                 relay or "departure")
     if output is not None:
         graph.save(output)
         summary["output"] = str(output)
     if as_json:
         print(json.dumps(summary, indent=2, sort_keys=True))
         return
-    print(f"{graph.name}: {summary['tasks']} tasks, {summary['dependencies']} dependencies, {summary['groups']} groups; "
+    relayed = f", {summary['relayed_tasks']} relayed" if summary["relayed_tasks"] else ""
+    print(f"{graph.name}: {summary['tasks']} tasks{relayed}, {summary['dependencies']} dependencies, {summary['groups']} groups; "
           f"predicted {summary['predicted_seconds'] * 1e3:.3f} ms (cost model), scheduled in "
           f"{summary['scheduling_seconds'] * 1e3:.1f} ms")
     if output is not None:
@@ -103,6 +106,7 @@ def _contention_free(collective, topo, output, hosts, nbytes, root, seed, policy
 
 
 schedule_cmd.__doc__ = (schedule_cmd.__doc__ or "") + "\n\nAlgorithms:\n\n" + _algorithm_table() + (
-    "\n\ngather, alltoall contention-free [--root, --policy, --rule-b, --seed]: paper 004's task DAG "
-    "(grouping per directed link, stage scheduling) on a tree; written as DAG JSON."
+    "\n\ngather, alltoall contention-free [--root, --policy, --rule-b, --relay, --seed]: paper 004's task DAG "
+    "(grouping per directed link, stage scheduling, relaying by task splitting) on a tree; written as a DAG "
+    "(.json, or .nws for the executors)."
 )

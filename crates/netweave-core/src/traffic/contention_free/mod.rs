@@ -22,6 +22,7 @@
 
 pub mod grouping;
 pub mod paths;
+pub mod relay;
 pub mod stages;
 
 #[cfg(test)]
@@ -29,6 +30,7 @@ mod tests;
 
 pub use grouping::{Groups, RuleB};
 pub use paths::PathTable;
+pub use relay::RelayRule;
 pub use stages::{Policy, Stages};
 
 use crate::error::Result;
@@ -45,6 +47,8 @@ pub struct Options {
     pub rule_b: RuleB,
     /// Seed of the `random` policy.
     pub seed: u64,
+    /// Relay by task splitting (§5.5) with this rule; `None` schedules every task directly.
+    pub relay: Option<RelayRule>,
 }
 
 /// gather(root, M): every other host sends `bytes` to `root`.
@@ -86,7 +90,7 @@ impl ContentionFree {
             return crate::invalid!("task {} -> {} names a host outside 0..{}", t.src, t.dst, n - 1);
         }
         let groups = grouping::group(&paths, &tasks, options.rule_b);
-        let stages = stages::schedule(&paths, &tasks, &groups, options.policy, options.seed);
+        let stages = stages::schedule(&paths, &tasks, &groups, options.policy, options.seed, options.relay);
         Ok(ContentionFree { paths, tasks, groups, stages })
     }
 
@@ -104,15 +108,18 @@ impl ContentionFree {
     }
 
     /// The schedule as a task DAG: tasks in selection order, each waiting for the previous
-    /// task of every group it is in.
+    /// task of every group it is in; relay pieces forward the piece before them.
     pub fn task_graph(&self, name: &str) -> Result<TaskGraph> {
         let mut g = TaskGraph::new(name, self.paths.num_hosts() as u32);
         let mut deps = Vec::new();
-        for (k, &t) in self.stages.order.iter().enumerate() {
+        for k in 0..self.stages.order.len() {
             deps.clear();
             let (lo, hi) = (self.stages.pred_off[k] as usize, self.stages.pred_off[k + 1] as usize);
             deps.extend(self.stages.preds[lo..hi].iter().map(|&p| (p, Dependency::Complete)));
-            g.add_task(self.tasks[t as usize], &deps)?;
+            if self.stages.relays[k] != u32::MAX {
+                deps.push((self.stages.relays[k], Dependency::Relay));
+            }
+            g.add_task(self.stages.message(&self.tasks, k), &deps)?;
         }
         Ok(g)
     }

@@ -12,6 +12,7 @@ use rand_chacha::ChaCha8Rng;
 
 use super::grouping::Groups;
 use super::paths::PathTable;
+use super::relay::{GroupState, RelayRule, Relayer};
 use crate::error::Result;
 use crate::traffic::Message;
 
@@ -68,17 +69,75 @@ pub fn sync_ps(paths: &PathTable, prev: Option<Message>, next: Message) -> u64 {
 /// The tasks in selection order with each one's predecessors (indices into that order).
 #[derive(Clone, Debug, Default)]
 pub struct Stages {
-    /// Task indices (into the scheduler's input) in selection order.
+    /// Task indices in selection order: `i < tasks.len()` is an input task, larger indices are
+    /// relay pieces (`pieces[i - tasks.len()]`).
     pub order: Vec<u32>,
     /// Predecessors of the k-th selected task: `preds[pred_off[k]..pred_off[k + 1]]`, as
-    /// positions in `order`.
+    /// positions in `order` (each one to finish completely first).
     pub pred_off: Vec<u32>,
     pub preds: Vec<u32>,
+    /// Position of the piece the k-th task forwards (cut-through), or `u32::MAX`.
+    pub relays: Vec<u32>,
+    /// Relay pieces: input tasks replaced by chains `W → X → … → Z`, each carrying W's data.
+    pub pieces: Vec<Message>,
+    /// Number of input tasks that were relayed instead of sent directly.
+    pub relayed_tasks: u32,
 }
 
-/// Run the stage scheduler over `groups`. Tasks that belong to no group (self-copies) are left
-/// out of the order.
-pub fn schedule(paths: &PathTable, tasks: &[Message], groups: &Groups, policy: Policy, seed: u64) -> Stages {
+impl Stages {
+    /// The transfer of the k-th selected task.
+    pub fn message(&self, tasks: &[Message], k: usize) -> Message {
+        let i = self.order[k] as usize;
+        if i < tasks.len() { tasks[i] } else { self.pieces[i - tasks.len()] }
+    }
+}
+
+/// Per-group bookkeeping while stages are appended.
+struct Tails {
+    tail: Vec<u32>,               // position in `order` of each group's last task
+    tail_msg: Vec<Option<Message>>,
+    time: Vec<u64>,               // T_g (5.3), ps
+}
+
+impl Tails {
+    /// Append `msg` at position `k` to `groups_of`, recording its predecessors.
+    fn append(&mut self, paths: &PathTable, out: &mut Stages, msg: Message, groups_of: &[u32], relays: u32) {
+        let k = out.relays.len() as u32;
+        let first = out.preds.len();
+        let cost = paths.cost_ps(msg.src, msg.dst, msg.bytes);
+        for &h in groups_of {
+            let h = h as usize;
+            if self.tail[h] != u32::MAX {
+                out.preds.push(self.tail[h]);
+            }
+            self.time[h] += cost + sync_ps(paths, self.tail_msg[h], msg);
+            self.tail[h] = k;
+            self.tail_msg[h] = Some(msg);
+        }
+        out.preds[first..].sort_unstable();
+        let mut keep = first;
+        for i in first..out.preds.len() {
+            if (keep == first || out.preds[keep - 1] != out.preds[i]) && out.preds[i] != relays {
+                out.preds[keep] = out.preds[i];
+                keep += 1;
+            }
+        }
+        out.preds.truncate(keep);
+        out.pred_off.push(out.preds.len() as u32);
+        out.relays.push(relays);
+    }
+}
+
+/// Run the stage scheduler over `groups`, relaying by task splitting when `relay` is given.
+/// Tasks that belong to no group (self-copies) are left out of the order.
+pub fn schedule(
+    paths: &PathTable,
+    tasks: &[Message],
+    groups: &Groups,
+    policy: Policy,
+    seed: u64,
+    relay: Option<RelayRule>,
+) -> Stages {
     let ng = groups.len();
     let cost: Vec<u64> = tasks.iter().map(|t| paths.cost_ps(t.src, t.dst, t.bytes)).collect();
     let mut remaining = vec![0u64; ng];
@@ -94,24 +153,26 @@ pub fn schedule(paths: &PathTable, tasks: &[Message], groups: &Groups, policy: P
         .filter(|&g| left[g as usize] > 0)
         .map(|g| (remaining[g as usize], std::cmp::Reverse(g)))
         .collect();
-    let mut tail = vec![u32::MAX; ng]; // position in `order` of each group's last task
-    let mut position = vec![u32::MAX; tasks.len()];
+    let mut relayer = relay.map(|rule| Relayer::new(paths, tasks, groups, rule));
+    let slots = relayer.as_ref().map_or(ng, |r| r.group_capacity());
+    let mut tails = Tails { tail: vec![u32::MAX; slots], tail_msg: vec![None; slots], time: vec![0; slots] };
+    let mut done = vec![false; tasks.len()]; // scheduled, directly or as relay pieces
     let mut cursor: Vec<u32> = groups.member_off[..ng].to_vec();
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let mut out = Stages { order: Vec::new(), pred_off: vec![0], preds: Vec::new() };
+    let mut out = Stages { pred_off: vec![0], ..Default::default() };
     let mut candidates: Vec<u32> = Vec::new();
+    let mut piece_groups: Vec<u32> = Vec::new();
     while let Some((r, std::cmp::Reverse(g))) = heap.pop() {
         if left[g as usize] == 0 || r != remaining[g as usize] {
             continue;
         }
         // Skip the scheduled prefix of the group's members.
         let end = groups.member_off[g as usize + 1];
-        while position[groups.members[cursor[g as usize] as usize] as usize] != u32::MAX {
+        while done[groups.members[cursor[g as usize] as usize] as usize] {
             cursor[g as usize] += 1;
         }
-        let prev = (tail[g as usize] != u32::MAX).then(|| tasks[out.order[tail[g as usize] as usize] as usize]);
-        let unscheduled =
-            (cursor[g as usize]..end).map(|i| groups.members[i as usize]).filter(|&t| position[t as usize] == u32::MAX);
+        let prev = tails.tail_msg[g as usize];
+        let unscheduled = (cursor[g as usize]..end).map(|i| groups.members[i as usize]).filter(|&t| !done[t as usize]);
         let pick = match policy {
             Policy::MinSync => {
                 // The first member with no sync cost is the answer: stop scanning there.
@@ -137,48 +198,63 @@ pub fn schedule(paths: &PathTable, tasks: &[Message], groups: &Groups, policy: P
             }
         };
         let t = pick.expect("a group with unscheduled members has a candidate");
-        let k = out.order.len() as u32;
-        position[t as usize] = k;
-        out.order.push(t);
-        let first = out.preds.len();
+        done[t as usize] = true;
         for &h in groups.of_task(t) {
-            if tail[h as usize] != u32::MAX {
-                out.preds.push(tail[h as usize]);
-            }
-            tail[h as usize] = k;
             remaining[h as usize] -= cost[t as usize];
             left[h as usize] -= 1;
             if left[h as usize] > 0 {
                 heap.push((remaining[h as usize], std::cmp::Reverse(h)));
             }
         }
-        out.preds[first..].sort_unstable();
-        let mut keep = first;
-        for i in first..out.preds.len() {
-            if keep == first || out.preds[keep - 1] != out.preds[i] {
-                out.preds[keep] = out.preds[i];
-                keep += 1;
+        let task = tasks[t as usize];
+        let chain = relayer.as_ref().and_then(|rl| {
+            let state = GroupState { time: &tails.time, tail: &tails.tail_msg };
+            rl.decide(&state, task, groups.of_task(t), prev)
+        });
+        match (chain, relayer.as_mut()) {
+            (Some(hosts), Some(rl)) => {
+                out.relayed_tasks += 1;
+                let mut relays = u32::MAX;
+                for hop in hosts.windows(2) {
+                    let piece = Message { src: hop[0], dst: hop[1], bytes: task.bytes };
+                    rl.groups_of_piece(hop[0], hop[1], &mut piece_groups);
+                    rl.joined(groups, hop[0], &piece_groups);
+                    out.order.push((tasks.len() + out.pieces.len()) as u32);
+                    out.pieces.push(piece);
+                    tails.append(paths, &mut out, piece, &piece_groups, relays);
+                    relays = out.relays.len() as u32 - 1;
+                }
+            }
+            _ => {
+                out.order.push(t);
+                tails.append(paths, &mut out, task, groups.of_task(t), u32::MAX);
             }
         }
-        out.preds.truncate(keep);
-        out.pred_off.push(out.preds.len() as u32);
     }
     out
 }
 
 /// Start and finish (tail arrival) of every task in `stages.order`, in picoseconds, by the
 /// cost model with the clock reading: a task starts when every predecessor has finished plus
-/// the sync cost from it, and finishes `C` later.
+/// the sync cost from it, and finishes `C` later. A relay piece may start once the head of the
+/// piece it forwards has arrived, and its tail cannot arrive before that piece's tail has
+/// arrived and crossed this hop ((5.5)/(5.6)).
 pub fn replay(paths: &PathTable, tasks: &[Message], stages: &Stages) -> Vec<(u64, u64)> {
     let mut times: Vec<(u64, u64)> = Vec::with_capacity(stages.order.len());
-    for (k, &t) in stages.order.iter().enumerate() {
-        let task = tasks[t as usize];
-        let start = stages.preds[stages.pred_off[k] as usize..stages.pred_off[k + 1] as usize]
+    for k in 0..stages.order.len() {
+        let task = stages.message(tasks, k);
+        let mut start = stages.preds[stages.pred_off[k] as usize..stages.pred_off[k + 1] as usize]
             .iter()
-            .map(|&p| times[p as usize].1 + sync_ps(paths, Some(tasks[stages.order[p as usize] as usize]), task))
+            .map(|&p| times[p as usize].1 + sync_ps(paths, Some(stages.message(tasks, p as usize)), task))
             .max()
             .unwrap_or(0);
-        times.push((start, start + paths.cost_ps(task.src, task.dst, task.bytes)));
+        let mut finish_floor = 0;
+        if let Some(&r) = stages.relays.get(k).filter(|&&r| r != u32::MAX) {
+            let fed = stages.message(tasks, r as usize);
+            start = start.max(times[r as usize].0 + paths.latency_ps(fed.src, fed.dst));
+            finish_floor = times[r as usize].1 + paths.latency_ps(task.src, task.dst);
+        }
+        times.push((start, (start + paths.cost_ps(task.src, task.dst, task.bytes)).max(finish_floor)));
     }
     times
 }

@@ -295,3 +295,113 @@ proptest! {
         }}}
     }
 }
+
+/// Hosts of every relay chain (head piece to end piece) and the original transfer it replaces.
+fn relay_chains(g: &TaskGraph) -> Vec<Vec<u32>> {
+    let n = g.num_tasks();
+    let mut next = vec![None; n];
+    let mut fed = vec![false; n];
+    for t in 0..n as u32 {
+        for &(p, kind) in g.predecessors(t) {
+            if kind == Dependency::Relay {
+                assert!(next[p as usize].is_none(), "piece {p} feeds two relays");
+                next[p as usize] = Some(t);
+                fed[t as usize] = true;
+            }
+        }
+    }
+    let mut chains = Vec::new();
+    for head in (0..n).filter(|&t| !fed[t] && next[t].is_some()) {
+        let mut hosts = vec![g.task(head as u32).src];
+        let mut t = Some(head as u32);
+        while let Some(k) = t {
+            hosts.push(g.task(k).dst);
+            assert_eq!(g.task(k).bytes, g.task(head as u32).bytes, "pieces carry the original bytes");
+            t = next[k as usize];
+        }
+        chains.push(hosts);
+    }
+    chains
+}
+
+#[test]
+fn t23_single_switch_gather_relays_into_pipelines_and_is_not_slower() {
+    let topo = tree(1, &[0; 8], &[GIG; 8], &[]);
+    for bytes in [1_000, 10_000] {
+        let tasks = gather_tasks(8, 0, bytes).unwrap();
+        let plain = ContentionFree::new(&topo, tasks.clone(), Options::default()).unwrap();
+        let relayed =
+            ContentionFree::new(&topo, tasks, Options { relay: Some(RelayRule::Departure), ..Default::default() }).unwrap();
+        assert!(relayed.stages().relayed_tasks > 0, "small gathers relay");
+        assert!(relayed.makespan_seconds() <= plain.makespan_seconds() * (1.0 + 1e-12));
+        // Chains end at the root and pass through other senders (Fig. 3.4's pipeline).
+        for chain in relay_chains(&relayed.task_graph("g").unwrap()) {
+            assert_eq!(*chain.last().unwrap(), 0);
+            assert!(chain.len() >= 3);
+        }
+    }
+}
+
+#[test]
+fn t20_no_relay_when_the_tail_has_the_same_sender() {
+    // alltoall on one switch with one host sending: every group's tail has this sender.
+    let topo = tree(1, &[0; 4], &[GIG; 4], &[]);
+    let tasks: Vec<Message> = (1..4).map(|d| Message { src: 0, dst: d, bytes: 1000 }).collect();
+    let cf = ContentionFree::new(&topo, tasks, Options { relay: Some(RelayRule::Departure), ..Default::default() }).unwrap();
+    assert_eq!(cf.stages().relayed_tasks, 0);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+    /// T21, T22 and the relay replay on random trees: every original transfer arrives exactly
+    /// once (directly or as one chain), chains never reuse a link or a host, and the DAG is
+    /// valid for the executors.
+    #[test]
+    fn relaying_conserves_data_and_never_loops(seed: u64, small: bool, gather: bool, arrival: bool) {
+        let topo = random_tree(seed);
+        let n = topo.num_hosts() as u32;
+        let bytes = if small { 1_500 } else { 300_000 };
+        let tasks = if gather { gather_tasks(n, (seed % n as u64) as u32, bytes).unwrap() } else { alltoall_tasks(n, bytes).unwrap() };
+        let rule = if arrival { RelayRule::Arrival } else { RelayRule::Departure };
+        let cf = ContentionFree::new(&topo, tasks.clone(), Options { relay: Some(rule), seed, ..Default::default() }).unwrap();
+        let g = cf.task_graph("r").unwrap();
+        let chains = relay_chains(&g);
+        prop_assert_eq!(chains.len() as u32, cf.stages().relayed_tasks);
+        let mut delivered: Vec<(u32, u32)> = chains.iter().map(|c| (c[0], *c.last().unwrap())).collect();
+        let in_chain: usize = chains.iter().map(|c| c.len() - 1).sum();
+        prop_assert_eq!(g.num_tasks(), tasks.len() - chains.len() + in_chain);
+        for t in 0..g.num_tasks() as u32 {
+            let relayed = g.predecessors(t).iter().any(|&(_, k)| k == Dependency::Relay);
+            let feeds = (0..g.num_tasks() as u32).any(|u| g.predecessors(u).contains(&(t, Dependency::Relay)));
+            if !relayed && !feeds {
+                delivered.push((g.task(t).src, g.task(t).dst));
+            }
+        }
+        let mut want: Vec<(u32, u32)> = tasks.iter().map(|t| (t.src, t.dst)).collect();
+        delivered.sort_unstable();
+        want.sort_unstable();
+        prop_assert_eq!(delivered, want);
+        let p = cf.paths();
+        for c in &chains {
+            let mut hosts = c.clone();
+            hosts.sort_unstable();
+            hosts.dedup();
+            prop_assert_eq!(hosts.len(), c.len(), "a chain visits a host twice: {:?}", c);
+            let mut links: Vec<u32> = c.windows(2).flat_map(|w| p.path(w[0], w[1]).to_vec()).collect();
+            let total = links.len();
+            links.sort_unstable();
+            links.dedup();
+            prop_assert_eq!(links.len(), total, "a chain crosses a link twice: {:?}", c);
+        }
+        // The replay honours relays: a piece never finishes before the piece it forwards.
+        let times = cf.replay_seconds();
+        for k in 0..g.num_tasks() as u32 {
+            for &(q, kind) in g.predecessors(k) {
+                if kind == Dependency::Relay {
+                    prop_assert!(times[k as usize].1 >= times[q as usize].1);
+                    prop_assert!(times[k as usize].0 >= times[q as usize].0);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,214 @@
+//! Relaying by task splitting (paper 004 §5.5): instead of making `W → Z` wait for a sync
+//! after the selected group's previous task `X → Y`, send W's data along `W → X → Y → Z`, each
+//! hop forwarding cut-through as the data arrives.
+//!
+//! - Candidates (§5.5.2): only from the selected group's tail `Jxy`, when `X ≠ W` and `W ≠ Y`;
+//!   the pieces are `W→X`, `X→Y′` (W's data) and `Y→Z` (left out when `Y = Z`). The first and
+//!   last piece are split again the same way against the tails of their own groups (§5.5.3),
+//!   as long as no two pieces of a chain share a group and no host repeats.
+//! - Decision (§5.5.4): `α` (5.4) is when the tail would leave W without relaying: the time of
+//!   the most advanced of the task's groups, plus the sync from that group's tail, plus `M/B`.
+//!   A chain's `β` (5.5, 5.6) is when its tail leaves the last relay. The thesis relays unless
+//!   `α < β`, on the chain of smallest `β` ([`RelayRule::Departure`]); [`RelayRule::Arrival`]
+//!   compares arrival times at Z instead (§6 question 4).
+//! - A piece joins, on each link of its path, the group already holding its sender's tasks there
+//!   (Rule A), else the link's first group — taking turns with it never adds contention. A link
+//!   no task crosses (a gather's downlinks to non-roots) gets a group of its own, numbered
+//!   `groups.len() + link`, which later pieces there share.
+
+use std::collections::HashMap;
+
+use super::grouping::Groups;
+use super::paths::{DirLink, PathTable};
+use super::stages::sync_ps;
+use crate::traffic::Message;
+
+/// When a relay chain replaces a task (§5.5.4, §6 question 4).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RelayRule {
+    /// The thesis: relay unless the direct tail departure `α` is earlier than the chain's `β`.
+    #[default]
+    Departure,
+    /// Relay only if the chain's tail reaches Z strictly earlier than the direct task's would.
+    Arrival,
+}
+
+/// Longest chain considered (pieces), and most candidate chains per decision: §5.5.3's stop
+/// rule already bounds the search; these keep one decision cheap on big trees.
+const MAX_PIECES: usize = 6;
+const MAX_CANDIDATES: usize = 32;
+
+/// What the scheduler knows of every group when a decision is made.
+pub(super) struct GroupState<'a> {
+    /// Each group's time `T_g` (5.3) in ps: its scheduled tasks' costs plus the syncs between them.
+    pub time: &'a [u64],
+    /// Each group's last scheduled task, if any.
+    pub tail: &'a [Option<Message>],
+}
+
+pub(super) struct Relayer<'a> {
+    paths: &'a PathTable,
+    rule: RelayRule,
+    /// The group of sender `src` on link `l` (Rule A), including groups pieces joined.
+    by_link_src: HashMap<(DirLink, u32), u32>,
+    /// The first group of every directed link (`groups.len() + link` when no task crosses it).
+    first_of_link: Vec<u32>,
+    num_groups: u32,
+}
+
+impl<'a> Relayer<'a> {
+    pub fn new(paths: &'a PathTable, tasks: &[Message], groups: &Groups, rule: RelayRule) -> Self {
+        let mut by_link_src = HashMap::new();
+        let mut first_of_link = vec![u32::MAX; paths.num_dir_links()];
+        let num_groups = groups.len() as u32;
+        for g in 0..groups.len() as u32 {
+            let l = groups.link[g as usize];
+            if first_of_link[l as usize] == u32::MAX {
+                first_of_link[l as usize] = g;
+            }
+            for &t in groups.members(g) {
+                by_link_src.entry((l, tasks[t as usize].src)).or_insert(g);
+            }
+        }
+        for (l, first) in first_of_link.iter_mut().enumerate() {
+            if *first == u32::MAX {
+                *first = num_groups + l as u32;
+            }
+        }
+        Relayer { paths, rule, by_link_src, first_of_link, num_groups }
+    }
+
+    /// Number of group ids pieces may use: the grouping's, then one per directed link.
+    pub fn group_capacity(&self) -> usize {
+        self.num_groups as usize + self.first_of_link.len()
+    }
+
+    fn link_of(&self, groups: &Groups, g: u32) -> DirLink {
+        if g < self.num_groups { groups.link[g as usize] } else { g - self.num_groups }
+    }
+
+    /// The groups piece `a → b` joins, one per link of its path.
+    pub fn groups_of_piece(&self, a: u32, b: u32, out: &mut Vec<u32>) {
+        out.clear();
+        for &l in self.paths.path(a, b) {
+            out.push(self.by_link_src.get(&(l, a)).copied().unwrap_or(self.first_of_link[l as usize]));
+        }
+    }
+
+    /// Remember that a piece from `a` now sits in these groups (Rule A for later pieces).
+    pub fn joined(&mut self, groups: &Groups, a: u32, joined: &[u32]) {
+        for &g in joined {
+            let l = self.link_of(groups, g);
+            self.by_link_src.entry((l, a)).or_insert(g);
+        }
+    }
+
+    /// (5.4): when the tail of `piece` leaves its sender if it only waits for its groups.
+    fn alpha(&self, state: &GroupState, piece: Message, piece_groups: &[u32]) -> u64 {
+        let gmax = piece_groups.iter().copied().max_by_key(|&g| (state.time[g as usize], std::cmp::Reverse(g)));
+        let (time, sync) = match gmax {
+            Some(g) => (state.time[g as usize], sync_ps(self.paths, state.tail[g as usize], piece)),
+            None => (0, 0),
+        };
+        time + sync + super::paths::transmission_ps(piece.bytes, self.paths.path_bandwidth(piece.src, piece.dst))
+    }
+
+    /// (5.5)/(5.6) along `hosts`: the tail's departure from the last relay (β) and its arrival
+    /// at the end (γ).
+    fn beta_gamma(&self, state: &GroupState, hosts: &[u32], bytes: u64, scratch: &mut Vec<u32>) -> (u64, u64) {
+        let mut gamma: Option<u64> = None;
+        let mut beta = 0;
+        for hop in hosts.windows(2) {
+            let piece = Message { src: hop[0], dst: hop[1], bytes };
+            self.groups_of_piece(hop[0], hop[1], scratch);
+            let a = self.alpha(state, piece, scratch);
+            beta = gamma.map_or(a, |g| a.max(g));
+            gamma = Some(beta + self.paths.latency_ps(hop[0], hop[1]));
+        }
+        (beta, gamma.unwrap_or(0))
+    }
+
+    /// Whether no two pieces of the chain share a group (§5.5.3) and no host repeats.
+    fn chain_ok(&self, hosts: &[u32], scratch: &mut Vec<u32>) -> bool {
+        for (i, h) in hosts.iter().enumerate() {
+            if hosts[..i].contains(h) {
+                return false;
+            }
+        }
+        let mut seen: Vec<u32> = Vec::new();
+        for hop in hosts.windows(2) {
+            self.groups_of_piece(hop[0], hop[1], scratch);
+            if scratch.iter().any(|g| seen.contains(g)) {
+                return false;
+            }
+            seen.extend_from_slice(scratch);
+        }
+        true
+    }
+
+    /// Expand `hosts` (§5.5.3): split its first and last piece against their groups' tails.
+    fn expand(&self, state: &GroupState, hosts: Vec<u32>, out: &mut Vec<Vec<u32>>, scratch: &mut Vec<u32>) {
+        if out.len() >= MAX_CANDIDATES || !self.chain_ok(&hosts, scratch) {
+            return;
+        }
+        out.push(hosts.clone());
+        if hosts.len() > MAX_PIECES {
+            return;
+        }
+        let m = hosts.len() - 1;
+        for first in [true, false] {
+            let (i, j) = if first { (0, 1) } else { (m - 1, m) };
+            if !first && m == 1 {
+                break; // a single piece: first and last are the same
+            }
+            let (a, b) = (hosts[i], hosts[j]);
+            let mut piece_groups = Vec::new();
+            self.groups_of_piece(a, b, &mut piece_groups);
+            for g in piece_groups {
+                let Some(tail) = state.tail[g as usize] else { continue };
+                let (x, y) = (tail.src, tail.dst);
+                if x == a || y == a {
+                    continue;
+                }
+                let mut sub = vec![a, x, y];
+                if y != b {
+                    sub.push(b);
+                }
+                let mut next = hosts[..i].to_vec();
+                next.extend_from_slice(&sub);
+                next.extend_from_slice(&hosts[j + 1..]);
+                self.expand(state, next, out, scratch);
+            }
+        }
+    }
+
+    /// The relay chain (hosts W, …, Z) to use instead of `task`, whose selected group's tail is
+    /// `tail`, or None to schedule the task as it is.
+    pub fn decide(&self, state: &GroupState, task: Message, task_groups: &[u32], tail: Option<Message>) -> Option<Vec<u32>> {
+        let tail = tail?;
+        let (w, z, x, y) = (task.src, task.dst, tail.src, tail.dst);
+        if x == w || w == y {
+            return None; // same sender: no sync to save; W = Y: independent tasks (Theorem 1)
+        }
+        let mut start = vec![w, x, y];
+        if y != z {
+            start.push(z);
+        }
+        let mut scratch = Vec::new();
+        let mut chains = Vec::new();
+        self.expand(state, start, &mut chains, &mut scratch);
+        let (best, (beta, gamma)) = chains
+            .into_iter()
+            .map(|c| {
+                let bg = self.beta_gamma(state, &c, task.bytes, &mut scratch);
+                (c, bg)
+            })
+            .min_by_key(|(c, (beta, _))| (*beta, c.len()))?;
+        let alpha = self.alpha(state, task, task_groups);
+        let relay = match self.rule {
+            RelayRule::Departure => alpha >= beta,
+            RelayRule::Arrival => gamma < alpha + self.paths.latency_ps(w, z),
+        };
+        relay.then_some(best)
+    }
+}
