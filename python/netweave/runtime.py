@@ -117,10 +117,13 @@ def run_local(
                    "--timeout", str(timeout), "--trace", str(out / f"trace-{r}.json")]
             if faulty and faulty[1] == r:
                 cmd += [f"--{faulty[0]}-before-send", str(faulty[2])]
+            cmd.append("--start-gate")
             with open(out / f"stderr-{r}.txt", "wb") as err:
-                procs.append(subprocess.Popen(cmd, pass_fds=(s.fileno(),), stdout=subprocess.DEVNULL, stderr=err))
+                procs.append(subprocess.Popen(cmd, pass_fds=(s.fileno(),), stdin=subprocess.PIPE,
+                                              stdout=subprocess.PIPE, stderr=err))
         for s in listeners:
             s.close()
+        _start_together(procs)
         codes, order = _wait_all(procs, grace=timeout + 1.0)
         wall = time.monotonic() - started
         return _merge(graph, out, codes, order, wall)
@@ -131,6 +134,21 @@ def run_local(
                 p.wait()
         if scratch:
             shutil.rmtree(out, ignore_errors=True)
+
+
+def _start_together(procs: list[subprocess.Popen]) -> None:
+    """Let every process go at once when all are connected (each prints "ready"), so a run's
+    clock starts when every process can work. A process that fails while connecting ends its
+    output early; the others are then released and fail on their own (its connections drop)."""
+    for p in procs:
+        p.stdout.readline()  # "ready", or "" once the process has exited
+    for p in procs:
+        try:
+            p.stdin.write(b"g")
+            p.stdin.close()
+        except OSError:
+            pass  # it already exited; _wait_all reports why
+        p.stdout.close()
 
 
 def _wait_all(procs: list[subprocess.Popen], grace: float) -> tuple[list[Optional[int]], list[int]]:

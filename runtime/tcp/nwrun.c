@@ -4,7 +4,9 @@
  *   nw-tcp-run --schedule s.nws --rank 3 --peers peers.txt [--listen-fd 3] [--seed 0]
  *              [--fragment 65536] [--timeout 30] [--trace trace-3.json]
  *
- * peers.txt has one line per rank, "IPv4 PORT". Exit status: 0 done, 1 the run failed (a peer
+ * peers.txt has one line per rank, "IPv4 PORT". With --start-gate, the process prints "ready"
+ * on stdout once connected and starts only when a byte arrives on stdin (the launcher's common
+ * start line, so a run's clock starts when every process is ready). Exit status: 0 done, 1 the run failed (a peer
  * died or stalled, a byte was wrong; the reason is the last line on stderr), 2 bad arguments or
  * schedule. Fault injection for tests: --crash-before-send K (SIGKILL itself just before its K-th
  * send, counting from 0) and --hang-before-send K (fall silent there).
@@ -116,9 +118,15 @@ int main(int argc, char **argv) {
     static const struct option longopts[] = {
         {"schedule", 1, 0, 's'}, {"rank", 1, 0, 'r'}, {"peers", 1, 0, 'p'}, {"listen-fd", 1, 0, 'l'},
         {"seed", 1, 0, 'S'}, {"fragment", 1, 0, 'f'}, {"timeout", 1, 0, 't'}, {"trace", 1, 0, 'o'},
-        {"crash-before-send", 1, 0, 'C'}, {"hang-before-send", 1, 0, 'H'}, {0, 0, 0, 0}};
+        {"crash-before-send", 1, 0, 'C'}, {"hang-before-send", 1, 0, 'H'}, {"start-gate", 0, 0, 'G'},
+        {0, 0, 0, 0}};
+    int start_gate = 0;
     int c;
     while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+        if (c == 'G') {
+            start_gate = 1;
+            continue;
+        }
         if (c != 's' && c != 'p' && c != 'o' && c != 't' && (c == '?' || parse_u64(optarg, &value)))
             return usage(c == '?' ? "unknown option" : "option values must be non-negative integers");
         switch (c) {
@@ -168,6 +176,15 @@ int main(int argc, char **argv) {
     uint64_t connections = 0, messages = 0;
     int rc = nw_tcp_open(&tcp, (uint32_t)rank, dag.ranks, listen_fd == UINT64_MAX ? -1 : (int)listen_fd, addrs, need,
                          dag.checksum, timeout, err, sizeof err);
+    if (rc == 0 && start_gate) {
+        char go;
+        printf("ready\n");
+        fflush(stdout);
+        if (read(STDIN_FILENO, &go, 1) != 1) {
+            snprintf(err, sizeof err, "the launcher stopped the run before it started");
+            rc = -1;
+        }
+    }
     if (rc == 0) {
         nw_transport tp;
         nw_tcp_transport(tcp, &tp);
