@@ -253,14 +253,18 @@ CONTENTION_FREE_POLICIES: list[str] = _core.contention_free_policies()
 
 
 def contention_free(topology: Topology, collective: str, bytes: int, root: int = 0, policy: str = "min-sync",
-                    rule_b: str = "ge", seed: int = 0, relay: str = "departure"):
+                    rule_b: str = "ge", seed: int = 0, relay: Optional[str] = None):
     """Paper 004's contention-free ``gather`` or ``alltoall`` over every host of `topology` (a
     tree, or a fabric with unique shortest paths): ``(TaskGraph, summary)``, the summary with
     ``tasks``, ``dependencies``, ``groups``, ``relayed_tasks`` and ``relay_pieces``,
     ``predicted_seconds`` (cost-model replay) and ``scheduling_seconds``. Rank r is host r.
 
     `relay` is ``departure`` (relay by task splitting with the thesis' rule), ``arrival``
-    (relay only when the data arrives sooner) or ``off`` (the no-relay baselines)."""
+    (relay only when the data arrives sooner) or ``off`` (the no-relay baselines). By default
+    gather relays and all-to-all does not: measured, relaying made all-to-all slower (see
+    docs/contention-free.md), as the thesis itself found it rarely pays there."""
+    if relay is None:
+        relay = "departure" if collective == "gather" else "off"
     return _core.contention_free(topology, collective, bytes, root, policy, rule_b, seed, relay)
 
 

@@ -42,7 +42,7 @@ def schedule_cmd(
     rule: Optional[str] = typer.Option(None, "--rule", help="Move rule: text or paper-table3 (lsft-partial)."),
     policy: Optional[str] = typer.Option(None, "--policy", help="Task policy (contention-free): " + ", ".join(traffic.CONTENTION_FREE_POLICIES) + "."),
     rule_b: Optional[str] = typer.Option(None, "--rule-b", help="Rule B's comparison (contention-free): ge (default) or lt."),
-    relay: Optional[str] = typer.Option(None, "--relay", help="Relaying by task splitting (contention-free): departure (default, the thesis' rule), arrival, or off."),
+    relay: Optional[str] = typer.Option(None, "--relay", help="Relaying by task splitting (contention-free): departure (the thesis' rule; gather's default), arrival, or off (all-to-all's default)."),
     as_json: bool = JsonOpt,
 ) -> None:
     """Build a collective's schedule for a job on TOPO and check it (every pair once, data reaches every rank, permutation phases where claimed)."""
@@ -90,7 +90,7 @@ def _contention_free(collective, topo, output, hosts, nbytes, root, seed, policy
     with working(f"scheduling {collective} contention-free"):
         graph, summary = traffic.contention_free(topo, collective, DEFAULT_BYTES if nbytes is None else nbytes,
                                                  root or 0, policy or "min-sync", rule_b or "ge", seed or 0,
-                                                 relay or "departure")
+                                                 relay)
     if output is not None:
         graph.save(output)
         summary["output"] = str(output)
