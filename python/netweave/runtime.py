@@ -10,8 +10,9 @@ gathers every process's per-task trace into one result::
     result = runtime.run_local(graph, seed=1)
     result["ok"], result["makespan_s"], result["syncs"]
 
-A process that dies or stalls makes every other one exit non-zero within the timeout, with the
-reason; the launcher then stops whatever is left. Nothing outlives a run: processes are killed
+A process that dies or stalls makes its partners exit non-zero at once (a dropped connection)
+or within the timeout (nothing moving), with the reason, and the failure spreads along the
+connections; the launcher stops whatever is left and names the cause. Nothing outlives a run: processes are killed
 and the scratch directory removed even when the run fails.
 """
 
