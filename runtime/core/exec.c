@@ -214,6 +214,16 @@ static int on_send_done(run *r, uint32_t t, uint32_t k) {
     return try_start(r);
 }
 
+/* What this rank does towards `task` when its receive `pred` (a predecessor of kind `kind`)
+ * completes: ON_LOCAL (my own send waits for it), ON_SYNC (notify the task's sender), ON_RELAY
+ * (my send forwards it), or -1 (nothing: `pred` is not mine to receive, or needs no notice). */
+static int action_of(const nws_task *pred, const nws_task *task, uint32_t kind, uint32_t me) {
+    if (pred->dst != me) return -1;
+    if (kind == NWS_DEP_RELAY) return ON_RELAY; /* the reader checked: a relay's sender received it */
+    if (task->src == me) return ON_LOCAL;
+    return needs_sync(pred, task) ? ON_SYNC : -1;
+}
+
 static int setup(run *r) {
     const nws_dag *d = r->dag;
     uint32_t n = d->ntasks, me = r->me;
@@ -233,16 +243,11 @@ static int setup(run *r) {
         r->origin[t] = d->relays[t] == NWS_NONE ? t : r->origin[d->relays[t]];
         if (task->src == me) r->nsend++;
         if (task->dst == me) r->nrecv++;
-        for (uint64_t e = d->dep_index[t]; e < d->dep_index[t + 1]; e++) {
-            const nws_task *pred = &d->tasks[d->deps[e].task];
-            /* actions of my receive `pred` towards task t: */
-            int local = task->src == me, relay = d->deps[e].kind == NWS_DEP_RELAY;
-            int sync = !relay && needs_sync(pred, task);
-            if (pred->dst == me && (local || sync)) {
+        for (uint64_t e = d->dep_index[t]; e < d->dep_index[t + 1]; e++)
+            if (action_of(&d->tasks[d->deps[e].task], task, d->deps[e].kind, me) >= 0) {
                 r->action_index[d->deps[e].task + 1]++;
                 nactions++;
             }
-        }
     }
     for (uint32_t t = 0; t < n; t++) r->action_index[t + 1] += r->action_index[t];
     if (!(r->actions = calloc(nactions + 1, sizeof *r->actions)) || !(r->sends = calloc(r->nsend + 1, 4)) ||
@@ -258,15 +263,14 @@ static int setup(run *r) {
         if (task->dst == me) r->recvs[nr++] = t;
         for (uint64_t e = d->dep_index[t]; e < d->dep_index[t + 1]; e++) {
             uint32_t p = d->deps[e].task;
-            const nws_task *pred = &d->tasks[p];
-            int relay = d->deps[e].kind == NWS_DEP_RELAY;
-            if (task->src == me) {
-                if (relay) r->actions[fill[p]++] = (action){t, ON_RELAY};
-                else if (pred->dst == me) { r->actions[fill[p]++] = (action){t, ON_LOCAL}; r->waiting[t]++; }
-                else if (needs_sync(pred, task)) { r->waiting[t]++; r->syncs_expected++; }
-                /* pred->src == me: my own earlier send, finished before t starts (one at a time) */
-            } else if (pred->dst == me && !relay && needs_sync(pred, task)) {
-                r->actions[fill[p]++] = (action){t, ON_SYNC};
+            int what = action_of(&d->tasks[p], task, d->deps[e].kind, me);
+            if (what >= 0) r->actions[fill[p]++] = (action){t, (uint32_t)what};
+            if (what == ON_LOCAL) r->waiting[t]++;
+            /* my send waiting for someone else's receive: its sync (my own earlier send has
+             * finished before t starts, one send at a time) */
+            if (task->src == me && d->deps[e].kind == NWS_DEP_COMPLETE && needs_sync(&d->tasks[p], task)) {
+                r->waiting[t]++;
+                r->syncs_expected++;
             }
         }
     }

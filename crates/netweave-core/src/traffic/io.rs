@@ -181,6 +181,39 @@ fn pad8(n: usize) -> usize {
     n.div_ceil(8) * 8
 }
 
+/// The 64-byte header both binary forms share (phases: `count` phases, `records` messages;
+/// task DAG: `count` tasks, `records` dependencies).
+struct Header {
+    form: u32,
+    num_ranks: u32,
+    count: u32,
+    records: u64,
+    collective: u32,
+    root: u32,
+    flags: u32,
+    concurrent_sends: u32,
+    name_bytes: u32,
+}
+
+/// Write the header, the name and the placement, each padded to 8 bytes.
+fn write_preamble(out: &mut Vec<u8>, h: &Header, name: &[u8], placement: &[u32]) {
+    out.extend_from_slice(&MAGIC);
+    for v in [VERSION, h.form, h.num_ranks, h.count] {
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+    out.extend_from_slice(&h.records.to_le_bytes());
+    for v in [h.collective, h.root, h.flags, h.concurrent_sends, h.name_bytes, 0] {
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+    out.extend_from_slice(&0u64.to_le_bytes());
+    out.extend_from_slice(name);
+    out.resize(pad8(out.len()), 0);
+    for &h in placement {
+        out.extend_from_slice(&h.to_le_bytes());
+    }
+    out.resize(pad8(out.len()), 0);
+}
+
 /// The schedule in the compact binary `NWSCHED` format (version 1, little-endian).
 pub fn to_binary(s: &Schedule) -> Result<Vec<u8>> {
     // Receive records list a phase's senders in the order the reader rebuilds them.
@@ -207,22 +240,18 @@ pub fn to_binary(s: &Schedule) -> Result<Vec<u8>> {
     if s.delivery() == Delivery::Forwarded {
         flags |= FLAG_FORWARDED;
     }
-    out.extend_from_slice(&MAGIC);
-    for v in [VERSION, 0, s.num_ranks(), s.num_phases() as u32] {
-        out.extend_from_slice(&v.to_le_bytes());
-    }
-    out.extend_from_slice(&(m as u64).to_le_bytes());
-    for v in [code, root, flags, s.concurrent_sends(), name.len() as u32, 0] {
-        out.extend_from_slice(&v.to_le_bytes());
-    }
-    out.extend_from_slice(&0u64.to_le_bytes());
-    debug_assert_eq!(out.len(), HEADER_BYTES);
-    out.extend_from_slice(name);
-    out.resize(pad8(out.len()), 0);
-    for &h in s.placement() {
-        out.extend_from_slice(&h.to_le_bytes());
-    }
-    out.resize(pad8(out.len()), 0);
+    let header = Header {
+        form: 0,
+        num_ranks: s.num_ranks(),
+        count: s.num_phases() as u32,
+        records: m as u64,
+        collective: code,
+        root,
+        flags,
+        concurrent_sends: s.concurrent_sends(),
+        name_bytes: name.len() as u32,
+    };
+    write_preamble(&mut out, &header, name, s.placement());
     let phase_of = s.message_phases();
     let sends = s.send_order();
     let recvs = s.receive_order();
@@ -274,30 +303,52 @@ impl Reader<'_> {
         }
         Ok(())
     }
+
+    /// The header, checking magic, version, that the form is `want_form`, and the reserved fields.
+    fn header(&mut self, want_form: u32) -> Result<Header> {
+        if self.take(8, "header")? != MAGIC {
+            return Err(bin_err("not a netweave binary schedule (the file does not start with NWSCHED)"));
+        }
+        let version = self.u32("header")?;
+        if version != VERSION {
+            return Err(bin_err(format!("version {version} is not supported (this netweave reads version {VERSION})")));
+        }
+        let form = self.u32("header")?;
+        if form != want_form {
+            return Err(bin_err(if want_form == FORM_DAG {
+                format!("form {form} is not a task DAG (form {FORM_DAG})")
+            } else {
+                format!("form {form} is not the phases form 0 (form 1 is a task DAG, read by the DAG reader)")
+            }));
+        }
+        let (num_ranks, count, records) = (self.u32("header")?, self.u32("header")?, self.u64("header")?);
+        let (collective, root, flags, concurrent_sends, name_bytes) =
+            (self.u32("header")?, self.u32("header")?, self.u32("header")?, self.u32("header")?, self.u32("header")?);
+        if self.u32("header")? != 0 || self.u64("header")? != 0 {
+            return Err(bin_err("reserved header fields are not zero"));
+        }
+        Ok(Header { form, num_ranks, count, records, collective, root, flags, concurrent_sends, name_bytes })
+    }
+
+    /// The name and the placement that follow the header.
+    fn name_and_placement(&mut self, h: &Header) -> Result<(String, Vec<u32>)> {
+        let name = std::str::from_utf8(self.take(h.name_bytes as usize, "name")?)
+            .map_err(|_| bin_err("the schedule name is not UTF-8"))?
+            .to_string();
+        self.align8("name")?;
+        let placement = (0..h.num_ranks).map(|_| self.u32("placement")).collect::<Result<Vec<u32>>>()?;
+        self.align8("placement")?;
+        Ok((name, placement))
+    }
 }
 
 /// Read a binary `NWSCHED` schedule, checking every field (see the module docs).
 pub fn from_binary(data: &[u8]) -> Result<Schedule> {
     let mut r = Reader { data, pos: 0 };
-    if r.take(8, "header")? != MAGIC {
-        return Err(bin_err("not a netweave binary schedule (the file does not start with NWSCHED)"));
-    }
-    let version = r.u32("header")?;
-    if version != VERSION {
-        return Err(bin_err(format!("version {version} is not supported (this netweave reads version {VERSION})")));
-    }
-    let form = r.u32("header")?;
-    if form != 0 {
-        return Err(bin_err(format!("form {form} is not the phases form 0 (form 1 is a task DAG, read by the DAG reader)")));
-    }
-    let num_ranks = r.u32("header")?;
-    let num_phases = r.u32("header")?;
-    let num_messages = r.u64("header")?;
-    let (code, root, flags, concurrent_sends, name_bytes) =
-        (r.u32("header")?, r.u32("header")?, r.u32("header")?, r.u32("header")?, r.u32("header")?);
-    if r.u32("header")? != 0 || r.u64("header")? != 0 {
-        return Err(bin_err("reserved header fields are not zero"));
-    }
+    let header = r.header(0)?;
+    let (num_ranks, num_phases, num_messages, name_bytes) =
+        (header.num_ranks, header.count, header.records, header.name_bytes);
+    let (code, root, flags, concurrent_sends) = (header.collective, header.root, header.flags, header.concurrent_sends);
     let collective = match code {
         0 => Collective::Alltoall,
         1 => Collective::Allgather,
@@ -338,12 +389,7 @@ pub fn from_binary(data: &[u8]) -> Result<Schedule> {
     if num_phases as u64 > num_messages + MAX_EMPTY_PHASES {
         return Err(bin_err(format!("{num_phases} phases for {num_messages} messages: the header is corrupt")));
     }
-    let name = std::str::from_utf8(r.take(name_bytes as usize, "name")?)
-        .map_err(|_| bin_err("the schedule name is not UTF-8"))?
-        .to_string();
-    r.align8("name")?;
-    let placement = (0..num_ranks).map(|_| r.u32("placement")).collect::<Result<Vec<u32>>>()?;
-    r.align8("placement")?;
+    let (name, placement) = r.name_and_placement(&header)?;
     let mut index = [Vec::new(), Vec::new()];
     for (table, idx) in ["send", "receive"].iter().zip(index.iter_mut()) {
         *idx = (0..=num_ranks).map(|_| r.u64("index")).collect::<Result<Vec<u64>>>()?;
@@ -424,22 +470,19 @@ pub fn dag_to_binary(g: &TaskGraph) -> Vec<u8> {
     let size = HEADER_BYTES + pad8(name.len()) + pad8(4 * n) + TASK_RECORD_BYTES * t + 8 * (t + 1)
         + DEPENDENCY_RECORD_BYTES * e;
     let mut out = Vec::with_capacity(size);
-    out.extend_from_slice(&MAGIC);
-    for v in [VERSION, FORM_DAG, g.num_ranks(), t as u32] {
-        out.extend_from_slice(&v.to_le_bytes());
-    }
-    out.extend_from_slice(&(e as u64).to_le_bytes());
     // collective: custom (a DAG claims nothing), root 0, no flags, one send at a time.
-    for v in [4, 0, 0, 1, name.len() as u32, 0] {
-        out.extend_from_slice(&v.to_le_bytes());
-    }
-    out.extend_from_slice(&0u64.to_le_bytes());
-    out.extend_from_slice(name);
-    out.resize(pad8(out.len()), 0);
-    for &h in g.placement() {
-        out.extend_from_slice(&h.to_le_bytes());
-    }
-    out.resize(pad8(out.len()), 0);
+    let header = Header {
+        form: FORM_DAG,
+        num_ranks: g.num_ranks(),
+        count: t as u32,
+        records: e as u64,
+        collective: 4,
+        root: 0,
+        flags: 0,
+        concurrent_sends: 1,
+        name_bytes: name.len() as u32,
+    };
+    write_preamble(&mut out, &header, name, g.placement());
     for m in g.tasks() {
         out.extend_from_slice(&m.src.to_le_bytes());
         out.extend_from_slice(&m.dst.to_le_bytes());
@@ -464,25 +507,9 @@ pub fn dag_to_binary(g: &TaskGraph) -> Vec<u8> {
 /// Read a binary task DAG written by [`dag_to_binary`], checking every field and edge.
 pub fn dag_from_binary(data: &[u8]) -> Result<TaskGraph> {
     let mut r = Reader { data, pos: 0 };
-    if r.take(8, "header")? != MAGIC {
-        return Err(bin_err("not a netweave binary schedule (the file does not start with NWSCHED)"));
-    }
-    let version = r.u32("header")?;
-    if version != VERSION {
-        return Err(bin_err(format!("version {version} is not supported (this netweave reads version {VERSION})")));
-    }
-    let form = r.u32("header")?;
-    if form != FORM_DAG {
-        return Err(bin_err(format!("form {form} is not a task DAG (form {FORM_DAG})")));
-    }
-    let num_ranks = r.u32("header")?;
-    let num_tasks = r.u32("header")? as u64;
-    let num_edges = r.u64("header")?;
-    let _collective_root_flags_concurrent = (r.u32("header")?, r.u32("header")?, r.u32("header")?, r.u32("header")?);
-    let name_bytes = r.u32("header")?;
-    if r.u32("header")? != 0 || r.u64("header")? != 0 {
-        return Err(bin_err("reserved header fields are not zero"));
-    }
+    let header = r.header(FORM_DAG)?;
+    let (num_ranks, num_tasks, num_edges, name_bytes) =
+        (header.num_ranks, header.count as u64, header.records, header.name_bytes);
     let expected = (|| {
         let fixed = (HEADER_BYTES as u64).checked_add(pad8(name_bytes as usize) as u64)?;
         let placement = (4 * num_ranks as u64).div_ceil(8) * 8;
@@ -497,12 +524,7 @@ pub fn dag_from_binary(data: &[u8]) -> Result<TaskGraph> {
             expected.map_or("more than 2^64".to_string(), |e| e.to_string())
         )));
     }
-    let name = std::str::from_utf8(r.take(name_bytes as usize, "name")?)
-        .map_err(|_| bin_err("the schedule name is not UTF-8"))?
-        .to_string();
-    r.align8("name")?;
-    let placement = (0..num_ranks).map(|_| r.u32("placement")).collect::<Result<Vec<u32>>>()?;
-    r.align8("placement")?;
+    let (name, placement) = r.name_and_placement(&header)?;
     let mut tasks = Vec::with_capacity(num_tasks as usize);
     for _ in 0..num_tasks {
         tasks.push(Message { src: r.u32("task table")?, dst: r.u32("task table")?, bytes: r.u64("task table")? });
