@@ -253,19 +253,54 @@ CONTENTION_FREE_POLICIES: list[str] = _core.contention_free_policies()
 
 
 def contention_free(topology: Topology, collective: str, bytes: int, root: int = 0, policy: str = "min-sync",
-                    rule_b: str = "ge", seed: int = 0, relay: Optional[str] = None):
+                    rule_b: str = "ge", seed: int = 0, relay: Optional[str] = None, timing: str = "sum",
+                    perturbation: float = 0.0, perturbation_seed: int = 0,
+                    tasks: Optional[list[tuple[int, int, int]]] = None):
     """Paper 004's contention-free ``gather`` or ``alltoall`` over every host of `topology` (a
-    tree, or a fabric with unique shortest paths): ``(TaskGraph, summary)``, the summary with
-    ``tasks``, ``dependencies``, ``groups``, ``relayed_tasks`` and ``relay_pieces``,
-    ``predicted_seconds`` (cost-model replay) and ``scheduling_seconds``. Rank r is host r.
+    tree, or a fabric with unique shortest paths), or collective ``tasks`` with `tasks` a list of
+    ``(src, dst, bytes)``: ``(TaskGraph, summary)``, the summary with ``tasks``,
+    ``dependencies``, ``groups``, ``relayed_tasks`` and ``relay_pieces``, ``predicted_seconds``
+    (cost-model replay on the true link values) and ``scheduling_seconds``. Rank r is host r.
 
     `relay` is ``departure`` (relay by task splitting with the thesis' rule), ``arrival``
     (relay only when the data arrives sooner) or ``off`` (the no-relay baselines). By default
     gather relays and all-to-all does not: measured, relaying made all-to-all slower (see
-    docs/contention-free.md), as the thesis itself found it rarely pays there."""
+    docs/contention-free.md), as the thesis itself found it rarely pays there. `timing` is how
+    group times advance for relay decisions (``sum`` as (5.3) is written, or ``clock``).
+    `perturbation` r > 0 schedules from link values each off by up to ±r ((6.1)/(6.2), drawn
+    from `perturbation_seed`).
+
+    >>> from netweave import topology
+    >>> tree = topology.multi_cluster("a:4,b:4")
+    >>> dag, s = contention_free(tree, "tasks", 0, tasks=[(0, 5, 1000), (1, 5, 1000)])
+    >>> s["tasks"], s["groups"] > 0
+    (2, True)
+    """
     if relay is None:
         relay = "departure" if collective == "gather" else "off"
-    return _core.contention_free(topology, collective, bytes, root, policy, rule_b, seed, relay)
+    return _core.contention_free(topology, collective, bytes, root, policy, rule_b, seed, relay, timing,
+                                 perturbation, perturbation_seed, tasks)
+
+
+def read_task_list(path: str | Path) -> list[tuple[int, int, int]]:
+    """A task list file: CSV rows ``src,dst,bytes`` (a header row of those names is allowed,
+    ``#`` starts a comment). Errors name the file and line."""
+    tasks = []
+    for number, line in enumerate(Path(path).read_text().splitlines(), 1):
+        line = line.split("#", 1)[0].strip()
+        if not line or line.replace(" ", "") == "src,dst,bytes":
+            continue
+        fields = [f.strip() for f in line.split(",")]
+        try:
+            src, dst, size = (int(f) for f in fields)
+        except ValueError:
+            raise NetweaveError(f"{path}:{number}: expected 'src,dst,bytes' with non-negative integers, got '{line}'")
+        if min(src, dst, size) < 0:
+            raise NetweaveError(f"{path}:{number}: negative value in '{line}'")
+        tasks.append((src, dst, size))
+    if not tasks:
+        raise NetweaveError(f"{path}: no tasks (expected CSV rows 'src,dst,bytes')")
+    return tasks
 
 
 def alltoall(num_ranks: int, bytes_per_pair: int, algorithm: str = "shift") -> Schedule:

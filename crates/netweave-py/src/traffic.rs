@@ -342,11 +342,14 @@ fn leaf_hosts(topology: &PyTopology) -> Vec<Vec<u32>> {
     alloc::leaves(&topology.inner).into_iter().map(|(_, h)| h).collect()
 }
 
-/// Paper 004's contention-free schedule of `collective` (`gather` or `alltoall`) over every
-/// host of `topo`: `(TaskGraph, summary)`; `policy` is a task policy name, `rule_b` `ge`/`lt`,
-/// `relay` `departure` (the thesis' rule), `arrival` or `off`.
+/// Paper 004's contention-free schedule of `collective` (`gather`, `alltoall`, or `tasks` with
+/// the `(src, dst, bytes)` list `tasks`) over every host of `topo`: `(TaskGraph, summary)`;
+/// `policy` is a task policy name, `rule_b` `ge`/`lt`, `relay` `departure` (the thesis' rule),
+/// `arrival` or `off`, `timing` `sum` or `clock`; `perturbation` > 0 schedules from link values
+/// off by up to that fraction (drawn from `perturbation_seed`) and replays on the true ones.
 #[pyfunction]
-#[pyo3(signature = (topo, collective, bytes, root=0, policy="min-sync", rule_b="ge", seed=0, relay="departure"))]
+#[pyo3(signature = (topo, collective, bytes, root=0, policy="min-sync", rule_b="ge", seed=0, relay="departure",
+                    timing="sum", perturbation=0.0, perturbation_seed=0, tasks=None))]
 #[allow(clippy::too_many_arguments)]
 fn contention_free<'py>(
     py: Python<'py>,
@@ -358,13 +361,20 @@ fn contention_free<'py>(
     rule_b: &str,
     seed: u64,
     relay: &str,
+    timing: &str,
+    perturbation: f64,
+    perturbation_seed: u64,
+    tasks: Option<Vec<(u32, u32, u64)>>,
 ) -> PyResult<(crate::flowsim::PyTaskGraph, Bound<'py, pyo3::types::PyDict>)> {
     use netweave_core::traffic::contention_free as cf;
     let n = topo.inner.num_hosts() as u32;
-    let tasks = match collective {
-        "gather" => cf::gather_tasks(n, root, bytes),
-        "alltoall" => cf::alltoall_tasks(n, bytes),
-        other => netweave_core::invalid!("contention-free schedules gather or alltoall, not {other}"),
+    let tasks = match (collective, tasks) {
+        ("gather", None) => cf::gather_tasks(n, root, bytes),
+        ("alltoall", None) => cf::alltoall_tasks(n, bytes),
+        ("tasks", Some(list)) => Ok(list.into_iter().map(|(src, dst, bytes)| Message { src, dst, bytes }).collect()),
+        ("tasks", None) => netweave_core::invalid!("collective 'tasks' needs the task list"),
+        (other, None) => netweave_core::invalid!("contention-free schedules gather, alltoall or a task list, not {other}"),
+        (other, Some(_)) => netweave_core::invalid!("a task list goes with collective 'tasks', not {other}"),
     }
     .map_err(err)?;
     let rule_b = match rule_b {
@@ -378,7 +388,15 @@ fn contention_free<'py>(
         "off" => None,
         other => return Err(NetweaveErrorPy::new_err(format!("unknown relay rule '{other}' (use departure, arrival or off)"))),
     };
-    let options = cf::Options { policy: cf::Policy::by_name(policy).map_err(err)?, rule_b, seed, relay };
+    let options = cf::Options {
+        policy: cf::Policy::by_name(policy).map_err(err)?,
+        rule_b,
+        seed,
+        relay,
+        timing: cf::Timing::by_name(timing).map_err(err)?,
+        perturbation,
+        perturbation_seed,
+    };
     let t0 = std::time::Instant::now();
     let (plan, graph) = py
         .allow_threads(|| {

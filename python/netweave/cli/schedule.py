@@ -11,6 +11,7 @@ import typer
 from netweave import topology, traffic
 from netweave.traffic import DEFAULT_BYTES
 from netweave.cli.common import JsonOpt, UserError, working
+from netweave.schedule_cache import ScheduleCache
 
 
 def _algorithm_table() -> str:
@@ -26,7 +27,7 @@ def _parse_shape(text: Optional[str]) -> Optional[list[int]]:
 
 
 def schedule_cmd(
-    collective: str = typer.Argument(..., metavar="COLLECTIVE", help="alltoall, allgather, gather or barrier."),
+    collective: str = typer.Argument(..., metavar="COLLECTIVE", help="alltoall, allgather, gather, barrier, or tasks (contention-free over --tasks FILE)."),
     topology_file: Path = typer.Argument(..., metavar="TOPO", help="Topology file."),
     algo: str = typer.Option(..., "--algo", help="Algorithm (see the table below)."),
     output: Optional[Path] = typer.Option(None, "-o", "--output", help="Schedule file: .json or .nws (compact binary)."),
@@ -43,6 +44,11 @@ def schedule_cmd(
     policy: Optional[str] = typer.Option(None, "--policy", help="Task policy (contention-free): " + ", ".join(traffic.CONTENTION_FREE_POLICIES) + "."),
     rule_b: Optional[str] = typer.Option(None, "--rule-b", help="Rule B's comparison (contention-free): ge (default) or lt."),
     relay: Optional[str] = typer.Option(None, "--relay", help="Relaying by task splitting (contention-free): departure (the thesis' rule; gather's default), arrival, or off (all-to-all's default)."),
+    timing: Optional[str] = typer.Option(None, "--timing", help="Group times for relay decisions (contention-free): sum (as (5.3) is written; default) or clock."),
+    perturb: Optional[float] = typer.Option(None, "--perturb", help="Schedule from link values off by up to +-this fraction, e.g. 0.2 (contention-free; paper 004 (6.1)/(6.2))."),
+    perturb_seed: Optional[int] = typer.Option(None, "--perturb-seed", min=0, help="Seed of --perturb's draws (default 0)."),
+    tasks_file: Optional[Path] = typer.Option(None, "--tasks", help="CSV of 'src,dst,bytes' rows (collective tasks, contention-free)."),
+    cache: Optional[Path] = typer.Option(None, "--cache", help="Schedule cache directory (contention-free): reuse the DAG for the same operation, size, hosts, fabric and options."),
     as_json: bool = JsonOpt,
 ) -> None:
     """Build a collective's schedule for a job on TOPO and check it (every pair once, data reaches every rank, permutation phases where claimed)."""
@@ -50,10 +56,15 @@ def schedule_cmd(
         raise UserError(f"{output}: unknown schedule file extension (use .json or .nws)")
     topo = topology.load(topology_file)
     if algo == "contention-free":
-        _contention_free(collective, topo, output, hosts, nbytes, root, seed, policy, rule_b, relay, as_json)
+        options = dict(policy=policy or "min-sync", rule_b=rule_b or "ge", seed=seed or 0, relay=relay,
+                       timing=timing or "sum", perturbation=perturb or 0.0, perturbation_seed=perturb_seed or 0)
+        _contention_free(collective, topo, output, hosts, nbytes, root, tasks_file, cache, options, as_json)
         return
-    if policy is not None or rule_b is not None or relay is not None:
-        raise UserError("--policy, --rule-b and --relay belong to --algo contention-free")
+    given = [name for name, value in (("--policy", policy), ("--rule-b", rule_b), ("--relay", relay), ("--timing", timing),
+                                      ("--perturb", perturb), ("--perturb-seed", perturb_seed), ("--tasks", tasks_file),
+                                      ("--cache", cache)) if value is not None]
+    if given:
+        raise UserError(f"{', '.join(given)} belong to --algo contention-free")
     if order not in ("listed", "cyclic", "random"):
         raise UserError(f"unknown rank order '{order}' (known: listed, cyclic, random)")
     with working(f"building {collective} {algo}"):
@@ -79,18 +90,27 @@ def schedule_cmd(
         print(f"wrote {output}")
 
 
-def _contention_free(collective, topo, output, hosts, nbytes, root, seed, policy, rule_b, relay, as_json) -> None:
+def _contention_free(collective, topo, output, hosts, nbytes, root, tasks_file, cache, options, as_json) -> None:
     """Paper 004's DAG schedule, written as a DAG file (.json or binary .nws)."""
-    if collective not in ("gather", "alltoall"):
-        raise UserError(f"contention-free schedules gather or alltoall, not {collective}")
+    if collective not in ("gather", "alltoall", "tasks"):
+        raise UserError(f"contention-free schedules gather, alltoall or tasks, not {collective}")
+    if (collective == "tasks") != (tasks_file is not None):
+        raise UserError("collective tasks takes its list from --tasks FILE, and --tasks belongs to collective tasks")
     if hosts != "all":
         raise UserError("contention-free schedules run on every host of the fabric (rank r = host r); drop --hosts")
     if root is not None and collective != "gather":
         raise UserError("--root belongs to gather")
+    if collective == "tasks" and nbytes is not None:
+        raise UserError("--bytes does not apply to a task list: each row carries its own size")
+    tasks = traffic.read_task_list(tasks_file) if tasks_file is not None else None
+    size = 0 if tasks is not None else DEFAULT_BYTES if nbytes is None else nbytes
     with working(f"scheduling {collective} contention-free"):
-        graph, summary = traffic.contention_free(topo, collective, DEFAULT_BYTES if nbytes is None else nbytes,
-                                                 root or 0, policy or "min-sync", rule_b or "ge", seed or 0,
-                                                 relay)
+        if cache is not None:
+            graph, summary, hit = ScheduleCache(cache).contention_free(topo, collective, size, root=root or 0,
+                                                                       tasks=tasks, **options)
+            summary["cache"] = "hit" if hit else "miss"
+        else:
+            graph, summary = traffic.contention_free(topo, collective, size, root=root or 0, tasks=tasks, **options)
     if output is not None:
         graph.save(output)
         summary["output"] = str(output)
@@ -100,13 +120,13 @@ def _contention_free(collective, topo, output, hosts, nbytes, root, seed, policy
     relayed = f", {summary['relayed_tasks']} relayed" if summary["relayed_tasks"] else ""
     print(f"{graph.name}: {summary['tasks']} tasks{relayed}, {summary['dependencies']} dependencies, {summary['groups']} groups; "
           f"predicted {summary['predicted_seconds'] * 1e3:.3f} ms (cost model), scheduled in "
-          f"{summary['scheduling_seconds'] * 1e3:.1f} ms")
+          f"{summary['scheduling_seconds'] * 1e3:.1f} ms" + (f" (cache {summary['cache']})" if cache is not None else ""))
     if output is not None:
         print(f"wrote {output}")
 
 
 schedule_cmd.__doc__ = (schedule_cmd.__doc__ or "") + "\n\nAlgorithms:\n\n" + _algorithm_table() + (
-    "\n\ngather, alltoall contention-free [--root, --policy, --rule-b, --relay, --seed]: paper 004's task DAG "
-    "(grouping per directed link, stage scheduling, relaying by task splitting) on a tree; written as a DAG "
-    "(.json, or .nws for the executors)."
+    "\n\ngather, alltoall, tasks contention-free [--root, --policy, --rule-b, --relay, --timing, --perturb, "
+    "--perturb-seed, --seed, --tasks, --cache]: paper 004's task DAG (grouping per directed link, stage scheduling, "
+    "relaying by task splitting) on a tree; written as a DAG (.json, or .nws for the executors)."
 )

@@ -31,7 +31,7 @@ mod tests;
 pub use grouping::{Groups, RuleB};
 pub use paths::PathTable;
 pub use relay::RelayRule;
-pub use stages::{Policy, Stages};
+pub use stages::{Policy, Stages, Timing};
 
 use crate::error::Result;
 use crate::topology::Topology;
@@ -39,7 +39,7 @@ use crate::traffic::dag::{Dependency, TaskGraph};
 use crate::traffic::Message;
 
 /// Scheduler settings.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Options {
     /// How a stage picks a task inside the selected group.
     pub policy: Policy,
@@ -49,6 +49,13 @@ pub struct Options {
     pub seed: u64,
     /// Relay by task splitting (§5.5) with this rule; `None` schedules every task directly.
     pub relay: Option<RelayRule>,
+    /// How group times advance for the relay decision (§6 question 2).
+    pub timing: Timing,
+    /// Schedule from link values off by up to ± this fraction ((6.1)/(6.2)); 0 uses the true
+    /// values. The replay still runs on the true values.
+    pub perturbation: f64,
+    /// Seed of the perturbation's draws.
+    pub perturbation_seed: u64,
 }
 
 /// gather(root, M): every other host sends `bytes` to `root`.
@@ -89,8 +96,22 @@ impl ContentionFree {
         if let Some(t) = tasks.iter().find(|t| t.src >= n || t.dst >= n) {
             return crate::invalid!("task {} -> {} names a host outside 0..{}", t.src, t.dst, n - 1);
         }
-        let groups = grouping::group(&paths, &tasks, options.rule_b);
-        let stages = stages::schedule(&paths, &tasks, &groups, options.policy, options.seed, options.relay);
+        // The scheduler sees the (possibly perturbed) values; the replay the true ones.
+        let believed = if options.perturbation != 0.0 {
+            paths.perturbed(options.perturbation, options.perturbation_seed)?
+        } else {
+            paths.clone()
+        };
+        let groups = grouping::group(&believed, &tasks, options.rule_b);
+        let stages = stages::schedule(
+            &believed,
+            &tasks,
+            &groups,
+            options.policy,
+            options.seed,
+            options.relay,
+            options.timing,
+        );
         Ok(ContentionFree { paths, tasks, groups, stages })
     }
 

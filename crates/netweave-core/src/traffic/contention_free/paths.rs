@@ -218,6 +218,41 @@ impl PathTable {
     }
 }
 
+impl PathTable {
+    /// The same paths with every directed link's latency and bandwidth multiplied by
+    /// `(2R − 1)·rate + 1`, R uniform in [0, 1) drawn per link and value from `seed`: what a
+    /// scheduler believes when its measurements are off by up to ±`rate` (paper 004 (6.1)/(6.2)).
+    ///
+    /// ```
+    /// use netweave_core::topology::ethernet::{star_of_switches, GIGABIT_LAN};
+    /// use netweave_core::traffic::contention_free::PathTable;
+    /// let paths = PathTable::new(&star_of_switches(2, 2, GIGABIT_LAN, GIGABIT_LAN).unwrap()).unwrap();
+    /// let off = paths.perturbed(0.5, 7).unwrap();
+    /// let ratio = off.path_bandwidth(0, 3) / paths.path_bandwidth(0, 3);
+    /// assert!((0.5..1.5).contains(&ratio));
+    /// ```
+    pub fn perturbed(&self, rate: f64, seed: u64) -> Result<PathTable> {
+        use rand::{Rng, SeedableRng};
+        if !(0.0..1.0).contains(&rate) {
+            return crate::invalid!("perturbation rate {rate} must be in [0, 1) (a fraction: 0.2 means ±20 %)");
+        }
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        let mut factor = || (2.0 * rng.gen::<f64>() - 1.0) * rate + 1.0;
+        let mut out = self.clone();
+        for l in 0..out.bandwidth.len() {
+            out.latency_ps[l] = (out.latency_ps[l] as f64 * factor()).round() as u64;
+            out.bandwidth[l] *= factor();
+        }
+        let n = self.num_hosts;
+        for p in 0..n * n {
+            let links = &out.links[out.offsets[p] as usize..out.offsets[p + 1] as usize];
+            out.pair_latency_ps[p] = links.iter().map(|&l| out.latency_ps[l as usize]).sum();
+            out.pair_bandwidth[p] = links.iter().map(|&l| out.bandwidth[l as usize]).fold(f64::INFINITY, f64::min);
+        }
+        Ok(out)
+    }
+}
+
 /// `M / B` in picoseconds.
 pub fn transmission_ps(bytes: u64, bandwidth: f64) -> u64 {
     (bytes as f64 / bandwidth * 1e12).round() as u64

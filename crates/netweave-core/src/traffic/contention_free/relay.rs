@@ -5,7 +5,7 @@
 //! - Candidates (§5.5.2): only from the selected group's tail `Jxy`, when `X ≠ W` and `W ≠ Y`;
 //!   the pieces are `W→X`, `X→Y′` (W's data) and `Y→Z` (left out when `Y = Z`). The first and
 //!   last piece are split again the same way against the tails of their own groups (§5.5.3),
-//!   as long as no two pieces of a chain share a group and no host repeats.
+//!   as long as no two pieces of a chain cross one link (so share no group) and no host repeats.
 //! - Decision (§5.5.4): `α` (5.4) is when the tail would leave W without relaying: the time of
 //!   the most advanced of the task's groups, plus the sync from that group's tail, plus `M/B`.
 //!   A chain's `β` (5.5, 5.6) is when its tail leaves the last relay. The thesis relays unless
@@ -128,27 +128,29 @@ impl<'a> Relayer<'a> {
         (beta, gamma.unwrap_or(0))
     }
 
-    /// Whether no two pieces of the chain share a group (§5.5.3) and no host repeats.
-    fn chain_ok(&self, hosts: &[u32], scratch: &mut Vec<u32>) -> bool {
+    /// Whether no host repeats and no two pieces of the chain cross one directed link: the pieces
+    /// run at once (cut-through), so a shared link would be contention. This implies §5.5.3's
+    /// "no two pieces share a group", since a group lives on one link.
+    fn chain_ok(&self, hosts: &[u32]) -> bool {
         for (i, h) in hosts.iter().enumerate() {
             if hosts[..i].contains(h) {
                 return false;
             }
         }
-        let mut seen: Vec<u32> = Vec::new();
+        let mut seen: Vec<DirLink> = Vec::new();
         for hop in hosts.windows(2) {
-            self.groups_of_piece(hop[0], hop[1], scratch);
-            if scratch.iter().any(|g| seen.contains(g)) {
+            let links = self.paths.path(hop[0], hop[1]);
+            if links.iter().any(|l| seen.contains(l)) {
                 return false;
             }
-            seen.extend_from_slice(scratch);
+            seen.extend_from_slice(links);
         }
         true
     }
 
     /// Expand `hosts` (§5.5.3): split its first and last piece against their groups' tails.
     fn expand(&self, state: &GroupState, hosts: Vec<u32>, out: &mut Vec<Vec<u32>>, scratch: &mut Vec<u32>) {
-        if out.len() >= MAX_CANDIDATES || !self.chain_ok(&hosts, scratch) {
+        if out.len() >= MAX_CANDIDATES || !self.chain_ok(&hosts) {
             return;
         }
         out.push(hosts.clone());

@@ -57,6 +57,30 @@ impl Policy {
     }
 }
 
+/// How a group's time `T_g` (5.3), which the relay decision reads, advances (§6 question 2).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Timing {
+    /// As (5.3) is written: the sum of the group's task costs and the syncs between them.
+    #[default]
+    Sum,
+    /// A clock: a task starts when the last of its groups is free (plus the sync from that
+    /// group's tail) and every one of its groups then ends at its finish.
+    Clock,
+}
+
+impl Timing {
+    /// Every reading with its command-line name.
+    pub const ALL: [(Timing, &'static str); 2] = [(Timing::Sum, "sum"), (Timing::Clock, "clock")];
+
+    /// The reading named `name` (`sum` or `clock`).
+    pub fn by_name(name: &str) -> Result<Timing> {
+        match Self::ALL.iter().find(|(_, n)| *n == name) {
+            Some(&(t, _)) => Ok(t),
+            None => crate::invalid!("unknown timing reading '{name}' (use sum or clock)"),
+        }
+    }
+}
+
 /// `Sync(prev, next)` in picoseconds: 0 without a predecessor or when both tasks have the same
 /// sender, else the latency from the predecessor's receiver to the successor's sender (§5.4.2).
 pub fn sync_ps(paths: &PathTable, prev: Option<Message>, next: Message) -> u64 {
@@ -97,6 +121,7 @@ struct Tails {
     tail: Vec<u32>,               // position in `order` of each group's last task
     tail_msg: Vec<Option<Message>>,
     time: Vec<u64>,               // T_g (5.3), ps
+    timing: Timing,
 }
 
 impl Tails {
@@ -105,12 +130,16 @@ impl Tails {
         let k = out.relays.len() as u32;
         let first = out.preds.len();
         let cost = paths.cost_ps(msg.src, msg.dst, msg.bytes);
+        let start = groups_of.iter().map(|&h| self.time[h as usize] + sync_ps(paths, self.tail_msg[h as usize], msg)).max();
         for &h in groups_of {
             let h = h as usize;
             if self.tail[h] != u32::MAX {
                 out.preds.push(self.tail[h]);
             }
-            self.time[h] += cost + sync_ps(paths, self.tail_msg[h], msg);
+            self.time[h] = match self.timing {
+                Timing::Sum => self.time[h] + cost + sync_ps(paths, self.tail_msg[h], msg),
+                Timing::Clock => start.unwrap_or(0) + cost,
+            };
             self.tail[h] = k;
             self.tail_msg[h] = Some(msg);
         }
@@ -128,8 +157,9 @@ impl Tails {
     }
 }
 
-/// Run the stage scheduler over `groups`, relaying by task splitting when `relay` is given.
-/// Tasks that belong to no group (self-copies) are left out of the order.
+/// Run the stage scheduler over `groups`, relaying by task splitting when `relay` is given
+/// (its decisions read the groups' times as `timing` keeps them). Tasks that belong to no
+/// group (self-copies) are left out of the order.
 pub fn schedule(
     paths: &PathTable,
     tasks: &[Message],
@@ -137,6 +167,7 @@ pub fn schedule(
     policy: Policy,
     seed: u64,
     relay: Option<RelayRule>,
+    timing: Timing,
 ) -> Stages {
     let ng = groups.len();
     let cost: Vec<u64> = tasks.iter().map(|t| paths.cost_ps(t.src, t.dst, t.bytes)).collect();
@@ -155,7 +186,7 @@ pub fn schedule(
         .collect();
     let mut relayer = relay.map(|rule| Relayer::new(paths, tasks, groups, rule));
     let slots = relayer.as_ref().map_or(ng, |r| r.group_capacity());
-    let mut tails = Tails { tail: vec![u32::MAX; slots], tail_msg: vec![None; slots], time: vec![0; slots] };
+    let mut tails = Tails { tail: vec![u32::MAX; slots], tail_msg: vec![None; slots], time: vec![0; slots], timing };
     let mut done = vec![false; tasks.len()]; // scheduled, directly or as relay pieces
     let mut cursor: Vec<u32> = groups.member_off[..ng].to_vec();
     let mut rng = ChaCha8Rng::seed_from_u64(seed);

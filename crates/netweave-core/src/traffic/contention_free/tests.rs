@@ -357,13 +357,15 @@ proptest! {
     /// once (directly or as one chain), chains never reuse a link or a host, and the DAG is
     /// valid for the executors.
     #[test]
-    fn relaying_conserves_data_and_never_loops(seed: u64, small: bool, gather: bool, arrival: bool) {
+    fn relaying_conserves_data_and_never_loops(seed: u64, small: bool, gather: bool, arrival: bool, clock: bool) {
         let topo = random_tree(seed);
         let n = topo.num_hosts() as u32;
         let bytes = if small { 1_500 } else { 300_000 };
         let tasks = if gather { gather_tasks(n, (seed % n as u64) as u32, bytes).unwrap() } else { alltoall_tasks(n, bytes).unwrap() };
         let rule = if arrival { RelayRule::Arrival } else { RelayRule::Departure };
-        let cf = ContentionFree::new(&topo, tasks.clone(), Options { relay: Some(rule), seed, ..Default::default() }).unwrap();
+        let timing = if clock { Timing::Clock } else { Timing::Sum };
+        let cf = ContentionFree::new(&topo, tasks.clone(), Options { relay: Some(rule), seed, timing, ..Default::default() })
+            .unwrap();
         let g = cf.task_graph("r").unwrap();
         let chains = relay_chains(&g);
         prop_assert_eq!(chains.len() as u32, cf.stages().relayed_tasks);
@@ -405,3 +407,50 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn timing_reading_only_moves_relay_decisions() {
+    // Without relaying the group times are never read, so both readings give one DAG.
+    let topo = random_tree(11);
+    let n = topo.num_hosts() as u32;
+    let dag = |timing| {
+        let cf = ContentionFree::new(&topo, alltoall_tasks(n, 5_000).unwrap(), Options { timing, ..Default::default() });
+        cf.unwrap().task_graph("t").unwrap().to_json()
+    };
+    assert_eq!(dag(Timing::Sum), dag(Timing::Clock));
+    assert!(Timing::by_name("wall").unwrap_err().to_string().contains("sum or clock"));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(32))]
+    /// (6.1)/(6.2): every believed link value lies within ±rate of the truth, the draw is a
+    /// function of the seed, and the replay of a perturbed schedule runs on the true values.
+    #[test]
+    fn perturbation_stays_within_its_rate(seed: u64, rate in 0.0f64..0.9) {
+        let topo = random_tree(seed);
+        let truth = PathTable::new(&topo).unwrap();
+        let off = truth.perturbed(rate, seed).unwrap();
+        prop_assert_eq!(off.latency_ps(0, 1), truth.perturbed(rate, seed).unwrap().latency_ps(0, 1));
+        let n = topo.num_hosts() as u32;
+        for (a, b) in (0..n).flat_map(|a| (0..n).map(move |b| (a, b))).filter(|(a, b)| a != b) {
+            let bw = off.path_bandwidth(a, b) / truth.path_bandwidth(a, b);
+            prop_assert!(bw >= 1.0 - rate - 1e-9 && bw <= 1.0 + rate + 1e-9, "bandwidth ratio {}", bw);
+            let lat = off.latency_ps(a, b) as f64 / truth.latency_ps(a, b) as f64;
+            prop_assert!(lat >= 1.0 - rate - 1e-6 && lat <= 1.0 + rate + 1e-6, "latency ratio {}", lat);
+        }
+        let tasks = alltoall_tasks(n, 100_000).unwrap();
+        let options = Options { perturbation: rate, perturbation_seed: seed, ..Default::default() };
+        let cf = ContentionFree::new(&topo, tasks, options).unwrap();
+        prop_assert_eq!(cf.paths().latency_ps(0, 1), truth.latency_ps(0, 1));
+    }
+}
+
+#[test]
+fn perturbation_rate_outside_zero_one_is_refused() {
+    let truth = PathTable::new(&four_hosts(GIG)).unwrap();
+    for rate in [-0.1, 1.0, f64::NAN] {
+        let err = truth.perturbed(rate, 0).unwrap_err().to_string();
+        assert!(err.contains("must be in [0, 1)"), "{err}");
+    }
+}
+
