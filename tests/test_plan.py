@@ -215,3 +215,22 @@ def test_plan_on_a_one_rank_job_is_a_clear_error(tmp_path):
     assert proc.returncode == 2
     assert proc.stderr.startswith("error: ") and "at least 2 ranks" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_plan_offers_paper_004_on_trees_and_says_why_not_elsewhere(tmp_path):
+    tree = topology.multi_cluster("a:4,b:4")
+    result = plan.plan(tree, bytes_per_pair=32768)
+    rows = {s["name"]: s for s in result["dag_schedules"]}
+    assert set(rows) == {"contention-free", "concurrent"}
+    for row in rows.values():
+        assert row["tasks"] == 8 * 7
+        # Each host sends 7 x 32 KiB through its 1 Gbit/s link: the flow model cannot beat that.
+        assert row["predicted_time_s"] >= 7 * 32768 / 1.25e8
+    assert rows["contention-free"]["groups"] > 0
+    assert "contention-free" in report.to_text(result)
+    # Paper 000's fat-tree joins any two leaves by one spine, so it qualifies; a torus does not.
+    assert plan.plan(bytes_per_pair=1024)["dag_schedules"]
+    on_torus = plan.plan(topology.torus([3, 3]), bytes_per_pair=1024)
+    assert on_torus["dag_schedules"] == []
+    reason = next(s["reason"] for s in on_torus["skipped"] if s["name"] == "contention-free")
+    assert "more than one shortest path" in reason

@@ -211,6 +211,8 @@ def plan(
         row["predicted_time_s"] = flow["makespan_s"]
         row["throughput_per_server_mib_s"] = flow["throughput_per_server_mib_s"]
         measured.append(row)
+    dags, dag_skipped = dag_candidates(topo, routes, bytes_per_pair, hosts, note)
+    skipped += dag_skipped
     baseline = next((s for s in measured if s["name"] == BASELINE), None)
     if baseline is None:
         reason = next(s["reason"] for s in skipped if s["name"] == BASELINE)
@@ -226,6 +228,7 @@ def plan(
             "bytes_per_pair": bytes_per_pair,
         },
         "schedules": measured,
+        "dag_schedules": dags,
         "skipped": skipped,
         "best": None if best is None else {
             "name": best["name"],
@@ -239,6 +242,43 @@ def plan(
         },
         "prediction": {"model": "flow-level, max-min fair sharing, link latencies", "executor": PREDICT_EXECUTOR},
     }
+
+
+#: Paper 004's schedule, offered where every host pair has one path (trees, Ethernet clusters).
+CONTENTION_FREE = "contention-free"
+
+
+def dag_candidates(topo: Topology, routes, bytes_per_pair: int, hosts: Optional[str],
+                   note: Callable[[str], None]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Paper 004's contention-free all-to-all and its Concurrent baseline (everyone at once) as
+    task DAGs, each predicted by the flow simulator's DAG executor: ``(rows, skipped)``. They
+    are not phased, so the lock-step analysis does not apply; the plan sets their predicted
+    time beside the phased schedules'. Skipped, with the reason, on fabrics where some host
+    pair has several shortest paths and on jobs that are not the whole fabric."""
+    if hosts is not None:
+        return [], [{"name": CONTENTION_FREE, "reason": "it schedules every host of the fabric; drop --hosts"}]
+    try:
+        note(f"scheduling {CONTENTION_FREE}")
+        graph, summary = traffic.contention_free(topo, "alltoall", bytes_per_pair)
+    except NetweaveError as e:
+        return [], [{"name": CONTENTION_FREE, "reason": str(e)}]
+    rows = []
+    # Concurrent posts every send at once, as MPI's nonblocking sends do; the contention-free
+    # DAG sends one task at a time per host, as the thesis' engine does.
+    everyone = max(len(job_hosts(topo, None)) - 1, 1)
+    for name, dag, extra, nct in ((CONTENTION_FREE, graph, summary, 1),
+                                  ("concurrent", traffic.concurrent(topo, "alltoall", bytes_per_pair), {}, everyone)):
+        note(f"simulating {name}")
+        flow = flowsim.simulate(routes, dag, executor="dag", nct=nct)
+        rows.append({
+            "name": name,
+            "tasks": dag.num_tasks,
+            "predicted_time_s": flow["makespan_s"],
+            "throughput_per_server_mib_s": flow["throughput_per_server_mib_s"],
+            "cost_model_s": extra.get("predicted_seconds"),
+            "groups": extra.get("groups"),
+        })
+    return rows, []
 
 
 def _speedup(baseline: dict[str, Any], best: dict[str, Any]) -> Optional[float]:

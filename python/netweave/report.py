@@ -67,7 +67,8 @@ def summary_lines(plan: dict[str, Any]) -> list[str]:
         "schedules lock-step time (paper 001), predicted time (flow simulation), throughput ratio (paper 000), "
         "max link congestion:",
     ]
-    width = max((len(s["name"]) for s in plan["schedules"] + plan.get("skipped", [])), default=0)
+    width = max((len(s["name"]) for s in plan["schedules"] + plan.get("dag_schedules", []) + plan.get("skipped", [])),
+                default=0)
     for s in plan["schedules"]:
         if not s["complete"]:
             verdict = f"INCOMPLETE: {s['problem']}"
@@ -78,6 +79,10 @@ def summary_lines(plan: dict[str, Any]) -> list[str]:
             f"{_seconds(s['predicted_time_s']):>10}  ratio {s['throughput_ratio']:.4f}  "
             f"congestion {s['max_congestion']:>3}  {s['phases']} phases, {verdict}"
         )
+    for s in plan.get("dag_schedules", []):
+        how = (f"paper 004 DAG, {s['groups']} groups, cost model {_seconds(s['cost_model_s'])}"
+               if s["groups"] is not None else "DAG, every task at once")
+        lines.append(f"  {s['name']:<{width}}  {'-':>10}  {_seconds(s['predicted_time_s']):>10}  {s['tasks']} tasks, {how}")
     for s in plan.get("skipped", []):
         lines.append(f"  {s['name']:<{width}}  skipped: {s['reason']}")
     best = plan.get("best")

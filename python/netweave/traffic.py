@@ -282,6 +282,13 @@ def contention_free(topology: Topology, collective: str, bytes: int, root: int =
                                  perturbation, perturbation_seed, tasks)
 
 
+def concurrent(topology: Topology, collective: str, bytes: int, root: int = 0,
+               tasks: Optional[list[tuple[int, int, int]]] = None):
+    """Paper 004's Concurrent baseline as a DAG: the same tasks as :func:`contention_free`, all
+    started at once (what an unscheduled MPI gather or all-to-all does)."""
+    return _core.concurrent_dag(topology, collective, bytes, root, tasks)
+
+
 def read_task_list(path: str | Path) -> list[tuple[int, int, int]]:
     """A task list file: CSV rows ``src,dst,bytes`` (a header row of those names is allowed,
     ``#`` starts a comment). Errors name the file and line."""

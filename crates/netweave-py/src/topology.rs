@@ -255,14 +255,30 @@ fn switch_tree(
     wrap(ethernet::switch_tree(&levels, hosts_per_switch, host_link))
 }
 
-/// Several clusters joined by WAN links; `clusters` is "name:hosts[:gbps],…" or "intrigger".
+/// Several clusters joined by WAN links; `clusters` is "name:hosts[:gbps],…", "intrigger"
+/// (Table 6.1 of paper 004) or "intrigger-6.2[:K]" (the first K clusters of its Table 6.2).
 #[pyfunction]
 #[pyo3(signature = (clusters, wan_latency_ns=None))]
 fn multi_cluster(clusters: &str, wan_latency_ns: Option<f64>) -> PyResult<PyTopology> {
-    let specs = if clusters.trim() == "intrigger" {
-        ethernet::intrigger()
-    } else {
-        ethernet::parse_clusters(clusters).map_err(err)?
+    let specs = match clusters.trim() {
+        "intrigger" => ethernet::intrigger(),
+        table if table.starts_with("intrigger-6.2") => {
+            let all = ethernet::intrigger_table_6_2();
+            let count = match table.strip_prefix("intrigger-6.2").unwrap_or("") {
+                "" => all.len(),
+                rest => match rest.strip_prefix(':').and_then(|k| k.parse::<usize>().ok()) {
+                    Some(k) if (1..=all.len()).contains(&k) => k,
+                    _ => {
+                        return Err(NetweaveErrorPy::new_err(format!(
+                            "'{table}': write intrigger-6.2 or intrigger-6.2:K with K in 1..={} (the first K clusters)",
+                            all.len()
+                        )))
+                    }
+                },
+            };
+            all[..count].to_vec()
+        }
+        _ => ethernet::parse_clusters(clusters).map_err(err)?,
     };
     let mut wan = ethernet::intrigger_wan();
     if let Some(l) = wan_latency_ns {

@@ -367,16 +367,7 @@ fn contention_free<'py>(
     tasks: Option<Vec<(u32, u32, u64)>>,
 ) -> PyResult<(crate::flowsim::PyTaskGraph, Bound<'py, pyo3::types::PyDict>)> {
     use netweave_core::traffic::contention_free as cf;
-    let n = topo.inner.num_hosts() as u32;
-    let tasks = match (collective, tasks) {
-        ("gather", None) => cf::gather_tasks(n, root, bytes),
-        ("alltoall", None) => cf::alltoall_tasks(n, bytes),
-        ("tasks", Some(list)) => Ok(list.into_iter().map(|(src, dst, bytes)| Message { src, dst, bytes }).collect()),
-        ("tasks", None) => netweave_core::invalid!("collective 'tasks' needs the task list"),
-        (other, None) => netweave_core::invalid!("contention-free schedules gather, alltoall or a task list, not {other}"),
-        (other, Some(_)) => netweave_core::invalid!("a task list goes with collective 'tasks', not {other}"),
-    }
-    .map_err(err)?;
+    let tasks = collective_tasks(topo, collective, bytes, root, tasks)?;
     let rule_b = match rule_b {
         "ge" => cf::RuleB::AtLeast,
         "lt" => cf::RuleB::Below,
@@ -417,6 +408,44 @@ fn contention_free<'py>(
     Ok((crate::flowsim::PyTaskGraph { inner: graph }, d))
 }
 
+/// The tasks of `collective` over every host of `topo`: gather(root), alltoall, or the given list.
+fn collective_tasks(
+    topo: &PyTopology,
+    collective: &str,
+    bytes: u64,
+    root: u32,
+    tasks: Option<Vec<(u32, u32, u64)>>,
+) -> PyResult<Vec<Message>> {
+    use netweave_core::traffic::contention_free as cf;
+    let n = topo.inner.num_hosts() as u32;
+    match (collective, tasks) {
+        ("gather", None) => cf::gather_tasks(n, root, bytes),
+        ("alltoall", None) => cf::alltoall_tasks(n, bytes),
+        ("tasks", Some(list)) => Ok(list.into_iter().map(|(src, dst, bytes)| Message { src, dst, bytes }).collect()),
+        ("tasks", None) => netweave_core::invalid!("collective 'tasks' needs the task list"),
+        (other, None) => netweave_core::invalid!("contention-free schedules gather, alltoall or a task list, not {other}"),
+        (other, Some(_)) => netweave_core::invalid!("a task list goes with collective 'tasks', not {other}"),
+    }
+    .map_err(err)
+}
+
+/// Paper 004's Concurrent baseline for the same tasks as `contention_free`: every task at once,
+/// no ordering.
+#[pyfunction]
+#[pyo3(signature = (topo, collective, bytes, root=0, tasks=None))]
+fn concurrent_dag(
+    topo: &PyTopology,
+    collective: &str,
+    bytes: u64,
+    root: u32,
+    tasks: Option<Vec<(u32, u32, u64)>>,
+) -> PyResult<crate::flowsim::PyTaskGraph> {
+    let list = collective_tasks(topo, collective, bytes, root, tasks)?;
+    let n = topo.inner.num_hosts() as u32;
+    let graph = netweave_core::traffic::contention_free::concurrent(&format!("{collective}-concurrent"), n, &list);
+    Ok(crate::flowsim::PyTaskGraph { inner: graph.map_err(err)? })
+}
+
 /// Task policy names of the contention-free scheduler.
 #[pyfunction]
 fn contention_free_policies() -> Vec<&'static str> {
@@ -426,6 +455,7 @@ fn contention_free_policies() -> Vec<&'static str> {
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(contention_free, m)?)?;
     m.add_function(wrap_pyfunction!(contention_free_policies, m)?)?;
+    m.add_function(wrap_pyfunction!(concurrent_dag, m)?)?;
     m.add_class::<PySchedule>()?;
     for f in [
         wrap_pyfunction!(shift_alltoall, m)?,

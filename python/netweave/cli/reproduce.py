@@ -141,3 +141,27 @@ def routing_cmd(
     print(f"A = irregular seed {result['ab']['A']['seed']}, B = seed {result['ab']['B']['seed']}; "
           f"Fig. 8: {fig['fig8_mbs_per_hop']:+.1f} MB/s per switch, Fig. 10: {fig['fig10_us_per_hop']:+.3f} µs per switch")
     print(f"wrote {len(result['files'])} files to {out} (summary.md)")
+
+
+@app.command("ethernet")
+def ethernet_cmd(
+    out: Path = typer.Option(..., "--out", "-o", help="Directory for the CSV files, PNG plots and summary.md."),
+    quick: bool = typer.Option(False, "--quick", help="Fewer sizes, hosts, draws and clusters (seconds)."),
+    as_json: bool = JsonOpt,
+) -> None:
+    """Paper 004 (contention-free gather/all-to-all on Ethernet trees) in the flow model: task
+    policies (Fig. 5.4), relaying (Fig. 5.6), scheduling cost (Figs. 6.2-6.3), wrong link values
+    (Fig. 6.7), two clusters (Figs. 6.9-6.10) and the 12-cluster scaling of Table 6.2 (Fig. 6.11)."""
+    from netweave.reproduce import ethernet
+
+    _check_out(out)
+    result = _reproduce("paper 004", lambda progress: ethernet.run(out, quick=quick, progress=progress), as_json,
+                        lambda r: {"headline": r["headline"], "files": r["files"], "quick": r["quick"]})
+    if result is None:
+        return
+    h = result["headline"]
+    print(f"relaying: gather down to {h['gather_relay_ratio_min'] * 100:.0f} % (paper: about 30 %), all-to-all relays "
+          f"{h['alltoall_relayed_share'][0] * 100:.1f}-{h['alltoall_relayed_share'][1] * 100:.1f} % (paper: 0.5-5 %)")
+    s = h["scheduling_ms_at_most_hosts"]
+    print(f"scheduling: {s['hosts']} hosts in {s['1KB']:.1f} ms, time ~ tasks^{h['scheduling_exponent_vs_tasks']['1KB']:.2f}")
+    print(f"wrote {len(result['files'])} files to {out} (summary.md)")

@@ -177,7 +177,7 @@ def topo_tree(
     latency_levels: str = typer.Option("5000", "--switch-latency", help="Switch-link latency ns, one value or one per depth."),
     host_bandwidth: float = typer.Option(1.0, "--host-bandwidth", help="Host-link Gbit/s."),
     host_latency: float = typer.Option(5000.0, "--host-latency", help="Host-link latency ns."),
-    clusters: Optional[str] = typer.Option(None, "--clusters", help='Several clusters joined by WAN links: "name:hosts[:gbps],…" or "intrigger".'),
+    clusters: Optional[str] = typer.Option(None, "--clusters", help='Several clusters joined by WAN links: "name:hosts[:gbps],…" , "intrigger" (Table 6.1) or "intrigger-6.2[:K]" (the first K clusters of Table 6.2).'),
     wan_latency: Optional[float] = typer.Option(None, "--wan-latency", help="Latency of each WAN link, ns (cluster to cluster crosses two; with --clusters)."),
     output: Optional[Path] = OutputOpt, as_json: bool = JsonOpt,
 ) -> None:
