@@ -20,7 +20,9 @@
 //! assert_eq!(cf.task_graph("a2a").unwrap().num_tasks(), 12);
 //! ```
 
+mod group_queue;
 pub mod grouping;
+mod min_sync;
 pub mod paths;
 pub mod relay;
 pub mod stages;

@@ -16,8 +16,6 @@
 //!   no task crosses (a gather's downlinks to non-roots) gets a group of its own, numbered
 //!   `groups.len() + link`, which later pieces there share.
 
-use std::collections::HashMap;
-
 use super::grouping::Groups;
 use super::paths::{DirLink, PathTable};
 use super::stages::sync_ps;
@@ -37,6 +35,35 @@ pub enum RelayRule {
 /// rule already bounds the search; these keep one decision cheap on big trees.
 const MAX_PIECES: usize = 6;
 const MAX_CANDIDATES: usize = 32;
+/// Hosts a candidate can hold: a chain of `MAX_PIECES + 1` pieces split once more.
+const MAX_HOSTS: usize = MAX_PIECES + 4;
+
+/// A candidate relay chain W, …, Z, inline: deciding allocates nothing per candidate.
+#[derive(Clone, Copy)]
+struct Chain {
+    hosts: [u32; MAX_HOSTS],
+    len: u8,
+}
+
+impl Chain {
+    fn new(hosts: &[u32]) -> Chain {
+        let mut c = Chain { hosts: [0; MAX_HOSTS], len: hosts.len() as u8 };
+        c.hosts[..hosts.len()].copy_from_slice(hosts);
+        c
+    }
+    fn hosts(&self) -> &[u32] {
+        &self.hosts[..self.len as usize]
+    }
+    /// This chain with hosts `i..=j` replaced by `sub`.
+    fn splice(&self, i: usize, j: usize, sub: &[u32]) -> Chain {
+        let h = self.hosts();
+        let mut c = Chain { hosts: [0; MAX_HOSTS], len: (h.len() - (j + 1 - i) + sub.len()) as u8 };
+        c.hosts[..i].copy_from_slice(&h[..i]);
+        c.hosts[i..i + sub.len()].copy_from_slice(sub);
+        c.hosts[i + sub.len()..c.len as usize].copy_from_slice(&h[j + 1..]);
+        c
+    }
+}
 
 /// What the scheduler knows of every group when a decision is made.
 pub(super) struct GroupState<'a> {
@@ -49,16 +76,22 @@ pub(super) struct GroupState<'a> {
 pub(super) struct Relayer<'a> {
     paths: &'a PathTable,
     rule: RelayRule,
-    /// The group of sender `src` on link `l` (Rule A), including groups pieces joined.
-    by_link_src: HashMap<(DirLink, u32), u32>,
+    /// The group of sender `src` on link `l` at `l * num_hosts + src` (Rule A), including
+    /// groups pieces joined; `u32::MAX` where the sender has none yet.
+    by_link_src: Vec<u32>,
+    num_hosts: usize,
     /// The first group of every directed link (`groups.len() + link` when no task crosses it).
     first_of_link: Vec<u32>,
     num_groups: u32,
+    // Scratch reused across decisions.
+    candidates: Vec<Chain>,
+    seen_links: Vec<DirLink>,
 }
 
 impl<'a> Relayer<'a> {
     pub fn new(paths: &'a PathTable, tasks: &[Message], groups: &Groups, rule: RelayRule) -> Self {
-        let mut by_link_src = HashMap::new();
+        let num_hosts = paths.num_hosts();
+        let mut by_link_src = vec![u32::MAX; paths.num_dir_links() * num_hosts];
         let mut first_of_link = vec![u32::MAX; paths.num_dir_links()];
         let num_groups = groups.len() as u32;
         for g in 0..groups.len() as u32 {
@@ -67,7 +100,10 @@ impl<'a> Relayer<'a> {
                 first_of_link[l as usize] = g;
             }
             for &t in groups.members(g) {
-                by_link_src.entry((l, tasks[t as usize].src)).or_insert(g);
+                let slot = &mut by_link_src[l as usize * num_hosts + tasks[t as usize].src as usize];
+                if *slot == u32::MAX {
+                    *slot = g;
+                }
             }
         }
         for (l, first) in first_of_link.iter_mut().enumerate() {
@@ -75,7 +111,16 @@ impl<'a> Relayer<'a> {
                 *first = num_groups + l as u32;
             }
         }
-        Relayer { paths, rule, by_link_src, first_of_link, num_groups }
+        Relayer {
+            paths,
+            rule,
+            by_link_src,
+            num_hosts,
+            first_of_link,
+            num_groups,
+            candidates: Vec::with_capacity(MAX_CANDIDATES),
+            seen_links: Vec::new(),
+        }
     }
 
     /// Number of group ids pieces may use: the grouping's, then one per directed link.
@@ -91,21 +136,39 @@ impl<'a> Relayer<'a> {
     pub fn groups_of_piece(&self, a: u32, b: u32, out: &mut Vec<u32>) {
         out.clear();
         for &l in self.paths.path(a, b) {
-            out.push(self.by_link_src.get(&(l, a)).copied().unwrap_or(self.first_of_link[l as usize]));
+            out.push(self.group_of(l, a));
+        }
+    }
+
+    /// The group a piece from `a` joins on link `l`.
+    fn group_of(&self, l: DirLink, a: u32) -> u32 {
+        let g = self.by_link_src[l as usize * self.num_hosts + a as usize];
+        if g == u32::MAX {
+            self.first_of_link[l as usize]
+        } else {
+            g
         }
     }
 
     /// Remember that a piece from `a` now sits in these groups (Rule A for later pieces).
     pub fn joined(&mut self, groups: &Groups, a: u32, joined: &[u32]) {
         for &g in joined {
-            let l = self.link_of(groups, g);
-            self.by_link_src.entry((l, a)).or_insert(g);
+            let at = self.link_of(groups, g) as usize * self.num_hosts + a as usize;
+            let slot = &mut self.by_link_src[at];
+            if *slot == u32::MAX {
+                *slot = g;
+            }
         }
     }
 
     /// (5.4): when the tail of `piece` leaves its sender if it only waits for its groups.
     fn alpha(&self, state: &GroupState, piece: Message, piece_groups: &[u32]) -> u64 {
         let gmax = piece_groups.iter().copied().max_by_key(|&g| (state.time[g as usize], std::cmp::Reverse(g)));
+        self.departure(state, piece, gmax)
+    }
+
+    /// (5.4) given the most advanced of the piece's groups.
+    fn departure(&self, state: &GroupState, piece: Message, gmax: Option<u32>) -> u64 {
         let (time, sync) = match gmax {
             Some(g) => (state.time[g as usize], sync_ps(self.paths, state.tail[g as usize], piece)),
             None => (0, 0),
@@ -115,13 +178,20 @@ impl<'a> Relayer<'a> {
 
     /// (5.5)/(5.6) along `hosts`: the tail's departure from the last relay (β) and its arrival
     /// at the end (γ).
-    fn beta_gamma(&self, state: &GroupState, hosts: &[u32], bytes: u64, scratch: &mut Vec<u32>) -> (u64, u64) {
+    fn beta_gamma(&self, state: &GroupState, hosts: &[u32], bytes: u64) -> (u64, u64) {
         let mut gamma: Option<u64> = None;
         let mut beta = 0;
         for hop in hosts.windows(2) {
             let piece = Message { src: hop[0], dst: hop[1], bytes };
-            self.groups_of_piece(hop[0], hop[1], scratch);
-            let a = self.alpha(state, piece, scratch);
+            // alpha() of the piece, without collecting its groups first.
+            let mut gmax: Option<u32> = None;
+            for &l in self.paths.path(hop[0], hop[1]) {
+                let g = self.group_of(l, hop[0]);
+                if gmax.is_none_or(|m| (state.time[g as usize], std::cmp::Reverse(g)) > (state.time[m as usize], std::cmp::Reverse(m))) {
+                    gmax = Some(g);
+                }
+            }
+            let a = self.departure(state, piece, gmax);
             beta = gamma.map_or(a, |g| a.max(g));
             gamma = Some(beta + self.paths.latency_ps(hop[0], hop[1]));
         }
@@ -131,13 +201,13 @@ impl<'a> Relayer<'a> {
     /// Whether no host repeats and no two pieces of the chain cross one directed link: the pieces
     /// run at once (cut-through), so a shared link would be contention. This implies §5.5.3's
     /// "no two pieces share a group", since a group lives on one link.
-    fn chain_ok(&self, hosts: &[u32]) -> bool {
+    fn chain_ok(&self, hosts: &[u32], seen: &mut Vec<DirLink>) -> bool {
         for (i, h) in hosts.iter().enumerate() {
             if hosts[..i].contains(h) {
                 return false;
             }
         }
-        let mut seen: Vec<DirLink> = Vec::new();
+        seen.clear();
         for hop in hosts.windows(2) {
             let links = self.paths.path(hop[0], hop[1]);
             if links.iter().any(|l| seen.contains(l)) {
@@ -148,12 +218,13 @@ impl<'a> Relayer<'a> {
         true
     }
 
-    /// Expand `hosts` (§5.5.3): split its first and last piece against their groups' tails.
-    fn expand(&self, state: &GroupState, hosts: Vec<u32>, out: &mut Vec<Vec<u32>>, scratch: &mut Vec<u32>) {
-        if out.len() >= MAX_CANDIDATES || !self.chain_ok(&hosts) {
+    /// Expand `chain` (§5.5.3): split its first and last piece against their groups' tails.
+    fn expand(&self, state: &GroupState, chain: Chain, out: &mut Vec<Chain>, seen: &mut Vec<DirLink>) {
+        if out.len() >= MAX_CANDIDATES || !self.chain_ok(chain.hosts(), seen) {
             return;
         }
-        out.push(hosts.clone());
+        out.push(chain);
+        let hosts = chain.hosts();
         if hosts.len() > MAX_PIECES {
             return;
         }
@@ -164,53 +235,55 @@ impl<'a> Relayer<'a> {
                 break; // a single piece: first and last are the same
             }
             let (a, b) = (hosts[i], hosts[j]);
-            let mut piece_groups = Vec::new();
-            self.groups_of_piece(a, b, &mut piece_groups);
-            for g in piece_groups {
+            // A task sits in the groups of every link it crosses, so neighbouring links often
+            // share a tail: split against each distinct tail once.
+            let mut tried = [(u32::MAX, u32::MAX); 8];
+            let mut num_tried = 0;
+            for &l in self.paths.path(a, b) {
+                let g = self.group_of(l, a);
                 let Some(tail) = state.tail[g as usize] else { continue };
                 let (x, y) = (tail.src, tail.dst);
-                if x == a || y == a {
+                if x == a || y == a || tried[..num_tried].contains(&(x, y)) {
                     continue;
                 }
-                let mut sub = vec![a, x, y];
-                if y != b {
-                    sub.push(b);
+                if num_tried < tried.len() {
+                    tried[num_tried] = (x, y);
+                    num_tried += 1;
                 }
-                let mut next = hosts[..i].to_vec();
-                next.extend_from_slice(&sub);
-                next.extend_from_slice(&hosts[j + 1..]);
-                self.expand(state, next, out, scratch);
+                let sub = [a, x, y, b];
+                let sub = if y != b { &sub[..] } else { &sub[..3] };
+                self.expand(state, chain.splice(i, j, sub), out, seen);
             }
         }
     }
 
     /// The relay chain (hosts W, …, Z) to use instead of `task`, whose selected group's tail is
     /// `tail`, or None to schedule the task as it is.
-    pub fn decide(&self, state: &GroupState, task: Message, task_groups: &[u32], tail: Option<Message>) -> Option<Vec<u32>> {
+    pub fn decide(&mut self, state: &GroupState, task: Message, task_groups: &[u32], tail: Option<Message>) -> Option<Vec<u32>> {
         let tail = tail?;
         let (w, z, x, y) = (task.src, task.dst, tail.src, tail.dst);
         if x == w || w == y {
             return None; // same sender: no sync to save; W = Y: independent tasks (Theorem 1)
         }
-        let mut start = vec![w, x, y];
-        if y != z {
-            start.push(z);
-        }
-        let mut scratch = Vec::new();
-        let mut chains = Vec::new();
-        self.expand(state, start, &mut chains, &mut scratch);
-        let (best, (beta, gamma)) = chains
-            .into_iter()
-            .map(|c| {
-                let bg = self.beta_gamma(state, &c, task.bytes, &mut scratch);
-                (c, bg)
-            })
-            .min_by_key(|(c, (beta, _))| (*beta, c.len()))?;
+        let start = [w, x, y, z];
+        let start = Chain::new(if y != z { &start[..] } else { &start[..3] });
+        let mut candidates = std::mem::take(&mut self.candidates);
+        let mut seen = std::mem::take(&mut self.seen_links);
+        candidates.clear();
+        self.expand(state, start, &mut candidates, &mut seen);
+        let best = candidates
+            .iter()
+            .map(|c| (c, self.beta_gamma(state, c.hosts(), task.bytes)))
+            .min_by_key(|(c, (beta, _))| (*beta, c.len))
+            .map(|(c, bg)| (*c, bg));
+        self.candidates = candidates;
+        self.seen_links = seen;
+        let (best, (beta, gamma)) = best?;
         let alpha = self.alpha(state, task, task_groups);
         let relay = match self.rule {
             RelayRule::Departure => alpha >= beta,
             RelayRule::Arrival => gamma < alpha + self.paths.latency_ps(w, z),
         };
-        relay.then_some(best)
+        relay.then(|| best.hosts().to_vec())
     }
 }

@@ -5,12 +5,12 @@
 //! appends that task to every group it belongs to: the previous tail of each of those groups
 //! becomes a predecessor ("start after it has completely finished").
 
-use std::collections::BinaryHeap;
-
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+use super::group_queue::GroupQueue;
 use super::grouping::Groups;
+use super::min_sync::MinSyncIndex;
 use super::paths::PathTable;
 use super::relay::{GroupState, RelayRule, Relayer};
 use crate::error::Result;
@@ -179,24 +179,28 @@ pub fn schedule(
             left[g as usize] += 1;
         }
     }
-    // Max-heap of (R, lowest group first); stale entries are skipped on pop.
-    let mut heap: BinaryHeap<(u64, std::cmp::Reverse<u32>)> = (0..ng as u32)
-        .filter(|&g| left[g as usize] > 0)
-        .map(|g| (remaining[g as usize], std::cmp::Reverse(g)))
-        .collect();
+    let mut queue = GroupQueue::new(&remaining, &left);
     let mut relayer = relay.map(|rule| Relayer::new(paths, tasks, groups, rule));
     let slots = relayer.as_ref().map_or(ng, |r| r.group_capacity());
     let mut tails = Tails { tail: vec![u32::MAX; slots], tail_msg: vec![None; slots], time: vec![0; slots], timing };
     let mut done = vec![false; tasks.len()]; // scheduled, directly or as relay pieces
     let mut cursor: Vec<u32> = groups.member_off[..ng].to_vec();
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let mut out = Stages { pred_off: vec![0], ..Default::default() };
+    // Sized for the no-relay case up front: growing these in the loop showed up as page faults.
+    let n = tasks.len();
+    let mut pred_off = Vec::with_capacity(n + 1);
+    pred_off.push(0);
+    let mut out = Stages {
+        order: Vec::with_capacity(n),
+        pred_off,
+        preds: Vec::with_capacity(3 * n),
+        relays: Vec::with_capacity(n),
+        ..Default::default()
+    };
     let mut candidates: Vec<u32> = Vec::new();
     let mut piece_groups: Vec<u32> = Vec::new();
-    while let Some((r, std::cmp::Reverse(g))) = heap.pop() {
-        if left[g as usize] == 0 || r != remaining[g as usize] {
-            continue;
-        }
+    let mut min_sync = MinSyncIndex::new(ng);
+    while let Some(g) = queue.top() {
         // Skip the scheduled prefix of the group's members.
         let end = groups.member_off[g as usize + 1];
         while done[groups.members[cursor[g as usize] as usize] as usize] {
@@ -206,9 +210,11 @@ pub fn schedule(
         let unscheduled = (cursor[g as usize]..end).map(|i| groups.members[i as usize]).filter(|&t| !done[t as usize]);
         let pick = match policy {
             Policy::MinSync => {
-                // The first member with no sync cost is the answer: stop scanning there.
+                // With a predecessor the index answers; without one every member is sync-free
+                // and the first unscheduled is the answer.
+                let indexed = prev.map(|p| min_sync.pick(g, groups, tasks, paths, p, &done));
                 let mut best: Option<(u64, u32)> = None;
-                for t in unscheduled {
+                for t in unscheduled.take_while(|_| indexed.is_none()) {
                     let c = sync_ps(paths, prev, tasks[t as usize]);
                     if best.is_none_or(|(b, _)| c < b) {
                         best = Some((c, t));
@@ -217,7 +223,14 @@ pub fn schedule(
                         }
                     }
                 }
-                best.map(|(_, t)| t)
+                if cfg!(debug_assertions) && indexed.is_some() {
+                    let scan = (cursor[g as usize]..end)
+                        .map(|i| groups.members[i as usize])
+                        .filter(|&t| !done[t as usize])
+                        .min_by_key(|&t| sync_ps(paths, prev, tasks[t as usize]));
+                    debug_assert_eq!(indexed.flatten(), scan, "Min Sync's index disagrees with the scan in group {g}");
+                }
+                indexed.unwrap_or(best.map(|(_, t)| t))
             }
             Policy::MaxSync => unscheduled.min_by_key(|&t| std::cmp::Reverse(sync_ps(paths, prev, tasks[t as usize]))),
             Policy::MinCost => unscheduled.min_by_key(|&t| cost[t as usize]),
@@ -234,11 +247,13 @@ pub fn schedule(
             remaining[h as usize] -= cost[t as usize];
             left[h as usize] -= 1;
             if left[h as usize] > 0 {
-                heap.push((remaining[h as usize], std::cmp::Reverse(h)));
+                queue.lower(h, remaining[h as usize]);
+            } else {
+                queue.remove(h);
             }
         }
         let task = tasks[t as usize];
-        let chain = relayer.as_ref().and_then(|rl| {
+        let chain = relayer.as_mut().and_then(|rl| {
             let state = GroupState { time: &tails.time, tail: &tails.tail_msg };
             rl.decide(&state, task, groups.of_task(t), prev)
         });

@@ -454,3 +454,4 @@ fn perturbation_rate_outside_zero_one_is_refused() {
     }
 }
 
+
