@@ -83,6 +83,9 @@ pub(super) struct Relayer<'a> {
     /// The first group of every directed link (`groups.len() + link` when no task crosses it).
     first_of_link: Vec<u32>,
     num_groups: u32,
+    /// Directed links leaving each host: `host_links[host_link_off[h]..host_link_off[h + 1]]`.
+    host_link_off: Vec<u32>,
+    host_links: Vec<DirLink>,
     // Scratch reused across decisions.
     candidates: Vec<Chain>,
     seen_links: Vec<DirLink>,
@@ -111,9 +114,26 @@ impl<'a> Relayer<'a> {
                 *first = num_groups + l as u32;
             }
         }
+        let mut host_link_off = vec![0u32; num_hosts + 1];
+        let leaving: Vec<(u32, DirLink)> =
+            (0..paths.num_dir_links() as DirLink).filter_map(|l| paths.from_host(l).map(|h| (h, l))).collect();
+        for &(h, _) in &leaving {
+            host_link_off[h as usize + 1] += 1;
+        }
+        for h in 0..num_hosts {
+            host_link_off[h + 1] += host_link_off[h];
+        }
+        let mut host_links = vec![0; leaving.len()];
+        let mut fill = host_link_off.clone();
+        for &(h, l) in &leaving {
+            host_links[fill[h as usize] as usize] = l;
+            fill[h as usize] += 1;
+        }
         Relayer {
             paths,
             rule,
+            host_link_off,
+            host_links,
             by_link_src,
             num_hosts,
             first_of_link,
@@ -138,6 +158,21 @@ impl<'a> Relayer<'a> {
         for &l in self.paths.path(a, b) {
             out.push(self.group_of(l, a));
         }
+    }
+
+    /// A lower bound on β of any chain from `w`: over `w`'s links, the group time there plus the
+    /// link's own transmission and latency (a chain's first hop is at least that slow).
+    fn beta_floor(&self, state: &GroupState, w: u32, bytes: u64) -> u64 {
+        let links = &self.host_links[self.host_link_off[w as usize] as usize..self.host_link_off[w as usize + 1] as usize];
+        links
+            .iter()
+            .map(|&l| {
+                state.time[self.group_of(l, w) as usize]
+                    + super::paths::transmission_ps(bytes, self.paths.bandwidth(l))
+                    + self.paths.link_latency_ps(l)
+            })
+            .min()
+            .unwrap_or(0)
     }
 
     /// The group a piece from `a` joins on link `l`.
@@ -265,6 +300,18 @@ impl<'a> Relayer<'a> {
         if x == w || w == y {
             return None; // same sender: no sync to save; W = Y: independent tasks (Theorem 1)
         }
+        // Every chain's first piece leaves W by one of its links, in W's group there, and the
+        // tail departs the last relay no earlier than it arrives at the first: a floor for β
+        // (and γ) that settles most decisions without building a candidate.
+        let alpha = self.alpha(state, task, task_groups);
+        let floor = self.beta_floor(state, w, task.bytes);
+        let hopeless = match self.rule {
+            RelayRule::Departure => alpha < floor,
+            RelayRule::Arrival => alpha + self.paths.latency_ps(w, z) <= floor,
+        };
+        if hopeless {
+            return None;
+        }
         let start = [w, x, y, z];
         let start = Chain::new(if y != z { &start[..] } else { &start[..3] });
         let mut candidates = std::mem::take(&mut self.candidates);
@@ -279,7 +326,6 @@ impl<'a> Relayer<'a> {
         self.candidates = candidates;
         self.seen_links = seen;
         let (best, (beta, gamma)) = best?;
-        let alpha = self.alpha(state, task, task_groups);
         let relay = match self.rule {
             RelayRule::Departure => alpha >= beta,
             RelayRule::Arrival => gamma < alpha + self.paths.latency_ps(w, z),

@@ -455,3 +455,4 @@ fn perturbation_rate_outside_zero_one_is_refused() {
 }
 
 
+
