@@ -26,6 +26,7 @@ import socket
 import subprocess
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional, Union
 
@@ -73,6 +74,16 @@ def parse_fault(text: str) -> tuple[str, int, int]:
     return parts[0], int(parts[1]), int(parts[2]) if len(parts) == 3 else 0
 
 
+@dataclass(frozen=True)
+class Placement:
+    """Where each rank's process runs: its ``(address, port)`` and the command prefix that
+    starts a program there (``["ip", "netns", "exec", NS]`` on an emulated host). Each
+    process binds its own address; :func:`run_local` instead binds loopback sockets itself."""
+
+    addresses: list[tuple[str, int]]
+    prefixes: list[list[str]]
+
+
 def run_local(
     graph: _core.TaskGraph,
     *,
@@ -81,8 +92,10 @@ def run_local(
     timeout: float = DEFAULT_TIMEOUT,
     fault: Optional[str] = None,
     work_dir: Optional[Path] = None,
+    placement: Optional[Placement] = None,
 ) -> dict[str, Any]:
-    """Run `graph` with one process per rank on loopback and return the merged result.
+    """Run `graph` with one process per rank on loopback (or where `placement` says) and
+    return the merged result.
 
     ``fault`` (``crash:RANK[:K]`` / ``hang:RANK[:K]``) makes that rank kill itself or fall
     silent just before its K-th send, to see the others fail fast. ``work_dir`` keeps the
@@ -104,23 +117,37 @@ def run_local(
     try:
         schedule_path = out / "schedule.nws"
         graph.save(schedule_path)
+        if placement is not None and len(placement.addresses) < graph.num_ranks:
+            raise _core.NetweaveError(f"the schedule has {graph.num_ranks} ranks but only {len(placement.addresses)} "
+                                      "hosts to run them on")
+        # Loopback: bind every listener here (no port races); elsewhere each process binds its own.
         listeners = []
-        for r in range(graph.num_ranks):
-            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            s.bind((loopback_address(r), 0))
-            s.listen(4096)
-            listeners.append(s)
-        (out / "peers.txt").write_text("".join(f"{s.getsockname()[0]} {s.getsockname()[1]}\n" for s in listeners))
+        if placement is None:
+            for r in range(graph.num_ranks):
+                s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                s.bind((loopback_address(r), 0))
+                s.listen(4096)
+                listeners.append(s)
+            addresses = [s.getsockname() for s in listeners]
+        else:
+            addresses = placement.addresses[:graph.num_ranks]
+        (out / "peers.txt").write_text("".join(f"{a} {p}\n" for a, p in addresses))
         started = time.monotonic()
-        for r, s in enumerate(listeners):
+        for r in range(graph.num_ranks):
             cmd = [str(exe), "--schedule", str(schedule_path), "--rank", str(r), "--peers", str(out / "peers.txt"),
-                   "--listen-fd", str(s.fileno()), "--seed", str(seed), "--fragment", str(fragment),
+                   "--seed", str(seed), "--fragment", str(fragment),
                    "--timeout", str(timeout), "--trace", str(out / f"trace-{r}.json")]
+            fds: tuple[int, ...] = ()
+            if listeners:
+                fds = (listeners[r].fileno(),)
+                cmd += ["--listen-fd", str(fds[0])]
             if faulty and faulty[1] == r:
                 cmd += [f"--{faulty[0]}-before-send", str(faulty[2])]
             cmd.append("--start-gate")
+            if placement is not None:
+                cmd = placement.prefixes[r] + cmd
             with open(out / f"stderr-{r}.txt", "wb") as err:
-                procs.append(subprocess.Popen(cmd, pass_fds=(s.fileno(),), stdin=subprocess.PIPE,
+                procs.append(subprocess.Popen(cmd, pass_fds=fds, stdin=subprocess.PIPE,
                                               stdout=subprocess.PIPE, stderr=err))
         for s in listeners:
             s.close()

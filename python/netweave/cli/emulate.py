@@ -1,0 +1,125 @@
+"""`netweave emulate`: the fabric as network namespaces routed by netweave's own tables."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from netweave import emulate, flowsim, routing, topology
+from netweave.cli.common import JsonOpt, UserError, working
+
+app = typer.Typer(
+    help="An emulated cluster: a network namespace per host and switch, a veth pair per link, switches "
+         "forwarding by the routing table, tbf rate limits (see docs/emulate.md). Needs root.",
+    no_args_is_help=True,
+)
+
+NameOpt = typer.Option(..., "--name", help="Fabric name: 1-12 lowercase letters and digits.")
+ScaleOpt = typer.Option(1.0, "--scale", help="Run every link at its bandwidth x this (e.g. 0.01: 100 Gbit/s -> 1 Gbit/s).")
+BufferOpt = typer.Option(None, "--buffer", help="Bytes of queue per switch port (shallow buffers reproduce incast); default 10 ms of the port's rate.")
+
+
+def _load(topology_file: Path, routes_file: Path):
+    topo = topology.load(topology_file)
+    return topo, routing.load(topo, routes_file)
+
+
+@app.command("up")
+def up_cmd(
+    topology_file: Path = typer.Argument(..., metavar="TOPO", help="Topology file."),
+    routes_file: Path = typer.Argument(..., metavar="ROUTES", help="Routing table (netweave route ... -o)."),
+    name: str = NameOpt, scale: float = ScaleOpt, buffer: Optional[int] = BufferOpt, as_json: bool = JsonOpt,
+) -> None:
+    """Bring the fabric up; `netweave emulate down NAME` removes it."""
+    topo, routes = _load(topology_file, routes_file)
+    with working(f"bringing up {name}"):
+        fabric = emulate.up(topo, routes, name, scale=scale, buffer=buffer)
+    summary = {"name": name, "hosts": fabric.num_hosts, "switches": len(fabric.state["switches"]),
+               "links": len(fabric.state["links"]), "scale": scale, "buffer": buffer,
+               "first_host": {"namespace": fabric.host_ns(0), "address": fabric.host_address(0)}}
+    if as_json:
+        print(json.dumps(summary, indent=2, sort_keys=True))
+        return
+    print(f"{name}: {summary['hosts']} hosts, {summary['switches']} switches, {summary['links']} links up "
+          f"(host 0 is {fabric.host_address(0)} in namespace {fabric.host_ns(0)})")
+
+
+@app.command("down")
+def down_cmd(name: str = typer.Argument(..., metavar="NAME", help="Fabric name."), as_json: bool = JsonOpt) -> None:
+    """Remove the fabric: its namespaces (and with them its links) and its state file. Also
+    cleans up after an earlier run that crashed."""
+    result = emulate.down(name)
+    if as_json:
+        print(json.dumps(result, indent=2, sort_keys=True))
+    else:
+        print(f"{name}: removed {result['removed_namespaces']} namespaces")
+
+
+@app.command("status")
+def status_cmd(as_json: bool = JsonOpt) -> None:
+    """Every emulated fabric on this machine (also leftovers without a state file)."""
+    rows = emulate.status()
+    if as_json:
+        print(json.dumps(rows, indent=2, sort_keys=True))
+        return
+    if not rows:
+        print("no emulated fabric is up")
+    for r in rows:
+        if r["topology"] is None:
+            print(f"{r['name']}: {r['namespaces']} namespaces left without a state file (netweave emulate down {r['name']})")
+        else:
+            print(f"{r['name']}: {r['topology']}, {r['hosts']} hosts, {r['switches']} switches, {r['links']} links, "
+                  f"routes {r['engine']}, scale {r['scale']}" + ("" if r["complete"] else " (INCOMPLETE)"))
+
+
+@app.command("exec", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def exec_cmd(
+    ctx: typer.Context,
+    host: str = typer.Argument(..., metavar="HOST", help="Host index."),
+    name: str = NameOpt,
+) -> None:
+    """Run a command on a host: netweave emulate exec 3 --name N -- ip addr"""
+    fabric = emulate.attach(name)
+    raise typer.Exit(emulate.exec_on(fabric, emulate.host_index(fabric, host), list(ctx.args)))
+
+
+@app.command("measure")
+def measure_cmd(
+    topology_file: Path = typer.Argument(..., metavar="TOPO", help="Topology file."),
+    routes_file: Path = typer.Argument(..., metavar="ROUTES", help="Routing table."),
+    schedule_file: Path = typer.Argument(..., metavar="SCHEDULE", help="Schedule or DAG file (.json or .nws)."),
+    name: str = NameOpt, scale: float = ScaleOpt, buffer: Optional[int] = BufferOpt,
+    seed: int = typer.Option(0, "--seed", min=0, help="Seed of the verified payload."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Keep the run's files and measure.json here."),
+    as_json: bool = JsonOpt,
+) -> None:
+    """Bring up a fabric, run SCHEDULE on it with the TCP executor, prove by byte counters that
+    every link carried what the routing table routes over it, set the measured time beside the
+    flow simulator's prediction for the same scaled fabric, and tear the fabric down."""
+    if not schedule_file.exists():
+        raise UserError(f"{schedule_file}: no such schedule file")
+    topo, routes = _load(topology_file, routes_file)
+    workload = flowsim.load_workload(schedule_file)
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+    with working(f"measuring on {name}"):
+        result = emulate.measure(topo, routes, workload, name, scale=scale, buffer=buffer, seed=seed, work_dir=out)
+    if out is not None:
+        (out / "measure.json").write_text(json.dumps(result, indent=1, sort_keys=True))
+    if as_json:
+        print(json.dumps(result, indent=2, sort_keys=True))
+    else:
+        if result["measured_s"] is None:
+            print(f"{result['schedule']}: FAILED: {result['cause']}")
+        else:
+            p = result["routing_proof"]
+            verdict = ("every channel carried its routed bytes" if p["ok"] else
+                       f"{len(p['violations'])} channels off their routed bytes" + (" (losses: inconclusive)" if p["inconclusive"] else ""))
+            print(f"{result['schedule']}: measured {result['measured_s'] * 1e3:.2f} ms, predicted "
+                  f"{result['predicted_s'] * 1e3:.2f} ms (x{result['measured_over_predicted']:.2f}); {verdict}; "
+                  f"overhead {p['overhead'] * 100:.2f} %, {p['losses']['dropped_packets']} drops")
+    if not result["ok"]:
+        raise typer.Exit(1)

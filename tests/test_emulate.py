@@ -1,0 +1,129 @@
+"""The emulated cluster: namespaces routed by netweave's tables carry exactly the routed bytes.
+
+Every test builds a uniquely named fabric and removes it in a fixture, so nothing is left
+behind even when an assertion fails midway.
+"""
+
+import json
+import subprocess
+import uuid
+
+import pytest
+
+import netweave
+from netweave import emulate, routing, topology, traffic
+
+from conftest import run_cli
+
+
+@pytest.fixture
+def name():
+    fabric = "t" + uuid.uuid4().hex[:11]
+    yield fabric
+    emulate.down(fabric)
+    assert emulate.namespaces(fabric) == []
+
+
+def _measure(topo, engine, workload, name, **kw):
+    routes = routing.route(topo, engine)
+    result = emulate.measure(topo, routes, workload, name, **kw)
+    assert result["cause"] is None and result["measured_s"] > 0
+    payload = sum(b for s, d, b, _a, _r in netweave.runtime.as_task_graph(workload).tasks() if s != d)
+    assert result["bytes_verified"] == payload
+    return result
+
+
+@pytest.mark.parametrize("fabric,engine", [
+    (lambda: topology.mesh([4, 4]), "dor"),
+    (lambda: topology.k_ary_n_tree(2, 3), "dmodk"),
+    (lambda: topology.latin_square_fat_tree(2), "lsft"),
+])
+def test_byte_counters_prove_the_fabric_routes_by_the_table(fabric, engine, name):
+    topo = fabric()
+    n = topo.num_hosts
+    # An all-to-all loads every channel; a gather to one host makes directions differ, so a
+    # route taken the wrong way round would show. A deep buffer keeps both free of losses.
+    for i, workload in enumerate((traffic.alltoall(n, 65536, "shift"),
+                                  traffic.build("gather", "linear", num_ranks=n, bytes=200_000, root=n // 2 + 1))):
+        result = _measure(topo, engine, workload, f"{name[:11]}{i}", scale=0.005, buffer=16 << 20)
+        proof = result["routing_proof"]
+        assert proof["ok"], proof["violations"][:3]
+        assert 0 <= proof["overhead"] < emulate.DATA_OVERHEAD + emulate.ACK_SHARE
+        # Independently of the proof's own arithmetic: the flow simulator's bytes per channel.
+        routes = routing.route(topo, engine)
+        flow = netweave.flowsim.simulate(routes, netweave.runtime.as_task_graph(workload), executor="dag")
+        measured = result["channel_bytes"]
+        for c, simulated in enumerate(flow["channel_bytes"].tolist()):
+            if simulated > 0:
+                assert simulated <= measured[c] <= simulated * 1.06 + 65536, (c, simulated, measured[c])
+            elif flow["channel_bytes"][c ^ 1] == 0:
+                assert measured[c] < 65536, (c, measured[c])
+
+
+def test_a_contention_free_dag_with_relays_runs_on_an_emulated_tree(name):
+    tree = topology.multi_cluster("a:4,b:4")
+    dag, summary = traffic.contention_free(tree, "gather", 20_000, root=5)
+    assert summary["relayed_tasks"] > 0
+    result = _measure(tree, "updown", dag, name, scale=0.05)
+    assert result["routing_proof"]["ok"]
+    assert result["run"]["syncs"] > 0
+
+
+def test_a_bring_up_that_fails_midway_leaves_nothing(name, monkeypatch):
+    topo = topology.mesh([3, 3])
+    routes = routing.route(topo, "dor")
+    links_before = subprocess.run(["ip", "-j", "link"], capture_output=True, text=True).stdout
+
+    def broken(ns, *args):
+        if ns.endswith("-s4"):
+            raise netweave.NetweaveError("injected failure")
+        return real(ns, *args)
+
+    real = emulate._configure
+    monkeypatch.setattr(emulate, "_configure", broken)
+    with pytest.raises(netweave.NetweaveError, match="injected failure"):
+        emulate.up(topo, routes, name, scale=0.01)
+    assert emulate.namespaces(name) == []
+    assert not (emulate.STATE_DIR / f"{name}.json").exists()
+    # Every veth was created inside the fabric's namespaces: the root namespace is untouched.
+    after = subprocess.run(["ip", "-j", "link"], capture_output=True, text=True).stdout
+    assert len(json.loads(after)) == len(json.loads(links_before))
+
+
+def test_cli_up_status_exec_twice_and_down(name, tmp_path):
+    run_cli("topo", "mesh", "--dims", "3x3", "-o", str(tmp_path / "t.json"))
+    run_cli("route", "dor", str(tmp_path / "t.json"), "-o", str(tmp_path / "r.json"))
+    up = json.loads(run_cli("emulate", "up", str(tmp_path / "t.json"), str(tmp_path / "r.json"), "--name", name,
+                            "--scale", "0.01", "--json").stdout)
+    assert up["hosts"] == 9 and up["first_host"]["address"] == emulate.fabric_address(0)
+    rows = {r["name"]: r for r in json.loads(run_cli("emulate", "status", "--json").stdout)}
+    assert rows[name]["complete"] and rows[name]["namespaces"] == 9 + 9 + 1
+    out = run_cli("emulate", "exec", "4", "--name", name, "--", "ip", "-br", "addr").stdout
+    assert emulate.fabric_address(4) in out and emulate.mgmt_address(4) in out
+    again = run_cli("emulate", "up", str(tmp_path / "t.json"), str(tmp_path / "r.json"), "--name", name, check=False)
+    assert again.returncode == 2 and f"fabric '{name}' is already up" in again.stderr
+    run_cli("emulate", "down", name)
+    assert emulate.namespaces(name) == []
+
+
+def test_down_cleans_up_after_a_crashed_run(name):
+    # A crash leaves namespaces and no state file: status names them, down removes them.
+    for suffix in ("h0", "s0"):
+        subprocess.run(["ip", "netns", "add", f"{emulate.PREFIX}{name}-{suffix}"], check=True)
+    rows = {r["name"]: r for r in emulate.status()}
+    assert rows[name]["namespaces"] == 2 and not rows[name]["complete"]
+    assert emulate.down(name)["removed_namespaces"] == 2
+
+
+def test_bad_input_is_one_clear_line(name, monkeypatch, tmp_path):
+    topo = topology.mesh([2, 2])
+    routes = routing.route(topo, "dor")
+    with pytest.raises(netweave.NetweaveError, match="1-12 lowercase letters"):
+        emulate.up(topo, routes, "Bad_Name")
+    with pytest.raises(netweave.NetweaveError, match="must be positive"):
+        emulate.up(topo, routes, name, scale=0)
+    with pytest.raises(netweave.NetweaveError, match="raise --scale"):
+        emulate.up(topo, routes, name, scale=1e-9)
+    monkeypatch.setattr(emulate.os, "geteuid", lambda: 1000)
+    with pytest.raises(netweave.NetweaveError, match="needs root"):
+        emulate.up(topo, routes, name)
