@@ -127,3 +127,17 @@ def test_bad_input_is_one_clear_line(name, monkeypatch, tmp_path):
     monkeypatch.setattr(emulate.os, "geteuid", lambda: 1000)
     with pytest.raises(netweave.NetweaveError, match="needs root"):
         emulate.up(topo, routes, name)
+
+
+def test_reproduce_ethernet_emulated_shows_incast(tmp_path):
+    before = emulate.namespaces()
+    result = json.loads(run_cli("reproduce", "ethernet", "--emulate", "--quick", "--out", str(tmp_path), "--json").stdout)
+    h = result["headline"]
+    # §3: 31 senders at once into one 1 Gbit/s port with a shallow queue lose packets and wait
+    # for retransmission timeouts; one after another they run near line rate.
+    assert h["concurrent_retransmitted_segments"] > 0
+    assert h["sequential_mbit_per_s"] > 2 * h["concurrent_mbit_per_s"]
+    assert h["sequential_mbit_per_s"] < 1000 * 1.01  # never above the link
+    summary = (tmp_path / "summary_emulated.md").read_text()
+    assert "200-300 Mbit/s" in summary and (tmp_path / "emulated_incast.png").stat().st_size > 1000
+    assert emulate.namespaces() == before  # every fabric it built is gone

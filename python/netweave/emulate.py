@@ -3,7 +3,8 @@
 Every host and every switch is a network namespace, every link a veth pair, and each switch
 forwards by its row of the routing table: a packet to host h leaves switch s by
 ``ports[s][h]`` — the LFT model, as static per-destination routes. Each direction of each link
-is rate-limited by ``tbf`` at the link's bandwidth × ``scale``; a switch port's queue
+is rate-limited by ``tbf`` at the link's bandwidth × ``scale`` (in payload: frames are metered
+with their headers, see :data:`FRAME_OVERHEAD`); a switch port's queue
 (``tbf`` limit) is ``buffer`` bytes when given, to reproduce shallow-buffer incast. A separate,
 unthrottled management network (one bridge) joins every host for launching processes.
 
@@ -53,10 +54,16 @@ STATE_DIR = Path(os.environ.get("NETWEAVE_EMULATE_STATE", "/run/netweave/emulate
 PREFIX = "nw-"
 #: TCP port every executor process listens on (each host has its own address).
 EXECUTOR_PORT = 7100
-#: A host queue (its NIC) and, without ``buffer``, a switch port queue: this many seconds of
-#: the port's rate, at least DEFAULT_MIN_QUEUE bytes.
+#: A switch port's queue without ``buffer``: this many seconds of the port's rate, at least
+#: DEFAULT_MIN_QUEUE bytes. A host's queue (its NIC) is HOST_QUEUE_S deep: hosts should not
+#: drop their own packets (a real NIC pushes back on the socket instead).
 DEFAULT_QUEUE_S = 0.01
 DEFAULT_MIN_QUEUE = 256 * 1024
+HOST_QUEUE_S = 0.2
+#: Ethernet, IPv4 and TCP (with timestamps) headers per full 1,448-byte TCP payload: tbf meters
+#: frames, so a link runs at bandwidth × FRAME_OVERHEAD for its payload to move at the modelled
+#: bandwidth, as the flow simulator (which has no headers) assumes.
+FRAME_OVERHEAD = 1514 / 1448
 _NAME = re.compile(r"^[a-z0-9]{1,12}$")
 _MGMT = ipaddress.IPv4Network("172.16.0.0/12")
 
@@ -179,7 +186,7 @@ def _plan(topo: Topology, routes: RoutingTable, name: str, scale: float, buffer:
     links, end_of_port = [], {}
     for l, (a, pa, b, pb) in enumerate(topo.link_array().tolist()):
         addr_a, addr_b = link_addresses(l)
-        rate = float(specs[l][0]) * 1e9 * scale
+        rate = float(specs[l][0]) * 1e9 * scale * FRAME_OVERHEAD
         links.append({"link": l, "rate_bps": rate,
                       "a": {"node": a, "port": pa, "ns": ns_of[a], "ifname": f"p{pa}", "address": addr_a},
                       "b": {"node": b, "port": pb, "ns": ns_of[b], "ifname": f"p{pb}", "address": addr_b}})
@@ -225,7 +232,7 @@ def _namespace_scripts(plan: dict[str, Any]) -> dict[str, tuple[list[str], list[
         for (n, p), (end, _other, r) in sorted(end_of_port.items()):
             if n == node:
                 ip += [f"addr add {end['address']}/31 dev {end['ifname']}", f"link set {end['ifname']} up"]
-                tc += _tc_lines(end["ifname"], r, _queue_bytes(r, None))
+                tc += _tc_lines(end["ifname"], r, max(DEFAULT_MIN_QUEUE, int(r / 8 * HOST_QUEUE_S)))
         ip += [f"addr add {host['address']}/32 dev {mine['ifname']}",
                f"route add 10.0.0.0/8 via {peer['address']} dev {mine['ifname']} src {host['address']}",
                f"addr add {host['mgmt']}/{_MGMT.prefixlen} dev mgmt", "link set mgmt up"]
@@ -514,5 +521,6 @@ def measure(topo: Topology, routes: RoutingTable, workload, name: str, scale: fl
         "measured_over_predicted": measured / predicted if measured and predicted else None,
         "bytes_verified": result["bytes_verified"], "cause": result["cause"],
         "routing_proof": proof, "channel_bytes": result["channel_bytes"], "losses": result["losses"],
+        "timeline": result["timeline"],
         "run": {k: v for k, v in result.items() if k not in ("timeline", "channel_bytes")},
     }

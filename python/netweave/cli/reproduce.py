@@ -147,14 +147,28 @@ def routing_cmd(
 def ethernet_cmd(
     out: Path = typer.Option(..., "--out", "-o", help="Directory for the CSV files, PNG plots and summary.md."),
     quick: bool = typer.Option(False, "--quick", help="Fewer sizes, hosts, draws and clusters (seconds)."),
+    emulate: bool = typer.Option(False, "--emulate", help="Instead, run §3's incast and §6.3.2's relaying on an emulated cluster (real TCP; needs root)."),
     as_json: bool = JsonOpt,
 ) -> None:
     """Paper 004 (contention-free gather/all-to-all on Ethernet trees) in the flow model: task
     policies (Fig. 5.4), relaying (Fig. 5.6), scheduling cost (Figs. 6.2-6.3), wrong link values
-    (Fig. 6.7), two clusters (Figs. 6.9-6.10) and the 12-cluster scaling of Table 6.2 (Fig. 6.11)."""
+    (Fig. 6.7), two clusters (Figs. 6.9-6.10) and the 12-cluster scaling of Table 6.2 (Fig. 6.11).
+    With --emulate: incast (§3) and gather relaying (§6.3.2) over real TCP on `netweave emulate`."""
     from netweave.reproduce import ethernet
 
     _check_out(out)
+    if emulate:
+        from netweave.reproduce import ethernet_emulated
+
+        result = _reproduce("paper 004 (emulated)", lambda progress: ethernet_emulated.run(out, quick=quick, progress=progress),
+                            as_json, lambda r: {"headline": r["headline"], "files": r["files"], "quick": r["quick"]})
+        if result is None:
+            return
+        h = result["headline"]
+        print(f"incast, {h['senders']} senders x 1 MB: sequential {h['sequential_mbit_per_s']:.0f} Mbit/s, concurrent "
+              f"{h['concurrent_mbit_per_s']:.0f} Mbit/s (paper: 700-800 and 200-300)")
+        print(f"wrote {len(result['files'])} files to {out} (summary_emulated.md)")
+        return
     result = _reproduce("paper 004", lambda progress: ethernet.run(out, quick=quick, progress=progress), as_json,
                         lambda r: {"headline": r["headline"], "files": r["files"], "quick": r["quick"]})
     if result is None:
