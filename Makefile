@@ -9,9 +9,10 @@ STAMP  := $(VENV)/.netweave-installed
 SOURCES := $(shell find crates python -name '*.rs' -o -name '*.py' -o -name 'Cargo.toml') Cargo.toml pyproject.toml
 
 # Debian packages the integration tests drive (the real InfiniBand simulator, diagnostics and subnet manager;
-# Open MPI for the MPI mapping test, whose headers mpi4py compiles against during setup; a C compiler
-# for the executors under runtime/).
-SYSTEM_PACKAGES := ibsim-utils infiniband-diags opensm openmpi-bin libopenmpi-dev gcc make
+# Open MPI for the MPI mapping test, whose headers mpi4py compiles against during setup, and MPICH
+# beside it (Open MPI stays the default `mpicc`) for nwbench; a C compiler for the executors under
+# runtime/; iproute2 for the emulated cluster).
+SYSTEM_PACKAGES := ibsim-utils infiniband-diags opensm openmpi-bin libopenmpi-dev mpich libmpich-dev gcc make iproute2
 # Peers only the benchmarks under benches/ run (Scotch's scotch_gmap for the mapper).
 BENCH_PACKAGES := scotch
 

@@ -19,8 +19,10 @@ Names: a fabric ``NAME`` ([a-z0-9], at most 12 characters) owns the namespaces
 (management). Inside a namespace, port p's interface is ``p<p>``; a host's management interface
 is ``mgmt``. Addresses (documented in docs/emulate.md):
 
-- host i on the fabric: ``10.a.b.c`` with ``a·65536 + b·256 + c = i + 1`` (/32 on its port);
-- link l's two ends: ``100.64.0.0 + 2l`` (the link's a side) and ``+ 2l + 1`` (/31);
+- host i on the fabric: ``10.a.b.c`` with ``a·65536 + b·256 + c = i + 1`` (/8 on its port: the
+  fabric looks like one subnet, and switches answer ARP for the other hosts);
+- link l's two ends: ``100.64.0.0 + 2l`` (the link's a side) and ``+ 2l + 1`` (/31) — on
+  switches only; a host's port holds just its fabric address;
 - host i on the management network: ``172.16.0.0 + i + 1`` (/12).
 
 A state file (``/run/netweave/emulate/NAME.json``) is written before anything is created, so
@@ -229,14 +231,18 @@ def _namespace_scripts(plan: dict[str, Any]) -> dict[str, tuple[list[str], list[
         mine, peer, rate = end_of_port[(node, host["port"])]
         ip = ["link set lo up"]
         tc: list[str] = []
+        # A host holds only its fabric address: a program that binds to "the interface's
+        # address" (Open MPI does) must get one the switches route back to.
         for (n, p), (end, _other, r) in sorted(end_of_port.items()):
             if n == node:
-                ip += [f"addr add {end['address']}/31 dev {end['ifname']}", f"link set {end['ifname']} up"]
+                ip.append(f"link set {end['ifname']} up")
                 tc += _tc_lines(end["ifname"], r, max(DEFAULT_MIN_QUEUE, int(r / 8 * HOST_QUEUE_S)))
-        ip += [f"addr add {host['address']}/32 dev {mine['ifname']}",
-               f"route add 10.0.0.0/8 via {peer['address']} dev {mine['ifname']} src {host['address']}",
+        # The whole fabric looks like one subnet (UCX, MPICH's transport, wants that); the switch
+        # answers ARP for every other host (proxy ARP) and forwards by its table.
+        ip += [f"addr add {host['address']}/8 dev {mine['ifname']}",
                f"addr add {host['mgmt']}/{_MGMT.prefixlen} dev mgmt", "link set mgmt up"]
         scripts[host["ns"]] = (["net/ipv4/ip_forward=0"], ip, tc)
+    host_nodes = set(plan["_hosts"])
     for j, ns in enumerate(plan["switches"]):
         node = int(plan["_switch_nodes"][j])
         ip = ["link set lo up"]
@@ -250,8 +256,12 @@ def _namespace_scripts(plan: dict[str, Any]) -> dict[str, tuple[list[str], list[
             if port == 0:
                 continue
             end, peer, _r = end_of_port[(node, port)]
-            ip.append(f"route add {plan['hosts'][h]['address']}/32 via {peer['address']} dev {end['ifname']}")
-        scripts[ns] = (["net/ipv4/ip_forward=1"], ip, tc)
+            if peer["node"] in host_nodes:  # the host itself: on the link
+                ip.append(f"route add {plan['hosts'][h]['address']}/32 dev {end['ifname']}")
+            else:
+                ip.append(f"route add {plan['hosts'][h]['address']}/32 via {peer['address']} dev {end['ifname']}")
+        scripts[ns] = (["net/ipv4/ip_forward=1", "net/ipv4/conf/all/proxy_arp=1", "net/ipv4/conf/default/proxy_arp=1"],
+                       ip, tc)
     mgmt = ["link set lo up", "link add br0 type bridge", "link set br0 up",
             f"addr add {_MGMT.broadcast_address - 1}/{_MGMT.prefixlen} dev br0"]
     for i in range(len(plan["hosts"])):
@@ -269,6 +279,10 @@ def _configure(ns: str, sysctls: list[str], ip_lines: list[str], tc_lines: list[
     # rp_filter off: routes need not be symmetric (up/down, dimension order). No redirects.
     steps = [f"echo {v} > /proc/sys/{k.replace('.', '/')}" for k, v in (s.split("=") for s in sysctls)]
     # IPv6 off before any link is up: its neighbour discovery would add bytes to the counters.
+    if "net/ipv4/conf/all/proxy_arp=1" in sysctls:
+        # Answer at once: proxy replies are otherwise delayed up to 0.8 s (proxy_delay).
+        steps += ["for f in /proc/sys/net/ipv4/conf/*/proxy_arp; do echo 1 > $f; done",
+                  "for f in /proc/sys/net/ipv4/neigh/*/proxy_delay; do echo 0 > $f; done"]
     steps += ["echo 1 > /proc/sys/net/ipv6/conf/all/disable_ipv6", "echo 1 > /proc/sys/net/ipv6/conf/default/disable_ipv6",
               "for f in /proc/sys/net/ipv4/conf/*/rp_filter; do echo 0 > $f; done",
               "for f in /proc/sys/net/ipv4/conf/*/send_redirects; do echo 0 > $f; done",
@@ -302,7 +316,9 @@ def up(topo: Topology, routes: RoutingTable, name: str, scale: float = 1.0, buff
     public = {k: v for k, v in plan.items() if not k.startswith("_")}
     all_ns = [h["ns"] for h in plan["hosts"]] + plan["switches"] + [plan["mgmt_ns"]]
     public["namespaces"] = all_ns
+    public["agent"] = str(_agent_path(name))
     state_file.write_text(json.dumps(public, indent=1))
+    _write_agent(public)
     work = Path(tempfile.mkdtemp(prefix=f"netweave-emulate-{name}-"))
     try:
         _sh(["ip", "-batch", "-"], input="".join(f"netns add {ns}\n" for ns in all_ns))
@@ -359,6 +375,7 @@ def down(name: str) -> dict[str, Any]:
                        capture_output=True, text=True)
     left = namespaces(name)
     state_file.unlink(missing_ok=True)
+    _agent_path(name).unlink(missing_ok=True)
     if left:
         raise NetweaveError(f"could not remove {len(left)} namespace(s) of '{name}', e.g. {left[0]}")
     return {"name": name, "removed_namespaces": len(doomed)}
@@ -524,3 +541,72 @@ def measure(topo: Topology, routes: RoutingTable, workload, name: str, scale: fl
         "timeline": result["timeline"],
         "run": {k: v for k, v in result.items() if k not in ("timeline", "channel_bytes")},
     }
+
+
+#: MPI implementations :func:`mpirun` launches (Debian's), by their command suffix.
+MPI_IMPLEMENTATIONS = ("openmpi", "mpich")
+
+
+def _agent_path(name: str) -> Path:
+    return STATE_DIR / f"{name}-agent.sh"
+
+
+def _write_agent(state: dict[str, Any]) -> None:
+    """An rsh/ssh-style launcher agent (``AGENT [options] HOST COMMAND...``, HOST a management
+    address) that runs COMMAND in that host's namespace with the namespace's name as hostname
+    (its own UTS namespace), so MPI launchers start their daemons on emulated hosts."""
+    cases = "\n".join(f"  {h['mgmt']}) ns={h['ns']} ;;" for h in state["hosts"])
+    _agent_path(state["name"]).write_text(
+        "#!/bin/sh\n"
+        f"# netweave emulate: launcher agent for fabric {state['name']}\n"
+        'while [ "${1#-}" != "$1" ]; do shift; done\n'
+        'case "$1" in\n'
+        f"{cases}\n"
+        '  *) echo "netweave emulate: $1 is not a host of this fabric" >&2; exit 1 ;;\n'
+        "esac\n"
+        "shift\n"
+        'exec ip netns exec "$ns" unshare --uts sh -c "hostname $ns; $*"\n')
+    _agent_path(state["name"]).chmod(0o755)
+
+
+def mpi_command(fabric: Fabric, implementation: str, ranks: int, program: list[str]) -> list[str]:
+    """The command that runs `program` as `ranks` MPI processes, rank r on host r, launched from
+    the management namespace: daemons and control over the management network, MPI traffic
+    over the fabric only (Open MPI: TCP BTL on 10.0.0.0/8; MPICH: UCX's TCP on the fabric
+    interface)."""
+    if implementation not in MPI_IMPLEMENTATIONS:
+        raise NetweaveError(f"unknown MPI '{implementation}' (known: {', '.join(MPI_IMPLEMENTATIONS)})")
+    if not 1 <= ranks <= fabric.num_hosts:
+        raise NetweaveError(f"{ranks} ranks do not fit fabric '{fabric.name}' ({fabric.num_hosts} hosts, one rank each)")
+    hosts = [h["mgmt"] for h in fabric.state["hosts"][:ranks]]
+    agent = fabric.state.get("agent") or str(_agent_path(fabric.name))
+    mgmt = ["ip", "netns", "exec", fabric.state["mgmt_ns"]]
+    if implementation == "openmpi":
+        return mgmt + ["mpirun.openmpi", "--allow-run-as-root", "-np", str(ranks), "--host", ",".join(f"{h}:1" for h in hosts),
+                       "--mca", "plm_rsh_agent", agent, "--mca", "oob_tcp_if_include", str(_MGMT),
+                       "--mca", "pml", "ob1", "--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_include", "10.0.0.0/8",
+                       *program]
+    ports = {h["port"] for h in fabric.state["hosts"][:ranks]}
+    if len(ports) != 1:
+        raise NetweaveError("MPICH's UCX needs one fabric interface name on every host; these hosts use ports "
+                            + ", ".join(map(str, sorted(ports))))
+    return mgmt + ["env", "UCX_TLS=tcp,self", f"UCX_NET_DEVICES=p{ports.pop()}", "mpiexec.mpich", "-launcher", "ssh",
+                   "-launcher-exec", agent, "-iface", "br0", "-hosts", ",".join(hosts), "-n", str(ranks), "-ppn", "1",
+                   *program]
+
+
+def mpirun(fabric: Fabric, implementation: str, ranks: int, program: list[str],
+           timeout: float = 300.0) -> subprocess.CompletedProcess:
+    """Run `program` under MPI on the fabric (see :func:`mpi_command`); output captured. A run
+    that outlives `timeout` seconds is killed, with every process it left in the fabric."""
+    cmd = mpi_command(fabric, implementation, ranks, program)
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        for h in fabric.state["hosts"]:
+            for pid in subprocess.run(["ip", "netns", "pids", h["ns"]], capture_output=True, text=True).stdout.split():
+                try:
+                    os.kill(int(pid), 9)
+                except (ProcessLookupError, ValueError):
+                    pass
+        raise NetweaveError(f"{implementation} run on fabric '{fabric.name}' did not finish within {timeout:g} s")
