@@ -106,10 +106,12 @@ def _check_name(name: str) -> None:
 
 
 def _sh(cmd: list[str], input: Optional[str] = None) -> str:
+    """Run a command; its stdout, or an error with the command and its last line of output."""
     proc = subprocess.run(cmd, input=input, capture_output=True, text=True)
     if proc.returncode != 0:
-        raise NetweaveError(f"{' '.join(cmd[:6])}{' …' if len(cmd) > 6 else ''} failed: "
-                            f"{(proc.stderr or proc.stdout).strip().splitlines()[-1] if (proc.stderr or proc.stdout).strip() else proc.returncode}")
+        said = (proc.stderr or proc.stdout).strip().splitlines()
+        shown = " ".join(cmd[:6]) + (" …" if len(cmd) > 6 else "")
+        raise NetweaveError(f"{shown} failed: {said[-1] if said else f'exit status {proc.returncode}'}")
     return proc.stdout
 
 
@@ -180,8 +182,6 @@ class Fabric:
 def _plan(topo: Topology, routes: RoutingTable, name: str, scale: float, buffer: Optional[int]) -> dict[str, Any]:
     """Everything `up` will create, as the state file records it."""
     hosts, switches = [int(n) for n in topo.hosts], [int(n) for n in topo.switches]
-    host_index = {int(n): i for i, n in enumerate(hosts)}
-    switch_index = {int(n): j for j, n in enumerate(switches)}
     ns_of = {int(n): f"{PREFIX}{name}-h{i}" for i, n in enumerate(hosts)}
     ns_of.update({int(n): f"{PREFIX}{name}-s{j}" for j, n in enumerate(switches)})
     specs = topo.link_specs()
@@ -206,8 +206,7 @@ def _plan(topo: Topology, routes: RoutingTable, name: str, scale: float, buffer:
         "created": time.time(), "pid": os.getpid(),
         "hosts": host_rows, "switches": [ns_of[int(n)] for n in switches], "mgmt_ns": f"{PREFIX}{name}-m",
         "links": links,
-        "_end_of_port": end_of_port, "_ports": ports, "_host_index": host_index, "_switch_index": switch_index,
-        "_hosts": hosts, "_switch_nodes": switches,
+        "_end_of_port": end_of_port, "_ports": ports, "_hosts": hosts, "_switch_nodes": switches,
     }
 
 
@@ -318,9 +317,9 @@ def up(topo: Topology, routes: RoutingTable, name: str, scale: float = 1.0, buff
     public["namespaces"] = all_ns
     public["agent"] = str(_agent_path(name))
     state_file.write_text(json.dumps(public, indent=1))
-    _write_agent(public)
     work = Path(tempfile.mkdtemp(prefix=f"netweave-emulate-{name}-"))
     try:
+        _write_agent(public)
         _sh(["ip", "-batch", "-"], input="".join(f"netns add {ns}\n" for ns in all_ns))
         lines = [f"link add {l['a']['ifname']} netns {l['a']['ns']} type veth peer name {l['b']['ifname']} netns {l['b']['ns']}"
                  for l in plan["links"]]
@@ -349,28 +348,16 @@ def attach(name: str) -> Fabric:
 
 
 def down(name: str) -> dict[str, Any]:
-    """Remove fabric `name`: every namespace it recorded or that carries its prefix (their veths
+    """Remove fabric `name`: every namespace that carries its prefix (their veths
     go with them) and its state file. Safe to call on a half-built or already removed fabric."""
     require_root()
     _check_name(name)
     state_file = STATE_DIR / f"{name}.json"
-    recorded: list[str] = []
-    if state_file.exists():
-        try:
-            recorded = json.loads(state_file.read_text()).get("namespaces", [])
-        except (OSError, ValueError):
-            recorded = []
-    existing = set(namespaces(name))
-    doomed = sorted(existing | (set(recorded) & existing))
+    # Every namespace of the fabric carries its prefix, so what exists now is what must go
+    # (the state file may be missing after a crash, or list namespaces never created).
+    doomed = namespaces(name)
     if doomed:
-        # Processes still inside would keep a namespace's network alive: stop them first.
-        for ns in doomed:
-            pids = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True).stdout.split()
-            for pid in pids:
-                try:
-                    os.kill(int(pid), 9)
-                except (ProcessLookupError, ValueError):
-                    pass
+        _kill_inside(doomed)  # a process left inside would keep its namespace's network alive
         subprocess.run(["ip", "-batch", "-"], input="".join(f"netns delete {ns}\n" for ns in doomed),
                        capture_output=True, text=True)
     left = namespaces(name)
@@ -379,6 +366,16 @@ def down(name: str) -> dict[str, Any]:
     if left:
         raise NetweaveError(f"could not remove {len(left)} namespace(s) of '{name}', e.g. {left[0]}")
     return {"name": name, "removed_namespaces": len(doomed)}
+
+
+def _kill_inside(spaces: list[str]) -> None:
+    """SIGKILL every process running in these namespaces."""
+    for ns in spaces:
+        for pid in subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True).stdout.split():
+            try:
+                os.kill(int(pid), 9)
+            except (ProcessLookupError, ValueError):
+                pass
 
 
 def status() -> list[dict[str, Any]]:
@@ -405,7 +402,7 @@ def status() -> list[dict[str, Any]]:
 
 
 def host_index(fabric: Fabric, host: str) -> int:
-    """A host named by index (``3``) or by its topology label."""
+    """The host index `host` names (``"3"``), checked against the fabric."""
     if host.isdigit() and int(host) < fabric.num_hosts:
         return int(host)
     raise NetweaveError(f"host '{host}': give a host index 0..{fabric.num_hosts - 1}")
@@ -603,10 +600,5 @@ def mpirun(fabric: Fabric, implementation: str, ranks: int, program: list[str],
     try:
         return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
-        for h in fabric.state["hosts"]:
-            for pid in subprocess.run(["ip", "netns", "pids", h["ns"]], capture_output=True, text=True).stdout.split():
-                try:
-                    os.kill(int(pid), 9)
-                except (ProcessLookupError, ValueError):
-                    pass
+        _kill_inside([h["ns"] for h in fabric.state["hosts"]] + [fabric.state["mgmt_ns"]])
         raise NetweaveError(f"{implementation} run on fabric '{fabric.name}' did not finish within {timeout:g} s")
