@@ -103,6 +103,14 @@ impl TaskGraph {
         }
     }
 
+    /// Make room for `tasks` more tasks with `deps` dependencies between them, so building a
+    /// large graph does not copy it over and over as it grows.
+    pub fn reserve(&mut self, tasks: usize, deps: usize) {
+        self.tasks.reserve(tasks);
+        self.pred_offsets.reserve(tasks);
+        self.preds.reserve(deps);
+    }
+
     /// Append a task waiting for `deps` (which must already exist, so the graph stays acyclic).
     /// A relay edge needs the task's sender to be the predecessor's receiver, and a task relays
     /// at most one predecessor.

@@ -1,24 +1,32 @@
-//! The stage scheduler's queue of groups by remaining cost: an indexed binary max-heap, so a
+//! The stage scheduler's queue of groups by remaining cost: an indexed max-heap, so a
 //! group's key is lowered in place instead of pushing a fresh entry and skipping stale ones
 //! (a 1,024-host all-to-all would otherwise churn millions of entries through the heap).
 
 /// Groups keyed by `(remaining cost, lowest group first)`; the top is the next stage's group.
+/// A 4-ary heap of `(key, group)` entries: half the levels of a binary one, and each level's
+/// children sit in one cache line.
 pub(super) struct GroupQueue {
-    heap: Vec<u32>,
+    heap: Vec<(u64, u32)>,
     /// Position of each group in `heap`, `u32::MAX` when absent.
     pos: Vec<u32>,
-    key: Vec<u64>,
+}
+
+const ARITY: usize = 4;
+
+/// Whether entry `a` comes out before entry `b`: more remaining cost, then the lower group.
+fn before(a: (u64, u32), b: (u64, u32)) -> bool {
+    a.0 > b.0 || (a.0 == b.0 && a.1 < b.1)
 }
 
 impl GroupQueue {
     /// Every group with a positive `left` count, keyed by its `remaining` cost.
     pub fn new(remaining: &[u64], left: &[u32]) -> GroupQueue {
-        let mut q = GroupQueue { heap: Vec::new(), pos: vec![u32::MAX; remaining.len()], key: remaining.to_vec() };
+        let mut q = GroupQueue { heap: Vec::new(), pos: vec![u32::MAX; remaining.len()] };
         for g in (0..remaining.len() as u32).filter(|&g| left[g as usize] > 0) {
             q.pos[g as usize] = q.heap.len() as u32;
-            q.heap.push(g);
+            q.heap.push((remaining[g as usize], g));
         }
-        for i in (0..q.heap.len() / 2).rev() {
+        for i in (0..q.heap.len().div_ceil(ARITY)).rev() {
             q.down(i);
         }
         q
@@ -26,14 +34,14 @@ impl GroupQueue {
 
     /// The group with the largest key (ties: the lowest group).
     pub fn top(&self) -> Option<u32> {
-        self.heap.first().copied()
+        self.heap.first().map(|e| e.1)
     }
 
     /// Lower `g`'s key to `key`.
     pub fn lower(&mut self, g: u32, key: u64) {
-        self.key[g as usize] = key;
         let i = self.pos[g as usize];
         if i != u32::MAX {
+            self.heap[i as usize].0 = key;
             self.down(i as usize);
         }
     }
@@ -46,51 +54,52 @@ impl GroupQueue {
         }
         let last = self.heap.pop().expect("a present group is in the heap");
         self.pos[g as usize] = u32::MAX;
-        if last != g {
+        if last.1 != g {
             self.heap[i as usize] = last;
-            self.pos[last as usize] = i;
+            self.pos[last.1 as usize] = i;
             self.down(i as usize);
             self.up(i as usize);
         }
     }
 
-    fn before(&self, a: u32, b: u32) -> bool {
-        (self.key[a as usize], std::cmp::Reverse(a)) > (self.key[b as usize], std::cmp::Reverse(b))
-    }
-
-    fn swap(&mut self, i: usize, j: usize) {
-        self.heap.swap(i, j);
-        self.pos[self.heap[i] as usize] = i as u32;
-        self.pos[self.heap[j] as usize] = j as u32;
+    fn place(&mut self, i: usize, e: (u64, u32)) {
+        self.heap[i] = e;
+        self.pos[e.1 as usize] = i as u32;
     }
 
     fn down(&mut self, mut i: usize) {
+        let e = self.heap[i];
         loop {
-            let (l, r) = (2 * i + 1, 2 * i + 2);
-            let mut best = i;
-            if l < self.heap.len() && self.before(self.heap[l], self.heap[best]) {
-                best = l;
+            let first = ARITY * i + 1;
+            if first >= self.heap.len() {
+                break;
             }
-            if r < self.heap.len() && self.before(self.heap[r], self.heap[best]) {
-                best = r;
+            let mut best = first;
+            for c in first + 1..(first + ARITY).min(self.heap.len()) {
+                if before(self.heap[c], self.heap[best]) {
+                    best = c;
+                }
             }
-            if best == i {
-                return;
+            if !before(self.heap[best], e) {
+                break;
             }
-            self.swap(i, best);
+            self.place(i, self.heap[best]);
             i = best;
         }
+        self.place(i, e);
     }
 
     fn up(&mut self, mut i: usize) {
+        let e = self.heap[i];
         while i > 0 {
-            let parent = (i - 1) / 2;
-            if !self.before(self.heap[i], self.heap[parent]) {
-                return;
+            let parent = (i - 1) / ARITY;
+            if !before(e, self.heap[parent]) {
+                break;
             }
-            self.swap(i, parent);
+            self.place(i, self.heap[parent]);
             i = parent;
         }
+        self.place(i, e);
     }
 }
 

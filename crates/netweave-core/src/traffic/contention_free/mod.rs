@@ -99,14 +99,14 @@ impl ContentionFree {
             return crate::invalid!("task {} -> {} names a host outside 0..{}", t.src, t.dst, n - 1);
         }
         // The scheduler sees the (possibly perturbed) values; the replay the true ones.
-        let believed = if options.perturbation != 0.0 {
-            paths.perturbed(options.perturbation, options.perturbation_seed)?
-        } else {
-            paths.clone()
+        let perturbed = match options.perturbation {
+            0.0 => None,
+            rate => Some(paths.perturbed(rate, options.perturbation_seed)?),
         };
-        let groups = grouping::group(&believed, &tasks, options.rule_b);
+        let believed = perturbed.as_ref().unwrap_or(&paths);
+        let groups = grouping::group(believed, &tasks, options.rule_b);
         let stages = stages::schedule(
-            &believed,
+            believed,
             &tasks,
             &groups,
             options.policy,
@@ -134,6 +134,7 @@ impl ContentionFree {
     /// task of every group it is in; relay pieces forward the piece before them.
     pub fn task_graph(&self, name: &str) -> Result<TaskGraph> {
         let mut g = TaskGraph::new(name, self.paths.num_hosts() as u32);
+        g.reserve(self.stages.order.len(), self.stages.preds.len() + self.stages.pieces.len());
         let mut deps = Vec::new();
         for k in 0..self.stages.order.len() {
             deps.clear();

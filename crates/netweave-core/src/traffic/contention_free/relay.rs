@@ -40,7 +40,7 @@ const MAX_HOSTS: usize = MAX_PIECES + 4;
 
 /// A candidate relay chain W, …, Z, inline: deciding allocates nothing per candidate.
 #[derive(Clone, Copy)]
-struct Chain {
+pub(super) struct Chain {
     hosts: [u32; MAX_HOSTS],
     len: u8,
 }
@@ -51,7 +51,8 @@ impl Chain {
         c.hosts[..hosts.len()].copy_from_slice(hosts);
         c
     }
-    fn hosts(&self) -> &[u32] {
+    /// The chain's hosts, W first and Z last.
+    pub fn hosts(&self) -> &[u32] {
         &self.hosts[..self.len as usize]
     }
     /// This chain with hosts `i..=j` replaced by `sub`.
@@ -294,7 +295,7 @@ impl<'a> Relayer<'a> {
 
     /// The relay chain (hosts W, …, Z) to use instead of `task`, whose selected group's tail is
     /// `tail`, or None to schedule the task as it is.
-    pub fn decide(&mut self, state: &GroupState, task: Message, task_groups: &[u32], tail: Option<Message>) -> Option<Vec<u32>> {
+    pub fn decide(&mut self, state: &GroupState, task: Message, task_groups: &[u32], tail: Option<Message>) -> Option<Chain> {
         let tail = tail?;
         let (w, z, x, y) = (task.src, task.dst, tail.src, tail.dst);
         if x == w || w == y {
@@ -330,6 +331,6 @@ impl<'a> Relayer<'a> {
             RelayRule::Departure => alpha >= beta,
             RelayRule::Arrival => gamma < alpha + self.paths.latency_ps(w, z),
         };
-        relay.then(|| best.hosts().to_vec())
+        relay.then_some(best)
     }
 }

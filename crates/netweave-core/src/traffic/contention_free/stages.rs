@@ -130,7 +130,15 @@ impl Tails {
         let k = out.relays.len() as u32;
         let first = out.preds.len();
         let cost = paths.cost_ps(msg.src, msg.dst, msg.bytes);
-        let start = groups_of.iter().map(|&h| self.time[h as usize] + sync_ps(paths, self.tail_msg[h as usize], msg)).max();
+        // Clock: the task starts when the last of its groups is free (plus that group's sync).
+        let start = match self.timing {
+            Timing::Sum => 0,
+            Timing::Clock => groups_of
+                .iter()
+                .map(|&h| self.time[h as usize] + sync_ps(paths, self.tail_msg[h as usize], msg))
+                .max()
+                .unwrap_or(0),
+        };
         for &h in groups_of {
             let h = h as usize;
             if self.tail[h] != u32::MAX {
@@ -138,7 +146,7 @@ impl Tails {
             }
             self.time[h] = match self.timing {
                 Timing::Sum => self.time[h] + cost + sync_ps(paths, self.tail_msg[h], msg),
-                Timing::Clock => start.unwrap_or(0) + cost,
+                Timing::Clock => start + cost,
             };
             self.tail[h] = k;
             self.tail_msg[h] = Some(msg);
@@ -258,10 +266,10 @@ pub fn schedule(
             rl.decide(&state, task, groups.of_task(t), prev)
         });
         match (chain, relayer.as_mut()) {
-            (Some(hosts), Some(rl)) => {
+            (Some(chain), Some(rl)) => {
                 out.relayed_tasks += 1;
                 let mut relays = u32::MAX;
-                for hop in hosts.windows(2) {
+                for hop in chain.hosts().windows(2) {
                     let piece = Message { src: hop[0], dst: hop[1], bytes: task.bytes };
                     rl.groups_of_piece(hop[0], hop[1], &mut piece_groups);
                     rl.joined(groups, hop[0], &piece_groups);
