@@ -363,6 +363,9 @@ def down(name: str) -> dict[str, Any]:
     left = namespaces(name)
     state_file.unlink(missing_ok=True)
     _agent_path(name).unlink(missing_ok=True)
+    # Open MPI's session directories are named after the hostnames the agent gave the hosts.
+    for session in Path(tempfile.gettempdir()).glob(f"ompi.{PREFIX}{name}-*"):
+        shutil.rmtree(session, ignore_errors=True)
     if left:
         raise NetweaveError(f"could not remove {len(left)} namespace(s) of '{name}', e.g. {left[0]}")
     return {"name": name, "removed_namespaces": len(doomed)}

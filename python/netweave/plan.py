@@ -265,7 +265,7 @@ def dag_candidates(topo: Topology, routes, bytes_per_pair: int, hosts: Optional[
     rows = []
     # Concurrent posts every send at once, as MPI's nonblocking sends do; the contention-free
     # DAG sends one task at a time per host, as the thesis' engine does.
-    everyone = max(len(job_hosts(topo, None)) - 1, 1)
+    everyone = max(topo.num_hosts - 1, 1)
     for name, dag, extra, nct in ((CONTENTION_FREE, graph, summary, 1),
                                   ("concurrent", traffic.concurrent(topo, "alltoall", bytes_per_pair), {}, everyone)):
         note(f"simulating {name}")
