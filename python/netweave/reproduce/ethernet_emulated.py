@@ -11,8 +11,8 @@
   0.1: 100 Mbit/s hosts, 1 Gbit/s trunks), the contention-free DAG on netweave's executor
   against Open MPI's native ``MPI_Alltoall`` (``nwbench``, the slowest rank's average), 1 KiB
   to 1 MiB per pair (thesis: about 32 % of MPI's time at 1–200 KiB, converging at MiB sizes).
-  MPICH is left out here: its UCX transport hangs on emulated fabrics (always between two ranks
-  on the same edge switch of a tree; see docs/emulate.md).
+  MPICH is left out here: over UCX it hangs in ``MPI_Finalize`` in about half the runs on an
+  emulated tree (see docs/emulate.md).
 - **§6.3.2 in shape**: gather on a 14-hosts-per-switch hierarchy (2 edge switches, 1 Gbit/s
   hosts, 10 Gbit/s trunks, scaled to what two cores carry) with relaying, without it (Min
   Sync) and Concurrent, 10 KB to 500 KB per host (thesis: relaying about 14 % better).
