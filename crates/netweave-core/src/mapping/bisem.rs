@@ -292,7 +292,7 @@ pub fn stencil_grid(pattern: &Pattern) -> Option<Vec<u32>> {
     ) {
         let last = *chain.last().unwrap();
         let dims: Vec<u32> = chain.windows(2).map(|w| w[1] / w[0]).chain(std::iter::once(n / last)).collect();
-        if best.as_ref().is_none_or(|b| dims.len() < b.len()) && explains(&dims, msgs) {
+        if best.as_ref().map_or(true, |b| dims.len() < b.len()) && explains(&dims, msgs) {
             *best = Some(dims);
             return;
         }

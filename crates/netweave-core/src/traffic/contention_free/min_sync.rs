@@ -124,7 +124,7 @@ impl MinSyncIndex {
             i += 1;
             if index.senders[r] != prev.src {
                 let key = paths.latency_ps(prev.dst, index.senders[r]);
-                if best.is_none_or(|b| (key, t) < b) {
+                if best.map_or(true, |b| (key, t) < b) {
                     best = Some((key, t));
                 }
             }

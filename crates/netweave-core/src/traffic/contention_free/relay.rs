@@ -223,7 +223,7 @@ impl<'a> Relayer<'a> {
             let mut gmax: Option<u32> = None;
             for &l in self.paths.path(hop[0], hop[1]) {
                 let g = self.group_of(l, hop[0]);
-                if gmax.is_none_or(|m| (state.time[g as usize], std::cmp::Reverse(g)) > (state.time[m as usize], std::cmp::Reverse(m))) {
+                if gmax.map_or(true, |m| (state.time[g as usize], std::cmp::Reverse(g)) > (state.time[m as usize], std::cmp::Reverse(m))) {
                     gmax = Some(g);
                 }
             }

@@ -224,7 +224,7 @@ pub fn schedule(
                 let mut best: Option<(u64, u32)> = None;
                 for t in unscheduled.take_while(|_| indexed.is_none()) {
                     let c = sync_ps(paths, prev, tasks[t as usize]);
-                    if best.is_none_or(|(b, _)| c < b) {
+                    if best.map_or(true, |(b, _)| c < b) {
                         best = Some((c, t));
                         if c == 0 {
                             break;
