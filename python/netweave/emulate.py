@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
-from netweave import _core, routing, runtime
+from netweave import _core, flowsim, routing, runtime
 from netweave._core import NetweaveError, RoutingTable, Topology
 
 #: Where fabric state files live (tmpfs: a reboot forgets fabrics, as it forgets namespaces).
@@ -194,9 +194,12 @@ def _plan(topo: Topology, routes: RoutingTable, name: str, scale: float, buffer:
                       "b": {"node": b, "port": pb, "ns": ns_of[b], "ifname": f"p{pb}", "address": addr_b}})
         end_of_port[(a, pa)] = (links[-1]["a"], links[-1]["b"], rate)
         end_of_port[(b, pb)] = (links[-1]["b"], links[-1]["a"], rate)
+    ports_of: dict[int, list[int]] = {}  # each node's connected ports, ascending
+    for node, port in sorted(end_of_port):
+        ports_of.setdefault(node, []).append(port)
     host_rows = []
     for i, n in enumerate(hosts):
-        ports = sorted(p for (node, p) in end_of_port if node == int(n))
+        ports = ports_of.get(n, [])
         if not ports:
             raise NetweaveError(f"host {i} ({topo.label(int(n))}) has no link")
         host_rows.append({"ns": ns_of[int(n)], "address": fabric_address(i), "mgmt": mgmt_address(i), "port": ports[0]})
@@ -206,7 +209,8 @@ def _plan(topo: Topology, routes: RoutingTable, name: str, scale: float, buffer:
         "created": time.time(), "pid": os.getpid(),
         "hosts": host_rows, "switches": [ns_of[int(n)] for n in switches], "mgmt_ns": f"{PREFIX}{name}-m",
         "links": links,
-        "_end_of_port": end_of_port, "_ports": ports, "_hosts": hosts, "_switch_nodes": switches,
+        "_end_of_port": end_of_port, "_ports_of": ports_of, "_ports": ports, "_hosts": hosts,
+        "_switch_nodes": switches,
     }
 
 
@@ -223,7 +227,7 @@ def _tc_lines(ifname: str, rate_bps: float, limit: int) -> list[str]:
 def _namespace_scripts(plan: dict[str, Any]) -> dict[str, tuple[list[str], list[str], list[str]]]:
     """Per namespace: (sysctl paths to write "value", ip batch lines, tc batch lines)."""
     scripts: dict[str, tuple[list[str], list[str], list[str]]] = {}
-    end_of_port, ports = plan["_end_of_port"], plan["_ports"]
+    end_of_port, ports_of, ports = plan["_end_of_port"], plan["_ports_of"], plan["_ports"]
     buffer = plan["buffer"]
     for i, host in enumerate(plan["hosts"]):
         node = int(plan["_hosts"][i])
@@ -232,10 +236,10 @@ def _namespace_scripts(plan: dict[str, Any]) -> dict[str, tuple[list[str], list[
         tc: list[str] = []
         # A host holds only its fabric address: a program that binds to "the interface's
         # address" (Open MPI does) must get one the switches route back to.
-        for (n, p), (end, _other, r) in sorted(end_of_port.items()):
-            if n == node:
-                ip.append(f"link set {end['ifname']} up")
-                tc += _tc_lines(end["ifname"], r, max(DEFAULT_MIN_QUEUE, int(r / 8 * HOST_QUEUE_S)))
+        for p in ports_of[node]:
+            end, _other, r = end_of_port[(node, p)]
+            ip.append(f"link set {end['ifname']} up")
+            tc += _tc_lines(end["ifname"], r, max(DEFAULT_MIN_QUEUE, int(r / 8 * HOST_QUEUE_S)))
         # The whole fabric looks like one subnet (UCX, MPICH's transport, wants that); the switch
         # answers ARP for every other host (proxy ARP) and forwards by its table.
         ip += [f"addr add {host['address']}/8 dev {mine['ifname']}",
@@ -246,10 +250,10 @@ def _namespace_scripts(plan: dict[str, Any]) -> dict[str, tuple[list[str], list[
         node = int(plan["_switch_nodes"][j])
         ip = ["link set lo up"]
         tc = []
-        for (n, p), (end, _other, r) in sorted(end_of_port.items()):
-            if n == node:
-                ip += [f"addr add {end['address']}/31 dev {end['ifname']}", f"link set {end['ifname']} up"]
-                tc += _tc_lines(end["ifname"], r, _queue_bytes(r, buffer))
+        for p in ports_of.get(node, []):
+            end, _other, r = end_of_port[(node, p)]
+            ip += [f"addr add {end['address']}/31 dev {end['ifname']}", f"link set {end['ifname']} up"]
+            tc += _tc_lines(end["ifname"], r, _queue_bytes(r, buffer))
         for h in range(len(plan["hosts"])):
             port = int(ports[j][h])
             if port == 0:
@@ -519,8 +523,6 @@ def measure(topo: Topology, routes: RoutingTable, workload, name: str, scale: fl
     graph = runtime.as_task_graph(workload)
     if graph.num_ranks > topo.num_hosts:
         raise NetweaveError(f"the schedule has {graph.num_ranks} ranks; the topology has {topo.num_hosts} hosts")
-    from netweave import flowsim
-
     scaled = scaled_topology(topo, scale)
     predicted = flowsim.simulate(scaled_routes(routes, scaled), graph, executor="dag")["makespan_s"]
     fabric = up(topo, routes, name, scale=scale, buffer=buffer)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import time
 from pathlib import Path
 from typing import Any, Optional
 
@@ -55,7 +56,6 @@ class ScheduleCache:
         """:func:`traffic.contention_free` through the cache: ``(graph, summary, hit)``.
         On a hit the summary is the one stored with the entry (``scheduling_seconds`` is the
         original run's) plus ``cache_seconds``, the time the lookup took."""
-        import time
         started = time.perf_counter()
         keyed = dict(options, tasks=tasks) if tasks is not None else options
         name = self.key(topology, operation, bytes, **keyed)

@@ -35,6 +35,11 @@ def _reproduce(label: str, run, as_json: bool, json_view=lambda result: result) 
     return result
 
 
+def _headline_view(result: dict) -> dict:
+    """A paper 004 reproduction as --json prints it: the headline figures and the files."""
+    return {"headline": result["headline"], "files": result["files"], "quick": result["quick"]}
+
+
 def _without_rows(result: dict) -> dict:
     return {k: v for k, v in result.items() if k != "rows"}
 
@@ -161,7 +166,7 @@ def ethernet_cmd(
         from netweave.reproduce import ethernet_emulated
 
         result = _reproduce("paper 004 (emulated)", lambda progress: ethernet_emulated.run(out, quick=quick, progress=progress),
-                            as_json, lambda r: {"headline": r["headline"], "files": r["files"], "quick": r["quick"]})
+                            as_json, _headline_view)
         if result is None:
             return
         h = result["headline"]
@@ -170,7 +175,7 @@ def ethernet_cmd(
         print(f"wrote {len(result['files'])} files to {out} (summary_emulated.md)")
         return
     result = _reproduce("paper 004", lambda progress: ethernet.run(out, quick=quick, progress=progress), as_json,
-                        lambda r: {"headline": r["headline"], "files": r["files"], "quick": r["quick"]})
+                        _headline_view)
     if result is None:
         return
     h = result["headline"]

@@ -253,7 +253,7 @@ def run(out_dir: Path, quick: bool = False, progress: Callable[[str], None] | No
     result["table_6_2"] = table_6_2(quick)
     files = []
     for key in ("policies", "relaying", "scheduling", "perturbation", "two_clusters", "table_6_2"):
-        files.append(_write_csv(out / f"{key}.csv", result[key]))
+        files.append(write_csv(out / f"{key}.csv", result[key]))
     note("plots")
     files += _plots(result, out)
     (out / "summary.md").write_text(summary(result))
@@ -263,7 +263,8 @@ def run(out_dir: Path, quick: bool = False, progress: Callable[[str], None] | No
     return result
 
 
-def _write_csv(path: Path, rows: list[dict[str, Any]]) -> Path:
+def write_csv(path: Path, rows: list[dict[str, Any]]) -> Path:
+    """`rows` (dicts with the same keys) as a CSV file with a header row; returns `path`."""
     with open(path, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0]), lineterminator="\n")
         w.writeheader()
@@ -352,22 +353,23 @@ def _plots(result: dict[str, Any], out: Path) -> list[Path]:
         plt.close(fig)
         files.append(out / name)
 
+    def lines(ax, rows, key, labels, x, y, scale_y=1.0):
+        """One line per label: the rows whose `key` is that label, `y` against `x`."""
+        for label in labels:
+            mine = [r for r in rows if r[key] == label]
+            ax.plot([r[x] for r in mine], [r[y] * scale_y for r in mine], marker="o", label=label)
+        ax.legend()
+
     fig, ax = plt.subplots(figsize=(6, 4))
-    for policy in POLICIES.values():
-        rows = [r for r in result["policies"] if r["policy"] == policy]
-        ax.plot([r["bytes"] for r in rows], [r["cost_model_vs_min_sync"] for r in rows], marker="o", label=policy)
+    lines(ax, result["policies"], "policy", POLICIES.values(), "bytes", "cost_model_vs_min_sync")
     ax.set(xscale="log", xlabel="bytes per pair", ylabel="time / Min Sync (cost model)",
            title="Fig. 5.4: task policies, 10-host tree")
-    ax.legend()
     save(fig, "policies.png")
 
     fig, ax = plt.subplots(figsize=(6, 4))
-    for collective in ("gather", "alltoall"):
-        rows = [r for r in result["relaying"] if r["collective"] == collective]
-        ax.plot([r["bytes"] for r in rows], [r["cost_model_ratio"] for r in rows], marker="o", label=collective)
+    lines(ax, result["relaying"], "collective", ("gather", "alltoall"), "bytes", "cost_model_ratio")
     ax.axhline(1.0, color="grey", lw=0.5)
     ax.set(xscale="log", xlabel="bytes per pair", ylabel="relay / no relay (cost model)", title="Fig. 5.6: relaying")
-    ax.legend()
     save(fig, "relaying.png")
 
     fig, ax = plt.subplots(figsize=(6, 4))
@@ -387,20 +389,15 @@ def _plots(result: dict[str, Any], out: Path) -> list[Path]:
 
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
     for ax, collective in zip(axes, ("gather", "alltoall")):
-        for name, _, _ in METHODS:
-            rows = [r for r in result["two_clusters"] if r["collective"] == collective and r["method"] == name]
-            ax.plot([r["bytes"] for r in rows], [r["flow_s"] * 1e3 for r in rows], marker="o", label=name)
+        rows = [r for r in result["two_clusters"] if r["collective"] == collective]
+        lines(ax, rows, "method", [m[0] for m in METHODS], "bytes", "flow_s", scale_y=1e3)
         ax.set(xscale="log", yscale="log", xlabel="bytes per pair", ylabel="ms (flow model)",
                title=f"Figs. 6.9/6.10: {collective}, 32+32 hosts")
-        ax.legend()
     save(fig, "two_clusters.png")
 
     fig, ax = plt.subplots(figsize=(6, 4))
-    for name in ("Concurrent", "Random", "Max Sync", "OURS"):
-        rows = [r for r in result["table_6_2"] if r["method"] == name]
-        ax.plot([r["clusters"] for r in rows], [r["flow_s"] for r in rows], marker="o", label=name)
+    lines(ax, result["table_6_2"], "method", ("Concurrent", "Random", "Max Sync", "OURS"), "clusters", "flow_s")
     ax.set(yscale="log", xlabel="clusters (Table 6.2 order)", ylabel="s (flow model)",
            title="Fig. 6.11: 100 KB all-to-all")
-    ax.legend()
     save(fig, "table_6_2.png")
     return files

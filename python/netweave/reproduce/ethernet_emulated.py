@@ -25,13 +25,13 @@ sync messages cost microseconds instead of the thesis' LAN latencies.
 
 from __future__ import annotations
 
-import csv
 import json
 import uuid
 from pathlib import Path
 from typing import Any, Callable, Optional
 
 from netweave import emulate, routing, runtime, topology, traffic
+from netweave.reproduce.ethernet import write_csv
 
 #: Senders of the incast experiment, the bytes each sends, and the switch port queue.
 SENDERS, QUICK_SENDERS = (1, 2, 4, 8, 16, 31), (4, 31)
@@ -143,12 +143,7 @@ def run(out_dir: Path, quick: bool = False, progress: Callable[[str], None] | No
                               "alltoall_vs_mpi": alltoall_vs_mpi(quick, note)}
     files = []
     for key in ("incast", "gather_relaying", "alltoall_vs_mpi"):
-        path = out / f"emulated_{key}.csv"
-        with open(path, "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=list(result[key][0]), lineterminator="\n")
-            w.writeheader()
-            w.writerows(result[key])
-        files.append(path)
+        files.append(write_csv(out / f"emulated_{key}.csv", result[key]))
     files.append(_plot(result, out))
     (out / "summary_emulated.md").write_text(summary(result))
     (out / "results_emulated.json").write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")

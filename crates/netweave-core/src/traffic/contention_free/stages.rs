@@ -215,31 +215,20 @@ pub fn schedule(
             cursor[g as usize] += 1;
         }
         let prev = tails.tail_msg[g as usize];
-        let unscheduled = (cursor[g as usize]..end).map(|i| groups.members[i as usize]).filter(|&t| !done[t as usize]);
+        let mut unscheduled = (cursor[g as usize]..end).map(|i| groups.members[i as usize]).filter(|&t| !done[t as usize]);
         let pick = match policy {
-            Policy::MinSync => {
-                // With a predecessor the index answers; without one every member is sync-free
-                // and the first unscheduled is the answer.
-                let indexed = prev.map(|p| min_sync.pick(g, groups, tasks, paths, p, &done));
-                let mut best: Option<(u64, u32)> = None;
-                for t in unscheduled.take_while(|_| indexed.is_none()) {
-                    let c = sync_ps(paths, prev, tasks[t as usize]);
-                    if best.map_or(true, |(b, _)| c < b) {
-                        best = Some((c, t));
-                        if c == 0 {
-                            break;
-                        }
+            Policy::MinSync => match prev {
+                // Without a predecessor every member is sync-free: the first unscheduled wins.
+                None => unscheduled.next(),
+                Some(p) => {
+                    let pick = min_sync.pick(g, groups, tasks, paths, p, &done);
+                    if cfg!(debug_assertions) {
+                        let scan = unscheduled.min_by_key(|&t| sync_ps(paths, prev, tasks[t as usize]));
+                        debug_assert_eq!(pick, scan, "Min Sync's index disagrees with the scan in group {g}");
                     }
+                    pick
                 }
-                if cfg!(debug_assertions) && indexed.is_some() {
-                    let scan = (cursor[g as usize]..end)
-                        .map(|i| groups.members[i as usize])
-                        .filter(|&t| !done[t as usize])
-                        .min_by_key(|&t| sync_ps(paths, prev, tasks[t as usize]));
-                    debug_assert_eq!(indexed.flatten(), scan, "Min Sync's index disagrees with the scan in group {g}");
-                }
-                indexed.unwrap_or(best.map(|(_, t)| t))
-            }
+            },
             Policy::MaxSync => unscheduled.min_by_key(|&t| std::cmp::Reverse(sync_ps(paths, prev, tasks[t as usize]))),
             Policy::MinCost => unscheduled.min_by_key(|&t| cost[t as usize]),
             Policy::MaxCost => unscheduled.min_by_key(|&t| std::cmp::Reverse(cost[t as usize])),
