@@ -5,9 +5,11 @@
 //! - **JSON** (`.json`): `{"format": "netweave-schedule", "version": 1, "form": "phases", ...,
 //!   "phases": [[[src, dst, bytes], ...], ...]}` — readable, diffable, for tools.
 //! - **NWSCHED** (`.nws`): a 64-byte little-endian header, the name, the placement, then per
-//!   rank an index into a send table and a receive table of fixed 16-byte records
-//!   `{u32 phase, u32 peer, u64 bytes}`. A rank seeks straight to its own sends and receives,
-//!   so a C runtime reads what it needs with a few `fread`s.
+//!   rank an index into a send table and a receive table of fixed 32-byte records
+//!   `{u32 phase, u32 peer, u64 bytes, u32 blocks, u32 0, u64 first_block}` and a table of the
+//!   [`blocks`](super::blocks) each message carries, so one file serves every message size. A
+//!   rank seeks straight to its own sends and receives, so a C runtime reads what it needs with
+//!   a few `fread`s. Version 1 files (16-byte records, no blocks) are still read.
 //!
 //! The binary file stores each rank's sends in its send order; reading it back gives each
 //! phase's messages sorted by source rank ([`Schedule::canonicalized`]), which is the order
@@ -25,20 +27,25 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use super::blocks::{self, BlockLists};
 use super::dag::{Dependency, TaskGraph, TaskId};
 use super::{Collective, Delivery, Message, Schedule};
 use crate::error::{NetweaveError, Result};
 
 /// The `format` value of schedule JSON files.
 pub const JSON_FORMAT: &str = "netweave-schedule";
-/// The version both formats are written with; readers accept exactly this version.
+/// The version JSON schedules are written with; the JSON reader accepts exactly this version.
 pub const VERSION: u32 = 1;
+/// The version binary schedules are written with; the binary readers accept 1 and 2.
+pub const BINARY_VERSION: u32 = 2;
 /// First 8 bytes of a binary schedule.
 pub const MAGIC: [u8; 8] = *b"NWSCHED\0";
 /// Size of the binary header in bytes.
 pub const HEADER_BYTES: usize = 64;
-/// Size of one send or receive record in bytes.
-pub const RECORD_BYTES: usize = 16;
+/// Size of one send or receive record in bytes (version 2; version 1 records are 16 bytes,
+/// without the block fields).
+pub const RECORD_BYTES: usize = 32;
+const RECORD_BYTES_V1: usize = 16;
 /// Readers accept at most this many phases beyond one per message (empty phases carry no
 /// records, so a corrupt count could otherwise ask for any amount of memory).
 pub const MAX_EMPTY_PHASES: u64 = 1 << 20;
@@ -193,19 +200,49 @@ struct Header {
     flags: u32,
     concurrent_sends: u32,
     name_bytes: u32,
+    /// Version 2: the executor the schedule asks for ([`ExecutorHint`] code).
+    executor: u32,
+    /// Version 2: bytes per block in the schedule as generated (0: no blocks).
+    block_bytes: u64,
+    version: u32,
+}
+
+/// The executor a binary schedule asks an MPI runtime for (header field of version 2); the
+/// names are the flow simulator's. `Auto` lets the runtime choose: asynchronous with the
+/// schedule's `concurrent_sends` for direct delivery, local-sync for forwarded delivery.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum ExecutorHint {
+    #[default]
+    Auto = 0,
+    Sync = 1,
+    Async = 2,
+    LocalSync = 3,
+}
+
+impl ExecutorHint {
+    /// Parse `auto`, `sync`, `async` or `local-sync`.
+    pub fn from_name(name: &str) -> Result<Self> {
+        Ok(match name {
+            "auto" => ExecutorHint::Auto,
+            "sync" => ExecutorHint::Sync,
+            "async" => ExecutorHint::Async,
+            "local-sync" => ExecutorHint::LocalSync,
+            other => return crate::invalid!("unknown executor '{other}' (known: auto, sync, async, local-sync)"),
+        })
+    }
 }
 
 /// Write the header, the name and the placement, each padded to 8 bytes.
 fn write_preamble(out: &mut Vec<u8>, h: &Header, name: &[u8], placement: &[u32]) {
     out.extend_from_slice(&MAGIC);
-    for v in [VERSION, h.form, h.num_ranks, h.count] {
+    for v in [h.version, h.form, h.num_ranks, h.count] {
         out.extend_from_slice(&v.to_le_bytes());
     }
     out.extend_from_slice(&h.records.to_le_bytes());
-    for v in [h.collective, h.root, h.flags, h.concurrent_sends, h.name_bytes, 0] {
+    for v in [h.collective, h.root, h.flags, h.concurrent_sends, h.name_bytes, h.executor] {
         out.extend_from_slice(&v.to_le_bytes());
     }
-    out.extend_from_slice(&0u64.to_le_bytes());
+    out.extend_from_slice(&h.block_bytes.to_le_bytes());
     out.extend_from_slice(name);
     out.resize(pad8(out.len()), 0);
     for &h in placement {
@@ -214,8 +251,15 @@ fn write_preamble(out: &mut Vec<u8>, h: &Header, name: &[u8], placement: &[u32])
     out.resize(pad8(out.len()), 0);
 }
 
-/// The schedule in the compact binary `NWSCHED` format (version 1, little-endian).
+/// The schedule in the compact binary `NWSCHED` format (version 2, little-endian), with the
+/// blocks of every message when [`blocks::derive`] can tell them (else none, and an MPI runtime
+/// refuses the file with that reason).
 pub fn to_binary(s: &Schedule) -> Result<Vec<u8>> {
+    to_binary_with(s, ExecutorHint::Auto)
+}
+
+/// [`to_binary`], asking runtimes for `executor`.
+pub fn to_binary_with(s: &Schedule, executor: ExecutorHint) -> Result<Vec<u8>> {
     // Receive records list a phase's senders in the order the reader rebuilds them.
     let sorted;
     let s = if s.is_canonical() {
@@ -230,7 +274,9 @@ pub fn to_binary(s: &Schedule) -> Result<Vec<u8>> {
     if name.len() > u32::MAX as usize {
         return crate::invalid!("schedule name is too long for the binary format");
     }
-    let size = HEADER_BYTES + pad8(name.len()) + pad8(4 * n) + 2 * 8 * (n + 1) + 2 * RECORD_BYTES * m;
+    let lists: Option<BlockLists> = blocks::derive(s).ok().flatten();
+    let nblocks = lists.as_ref().map_or(0, |l| l.ids.len());
+    let size = HEADER_BYTES + pad8(name.len()) + pad8(4 * n) + 2 * 8 * (n + 1) + 2 * RECORD_BYTES * m + 8 + pad8(4 * nblocks);
     let mut out = Vec::with_capacity(size);
     let (code, root) = collective_code(s.collective());
     let mut flags = 0;
@@ -250,6 +296,9 @@ pub fn to_binary(s: &Schedule) -> Result<Vec<u8>> {
         flags,
         concurrent_sends: s.concurrent_sends(),
         name_bytes: name.len() as u32,
+        executor: executor as u32,
+        block_bytes: lists.as_ref().map_or(0, |l| l.block_bytes),
+        version: BINARY_VERSION,
     };
     write_preamble(&mut out, &header, name, s.placement());
     let phase_of = s.message_phases();
@@ -266,8 +315,19 @@ pub fn to_binary(s: &Schedule) -> Result<Vec<u8>> {
             out.extend_from_slice(&phase_of[i as usize].to_le_bytes());
             out.extend_from_slice(&(if peer_is_dst { msg.dst } else { msg.src }).to_le_bytes());
             out.extend_from_slice(&msg.bytes.to_le_bytes());
+            let (count, first) = lists.as_ref().map_or((0, 0), |l| {
+                (l.offsets[i as usize + 1] - l.offsets[i as usize], l.offsets[i as usize])
+            });
+            out.extend_from_slice(&(count as u32).to_le_bytes());
+            out.extend_from_slice(&0u32.to_le_bytes());
+            out.extend_from_slice(&first.to_le_bytes());
         }
     }
+    out.extend_from_slice(&(nblocks as u64).to_le_bytes());
+    for &b in lists.as_ref().map_or(&[][..], |l| &l.ids) {
+        out.extend_from_slice(&b.to_le_bytes());
+    }
+    out.resize(pad8(out.len()), 0);
     debug_assert_eq!(out.len(), size);
     Ok(out)
 }
@@ -296,6 +356,18 @@ impl Reader<'_> {
     fn u64(&mut self, what: &str) -> Result<u64> {
         Ok(u64::from_le_bytes(self.take(8, what)?.try_into().expect("8 bytes")))
     }
+    /// The block fields of a version-2 record (`u32 count, u32 0, u64 first`); (0, 0) in version 1.
+    fn block_fields(&mut self, v2: bool, what: &str) -> Result<(u64, u64)> {
+        if !v2 {
+            return Ok((0, 0));
+        }
+        let (count, zero, first) = (self.u32(what)?, self.u32(what)?, self.u64(what)?);
+        if zero != 0 {
+            return Err(bin_err(format!("a reserved field of the {what} is not zero")));
+        }
+        Ok((u64::from(count), first))
+    }
+
     fn align8(&mut self, what: &str) -> Result<()> {
         let pad = pad8(self.pos) - self.pos;
         if self.take(pad, what)?.iter().any(|&b| b != 0) {
@@ -310,8 +382,10 @@ impl Reader<'_> {
             return Err(bin_err("not a netweave binary schedule (the file does not start with NWSCHED)"));
         }
         let version = self.u32("header")?;
-        if version != VERSION {
-            return Err(bin_err(format!("version {version} is not supported (this netweave reads version {VERSION})")));
+        if version != 1 && version != BINARY_VERSION {
+            return Err(bin_err(format!(
+                "version {version} is not supported (this netweave reads versions 1 and {BINARY_VERSION})"
+            )));
         }
         let form = self.u32("header")?;
         if form != want_form {
@@ -324,10 +398,27 @@ impl Reader<'_> {
         let (num_ranks, count, records) = (self.u32("header")?, self.u32("header")?, self.u64("header")?);
         let (collective, root, flags, concurrent_sends, name_bytes) =
             (self.u32("header")?, self.u32("header")?, self.u32("header")?, self.u32("header")?, self.u32("header")?);
-        if self.u32("header")? != 0 || self.u64("header")? != 0 {
+        let (executor, block_bytes) = (self.u32("header")?, self.u64("header")?);
+        if version == 1 && (executor != 0 || block_bytes != 0) {
             return Err(bin_err("reserved header fields are not zero"));
         }
-        Ok(Header { form, num_ranks, count, records, collective, root, flags, concurrent_sends, name_bytes })
+        if executor > ExecutorHint::LocalSync as u32 {
+            return Err(bin_err(format!("unknown executor code {executor} (known: 0-3)")));
+        }
+        Ok(Header {
+            form,
+            num_ranks,
+            count,
+            records,
+            collective,
+            root,
+            flags,
+            concurrent_sends,
+            name_bytes,
+            executor,
+            block_bytes,
+            version,
+        })
     }
 
     /// The name and the placement that follow the header.
@@ -369,13 +460,28 @@ pub fn from_binary(data: &[u8]) -> Result<Schedule> {
     }
     // Check the total size before allocating anything proportional to the counts.
     let n = num_ranks as u64;
-    let expected = (|| {
+    let v2 = header.version >= 2;
+    let record_bytes = if v2 { RECORD_BYTES } else { RECORD_BYTES_V1 } as u64;
+    let records_end = (|| {
         let fixed = (HEADER_BYTES as u64).checked_add(pad8(name_bytes as usize) as u64)?;
         let placement = (4 * n).div_ceil(8) * 8;
         let index = 16u64.checked_mul(n + 1)?;
-        let records = (2 * RECORD_BYTES as u64).checked_mul(num_messages)?;
+        let records = (2 * record_bytes).checked_mul(num_messages)?;
         fixed.checked_add(placement)?.checked_add(index)?.checked_add(records)
     })();
+    // Version 2 ends with the block table: a u64 count, then that many u32 block ids.
+    let num_blocks = match records_end {
+        Some(end) if v2 && end.checked_add(8).is_some_and(|e| e <= data.len() as u64) => {
+            u64::from_le_bytes(data[end as usize..end as usize + 8].try_into().expect("8 bytes"))
+        }
+        _ => 0,
+    };
+    let expected = records_end.and_then(|end| {
+        if !v2 {
+            return Some(end);
+        }
+        end.checked_add(8)?.checked_add(num_blocks.checked_mul(4)?.checked_add(7)? / 8 * 8)
+    });
     if expected != Some(data.len() as u64) {
         return Err(bin_err(format!(
             "file is {} bytes but its header ({num_ranks} ranks, {num_messages} messages, {name_bytes}-byte name) implies {}",
@@ -399,12 +505,14 @@ pub fn from_binary(data: &[u8]) -> Result<Schedule> {
     }
     // Send table: rebuild phases. Records of a rank must come in phase order.
     let mut phases: Vec<Vec<Message>> = vec![Vec::new(); num_phases as usize];
-    let mut sends_in_phase: Vec<u64> = Vec::new();
+    // (phase, position in it, blocks, first block) of every send record.
+    let mut send_blocks: Vec<(u32, usize, u64, u64)> = Vec::new();
     for src in 0..num_ranks {
         let count = index[0][src as usize + 1] - index[0][src as usize];
         let mut last_phase = 0;
         for k in 0..count {
             let (phase, dst, bytes) = (r.u32("send table")?, r.u32("send table")?, r.u64("send table")?);
+            let (blocks, first) = r.block_fields(v2, "send table")?;
             if phase >= num_phases || dst >= num_ranks {
                 return Err(bin_err(format!(
                     "send record {k} of rank {src} names phase {phase} / rank {dst}, outside {num_phases} phases / {num_ranks} ranks"
@@ -414,10 +522,10 @@ pub fn from_binary(data: &[u8]) -> Result<Schedule> {
                 return Err(bin_err(format!("sends of rank {src} are not in phase order (record {k})")));
             }
             last_phase = phase;
+            send_blocks.push((phase, phases[phase as usize].len(), blocks, first));
             phases[phase as usize].push(Message { src, dst, bytes });
         }
     }
-    sends_in_phase.extend(phases.iter().map(|p| p.len() as u64));
     let s = Schedule::from_phases(name, num_ranks, phases)
         .and_then(|s| s.with_placement(placement))
         .and_then(|s| s.with_concurrent_sends(concurrent_sends))
@@ -425,6 +533,11 @@ pub fn from_binary(data: &[u8]) -> Result<Schedule> {
     let delivery = if flags & FLAG_FORWARDED != 0 { Delivery::Forwarded } else { Delivery::Direct };
     let s = s.with_collective(collective, delivery).with_permutation_claim(flags & FLAG_PERMUTATION != 0);
     // Receive table: must be exactly the receive order of the send table.
+    // Blocks of message i as the send table gives them: (count, first).
+    let mut blocks_of = vec![(0u64, 0u64); s.num_messages()];
+    for &(phase, pos, count, first) in &send_blocks {
+        blocks_of[s.phase_offsets()[phase as usize] as usize + pos] = (count, first);
+    }
     let recvs = s.receive_order();
     let phase_of = s.message_phases();
     for dst in 0..num_ranks {
@@ -433,27 +546,73 @@ pub fn from_binary(data: &[u8]) -> Result<Schedule> {
         }
         for (k, &i) in recvs.of(dst).iter().enumerate() {
             let (phase, src, bytes) = (r.u32("receive table")?, r.u32("receive table")?, r.u64("receive table")?);
+            let blocks = r.block_fields(v2, "receive table")?;
             let m = s.message(i as usize);
-            if (phase, src, bytes) != (phase_of[i as usize], m.src, m.bytes) {
+            if (phase, src, bytes, blocks) != (phase_of[i as usize], m.src, m.bytes, blocks_of[i as usize]) {
                 return Err(bin_err(format!(
                     "receive record {k} of rank {dst} (phase {phase}, from {src}, {bytes} bytes) disagrees with the send table"
                 )));
             }
         }
     }
+    if v2 {
+        check_block_table(&mut r, &s, &blocks_of, num_blocks, header.block_bytes)?;
+    }
     Ok(s)
+}
+
+/// A version-2 block table must be exactly what [`blocks::derive`] gives for the schedule (or
+/// empty, for a schedule that carries no blocks).
+fn check_block_table(
+    r: &mut Reader,
+    s: &Schedule,
+    blocks_of: &[(u64, u64)],
+    num_blocks: u64,
+    block_bytes: u64,
+) -> Result<()> {
+    r.u64("block count")?;
+    let ids = (0..num_blocks).map(|_| r.u32("block table")).collect::<Result<Vec<u32>>>()?;
+    r.align8("block table")?;
+    if num_blocks == 0 && block_bytes == 0 && blocks_of.iter().all(|&(c, _)| c == 0) {
+        return Ok(()); // not block-aware: runs by bytes only
+    }
+    let derived = blocks::derive(s)
+        .map_err(|e| bin_err(e.to_string()))?
+        .ok_or_else(|| bin_err(format!("a {} schedule carries no blocks, but the file lists some", s.collective().name())))?;
+    if derived.block_bytes != block_bytes {
+        return Err(bin_err(format!(
+            "the header says blocks of {block_bytes} bytes, the messages imply {}",
+            derived.block_bytes
+        )));
+    }
+    for (i, &(count, first)) in blocks_of.iter().enumerate() {
+        let listed = first.checked_add(count).filter(|&e| e <= num_blocks).map(|e| &ids[first as usize..e as usize]);
+        if listed != Some(derived.of(i)) {
+            let m = s.message(i);
+            return Err(bin_err(format!(
+                "the blocks listed for message {} → {} (phase message {i}) are not the ones it carries",
+                m.src, m.dst
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// `form` value of a binary task DAG (paper 004's schedules; phases are form 0).
 pub const FORM_DAG: u32 = 1;
-/// Size of one task record (`u32 src, u32 dst, u64 bytes`) and of one dependency record
-/// (`u32 task, u32 kind`) in a binary DAG.
-pub const TASK_RECORD_BYTES: usize = 16;
+/// Size of one task record (`u32 src, u32 dst, u64 bytes, u32 block, u32 0, u64 offset`;
+/// version 1: the first three only) and of one dependency record (`u32 task, u32 kind`) in a
+/// binary DAG.
+pub const TASK_RECORD_BYTES: usize = 32;
+const TASK_RECORD_BYTES_V1: usize = 16;
 pub const DEPENDENCY_RECORD_BYTES: usize = 8;
 
-/// A task graph in the binary `NWSCHED` DAG form (version 1, form 1): header, name, placement,
+/// A task graph in the binary `NWSCHED` DAG form (version 2, form 1): header, name, placement,
 /// task records, a predecessor index and dependency records (`kind` 0 = complete, 1 = relay).
-/// Executors read it whole; see `docs/schedule-format.md`.
+/// When the tasks add up to an all-to-all or a gather ([`blocks::derive_dag`]), the header names
+/// that collective and the block size and each task record its block and offset, so an MPI
+/// runtime can run the DAG at any size; otherwise the collective is custom and blocks are
+/// `u32::MAX`. Executors read it whole; see `docs/schedule-format.md`.
 ///
 /// ```
 /// use netweave_core::traffic::{dag::{Dependency, TaskGraph}, io, Message};
@@ -470,23 +629,32 @@ pub fn dag_to_binary(g: &TaskGraph) -> Vec<u8> {
     let size = HEADER_BYTES + pad8(name.len()) + pad8(4 * n) + TASK_RECORD_BYTES * t + 8 * (t + 1)
         + DEPENDENCY_RECORD_BYTES * e;
     let mut out = Vec::with_capacity(size);
-    // collective: custom (a DAG claims nothing), root 0, no flags, one send at a time.
+    let found = blocks::derive_dag(g);
+    let (collective, root) = found.as_ref().map_or((4, 0), |b| collective_code(b.collective));
+    // No flags, one send at a time.
     let header = Header {
         form: FORM_DAG,
         num_ranks: g.num_ranks(),
         count: t as u32,
         records: e as u64,
-        collective: 4,
-        root: 0,
+        collective,
+        root,
         flags: 0,
         concurrent_sends: 1,
         name_bytes: name.len() as u32,
+        executor: 0,
+        block_bytes: found.as_ref().map_or(0, |b| b.block_bytes),
+        version: BINARY_VERSION,
     };
     write_preamble(&mut out, &header, name, g.placement());
-    for m in g.tasks() {
+    for (i, m) in g.tasks().iter().enumerate() {
         out.extend_from_slice(&m.src.to_le_bytes());
         out.extend_from_slice(&m.dst.to_le_bytes());
         out.extend_from_slice(&m.bytes.to_le_bytes());
+        let (block, offset) = found.as_ref().map_or((u32::MAX, 0), |b| (b.block[i], b.offset[i]));
+        out.extend_from_slice(&block.to_le_bytes());
+        out.extend_from_slice(&0u32.to_le_bytes());
+        out.extend_from_slice(&offset.to_le_bytes());
     }
     let mut first = 0u64;
     out.extend_from_slice(&first.to_le_bytes());
@@ -513,7 +681,8 @@ pub fn dag_from_binary(data: &[u8]) -> Result<TaskGraph> {
     let expected = (|| {
         let fixed = (HEADER_BYTES as u64).checked_add(pad8(name_bytes as usize) as u64)?;
         let placement = (4 * num_ranks as u64).div_ceil(8) * 8;
-        let tasks = (TASK_RECORD_BYTES as u64 + 8).checked_mul(num_tasks)?.checked_add(8)?;
+        let record = if header.version >= 2 { TASK_RECORD_BYTES } else { TASK_RECORD_BYTES_V1 } as u64;
+        let tasks = (record + 8).checked_mul(num_tasks)?.checked_add(8)?;
         let edges = (DEPENDENCY_RECORD_BYTES as u64).checked_mul(num_edges)?;
         fixed.checked_add(placement)?.checked_add(tasks)?.checked_add(edges)
     })();
@@ -526,8 +695,16 @@ pub fn dag_from_binary(data: &[u8]) -> Result<TaskGraph> {
     }
     let (name, placement) = r.name_and_placement(&header)?;
     let mut tasks = Vec::with_capacity(num_tasks as usize);
+    let mut placed = Vec::with_capacity(num_tasks as usize);
     for _ in 0..num_tasks {
         tasks.push(Message { src: r.u32("task table")?, dst: r.u32("task table")?, bytes: r.u64("task table")? });
+        if header.version >= 2 {
+            let (block, zero, offset) = (r.u32("task table")?, r.u32("task table")?, r.u64("task table")?);
+            if zero != 0 {
+                return Err(bin_err("a reserved field of the task table is not zero"));
+            }
+            placed.push((block, offset));
+        }
     }
     let index = (0..=num_tasks).map(|_| r.u64("predecessor index")).collect::<Result<Vec<u64>>>()?;
     if index[0] != 0 || index[num_tasks as usize] != num_edges || index.windows(2).any(|w| w[0] > w[1]) {
@@ -547,7 +724,26 @@ pub fn dag_from_binary(data: &[u8]) -> Result<TaskGraph> {
         }
         g.add_task(m, &deps).map_err(|e| bin_err(e.to_string()))?;
     }
-    g.with_placement(placement).map_err(|e| bin_err(e.to_string()))
+    let g = g.with_placement(placement).map_err(|e| bin_err(e.to_string()))?;
+    if header.version >= 2 {
+        // The collective, block size and blocks must be what the tasks imply.
+        let found = blocks::derive_dag(&g);
+        let code = found.as_ref().map_or((4, 0), |b| collective_code(b.collective));
+        let block_bytes = found.as_ref().map_or(0, |b| b.block_bytes);
+        if code != (header.collective, header.root) || block_bytes != header.block_bytes {
+            return Err(bin_err(format!(
+                "the header's collective {} (root {}, blocks of {} bytes) is not what the tasks add up to",
+                header.collective, header.root, header.block_bytes
+            )));
+        }
+        for (t, &(block, offset)) in placed.iter().enumerate() {
+            let want = found.as_ref().map_or((u32::MAX, 0), |b| (b.block[t], b.offset[t]));
+            if (block, offset) != want {
+                return Err(bin_err(format!("task {t} names block {block} at offset {offset}, not the piece it carries")));
+            }
+        }
+    }
+    Ok(g)
 }
 
 /// Write a task DAG to `path`: `.json` as JSON, `.nws` in the binary DAG form.
@@ -632,11 +828,62 @@ mod tests {
     fn binary_layout_is_as_documented() {
         let s = Schedule::shift_alltoall(3, 10).unwrap();
         let b = to_binary(&s).unwrap();
-        // header 64, name "alltoall-shift(N=3)" 19 → 24, placement 12 → 16, index 2·4·8, records 2·6·16
-        assert_eq!(b.len(), 64 + 24 + 16 + 64 + 192);
+        // header 64, name "alltoall-shift(N=3)" 19 → 24, placement 12 → 16, index 2·4·8,
+        // records 2·6·32, block count 8, 6 block ids 24
+        assert_eq!(b.len(), 64 + 24 + 16 + 64 + 384 + 8 + 24);
+        assert_eq!(&b[56..64], &10u64.to_le_bytes()); // blocks of 10 bytes
         let send_table = 64 + 24 + 16 + 64;
-        // rank 0's first send: phase 0 to rank 1, 10 bytes
-        assert_eq!(&b[send_table..send_table + 16], &[0, 0, 0, 0, 1, 0, 0, 0, 10, 0, 0, 0, 0, 0, 0, 0]);
+        // rank 0's first send: phase 0 to rank 1, 10 bytes, 1 block, the first in the table
+        assert_eq!(&b[send_table..send_table + 32], &[
+            0, 0, 0, 0, 1, 0, 0, 0, 10, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0
+        ]);
+        // ... which is block 0·3 + 1
+        assert_eq!(&b[b.len() - 24..b.len() - 20], &1u32.to_le_bytes());
+    }
+
+    /// A version-1 file (16-byte records, no block table) as netweave wrote it before blocks.
+    fn version1(s: &Schedule) -> Vec<u8> {
+        let v2 = to_binary(s).unwrap();
+        let (n, m) = (s.num_ranks() as usize, s.num_messages());
+        let records = 64 + pad8(s.name().len()) + pad8(4 * n) + 16 * (n + 1);
+        let mut v1 = v2[..records].to_vec();
+        v1[8] = 1;
+        v1[52..64].fill(0);
+        for k in 0..2 * m {
+            v1.extend_from_slice(&v2[records + 32 * k..records + 32 * k + 16]);
+        }
+        v1
+    }
+
+    #[test]
+    fn version_1_files_are_still_read() {
+        for s in [Schedule::shift_alltoall(5, 3).unwrap(), crate::traffic::alltoall::bruck(6, 8).unwrap()] {
+            assert_eq!(from_binary(&version1(&s)).unwrap(), s);
+        }
+    }
+
+    #[test]
+    fn a_block_table_that_is_not_the_schedules_is_refused() {
+        let s = crate::traffic::alltoall::bruck(5, 8).unwrap();
+        let good = to_binary(&s).unwrap();
+        assert_eq!(from_binary(&good).unwrap(), s);
+        let msg = |b: &[u8]| from_binary(b).unwrap_err().to_string();
+        let mut wrong_id = good.clone();
+        let first_id = 64 + pad8(s.name().len()) + pad8(4 * 5) + 16 * 6 + 64 * s.num_messages() + 8;
+        wrong_id[first_id] ^= 1;
+        assert!(msg(&wrong_id).contains("not the ones it carries"), "{}", msg(&wrong_id));
+        let mut wrong_size = good.clone();
+        wrong_size[56] = 9;
+        assert!(msg(&wrong_size).contains("blocks of 9 bytes"), "{}", msg(&wrong_size));
+        // A schedule whose bytes are not whole blocks is written without blocks, and read back.
+        let odd = Schedule::from_phases("odd", 2, vec![vec![Message { src: 0, dst: 1, bytes: 3 }], vec![
+            Message { src: 1, dst: 0, bytes: 5 },
+        ]])
+        .unwrap()
+            .with_collective(Collective::Alltoall, Delivery::Direct);
+        let bin = to_binary(&odd).unwrap();
+        assert_eq!(&bin[56..64], &0u64.to_le_bytes());
+        assert_eq!(from_binary(&bin).unwrap(), odd);
     }
 
     #[test]
@@ -649,8 +896,8 @@ mod tests {
         let g = g.with_placement(vec![3, 2, 1, 0]).unwrap();
         let bin = dag_to_binary(&g);
         assert_eq!(dag_from_binary(&bin).unwrap(), g);
-        // header 64, name 6 → 8, placement 16, tasks 48, index 32, edges 24
-        assert_eq!(bin.len(), 64 + 8 + 16 + 48 + 32 + 24);
+        // header 64, name 6 → 8, placement 16, tasks 96, index 32, edges 24
+        assert_eq!(bin.len(), 64 + 8 + 16 + 96 + 32 + 24);
         let msg = |b: &[u8]| dag_from_binary(b).unwrap_err().to_string();
         assert!(msg(&bin[..bin.len() - 8]).contains("implies"));
         let mut cyclic = bin.clone();
@@ -669,17 +916,17 @@ mod tests {
         let msg = |b: &[u8]| from_binary(b).unwrap_err().to_string();
         assert!(msg(b"hello").contains("file ends inside the header"));
         assert!(msg(&[b"NWSCHEX\0".as_slice(), &good[8..]].concat()).contains("does not start with NWSCHED"));
-        let mut v2 = good.clone();
-        v2[8] = 2;
-        assert!(msg(&v2).contains("version 2 is not supported"));
+        let mut v3 = good.clone();
+        v3[8] = 3;
+        assert!(msg(&v3).contains("version 3 is not supported"));
         assert!(msg(&good[..good.len() - 1]).contains("implies"));
         let mut bad_phase = good.clone();
-        let send_table = good.len() - 2 * 16 * 12;
+        let send_table = good.len() - 8 - 4 * 12 - 2 * 32 * 12;
         bad_phase[send_table] = 77;
         assert!(msg(&bad_phase).contains("outside"));
         let mut bad_recv = good.clone();
-        let last = good.len() - 1;
-        bad_recv[last] = 1;
+        let last_recv_byte = good.len() - 8 - 4 * 12 - 32 + 15; // top byte of the last record's bytes
+        bad_recv[last_recv_byte] = 1;
         assert!(msg(&bad_recv).contains("disagrees with the send table"));
         assert!(from_json("{").unwrap_err().to_string().contains("schedule JSON parse error"));
         let j = to_json(&Schedule::shift_alltoall(3, 1).unwrap());

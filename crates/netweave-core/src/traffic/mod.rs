@@ -29,6 +29,7 @@
 
 pub mod alloc;
 pub mod alltoall;
+pub mod blocks;
 pub mod collectives;
 pub mod contention_free;
 pub mod dag;
