@@ -1,0 +1,120 @@
+/* nwcheck: checks that a collective returns bit-identical results with and without netweave's
+ * library, on random data, for several datatypes and counts, on MPI_COMM_WORLD and on a split
+ * communicator, with MPI_IN_PLACE where MPI allows it.
+ *
+ *   nwcheck --collective alltoall|allgather|gather [--counts 0,1,7,1000] [--root R]
+ *           [--split] [--in-place] [--seed S]
+ *
+ * Each case calls MPI_<collective> (which the preloaded library may run with a schedule) and
+ * PMPI_<collective> (always the MPI library's own) on the same random input and compares every
+ * byte. Rank 0 prints one JSON line {"cases": n, "mismatches": m}; the exit status is 1 when any
+ * result differs, naming the first difference on stderr.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum coll { ALLTOALL, ALLGATHER, GATHER };
+
+static uint64_t next(uint64_t *s) {
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static int call(enum coll c, int pmpi, const void *s, int count, MPI_Datatype t, void *r, int root, MPI_Comm comm) {
+    switch (c) {
+    case ALLTOALL: return (pmpi ? PMPI_Alltoall : MPI_Alltoall)(s, count, t, r, count, t, comm);
+    case ALLGATHER: return (pmpi ? PMPI_Allgather : MPI_Allgather)(s, count, t, r, count, t, comm);
+    default: return (pmpi ? PMPI_Gather : MPI_Gather)(s, count, t, r, count, t, root, comm);
+    }
+}
+
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    int wrank;
+    MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
+    enum coll c = ALLTOALL;
+    char counts[256] = "0,1,7,1000";
+    int root = 0, split = 0, in_place = 0;
+    uint64_t seed = 1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
+        if (!strcmp(a, "--split")) split = 1;
+        else if (!strcmp(a, "--in-place")) in_place = 1;
+        else if (!strcmp(a, "--collective") && ++i) c = !strcmp(v, "allgather") ? ALLGATHER : !strcmp(v, "gather") ? GATHER : ALLTOALL;
+        else if (!strcmp(a, "--counts") && ++i) snprintf(counts, sizeof counts, "%s", v);
+        else if (!strcmp(a, "--root") && ++i) root = atoi(v);
+        else if (!strcmp(a, "--seed") && ++i) seed = strtoull(v, NULL, 10);
+        else {
+            if (!wrank) fprintf(stderr, "nwcheck: unknown option %s\n", a);
+            MPI_Finalize();
+            return 2;
+        }
+    }
+    MPI_Datatype contig;
+    MPI_Type_contiguous(3, MPI_INT, &contig);
+    MPI_Type_commit(&contig);
+    MPI_Datatype types[] = {MPI_BYTE, MPI_INT, MPI_DOUBLE, contig};
+    const char *type_names[] = {"MPI_BYTE", "MPI_INT", "MPI_DOUBLE", "contiguous(3, MPI_INT)"};
+    MPI_Comm comms[2] = {MPI_COMM_WORLD, MPI_COMM_NULL};
+    if (split) MPI_Comm_split(MPI_COMM_WORLD, wrank % 2, wrank, &comms[1]);
+    long cases = 0, bad = 0;
+    for (int ci = 0; ci < 1 + split; ci++) {
+        MPI_Comm comm = comms[ci];
+        int rank, n;
+        MPI_Comm_rank(comm, &rank);
+        MPI_Comm_size(comm, &n);
+        int r = root % n;
+        for (int ti = 0; ti < 4; ti++) {
+            int size;
+            MPI_Type_size(types[ti], &size);
+            char list[256], *save = NULL;
+            snprintf(list, sizeof list, "%s", counts);
+            for (char *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+                long count = atol(tok);
+                size_t block = (size_t)count * (size_t)size, blocks = c == ALLTOALL ? (size_t)n : 1;
+                size_t in_bytes = block * blocks, out_bytes = block * (size_t)n;
+                unsigned char *in = malloc(in_bytes + 1), *a = malloc(out_bytes + 1), *b = malloc(out_bytes + 1);
+                uint64_t s = seed * 1000003u + (uint64_t)rank * 7919u + (uint64_t)count * 31u + (uint64_t)ti;
+                for (size_t i = 0; i < in_bytes; i++) in[i] = (unsigned char)next(&s);
+                for (size_t i = 0; i < out_bytes; i++) a[i] = b[i] = (unsigned char)next(&s);
+                for (int pass = 0; pass < 1 + in_place; pass++) {
+                    int inplace = pass == 1 && (c != GATHER || rank == r);
+                    unsigned char *out[2] = {a, b};
+                    for (int pm = 0; pm < 2; pm++) {
+                        const void *send = in;
+                        if (pass == 1) { /* MPI_IN_PLACE: the input sits where MPI says */
+                            memset(out[pm], 0xee, out_bytes);
+                            if (c == ALLTOALL) memcpy(out[pm], in, in_bytes);
+                            else if (c == ALLGATHER || rank == r) memcpy(out[pm] + block * (size_t)(c == ALLGATHER ? rank : r), in, block);
+                            if (inplace) send = MPI_IN_PLACE;
+                        }
+                        call(c, pm, send, (int)count, types[ti], out[pm], r, comm);
+                    }
+                    cases++;
+                    int differs = (c != GATHER || rank == r) && memcmp(a, b, out_bytes) != 0;
+                    if (differs) {
+                        size_t at = 0;
+                        while (a[at] == b[at]) at++;
+                        fprintf(stderr, "nwcheck: rank %d of %d: %s count %ld%s: byte %zu differs (block %zu)\n", rank, n,
+                                type_names[ti], count, pass ? " in place" : "", at, block ? at / block : 0);
+                    }
+                    bad += differs;
+                }
+                free(in), free(a), free(b);
+            }
+        }
+    }
+    long total_bad = 0;
+    PMPI_Allreduce(&bad, &total_bad, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+    if (!wrank) printf("{\"cases\": %ld, \"mismatches\": %ld}\n", cases, total_bad);
+    if (comms[1] != MPI_COMM_NULL) MPI_Comm_free(&comms[1]);
+    MPI_Type_free(&contig);
+    MPI_Finalize();
+    return total_bad ? 1 : 0;
+}

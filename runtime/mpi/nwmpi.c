@@ -1,0 +1,303 @@
+/* nwmpi.c — netweave's schedules inside MPI_Alltoall, MPI_Allgather and MPI_Gather (PMPI).
+ *
+ * Load it with LD_PRELOAD (or link it before the MPI library) and name schedules with
+ * NETWEAVE_SCHEDULE; every other MPI call goes to the MPI library untouched. See
+ * docs/mpi-runtime.md for the environment, the selection rules and the limits:
+ *
+ *   NETWEAVE_SCHEDULE=a2a.nws            one schedule file (used where its collective and size fit)
+ *   NETWEAVE_SCHEDULE=dir/               dir/<collective>-<ranks>.nws, e.g. dir/alltoall-16.nws
+ *   NETWEAVE_EXECUTOR=sync|async|local-sync|auto   overrides the schedule's executor
+ *   NETWEAVE_CONCURRENT_SENDS=K          sends in flight for the asynchronous executor
+ *   NETWEAVE_VERBOSE=1                   one stderr line per communicator and collective saying
+ *                                        which schedule runs, or why the native one does
+ *
+ * A call uses a schedule when the file is for that collective (and root) on a communicator of
+ * its size, the communicator is an intra-communicator and the datatypes are contiguous on the
+ * calling rank; otherwise the native collective runs. A corrupt file is one error line and an
+ * abort, at MPI_Init (a single file) or at first use (a directory).
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "../core/collective.h"
+#include "../core/nws.h"
+#include "transport_mpi.h"
+
+int netweave_mpi_use(const char *path);
+
+enum { COLL_ALLTOALL, COLL_ALLGATHER, COLL_GATHER, NCOLL };
+static const char *const coll_name[NCOLL] = {"alltoall", "allgather", "gather"};
+static const char *const call_name[NCOLL] = {"MPI_Alltoall", "MPI_Allgather", "MPI_Gather"};
+static const uint32_t coll_code[NCOLL] = {NWS_ALLTOALL, NWS_ALLGATHER, NWS_GATHER};
+
+static struct {
+    int on;           /* a schedule path is set */
+    int is_dir;
+    char path[4096];
+    int executor;     /* -1: the schedule's */
+    uint32_t concurrent;
+    int verbose;
+    unsigned generation; /* bumped by netweave_mpi_use: cached choices are stale */
+    int keyval;
+} g = {.executor = -1, .keyval = MPI_KEYVAL_INVALID};
+
+typedef struct {
+    unsigned generation;
+    int usable;        /* 1: run the plan; 0: native */
+    nws_phases sched;
+    nw_plan *plan;
+} choice;
+
+typedef struct {
+    MPI_Comm comm; /* private duplicate for netweave's messages */
+    int rank, size;
+    choice c[NCOLL];
+    nw_mpi_transport tp;
+} comm_state;
+
+static void say(MPI_Comm comm, const char *fmt, const char *a, const char *b) {
+    int rank = 0;
+    PMPI_Comm_rank(comm, &rank);
+    if (rank != 0) return;
+    fprintf(stderr, "netweave: ");
+    fprintf(stderr, fmt, a, b);
+    fputc('\n', stderr);
+}
+
+static void die(MPI_Comm comm, const char *what, const char *why) {
+    fprintf(stderr, "netweave: %s: %s\n", what, why);
+    fflush(stderr);
+    PMPI_Abort(comm, 2);
+}
+
+static void drop_choice(choice *c) {
+    nw_plan_free(c->plan);
+    nws_phases_free(&c->sched);
+    memset(c, 0, sizeof *c);
+}
+
+static int delete_state(MPI_Comm comm, int keyval, void *value, void *extra) {
+    (void)comm, (void)keyval, (void)extra;
+    comm_state *st = value;
+    for (int i = 0; i < NCOLL; i++) drop_choice(&st->c[i]);
+    nw_mpi_transport_free(&st->tp);
+    PMPI_Comm_free(&st->comm);
+    free(st);
+    return MPI_SUCCESS;
+}
+
+/* Read the settings; check a single schedule file now, so a corrupt one fails at MPI_Init. */
+static void setup(void) {
+    const char *path = getenv("NETWEAVE_SCHEDULE");
+    const char *ex = getenv("NETWEAVE_EXECUTOR"), *k = getenv("NETWEAVE_CONCURRENT_SENDS");
+    const char *v = getenv("NETWEAVE_VERBOSE");
+    g.verbose = v && *v && strcmp(v, "0");
+    if (ex && *ex) {
+        if (!strcmp(ex, "auto")) g.executor = NWS_EXEC_AUTO;
+        else if (!strcmp(ex, "sync")) g.executor = NWS_EXEC_SYNC;
+        else if (!strcmp(ex, "async")) g.executor = NWS_EXEC_ASYNC;
+        else if (!strcmp(ex, "local-sync")) g.executor = NWS_EXEC_LOCAL_SYNC;
+        else die(MPI_COMM_WORLD, "NETWEAVE_EXECUTOR", "must be auto, sync, async or local-sync");
+    }
+    if (k && *k) {
+        char *end;
+        long n = strtol(k, &end, 10);
+        if (*end || n < 1 || n > 1 << 20) die(MPI_COMM_WORLD, "NETWEAVE_CONCURRENT_SENDS", "must be a positive integer");
+        g.concurrent = (uint32_t)n;
+    }
+    PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_state, &g.keyval, NULL);
+    if (path && *path) netweave_mpi_use(path);
+}
+
+/* Switch every later call to the schedules at `path` (a file or a directory), or to the native
+ * collectives with NULL. Collective over MPI_COMM_WORLD in spirit: call it on every rank. A bad
+ * single file aborts with its reason. Returns 0. (nwbench uses it to time several schedules in
+ * one run.) */
+int netweave_mpi_use(const char *path) {
+    g.generation++;
+    g.on = path && *path;
+    if (!g.on) return 0;
+    snprintf(g.path, sizeof g.path, "%s", path);
+    struct stat sb;
+    if (stat(path, &sb)) die(MPI_COMM_WORLD, path, "no such schedule file or directory (NETWEAVE_SCHEDULE)");
+    g.is_dir = S_ISDIR(sb.st_mode);
+    if (!g.is_dir) {
+        char err[512];
+        size_t len = 0;
+        unsigned char *data = nws_load(path, &len, err, sizeof err);
+        nws_phases s;
+        if (!data || nws_phases_parse(data, len, 0, &s, err, sizeof err)) die(MPI_COMM_WORLD, path, err);
+        nws_phases_free(&s);
+        free(data);
+    }
+    return 0;
+}
+
+int MPI_Init(int *argc, char ***argv) {
+    int rc = PMPI_Init(argc, argv);
+    if (rc == MPI_SUCCESS) setup();
+    return rc;
+}
+
+int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
+    int rc = PMPI_Init_thread(argc, argv, required, provided);
+    if (rc == MPI_SUCCESS) setup();
+    return rc;
+}
+
+int MPI_Finalize(void) {
+    if (g.keyval != MPI_KEYVAL_INVALID) {
+        PMPI_Comm_delete_attr(MPI_COMM_WORLD, g.keyval); /* world's attributes may outlive Finalize */
+        PMPI_Comm_free_keyval(&g.keyval);
+    }
+    return PMPI_Finalize();
+}
+
+static comm_state *state_of(MPI_Comm comm) {
+    void *value;
+    int found = 0;
+    PMPI_Comm_get_attr(comm, g.keyval, &value, &found);
+    if (found) return value;
+    comm_state *st = calloc(1, sizeof *st);
+    if (!st) die(comm, "netweave", "out of memory");
+    PMPI_Comm_dup(comm, &st->comm); /* collective: every rank is in this call */
+    PMPI_Comm_set_errhandler(st->comm, MPI_ERRORS_RETURN);
+    PMPI_Comm_rank(comm, &st->rank);
+    PMPI_Comm_size(comm, &st->size);
+    PMPI_Comm_set_attr(comm, g.keyval, st);
+    return st;
+}
+
+/* The schedule for collective `which` on this communicator, loaded once per generation; NULL
+ * (native) with a verbose line saying why. Depends only on the file and the communicator's
+ * size, so every rank decides alike. */
+static choice *schedule_for(comm_state *st, MPI_Comm comm, int which, int root) {
+    choice *c = &st->c[which];
+    if (c->generation != g.generation) {
+        drop_choice(c);
+        c->generation = g.generation;
+        char path[4200], err[512], why[4400] = "";
+        if (g.is_dir) snprintf(path, sizeof path, "%s/%s-%d.nws", g.path, coll_name[which], st->size);
+        else snprintf(path, sizeof path, "%s", g.path);
+        struct stat sb;
+        unsigned char *data = NULL;
+        size_t len = 0;
+        if (g.is_dir && stat(path, &sb)) {
+            snprintf(why, sizeof why, "no %s", path);
+        } else if (!(data = nws_load(path, &len, err, sizeof err)) || nws_form(data, len, err, sizeof err) < 0) {
+            die(comm, path, err);
+        } else if (nws_form(data, len, err, sizeof err) == 1) {
+            snprintf(why, sizeof why, "%s is a task DAG; this library runs phases schedules", path);
+        } else if (nws_phases_parse(data, len, 0, &c->sched, err, sizeof err)) {
+            die(comm, path, err);
+        } else if (c->sched.collective != coll_code[which]) {
+            snprintf(why, sizeof why, "%s is not a%s %s schedule", path, which == COLL_ALLTOALL ? "n" : "", coll_name[which]);
+        } else if (c->sched.ranks != (uint32_t)st->size) {
+            snprintf(why, sizeof why, "%s is for %u ranks, the communicator has %d", path, c->sched.ranks, st->size);
+        } else {
+            nws_phases_free(&c->sched);
+            if (nws_phases_parse(data, len, (uint32_t)st->rank, &c->sched, err, sizeof err)) die(comm, path, err);
+            if (!(c->plan = nw_plan_build(&c->sched, err, sizeof err))) die(comm, path, err);
+            c->usable = 1;
+            if (g.verbose) say(comm, "%s runs '%s'", call_name[which], c->sched.name);
+        }
+        free(data);
+        if (!c->usable && g.verbose) say(comm, "%s falls back to the native collective: %s", call_name[which], why);
+    }
+    if (!c->usable) return NULL;
+    if (which == COLL_GATHER && c->sched.root != (uint32_t)root) {
+        static unsigned warned_generation;
+        if (g.verbose && warned_generation != g.generation) {
+            char r[64];
+            snprintf(r, sizeof r, "the schedule's root is %u, the call's %d", c->sched.root, root);
+            say(comm, "%s falls back to the native collective: %s", call_name[which], r);
+            warned_generation = g.generation;
+        }
+        return NULL;
+    }
+    return c;
+}
+
+/* Bytes of `count` elements of `type` when they lie contiguously from the buffer start, else -1. */
+static long long contiguous_bytes(int count, MPI_Datatype type) {
+    int size;
+    MPI_Aint lb, extent, true_lb, true_extent;
+    if (PMPI_Type_size(type, &size) != MPI_SUCCESS || PMPI_Type_get_extent(type, &lb, &extent) != MPI_SUCCESS ||
+        PMPI_Type_get_true_extent(type, &true_lb, &true_extent) != MPI_SUCCESS)
+        return -1;
+    if (count < 0 || lb != 0 || true_lb != 0 || extent != size || true_extent != size) return -1;
+    return (long long)count * size;
+}
+
+static int intra(MPI_Comm comm) {
+    int inter = 1;
+    return PMPI_Comm_test_inter(comm, &inter) == MPI_SUCCESS && !inter;
+}
+
+/* Run the chosen plan; a failure aborts with its reason (the peers fail fast with it). */
+static int run(comm_state *st, choice *c, int which, const void *sendbuf, void *recvbuf, size_t block_bytes) {
+    char err[512];
+    nw_transport tp = nw_mpi_transport_start(&st->tp, st->comm, (uint32_t)st->rank, (uint32_t)st->size);
+    nw_buffers b = {.sendbuf = sendbuf, .recvbuf = recvbuf, .block_bytes = block_bytes};
+    uint32_t executor = g.executor >= 0 ? (uint32_t)g.executor : c->sched.executor;
+    if (nw_plan_run(c->plan, &tp, &b, executor, g.concurrent, err, sizeof err)) {
+        nw_mpi_transport_cancel(&st->tp);
+        die(st->comm, call_name[which], err);
+    }
+    return MPI_SUCCESS;
+}
+
+int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                 MPI_Datatype recvtype, MPI_Comm comm) {
+    if (!g.on || !intra(comm)) goto native;
+    comm_state *st = state_of(comm);
+    choice *c = schedule_for(st, comm, COLL_ALLTOALL, 0);
+    long long rb = contiguous_bytes(recvcount, recvtype);
+    long long sb = sendbuf == MPI_IN_PLACE ? rb : contiguous_bytes(sendcount, sendtype);
+    if (!c || rb < 0 || sb != rb) goto native;
+    void *copy = NULL;
+    if (sendbuf == MPI_IN_PLACE && rb) { /* the schedule reads every block before it is overwritten: send from a copy */
+        if (!(copy = malloc((size_t)rb * (size_t)st->size))) goto native;
+        memcpy(copy, recvbuf, (size_t)rb * (size_t)st->size);
+        sendbuf = copy;
+    }
+    int rc = rb ? run(st, c, COLL_ALLTOALL, sendbuf, recvbuf, (size_t)rb) : MPI_SUCCESS;
+    free(copy);
+    return rc;
+native:
+    return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+}
+
+int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                  MPI_Datatype recvtype, MPI_Comm comm) {
+    if (!g.on || !intra(comm)) goto native;
+    comm_state *st = state_of(comm);
+    choice *c = schedule_for(st, comm, COLL_ALLGATHER, 0);
+    long long rb = contiguous_bytes(recvcount, recvtype);
+    long long sb = sendbuf == MPI_IN_PLACE ? rb : contiguous_bytes(sendcount, sendtype);
+    if (!c || rb < 0 || sb != rb) goto native;
+    if (sendbuf == MPI_IN_PLACE) sendbuf = (char *)recvbuf + (size_t)rb * (size_t)st->rank;
+    return rb ? run(st, c, COLL_ALLGATHER, sendbuf, recvbuf, (size_t)rb) : MPI_SUCCESS;
+native:
+    return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+}
+
+int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+               MPI_Datatype recvtype, int root, MPI_Comm comm) {
+    if (!g.on || !intra(comm)) goto native;
+    comm_state *st = state_of(comm);
+    choice *c = schedule_for(st, comm, COLL_GATHER, root);
+    int at_root = st->rank == root;
+    long long rb = at_root ? contiguous_bytes(recvcount, recvtype) : 0;
+    long long sb = sendbuf == MPI_IN_PLACE ? rb : contiguous_bytes(sendcount, sendtype);
+    if (!c || rb < 0 || sb < 0 || (at_root && sb != rb)) goto native;
+    if (sendbuf == MPI_IN_PLACE) sendbuf = (char *)recvbuf + (size_t)rb * (size_t)root;
+    return sb ? run(st, c, COLL_GATHER, sendbuf, recvbuf, (size_t)sb) : MPI_SUCCESS;
+native:
+    return PMPI_Gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
+}
