@@ -1,8 +1,11 @@
 /* nwbench: an IMB-style timing of MPI collectives, one JSON document on stdout.
  *
  *   nwbench [--collective alltoall|allgather|gather] [--sizes 1,1024,1048576] [--reps N]
- *           [--warmup N] [--check]
+ *           [--warmup N] [--check] [--schedule FILE_OR_DIR]...
  *
+ * The native collective is measured first ("results"); with netweave's library preloaded, each
+ * --schedule is then switched on in turn (netweave_mpi_use) and measured the same way
+ * ("schedules": [{"schedule", "results"}]), so native and schedules share one run.
  * For each size (bytes per pair: each rank's block for every other rank), the collective runs
  * --warmup times untimed, then --reps times between barriers; each rank averages its own call
  * time and the report gives, as IMB does, the minimum, average and maximum of those averages
@@ -11,6 +14,7 @@
  * received byte once per size, aborting with the first mismatch.
  */
 #define _POSIX_C_SOURCE 200809L /* strdup, strtok_r */
+#include <dlfcn.h>
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -61,46 +65,9 @@ static int call(enum coll c, const void *s, void *r, size_t bytes) {
     }
 }
 
-int main(int argc, char **argv) {
-    MPI_Init(&argc, &argv);
-    int rank, n;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &n);
-    enum coll c = ALLTOALL;
-    const char *sizes = "1,1024,65536,1048576", *name = "alltoall";
-    long reps = 20, warmup = 3;
-    int check = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--check")) check = 1;
-        else if (!v) return fail("every option but --check takes a value");
-        else if (!strcmp(a, "--collective")) {
-            name = v;
-            if (!strcmp(v, "alltoall")) c = ALLTOALL;
-            else if (!strcmp(v, "allgather")) c = ALLGATHER;
-            else if (!strcmp(v, "gather")) c = GATHER;
-            else return fail("--collective must be alltoall, allgather or gather");
-            i++;
-        } else if (!strcmp(a, "--sizes")) sizes = v, i++;
-        else if (!strcmp(a, "--reps")) reps = strtol(v, NULL, 10), i++;
-        else if (!strcmp(a, "--warmup")) warmup = strtol(v, NULL, 10), i++;
-        else return fail("unknown option (use --collective, --sizes, --reps, --warmup, --check)");
-    }
-    if (reps < 1 || warmup < 0) return fail("--reps must be at least 1 and --warmup at least 0");
-    char host[MPI_MAX_PROCESSOR_NAME];
-    int hostlen;
-    MPI_Get_processor_name(host, &hostlen);
-    if (rank == 0) {
-        char version[MPI_MAX_LIBRARY_VERSION_STRING];
-        int vlen;
-        MPI_Get_library_version(version, &vlen);
-        char *nl = strchr(version, '\n');
-        if (nl) *nl = 0;
-        for (char *ch = version; *ch; ch++) /* keep the JSON string valid */
-            if ((unsigned char)*ch < 32 || *ch == '"' || *ch == '\\') *ch = ' ';
-        printf("{\"collective\": \"%s\", \"ranks\": %d, \"reps\": %ld, \"warmup\": %ld, \"library\": \"%s\", \"results\": [",
-               name, n, reps, warmup, version);
-    }
+/* Time every size of `sizes`, printing the JSON list of results on rank 0; 0 or an exit status. */
+static int measure(enum coll c, int rank, int n, const char *sizes, long reps, long warmup, int check) {
+    printf(rank == 0 ? "[" : "");
     char *list = strdup(sizes), *save = NULL;
     int first = 1;
     for (char *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
@@ -150,6 +117,69 @@ int main(int argc, char **argv) {
         free(r);
     }
     free(list);
+    printf(rank == 0 ? "]" : "");
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    int rank, n;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    enum coll c = ALLTOALL;
+    const char *sizes = "1,1024,65536,1048576", *name = "alltoall";
+    const char *schedules[64];
+    int nschedules = 0;
+    long reps = 20, warmup = 3;
+    int check = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--check")) check = 1;
+        else if (!v) return fail("every option but --check takes a value");
+        else if (!strcmp(a, "--collective")) {
+            name = v;
+            if (!strcmp(v, "alltoall")) c = ALLTOALL;
+            else if (!strcmp(v, "allgather")) c = ALLGATHER;
+            else if (!strcmp(v, "gather")) c = GATHER;
+            else return fail("--collective must be alltoall, allgather or gather");
+            i++;
+        } else if (!strcmp(a, "--sizes")) sizes = v, i++;
+        else if (!strcmp(a, "--reps")) reps = strtol(v, NULL, 10), i++;
+        else if (!strcmp(a, "--warmup")) warmup = strtol(v, NULL, 10), i++;
+        else if (!strcmp(a, "--schedule") && nschedules < 64) schedules[nschedules++] = v, i++;
+        else return fail("unknown option (use --collective, --sizes, --reps, --warmup, --check, --schedule)");
+    }
+    if (reps < 1 || warmup < 0) return fail("--reps must be at least 1 and --warmup at least 0");
+    int (*use)(const char *) = NULL;
+    if (nschedules) {
+        *(void **)&use = dlsym(RTLD_DEFAULT, "netweave_mpi_use");
+        if (!use) return fail("--schedule needs netweave's MPI library preloaded (netweave mpi bench does that)");
+        use(NULL); /* the native collective first, whatever NETWEAVE_SCHEDULE says */
+    }
+    char host[MPI_MAX_PROCESSOR_NAME];
+    int hostlen;
+    MPI_Get_processor_name(host, &hostlen);
+    if (rank == 0) {
+        char version[MPI_MAX_LIBRARY_VERSION_STRING];
+        int vlen;
+        MPI_Get_library_version(version, &vlen);
+        char *nl = strchr(version, '\n');
+        if (nl) *nl = 0;
+        for (char *ch = version; *ch; ch++) /* keep the JSON string valid */
+            if ((unsigned char)*ch < 32 || *ch == '"' || *ch == '\\') *ch = ' ';
+        printf("{\"collective\": \"%s\", \"ranks\": %d, \"reps\": %ld, \"warmup\": %ld, \"library\": \"%s\", \"results\": ",
+               name, n, reps, warmup, version);
+    }
+    int rc = measure(c, rank, n, sizes, reps, warmup, check);
+    if (rc) return rc;
+    if (rank == 0) printf(", \"schedules\": [");
+    for (int k = 0; k < nschedules; k++) {
+        use(schedules[k]);
+        if (rank == 0) printf("%s{\"schedule\": \"%s\", \"results\": ", k ? ", " : "", schedules[k]);
+        if ((rc = measure(c, rank, n, sizes, reps, warmup, check))) return rc;
+        if (rank == 0) printf("}");
+    }
+    if (use) use(NULL);
     if (rank == 0) printf("]}\n");
     MPI_Finalize();
     return 0;

@@ -11,7 +11,7 @@ import sys
 import typer
 
 from netweave._core import NetweaveError
-from netweave.cli import analyze, emulate, plan, reproduce, route, run, schedule, simulate, topo
+from netweave.cli import analyze, emulate, mpi, plan, reproduce, route, run, schedule, simulate, topo
 from netweave.cli import map as map_cli
 from netweave.cli.common import UserError
 
@@ -31,6 +31,7 @@ app.command("plan")(plan.plan_cmd)
 app.add_typer(reproduce.app, name="reproduce")
 app.command("run")(run.run_cmd)
 app.add_typer(emulate.app, name="emulate")
+app.add_typer(mpi.app, name="mpi")
 
 
 def main() -> None:

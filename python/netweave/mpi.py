@@ -1,0 +1,158 @@
+"""netweave's schedules inside MPI: launching programs with the PMPI library, and `nwbench`.
+
+The library (``runtime/mpi/nwmpi.c``, built once per MPI implementation by ``make setup`` as
+``runtime/build/libnwmpi-<impl>.so``) runs a schedule file inside ``MPI_Alltoall``,
+``MPI_Allgather`` and ``MPI_Gather`` of an unchanged program; see ``docs/mpi-runtime.md``.
+
+>>> cmd = command("openmpi", 4, ["./app"], schedule="a2a.nws")   # doctest: +SKIP
+>>> subprocess.run(cmd, env=environment(...))                     # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+from netweave import runtime
+from netweave._core import NetweaveError
+
+#: Debian's MPI implementations, by their command suffix.
+IMPLEMENTATIONS = ("openmpi", "mpich")
+#: Executors the library offers (NETWEAVE_EXECUTOR); names as the flow simulator's.
+EXECUTORS = ("auto", "sync", "async", "local-sync")
+
+
+def _built(name: str) -> Path:
+    path = runtime.executor_path().parent / name
+    if not path.exists():
+        raise NetweaveError(f"{path} is not built; run `make setup` (it needs Debian's Open MPI and MPICH)")
+    return path
+
+
+def library_path(implementation: str) -> Path:
+    """The PMPI library for `implementation` (``openmpi`` or ``mpich``)."""
+    _check(implementation)
+    return _built(f"libnwmpi-{implementation}.so")
+
+
+def program_path(program: str, implementation: str) -> Path:
+    """A bundled MPI program (``nwbench``, ``nwcheck``) built for `implementation`."""
+    _check(implementation)
+    return _built(f"{program}-{implementation}")
+
+
+def _check(implementation: str) -> None:
+    if implementation not in IMPLEMENTATIONS:
+        raise NetweaveError(f"unknown MPI '{implementation}' (known: {', '.join(IMPLEMENTATIONS)})")
+
+
+def settings(schedule: Optional[Path] = None, executor: Optional[str] = None,
+             concurrent_sends: Optional[int] = None, verbose: bool = False) -> dict[str, str]:
+    """The NETWEAVE_* environment the library reads."""
+    env: dict[str, str] = {}
+    if schedule is not None:
+        if not Path(schedule).exists():
+            raise NetweaveError(f"{schedule}: no such schedule file or directory")
+        env["NETWEAVE_SCHEDULE"] = str(Path(schedule).resolve())
+    if executor is not None:
+        if executor not in EXECUTORS:
+            raise NetweaveError(f"unknown executor '{executor}' (known: {', '.join(EXECUTORS)})")
+        env["NETWEAVE_EXECUTOR"] = executor
+    if concurrent_sends is not None:
+        if concurrent_sends < 1:
+            raise NetweaveError("concurrent sends must be at least 1")
+        env["NETWEAVE_CONCURRENT_SENDS"] = str(concurrent_sends)
+    if verbose:
+        env["NETWEAVE_VERBOSE"] = "1"
+    return env
+
+
+def command(implementation: str, ranks: int, program: Sequence[str], preload: bool = True,
+            env: Optional[dict[str, str]] = None) -> list[str]:
+    """`mpirun` of `implementation` running `program` as `ranks` processes on this machine
+    (oversubscribed), with the library preloaded and `env` passed to every rank."""
+    _check(implementation)
+    if ranks < 1:
+        raise NetweaveError("an MPI run needs at least one rank")
+    env = dict(env or {})
+    if preload:
+        env["LD_PRELOAD"] = str(library_path(implementation))
+    if implementation == "openmpi":
+        cmd = ["mpirun.openmpi", "--oversubscribe", "-np", str(ranks)]
+        if os.geteuid() == 0:
+            cmd.insert(1, "--allow-run-as-root")
+        for k, v in env.items():
+            cmd += ["-x", f"{k}={v}"]
+    else:
+        cmd = ["mpiexec.mpich", "-np", str(ranks)]
+        for k, v in env.items():
+            cmd += ["-env", k, v]
+    return cmd + [str(p) for p in program]
+
+
+def run(cmd: list[str], timeout: float) -> subprocess.CompletedProcess:
+    """Run an MPI command, output captured; after `timeout` seconds the whole process group is
+    killed (launcher and ranks) and the run fails with that reason."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise NetweaveError(f"{cmd[0]} did not finish within {timeout:g} s (every rank was killed)")
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
+def bench(implementation: str, ranks: int, collective: str, schedules: Sequence[Path], sizes: Sequence[int],
+          reps: int = 20, warmup: int = 3, check: bool = True, executor: Optional[str] = None,
+          timeout: float = 600.0) -> dict[str, Any]:
+    """Run `nwbench`: the native collective, then each schedule, in one MPI run. Returns its
+    JSON report (``results`` native; ``schedules``: ``[{schedule, results}]``)."""
+    if collective not in ("alltoall", "allgather", "gather"):
+        raise NetweaveError(f"nwbench times alltoall, allgather or gather, not '{collective}'")
+    for s in schedules:
+        if not Path(s).exists():
+            raise NetweaveError(f"{s}: no such schedule file or directory")
+    program = [program_path("nwbench", implementation), "--collective", collective,
+               "--sizes", ",".join(str(s) for s in sizes), "--reps", str(reps), "--warmup", str(warmup)]
+    program += ["--check"] if check else []
+    for s in schedules:
+        program += ["--schedule", str(Path(s).resolve())]
+    proc = run(command(implementation, ranks, program, env=settings(executor=executor)), timeout)
+    if proc.returncode != 0:
+        raise NetweaveError(f"nwbench failed (exit {proc.returncode}): {proc.stderr.strip()[-1500:]}")
+    report = json.loads(proc.stdout)
+    report["implementation"] = implementation
+    return report
+
+
+def plot_bench(report: dict[str, Any], path: Path) -> Path:
+    """Time and throughput per process against bytes per pair, native against each schedule."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    series = [("native " + report.get("implementation", ""), report["results"])]
+    series += [(Path(s["schedule"]).name, s["results"]) for s in report.get("schedules", [])]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
+    for label, rows in series:
+        rows = [r for r in rows if r["bytes"] > 0]
+        x = [r["bytes"] for r in rows]
+        left.plot(x, [r["avg_s"] * 1e6 for r in rows], marker="o", label=label)
+        right.plot(x, [r["bytes_per_s"] / 1e6 for r in rows], marker="o", label=label)
+    for ax, ylabel in ((left, "time per call, µs (avg over ranks)"), (right, "MB/s per process")):
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("bytes per pair")
+        ax.set_ylabel(ylabel)
+        ax.grid(True, which="both", lw=0.3)
+    left.legend(fontsize=8)
+    fig.suptitle(f"{report['collective']} on {report['ranks']} ranks ({report.get('library', '')[:40]})", fontsize=9)
+    fig.savefig(path, metadata={"Software": None}, bbox_inches="tight")
+    plt.close(fig)
+    return path
