@@ -3,7 +3,7 @@
  * communicator, with MPI_IN_PLACE where MPI allows it.
  *
  *   nwcheck --collective alltoall|allgather|gather [--counts 0,1,7,1000] [--root R]
- *           [--split] [--in-place] [--seed S]
+ *           [--types byte,int,double,contig] [--split] [--in-place] [--seed S]
  *
  * Each case calls MPI_<collective> (which the preloaded library may run with a schedule) and
  * PMPI_<collective> (always the MPI library's own) on the same random input and compares every
@@ -41,6 +41,7 @@ int main(int argc, char **argv) {
     enum coll c = ALLTOALL;
     char counts[256] = "0,1,7,1000";
     int root = 0, split = 0, in_place = 0;
+    char type_list[64] = "byte,int,double,contig";
     uint64_t seed = 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
@@ -49,6 +50,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--collective") && ++i) c = !strcmp(v, "allgather") ? ALLGATHER : !strcmp(v, "gather") ? GATHER : ALLTOALL;
         else if (!strcmp(a, "--counts") && ++i) snprintf(counts, sizeof counts, "%s", v);
         else if (!strcmp(a, "--root") && ++i) root = atoi(v);
+        else if (!strcmp(a, "--types") && ++i) snprintf(type_list, sizeof type_list, "%s", v);
         else if (!strcmp(a, "--seed") && ++i) seed = strtoull(v, NULL, 10);
         else {
             if (!wrank) fprintf(stderr, "nwcheck: unknown option %s\n", a);
@@ -61,6 +63,7 @@ int main(int argc, char **argv) {
     MPI_Type_commit(&contig);
     MPI_Datatype types[] = {MPI_BYTE, MPI_INT, MPI_DOUBLE, contig};
     const char *type_names[] = {"MPI_BYTE", "MPI_INT", "MPI_DOUBLE", "contiguous(3, MPI_INT)"};
+    const char *type_keys[] = {"byte", "int", "double", "contig"};
     MPI_Comm comms[2] = {MPI_COMM_WORLD, MPI_COMM_NULL};
     if (split) MPI_Comm_split(MPI_COMM_WORLD, wrank % 2, wrank, &comms[1]);
     long cases = 0, bad = 0;
@@ -71,6 +74,7 @@ int main(int argc, char **argv) {
         MPI_Comm_size(comm, &n);
         int r = root % n;
         for (int ti = 0; ti < 4; ti++) {
+            if (!strstr(type_list, type_keys[ti])) continue;
             int size;
             MPI_Type_size(types[ti], &size);
             char list[256], *save = NULL;

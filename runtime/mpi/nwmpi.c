@@ -196,7 +196,7 @@ static choice *schedule_for(comm_state *st, MPI_Comm comm, int which, int root) 
         } else if (nws_phases_parse(data, len, 0, &c->sched, err, sizeof err)) {
             die(comm, path, err);
         } else if (c->sched.collective != coll_code[which]) {
-            snprintf(why, sizeof why, "%s is not a%s %s schedule", path, which == COLL_ALLTOALL ? "n" : "", coll_name[which]);
+            snprintf(why, sizeof why, "%s is not a%s %s schedule", path, which == COLL_GATHER ? "" : "n", coll_name[which]);
         } else if (c->sched.ranks != (uint32_t)st->size) {
             snprintf(why, sizeof why, "%s is for %u ranks, the communicator has %d", path, c->sched.ranks, st->size);
         } else {

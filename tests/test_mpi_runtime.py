@@ -1,0 +1,161 @@
+"""The MPI runtime: netweave's schedules inside MPI_Alltoall / MPI_Allgather / MPI_Gather of an
+unchanged program, on Debian's Open MPI and MPICH (oversubscribed on this machine's cores).
+
+Every check runs `nwcheck`, which calls the collective (the preloaded library may run a
+schedule) and the MPI library's own PMPI_ collective on the same random data and compares every
+byte; the library's verbose lines prove which schedule ran.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from netweave import mpi, topology, traffic
+
+IMPLS = mpi.IMPLEMENTATIONS
+
+
+def _schedule(collective: str, algo: str, n: int, root: int = 0):
+    """`algo` for `n` ranks, or None when the algorithm does not exist at that size."""
+    kwargs = {"bytes": 24}
+    if algo == "lsft":
+        return traffic.build(collective, algo, topology=topology.lsft(2), **kwargs) if n == 21 else None
+    if algo == "lsft-partial":
+        topo = topology.lsft(2)
+        return traffic.build(collective, algo, topology=topo, k=2, m=1, **kwargs) if n == 4 else None
+    if collective == "gather":
+        kwargs["root"] = root % n
+    if algo == "a2at" and (int(n ** 0.5) ** 2 != n or n % 2 == 0):  # odd square sides only
+        return None
+    if algo in ("xor", "recursive-doubling") and n & (n - 1):
+        return None
+    return traffic.build(collective, algo, num_ranks=n, **kwargs)
+
+
+def _directory(tmp_path: Path, collective: str, algo: str, n: int, root: int = 0) -> tuple[Path, int]:
+    """A schedule directory for the world size and both halves of the split; how many files."""
+    d = tmp_path / f"{collective}-{algo}-{n}"
+    d.mkdir()
+    written = 0
+    for size in {n, (n + 1) // 2, n // 2} - {0, 1}:
+        s = _schedule(collective, algo, size, root)
+        if s is not None:
+            traffic.save(s, d / f"{collective}-{size}.nws")
+            written += 1
+    return d, written
+
+
+def _check(impl: str, ranks: int, collective: str, schedule: Path, *extra: str, env: dict | None = None,
+           counts: str = "0,1,7,1000", timeout: float = 300):
+    program = [str(mpi.program_path("nwcheck", impl)), "--collective", collective, "--counts", counts, *extra]
+    settings = {**mpi.settings(schedule, verbose=True), **(env or {})}
+    return mpi.run(mpi.command(impl, ranks, program, env=settings), timeout)
+
+
+def _passed(proc) -> dict:
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+CASES = [
+    ("alltoall", "shift", 7), ("alltoall", "linear", 5), ("alltoall", "xor", 8), ("alltoall", "bruck", 13),
+    ("alltoall", "a2a", 6), ("alltoall", "a2and", 6), ("alltoall", "a2at", 9), ("alltoall", "lsft", 21),
+    ("alltoall", "lsft-partial", 4),
+    ("allgather", "ring", 16), ("allgather", "bruck", 11), ("allgather", "recursive-doubling", 8),
+    ("gather", "linear", 5), ("gather", "binomial", 16),
+]
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+@pytest.mark.parametrize("collective,algo,ranks", CASES, ids=[f"{c}-{a}-{n}" for c, a, n in CASES])
+def test_every_algorithm_is_bit_identical_to_the_native_collective(tmp_path, impl, collective, algo, ranks):
+    # Types MPI_BYTE, MPI_INT, MPI_DOUBLE, contiguous(3, MPI_INT); counts 0, 1, odd, 1000;
+    # MPI_COMM_WORLD and a split (even / odd world ranks); MPI_IN_PLACE.
+    directory, files = _directory(tmp_path, collective, algo, ranks, root=3)
+    proc = _check(impl, ranks, collective, directory, "--split", "--in-place", "--root", "3")
+    report = _passed(proc)
+    assert report["mismatches"] == 0 and report["cases"] > 0
+    ran = set(re.findall(r"runs '([^']+)'", proc.stderr))
+    # The world's schedule and those of the halves that exist (distinct names per size).
+    assert len(ran) == files, proc.stderr
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_four_mebibytes_per_pair(tmp_path, impl):
+    d, _ = _directory(tmp_path, "alltoall", "bruck", 4)
+    report = _passed(_check(impl, 4, "alltoall", d, "--types", "byte", counts=str(4 << 20)))
+    assert report == {"cases": 1, "mismatches": 0}
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+@pytest.mark.parametrize("executor", ["sync", "local-sync", "async"])
+def test_every_executor(tmp_path, impl, executor):
+    for collective, algo in (("alltoall", "bruck"), ("alltoall", "shift"), ("allgather", "ring")):
+        path = tmp_path / f"{collective}-{algo}.nws"
+        traffic.save(traffic.build(collective, algo, num_ranks=6, bytes=8), path)
+        env = {"NETWEAVE_EXECUTOR": executor, "NETWEAVE_CONCURRENT_SENDS": "3"}
+        proc = _check(impl, 6, collective, path, "--types", "byte,double", env=env)
+        assert _passed(proc)["mismatches"] == 0 and "runs '" in proc.stderr
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_a_schedule_that_does_not_fit_falls_back_and_says_why(tmp_path, impl):
+    path = tmp_path / "a.nws"
+    traffic.save(traffic.build("alltoall", "shift", num_ranks=6, bytes=8), path)
+    proc = _check(impl, 4, "alltoall", path, "--types", "int")
+    assert _passed(proc)["mismatches"] == 0
+    assert "falls back to the native collective" in proc.stderr and "is for 6 ranks, the communicator has 4" in proc.stderr
+    # A gather schedule for another root.
+    g = tmp_path / "g.nws"
+    traffic.save(traffic.build("gather", "binomial", num_ranks=4, bytes=8, root=0), g)
+    proc = _check(impl, 4, "gather", g, "--types", "int", "--root", "2")
+    assert _passed(proc)["mismatches"] == 0 and "the schedule's root is 0, the call's 2" in proc.stderr
+    # A schedule of another collective: not used for this one.
+    proc = _check(impl, 4, "allgather", g, "--types", "int")
+    assert _passed(proc)["mismatches"] == 0 and "g.nws is not an allgather schedule" in proc.stderr
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_a_corrupt_schedule_is_one_clear_error(tmp_path, impl):
+    good = tmp_path / "a.nws"
+    traffic.save(traffic.build("alltoall", "shift", num_ranks=4, bytes=8), good)
+    data = good.read_bytes()
+    cut = tmp_path / "cut.nws"
+    cut.write_bytes(data[:-9])
+    proc = _check(impl, 4, "alltoall", cut, timeout=120)
+    assert proc.returncode != 0 and "mismatches" not in proc.stdout
+    assert re.search(r"netweave: .*cut\.nws: file is \d+ bytes", proc.stderr), proc.stderr[-2000:]
+    # In a directory the file is read at first use: the same error then.
+    d = tmp_path / "dir"
+    d.mkdir()
+    (d / "alltoall-4.nws").write_bytes(b"NWSCHED\0" + data[8:40])
+    proc = _check(impl, 4, "alltoall", d, timeout=120)
+    assert proc.returncode != 0 and "netweave: " in proc.stderr and "alltoall-4.nws" in proc.stderr
+
+
+def test_a_paper_004_dag_is_refused_with_the_reason(tmp_path):
+    topo = topology.switch_tree([2], 2, [10.0], [1000.0], 1.0, 1000.0)
+    dag, _ = traffic.contention_free(topo, "alltoall", 4096)
+    dag.save(str(tmp_path / "alltoall-4.nws"))
+    proc = _check("openmpi", 4, "alltoall", tmp_path, "--types", "byte")
+    assert _passed(proc)["mismatches"] == 0 and "is a task DAG" in proc.stderr
+
+
+def test_cli_mpi_run_and_bench(tmp_path, cli):
+    d, _ = _directory(tmp_path, "alltoall", "bruck", 4)
+    nwcheck = mpi.program_path("nwcheck", "mpich")
+    proc = cli("mpi", "run", "-np", "4", "--mpi", "mpich", "--schedule", str(d), "--verbose", "--", str(nwcheck),
+               "--types", "int")
+    assert json.loads(proc.stdout)["mismatches"] == 0 and "runs 'alltoall-bruck(N=4)'" in proc.stderr
+    out = tmp_path / "bench"
+    cli("mpi", "bench", str(d / "alltoall-4.nws"), "-np", "4", "--sizes", "1,4096", "--reps", "3", "--out", str(out))
+    report = json.loads((out / "bench.json").read_text())
+    assert [r["bytes"] for r in report["results"]] == [1, 4096]
+    assert len(report["schedules"]) == 1 and len(report["schedules"][0]["results"]) == 2
+    assert (out / "bench.png").read_bytes()[:4] == b"\x89PNG"
+    bad = cli("mpi", "run", "-np", "2", "--schedule", str(tmp_path / "missing.nws"), "--", "true", check=False)
+    assert bad.returncode != 0 and "no such schedule" in bad.stderr
