@@ -137,12 +137,20 @@ def test_a_corrupt_schedule_is_one_clear_error(tmp_path, impl):
     assert proc.returncode != 0 and "netweave: " in proc.stderr and "alltoall-4.nws" in proc.stderr
 
 
-def test_a_paper_004_dag_is_refused_with_the_reason(tmp_path):
-    topo = topology.switch_tree([2], 2, [10.0], [1000.0], 1.0, 1000.0)
-    dag, _ = traffic.contention_free(topo, "alltoall", 4096)
-    dag.save(str(tmp_path / "alltoall-4.nws"))
-    proc = _check("openmpi", 4, "alltoall", tmp_path, "--types", "byte")
-    assert _passed(proc)["mismatches"] == 0 and "is a task DAG" in proc.stderr
+@pytest.mark.parametrize("impl", IMPLS)
+def test_paper_004_dags_with_relays_run_at_every_size(tmp_path, impl):
+    # Two switches of four hosts at 1 Gbit/s under a 10 Gbit/s root: the gather relays.
+    topo = topology.switch_tree([2], 4, [10.0], [1000.0], 1.0, 1000.0)
+    gather, summary = traffic.contention_free(topo, "gather", 300_000, root=2)
+    assert summary["relayed_tasks"] > 0
+    alltoall, _ = traffic.contention_free(topo, "alltoall", 65_536)
+    gather.save(str(tmp_path / "gather-8.nws"))
+    alltoall.save(str(tmp_path / "alltoall-8.nws"))
+    for collective in ("gather", "alltoall"):
+        proc = _check(impl, 8, collective, tmp_path, "--root", "2", "--in-place", "--types", "byte,double,contig",
+                      counts="0,1,7,1000,100000")
+        assert _passed(proc)["mismatches"] == 0
+        assert f"runs '{collective}-contention-free-min-sync'" in proc.stderr
 
 
 def test_cli_mpi_run_and_bench(tmp_path, cli):

@@ -18,7 +18,8 @@ enum { ON_LOCAL = 0, ON_SYNC = 1, ON_RELAY = 2 };
 typedef struct { uint32_t task, what; } action;
 
 nw_exec_options nw_exec_defaults(void) {
-    return (nw_exec_options){.fragment_bytes = 64 * 1024, .seed = 0, .before_send = NULL, .before_send_arg = NULL};
+    return (nw_exec_options){.fragment_bytes = 64 * 1024, .data = NULL, .handshake = 1, .seed = 0, .before_send = NULL,
+                             .before_send_arg = NULL};
 }
 
 /* Whether the receiver of `pred` must send a sync to the sender of `succ` for a complete dependency:
@@ -89,6 +90,7 @@ typedef struct {
     uint64_t frag_bytes;
     /* per task (only this rank's tasks are touched) */
     uint8_t **buf;         /* receive buffer, or the send buffer of a non-relay send */
+    uint8_t *owned;        /* buf[t] is the executor's (free it), not the caller's */
     uint32_t *frags, *arrived, *posted, *sent, *waiting, *origin;
     uint8_t *started;
     uint64_t *t_start, *t_first, *t_last_send, *t_last_recv;
@@ -150,9 +152,15 @@ static int try_start(run *r) {
             while (r->posted[t] < r->arrived[relayed])
                 if (post_send_fragment(r, t, r->buf[relayed])) return -1;
         } else {
-            if (task->bytes && !(r->buf[t] = malloc(task->bytes)))
+            const nw_exec_data *data = r->opt->data;
+            if (data && (r->buf[t] = (uint8_t *)data->send_data(data->arg, t))) {
+                /* the caller's bytes */
+            } else if (task->bytes && !(r->buf[t] = malloc(task->bytes))) {
                 return fail(r, "out of memory for task %u (%llu bytes)", t, (unsigned long long)task->bytes);
-            nw_payload_fill(r->opt->seed, r->origin[t], 0, r->buf[t], task->bytes);
+            } else {
+                r->owned[t] = 1;
+                nw_payload_fill(r->opt->seed, r->origin[t], 0, r->buf[t], task->bytes);
+            }
             while (r->posted[t] < r->frags[t])
                 if (post_send_fragment(r, t, r->buf[t])) return -1;
         }
@@ -187,7 +195,7 @@ static int on_fragment(run *r, uint32_t p, uint32_t k) {
     size_t len = frag_len(r, p, k);
     uint64_t off = (uint64_t)k * r->frag_bytes;
     r->res->bytes_received += len;
-    int64_t bad = nw_payload_check(r->opt->seed, r->origin[p], off, r->buf[p] + (len ? off : 0), len);
+    int64_t bad = r->opt->data ? -1 : nw_payload_check(r->opt->seed, r->origin[p], off, r->buf[p] + (len ? off : 0), len);
     if (bad >= 0)
         return fail(r, "task %u from rank %u: byte %llu is not what task %u sent", p, r->dag->tasks[p].src,
                     (unsigned long long)(off + (uint64_t)bad), r->origin[p]);
@@ -207,8 +215,9 @@ static int on_send_done(run *r, uint32_t t, uint32_t k) {
     if (++r->sent[t] < r->frags[t]) return 0;
     r->t_last_send[t] = r->tp->now_ns(r->tp->ctx);
     if (r->dag->relays[t] == NWS_NONE) {
-        free(r->buf[t]);
+        if (r->owned[t]) free(r->buf[t]);
         r->buf[t] = NULL;
+        r->owned[t] = 0;
     }
     r->cur++;
     return try_start(r);
@@ -230,7 +239,7 @@ static int setup(run *r) {
     if (n >= SYNC_TAG - 1) return fail(r, "%u tasks exceed the executor's 2^31 - 1 task limit", n);
 #define ALLOC(field, count) \
     if (!(r->field = calloc((size_t)(count) + 1, sizeof *r->field))) return fail(r, "out of memory for %u tasks", n);
-    ALLOC(buf, n) ALLOC(frags, n) ALLOC(arrived, n) ALLOC(posted, n) ALLOC(sent, n) ALLOC(waiting, n)
+    ALLOC(buf, n) ALLOC(owned, n) ALLOC(frags, n) ALLOC(arrived, n) ALLOC(posted, n) ALLOC(sent, n) ALLOC(waiting, n)
     ALLOC(origin, n) ALLOC(started, n) ALLOC(t_start, n) ALLOC(t_first, n) ALLOC(t_last_send, n)
     ALLOC(t_last_recv, n) ALLOC(action_index, n + 1)
     size_t nactions = 0;
@@ -284,11 +293,19 @@ static int post_receives(run *r) {
     for (size_t i = 0; i < r->nrecv; i++) {
         uint32_t p = r->recvs[i];
         const nws_task *task = &d->tasks[p];
-        if (task->bytes && !(r->buf[p] = malloc(task->bytes)))
+        const nw_exec_data *data = r->opt->data;
+        if (data && (r->buf[p] = data->recv_data(data->arg, p))) {
+            /* lands in the caller's buffer */
+        } else if (task->bytes && !(r->buf[p] = malloc(task->bytes))) {
             return fail(r, "out of memory for task %u (%llu bytes)", p, (unsigned long long)task->bytes);
-        if (task->src == r->me) {
-            nw_payload_fill(r->opt->seed, r->origin[p], 0, r->buf[p], task->bytes);
-            continue; /* a self-copy: nothing to receive */
+        } else {
+            r->owned[p] = 1;
+        }
+        if (task->src == r->me) { /* a self-copy: nothing to receive */
+            const uint8_t *from = data && d->relays[p] == NWS_NONE ? data->send_data(data->arg, p) : NULL;
+            if (from && task->bytes) memcpy(r->buf[p], from, task->bytes);
+            else if (!data) nw_payload_fill(r->opt->seed, r->origin[p], 0, r->buf[p], task->bytes);
+            continue;
         }
         for (uint32_t k = 0; k < r->frags[p]; k++)
             if (r->tp->irecv(r->tp->ctx, task->src, p, task->bytes ? r->buf[p] + (uint64_t)k * r->frag_bytes : NULL,
@@ -329,9 +346,10 @@ static int handshake(run *r) {
 }
 
 static void release(run *r) {
-    if (r->buf)
-        for (uint32_t t = 0; t < r->dag->ntasks; t++) free(r->buf[t]);
-    void *arrays[] = {r->buf, r->frags, r->arrived, r->posted, r->sent, r->waiting, r->origin, r->started,
+    if (r->buf && r->owned)
+        for (uint32_t t = 0; t < r->dag->ntasks; t++)
+            if (r->owned[t]) free(r->buf[t]);
+    void *arrays[] = {r->buf, r->owned, r->frags, r->arrived, r->posted, r->sent, r->waiting, r->origin, r->started,
                       r->t_start, r->t_first, r->t_last_send, r->t_last_recv, r->action_index, r->actions,
                       r->sends, r->recvs};
     for (size_t i = 0; i < sizeof arrays / sizeof *arrays; i++) free(arrays[i]);
@@ -387,7 +405,7 @@ int nw_exec_dag(const nws_dag *dag, nw_transport *tp, const nw_exec_options *opt
         }
     }
     res->end_ns = tp->now_ns(tp->ctx);
-    if (!rc) rc = handshake(&r);
+    if (!rc && opt->handshake) rc = handshake(&r);
     if (r.sends) record_trace(&r);
     release(&r);
     return rc;

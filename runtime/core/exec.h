@@ -8,7 +8,8 @@
  *     sends this rank a 1-byte sync message when it has the data;
  *   - a `relay` task forwards its predecessor's data fragment by fragment as it arrives;
  *   - data is a seeded payload keyed by the task that first sent it, and every receiver checks
- *     every byte it gets;
+ *     every byte it gets — unless the caller says where each task's data lives (nw_exec_data:
+ *     the MPI library points tasks into the user's buffers);
  *   - finally a rank swaps an empty "done" message with every rank it talked to, so it fails
  *     (instead of exiting content) when a partner died or failed.
  *
@@ -22,8 +23,18 @@
 #include "nws.h"
 #include "transport.h"
 
+/* Where tasks' data lives on this rank, for callers with real buffers. Either may return NULL:
+ * the executor then uses a buffer of its own (a relay's pass-through data, say). */
+typedef struct {
+    void *arg;
+    const uint8_t *(*send_data)(void *arg, uint32_t task); /* a task this rank sends, relaying nothing */
+    uint8_t *(*recv_data)(void *arg, uint32_t task);       /* a task this rank receives */
+} nw_exec_data;
+
 typedef struct {
     uint64_t fragment_bytes; /* tasks move as fragments of this size (multiple of 8, >= 4096) */
+    const nw_exec_data *data; /* NULL: seeded payload, every byte verified */
+    int handshake;            /* swap "done" messages at the end (a dead partner fails this rank) */
     uint64_t seed;           /* payload seed: every rank must use the same */
     /* Called before this rank starts sending `task` (fault injection in tests); may be NULL. */
     void (*before_send)(void *arg, uint32_t task);

@@ -11,6 +11,9 @@
  *   NETWEAVE_VERBOSE=1                   one stderr line per communicator and collective saying
  *                                        which schedule runs, or why the native one does
  *
+ * Phases schedules run on the executors of core/collective.c; paper 004's task DAGs (all-to-all
+ * and gather) on the executor core of core/exec.c, with tasks pointed into the user's buffers.
+ *
  * A call uses a schedule when the file is for that collective (and root) on a communicator of
  * its size, the communicator is an intra-communicator and the datatypes are contiguous on the
  * calling rank; otherwise the native collective runs. A corrupt file is one error line and an
@@ -25,6 +28,7 @@
 #include <sys/stat.h>
 
 #include "../core/collective.h"
+#include "../core/exec.h"
 #include "../core/nws.h"
 #include "transport_mpi.h"
 
@@ -48,9 +52,13 @@ static struct {
 
 typedef struct {
     unsigned generation;
-    int usable;        /* 1: run the plan; 0: native */
-    nws_phases sched;
+    int usable;        /* 1: run the plan or the DAG; 0: native */
+    int is_dag;
+    nws_phases sched;  /* phases: this rank's share and its plan */
     nw_plan *plan;
+    nws_dag dag;       /* task DAG as generated, and scaled to the last call's block size */
+    nws_task *scaled;
+    size_t scaled_for;
 } choice;
 
 typedef struct {
@@ -78,6 +86,8 @@ static void die(MPI_Comm comm, const char *what, const char *why) {
 static void drop_choice(choice *c) {
     nw_plan_free(c->plan);
     nws_phases_free(&c->sched);
+    nws_dag_free(&c->dag);
+    free(c->scaled);
     memset(c, 0, sizeof *c);
 }
 
@@ -173,6 +183,28 @@ static comm_state *state_of(MPI_Comm comm) {
     return st;
 }
 
+/* A task DAG (paper 004) for `which`: usable when it adds up to that collective on this size
+ * and its tags fit the MPI library's; else `why` says why not. */
+static void dag_choice(comm_state *st, MPI_Comm comm, int which, choice *c, const char *path, const void *data,
+                       size_t len, char *why, size_t whylen) {
+    char err[512];
+    if (nws_dag_parse(data, len, &c->dag, err, sizeof err)) die(comm, path, err);
+    int *tag_ub = NULL, found = 0;
+    PMPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tag_ub, &found);
+    if (c->dag.collective != coll_code[which] || !c->dag.block_bytes)
+        snprintf(why, whylen, "%s is a task DAG that is not a%s %s", path, which == COLL_GATHER ? "" : "n", coll_name[which]);
+    else if (c->dag.ranks != (uint32_t)st->size)
+        snprintf(why, whylen, "%s is for %u ranks, the communicator has %d", path, c->dag.ranks, st->size);
+    else if (found && (uint64_t)c->dag.ntasks * 2 + 2 > (uint64_t)*tag_ub)
+        snprintf(why, whylen, "%s has %u tasks, more than this MPI's tags can name", path, c->dag.ntasks);
+    else if (!(c->scaled = malloc(sizeof *c->scaled * ((size_t)c->dag.ntasks + 1))))
+        snprintf(why, whylen, "out of memory for %u tasks", c->dag.ntasks);
+    else {
+        c->usable = c->is_dag = 1;
+        if (g.verbose) say(comm, "%s runs '%s'", call_name[which], c->dag.name);
+    }
+}
+
 /* The schedule for collective `which` on this communicator, loaded once per generation; NULL
  * (native) with a verbose line saying why. Depends only on the file and the communicator's
  * size, so every rank decides alike. */
@@ -192,7 +224,7 @@ static choice *schedule_for(comm_state *st, MPI_Comm comm, int which, int root) 
         } else if (!(data = nws_load(path, &len, err, sizeof err)) || nws_form(data, len, err, sizeof err) < 0) {
             die(comm, path, err);
         } else if (nws_form(data, len, err, sizeof err) == 1) {
-            snprintf(why, sizeof why, "%s is a task DAG; this library runs phases schedules", path);
+            dag_choice(st, comm, which, c, path, data, len, why, sizeof why);
         } else if (nws_phases_parse(data, len, 0, &c->sched, err, sizeof err)) {
             die(comm, path, err);
         } else if (c->sched.collective != coll_code[which]) {
@@ -210,11 +242,12 @@ static choice *schedule_for(comm_state *st, MPI_Comm comm, int which, int root) 
         if (!c->usable && g.verbose) say(comm, "%s falls back to the native collective: %s", call_name[which], why);
     }
     if (!c->usable) return NULL;
-    if (which == COLL_GATHER && c->sched.root != (uint32_t)root) {
+    uint32_t schedule_root = c->is_dag ? c->dag.root : c->sched.root;
+    if (which == COLL_GATHER && schedule_root != (uint32_t)root) {
         static unsigned warned_generation;
         if (g.verbose && warned_generation != g.generation) {
             char r[64];
-            snprintf(r, sizeof r, "the schedule's root is %u, the call's %d", c->sched.root, root);
+            snprintf(r, sizeof r, "the schedule's root is %u, the call's %d", schedule_root, root);
             say(comm, "%s falls back to the native collective: %s", call_name[which], r);
             warned_generation = g.generation;
         }
@@ -239,8 +272,70 @@ static int intra(MPI_Comm comm) {
     return PMPI_Comm_test_inter(comm, &inter) == MPI_SUCCESS && !inter;
 }
 
+/* Where tasks' bytes live during one DAG call. */
+typedef struct {
+    const choice *c;
+    uint32_t me, n, alltoall;
+    const uint8_t *send;
+    uint8_t *recv;
+    size_t B;
+} dag_buffers;
+
+/* Byte `offset` of a block as generated, at the call's block size (pieces tile every block). */
+static size_t scale(const choice *c, uint64_t offset, size_t B) {
+    return (size_t)((unsigned __int128)offset * B / c->dag.block_bytes);
+}
+
+static const uint8_t *dag_send_data(void *arg, uint32_t t) {
+    const dag_buffers *d = arg;
+    const nws_task *task = &d->c->dag.tasks[t];
+    size_t at = scale(d->c, task->offset, d->B);
+    return d->send + (d->alltoall ? (size_t)(task->block % d->n) * d->B : 0) + at;
+}
+
+static uint8_t *dag_recv_data(void *arg, uint32_t t) {
+    const dag_buffers *d = arg;
+    const nws_task *task = &d->c->dag.tasks[t];
+    uint32_t origin = d->alltoall ? task->block / d->n : task->block;
+    int mine = d->alltoall ? task->block % d->n == d->me : d->me == d->c->dag.root;
+    return mine ? d->recv + (size_t)origin * d->B + scale(d->c, task->offset, d->B) : NULL; /* else passing through */
+}
+
+static int run_dag(comm_state *st, choice *c, int which, const void *sendbuf, void *recvbuf, size_t B) {
+    if (c->scaled_for != B) { /* the DAG's bytes at this block size */
+        for (uint32_t t = 0; t < c->dag.ntasks; t++) {
+            c->scaled[t] = c->dag.tasks[t];
+            c->scaled[t].bytes = scale(c, c->dag.tasks[t].offset + c->dag.tasks[t].bytes, B) - scale(c, c->dag.tasks[t].offset, B);
+        }
+        c->scaled_for = B;
+    }
+    nws_dag dag = c->dag;
+    dag.tasks = c->scaled;
+    dag_buffers d = {c, (uint32_t)st->rank, (uint32_t)st->size, which == COLL_ALLTOALL, sendbuf, recvbuf, B};
+    /* The rank's own block for itself is a local copy (a DAG moves only what crosses ranks). */
+    uint8_t *own = which == COLL_ALLTOALL ? (uint8_t *)recvbuf + (size_t)st->rank * B
+                   : st->rank == (int)c->dag.root ? (uint8_t *)recvbuf + (size_t)st->rank * B : NULL;
+    const uint8_t *from = (const uint8_t *)sendbuf + (which == COLL_ALLTOALL ? (size_t)st->rank * B : 0);
+    if (own && own != from) memmove(own, from, B);
+    nw_exec_data data = {.arg = &d, .send_data = dag_send_data, .recv_data = dag_recv_data};
+    nw_exec_options opt = nw_exec_defaults();
+    opt.data = &data;
+    opt.handshake = 0; /* a dead rank already makes the MPI library fail every peer */
+    nw_exec_result res;
+    char err[512];
+    nw_transport tp = nw_mpi_transport_start(&st->tp, st->comm, (uint32_t)st->rank, (uint32_t)st->size);
+    int rc = nw_exec_dag(&dag, &tp, &opt, &res, err, sizeof err);
+    nw_exec_free(&res);
+    if (rc) {
+        nw_mpi_transport_cancel(&st->tp);
+        die(st->comm, call_name[which], err);
+    }
+    return MPI_SUCCESS;
+}
+
 /* Run the chosen plan; a failure aborts with its reason (the peers fail fast with it). */
 static int run(comm_state *st, choice *c, int which, const void *sendbuf, void *recvbuf, size_t block_bytes) {
+    if (c->is_dag) return run_dag(st, c, which, sendbuf, recvbuf, block_bytes);
     char err[512];
     nw_transport tp = nw_mpi_transport_start(&st->tp, st->comm, (uint32_t)st->rank, (uint32_t)st->size);
     nw_buffers b = {.sendbuf = sendbuf, .recvbuf = recvbuf, .block_bytes = block_bytes};

@@ -33,6 +33,10 @@ static int failed(nw_mpi_transport *t, int rc, const char *what) {
     return -1;
 }
 
+/* The executors' tags are 32-bit with a flag in the top bit (exec.c's sync messages); MPI tags
+ * are non-negative ints: fold the flag into the lowest bit. */
+static int mpi_tag(uint32_t tag) { return (int)((tag & 0x7fffffffu) * 2u + (tag >> 31)); }
+
 /* A free request slot (requests of finished operations are MPI_REQUEST_NULL). */
 static int slot(nw_mpi_transport *t) {
     if (t->used == t->cap && grow(t)) return -1;
@@ -45,7 +49,7 @@ static int mpi_isend(void *ctx, uint32_t peer, uint32_t tag, const void *buf, si
     if (i < 0 || len > INT32_MAX) return snprintf(t->err, sizeof t->err, "a message of %zu bytes is too large", len), -1;
     t->cookie[i] = cookie;
     t->active++;
-    int rc = PMPI_Isend(buf, (int)len, MPI_BYTE, (int)peer, (int)tag, t->comm, &t->req[i]);
+    int rc = PMPI_Isend(buf, (int)len, MPI_BYTE, (int)peer, mpi_tag(tag), t->comm, &t->req[i]);
     return rc == MPI_SUCCESS ? 0 : failed(t, rc, "MPI_Isend");
 }
 
@@ -55,7 +59,7 @@ static int mpi_irecv(void *ctx, uint32_t peer, uint32_t tag, void *buf, size_t l
     if (i < 0 || len > INT32_MAX) return snprintf(t->err, sizeof t->err, "a message of %zu bytes is too large", len), -1;
     t->cookie[i] = cookie;
     t->active++;
-    int rc = PMPI_Irecv(buf, (int)len, MPI_BYTE, (int)peer, (int)tag, t->comm, &t->req[i]);
+    int rc = PMPI_Irecv(buf, (int)len, MPI_BYTE, (int)peer, mpi_tag(tag), t->comm, &t->req[i]);
     return rc == MPI_SUCCESS ? 0 : failed(t, rc, "MPI_Irecv");
 }
 
