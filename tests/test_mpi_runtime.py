@@ -167,3 +167,21 @@ def test_cli_mpi_run_and_bench(tmp_path, cli):
     assert (out / "bench.png").read_bytes()[:4] == b"\x89PNG"
     bad = cli("mpi", "run", "-np", "2", "--schedule", str(tmp_path / "missing.nws"), "--", "true", check=False)
     assert bad.returncode != 0 and "no such schedule" in bad.stderr
+
+
+def test_a_placement_made_for_another_allocation_is_warned_about(tmp_path):
+    # Four ranks on two "nodes" (their own UTS namespaces, hostnames a, b, a, b): a schedule that
+    # puts ranks 0 and 1 on one host was made for another allocation; one that matches is quiet.
+    nwcheck = mpi.program_path("nwcheck", "mpich")
+    lib = mpi.library_path("mpich")
+    for placement, warned in (([0, 0, 1, 1], True), ([0, 1, 0, 1], False)):
+        path = tmp_path / f"p{placement[1]}.nws"
+        traffic.save(traffic.build("alltoall", "shift", num_ranks=4, bytes=8).with_placement(placement), path)
+        cmd = ["mpiexec.mpich"]
+        for rank in range(4):
+            program = f"env LD_PRELOAD={lib} NETWEAVE_SCHEDULE={path} {nwcheck} --types byte --counts 5"
+            cmd += [":"] * (rank > 0) + ["-n", "1", "unshare", "--uts", "sh", "-c", f"hostname node-{'ab'[rank % 2]}; exec {program}"]
+        proc = mpi.run(cmd, timeout=120)
+        assert _passed(proc)["mismatches"] == 0
+        assert ("warning: 'alltoall-shift(N=4)': ranks 0 and 1 share a host in the schedule but run on different nodes"
+                in proc.stderr) == warned, proc.stderr

@@ -183,6 +183,39 @@ static comm_state *state_of(MPI_Comm comm) {
     return st;
 }
 
+static uint64_t fnv(const char *text) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (; *text; text++) h = (h ^ (unsigned char)*text) * 0x100000001b3ull;
+    return h;
+}
+
+/* Warn (once per communicator and schedule) when the schedule's placement groups ranks on hosts
+ * differently from the nodes they run on: it was computed for another allocation. Skipped when
+ * the whole job runs on one node (a test or an emulation on one machine). Collective. */
+static void check_placement(comm_state *st, MPI_Comm comm, const uint32_t *placement, const char *name) {
+    char host[MPI_MAX_PROCESSOR_NAME + 1] = "";
+    int len = 0;
+    PMPI_Get_processor_name(host, &len);
+    uint64_t mine = fnv(host), *all = malloc(sizeof *all * (size_t)st->size);
+    if (!all) return;
+    PMPI_Allgather(&mine, 1, MPI_UINT64_T, all, 1, MPI_UINT64_T, st->comm);
+    int one_node = 1;
+    for (int r = 1; r < st->size; r++) one_node &= all[r] == all[0];
+    for (int a = 0; a < st->size && !one_node; a++)
+        for (int b = a + 1; b < st->size; b++) {
+            int together_here = all[a] == all[b], together_there = placement[a] == placement[b];
+            if (together_here == together_there) continue;
+            char text[300];
+            snprintf(text, sizeof text, "ranks %d and %d %s in the schedule but %s (it was made for another allocation)",
+                     a, b, together_there ? "share a host" : "are on different hosts",
+                     together_here ? "run on one node" : "run on different nodes");
+            say(comm, "warning: '%s': %s", name, text);
+            a = st->size;
+            break;
+        }
+    free(all);
+}
+
 /* A task DAG (paper 004) for `which`: usable when it adds up to that collective on this size
  * and its tags fit the MPI library's; else `why` says why not. */
 static void dag_choice(comm_state *st, MPI_Comm comm, int which, choice *c, const char *path, const void *data,
@@ -202,6 +235,7 @@ static void dag_choice(comm_state *st, MPI_Comm comm, int which, choice *c, cons
     else {
         c->usable = c->is_dag = 1;
         if (g.verbose) say(comm, "%s runs '%s'", call_name[which], c->dag.name);
+        check_placement(st, comm, c->dag.placement, c->dag.name);
     }
 }
 
@@ -237,6 +271,7 @@ static choice *schedule_for(comm_state *st, MPI_Comm comm, int which, int root) 
             if (!(c->plan = nw_plan_build(&c->sched, err, sizeof err))) die(comm, path, err);
             c->usable = 1;
             if (g.verbose) say(comm, "%s runs '%s'", call_name[which], c->sched.name);
+            check_placement(st, comm, c->sched.placement, c->sched.name);
         }
         free(data);
         if (!c->usable && g.verbose) say(comm, "%s falls back to the native collective: %s", call_name[which], why);
