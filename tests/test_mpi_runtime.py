@@ -185,3 +185,15 @@ def test_a_placement_made_for_another_allocation_is_warned_about(tmp_path):
         assert _passed(proc)["mismatches"] == 0
         assert ("warning: 'alltoall-shift(N=4)': ranks 0 and 1 share a host in the schedule but run on different nodes"
                 in proc.stderr) == warned, proc.stderr
+
+
+def test_plan_hands_over_its_schedule_to_mpi(tmp_path, cli):
+    # `netweave plan --out` writes the chosen all-to-all where the library looks it up, and the
+    # command that uses it; the built-in LSFT's 52 ranks then run it inside MPI_Alltoall.
+    out = tmp_path / "plan"
+    cli("plan", "--out", str(out))
+    command = (out / "mpi-command.txt").read_text()
+    assert f"netweave mpi run -np 52 --schedule {out / 'alltoall-52.nws'}" in command
+    assert traffic.load(out / "alltoall-52.nws").name.startswith("alltoall-lsft")
+    proc = _check("openmpi", 52, "alltoall", out, "--types", "int", counts="0,3,100")
+    assert _passed(proc)["mismatches"] == 0 and "runs 'alltoall-lsft" in proc.stderr

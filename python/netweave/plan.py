@@ -23,6 +23,7 @@ of grid leaves: k and m are read off the host set (:func:`lsft_sub_cluster`).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, Optional
 
 from netweave import analysis, flowsim, routing, topology, traffic
@@ -84,6 +85,28 @@ def candidates(
         except NetweaveError as e:
             out.append(Candidate(name, skipped=str(e)))
     return out
+
+
+def write_best_schedule(topo: Topology, result: dict[str, Any], out_dir: Path, hosts: Optional[str] = None,
+                        order: str = "listed", seed: Optional[int] = None) -> list[Path]:
+    """Write the plan's chosen all-to-all as ``alltoall-<ranks>.nws`` (the name the MPI
+    library looks up in a schedule directory) and ``mpi-command.txt``, the command lines that
+    run it inside an unchanged MPI program. Nothing when no schedule was proven."""
+    if result.get("best") is None:
+        return []
+    name = result["best"]["name"]
+    chosen = next(c for c in candidates(topo, result["job"]["bytes_per_pair"], hosts, order, seed) if c.name == name)
+    ranks = chosen.schedule.num_ranks
+    path = out_dir / f"alltoall-{ranks}.nws"
+    traffic.save(chosen.schedule, path)
+    text = out_dir / "mpi-command.txt"
+    text.write_text(
+        f"# Run {name} inside MPI_Alltoall of an unchanged program ({ranks} ranks; any message size):\n"
+        f"netweave mpi run -np {ranks} --schedule {path} -- ./your_program\n"
+        f"# or, with mpirun directly (Open MPI; MPICH: -env LD_PRELOAD ... -env NETWEAVE_SCHEDULE ...):\n"
+        f"mpirun -np {ranks} -x LD_PRELOAD=<netweave>/runtime/build/libnwmpi-openmpi.so "
+        f"-x NETWEAVE_SCHEDULE={path} ./your_program\n")
+    return [path, text]
 
 
 #: Paper 000's sub-cluster schedule, whose k and m come from the job's host set.
