@@ -315,9 +315,11 @@ def alltoall(num_ranks: int, bytes_per_pair: int, algorithm: str = "shift") -> S
     return build("alltoall", algorithm, num_ranks=num_ranks, bytes=bytes_per_pair)
 
 
-def save(schedule: Schedule, path: str | Path) -> None:
-    """Write `schedule`: ``.json`` as JSON, ``.nws`` as the compact binary format."""
-    _core.save_schedule(schedule, Path(path))
+def save(schedule: Schedule, path: str | Path, executor: str = "auto") -> None:
+    """Write `schedule`: ``.json`` as JSON, ``.nws`` as the compact binary format, which also
+    names the `executor` an MPI runtime should use (``auto``, ``sync``, ``async``,
+    ``local-sync``)."""
+    _core.save_schedule(schedule, Path(path), executor)
 
 
 def load(path: str | Path) -> Schedule:

@@ -195,10 +195,12 @@ fn shift_alltoall(num_ranks: u32, bytes: u64) -> PyResult<PySchedule> {
     Ok(PySchedule { inner: Schedule::shift_alltoall(num_ranks, bytes).map_err(err)? })
 }
 
-/// Write a schedule: `.json` as JSON, `.nws` as binary NWSCHED.
+/// Write a schedule: `.json` as JSON, `.nws` as binary NWSCHED asking MPI runtimes for
+/// `executor` (auto, sync, async, local-sync).
 #[pyfunction]
-fn save_schedule(schedule: &PySchedule, path: PathBuf) -> PyResult<()> {
-    io::save(&schedule.inner, &path).map_err(err)
+#[pyo3(signature = (schedule, path, executor = "auto"))]
+fn save_schedule(schedule: &PySchedule, path: PathBuf, executor: &str) -> PyResult<()> {
+    io::save_with(&schedule.inner, &path, io::ExecutorHint::from_name(executor).map_err(err)?).map_err(err)
 }
 
 /// Read a schedule written by `save_schedule`.

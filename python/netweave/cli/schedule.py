@@ -49,6 +49,7 @@ def schedule_cmd(
     perturb_seed: Optional[int] = typer.Option(None, "--perturb-seed", min=0, help="Seed of --perturb's draws (default 0)."),
     tasks_file: Optional[Path] = typer.Option(None, "--tasks", help="CSV of 'src,dst,bytes' rows (collective tasks, contention-free)."),
     cache: Optional[Path] = typer.Option(None, "--cache", help="Schedule cache directory (contention-free): reuse the DAG for the same operation, size, hosts, fabric and options."),
+    executor: str = typer.Option("auto", "--executor", help="Executor the .nws file asks the MPI runtime for: auto, sync, async, local-sync (phased schedules)."),
     as_json: bool = JsonOpt,
 ) -> None:
     """Build a collective's schedule for a job on TOPO and check it (every pair once, data reaches every rank, permutation phases where claimed)."""
@@ -74,7 +75,7 @@ def schedule_cmd(
         )
         summary = traffic.summary(sched)
     if output is not None:
-        traffic.save(sched, output)
+        traffic.save(sched, output, executor)
         summary["output"] = str(output)
     if as_json:
         print(json.dumps(summary, indent=2, sort_keys=True))

@@ -769,9 +769,14 @@ pub fn load_dag(path: &Path) -> Result<TaskGraph> {
 
 /// Write `s` to `path`: `.json` as JSON, `.nws` as binary NWSCHED.
 pub fn save(s: &Schedule, path: &Path) -> Result<()> {
+    save_with(s, path, ExecutorHint::Auto)
+}
+
+/// [`save`], a binary file asking runtimes for `executor` (JSON files do not carry it).
+pub fn save_with(s: &Schedule, path: &Path, executor: ExecutorHint) -> Result<()> {
     let bytes = match extension(path)?.as_str() {
         "json" => to_json(s).into_bytes(),
-        _ => to_binary(s)?,
+        _ => to_binary_with(s, executor)?,
     };
     std::fs::write(path, bytes)
         .map_err(|e| NetweaveError::InvalidParameter(format!("cannot write {}: {e}", path.display())))
