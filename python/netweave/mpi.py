@@ -72,9 +72,10 @@ def settings(schedule: Optional[Path] = None, executor: Optional[str] = None,
 
 
 def command(implementation: str, ranks: int, program: Sequence[str], preload: bool = True,
-            env: Optional[dict[str, str]] = None) -> list[str]:
+            env: Optional[dict[str, str]] = None, launcher_args: Sequence[str] = ()) -> list[str]:
     """`mpirun` of `implementation` running `program` as `ranks` processes on this machine
-    (oversubscribed), with the library preloaded and `env` passed to every rank."""
+    (oversubscribed), with the library preloaded, `env` passed to every rank and
+    `launcher_args` (e.g. ``--mca btl tcp,self``) given to the launcher."""
     _check(implementation)
     if ranks < 1:
         raise NetweaveError("an MPI run needs at least one rank")
@@ -91,7 +92,7 @@ def command(implementation: str, ranks: int, program: Sequence[str], preload: bo
         cmd = ["mpiexec.mpich", "-np", str(ranks)]
         for k, v in env.items():
             cmd += ["-env", k, v]
-    return cmd + [str(p) for p in program]
+    return cmd + list(launcher_args) + [str(p) for p in program]
 
 
 def run(cmd: list[str], timeout: float) -> subprocess.CompletedProcess:
@@ -109,7 +110,8 @@ def run(cmd: list[str], timeout: float) -> subprocess.CompletedProcess:
 
 def bench(implementation: str, ranks: int, collective: str, schedules: Sequence[Path], sizes: Sequence[int],
           reps: int = 20, warmup: int = 3, check: bool = True, executor: Optional[str] = None,
-          timeout: float = 600.0) -> dict[str, Any]:
+          timeout: float = 600.0, env: Optional[dict[str, str]] = None,
+          launcher_args: Sequence[str] = ()) -> dict[str, Any]:
     """Run `nwbench`: the native collective, then each schedule, in one MPI run. Returns its
     JSON report (``results`` native; ``schedules``: ``[{schedule, results}]``)."""
     if collective not in ("alltoall", "allgather", "gather"):
@@ -122,7 +124,8 @@ def bench(implementation: str, ranks: int, collective: str, schedules: Sequence[
     program += ["--check"] if check else []
     for s in schedules:
         program += ["--schedule", str(Path(s).resolve())]
-    proc = run(command(implementation, ranks, program, env=settings(executor=executor)), timeout)
+    env = {**settings(executor=executor), **(env or {})}
+    proc = run(command(implementation, ranks, program, env=env, launcher_args=launcher_args), timeout)
     if proc.returncode != 0:
         raise NetweaveError(f"nwbench failed (exit {proc.returncode}): {proc.stderr.strip()[-1500:]}")
     report = json.loads(proc.stdout)

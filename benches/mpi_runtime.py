@@ -1,0 +1,112 @@
+"""The MPI runtime against the MPI libraries' own collectives, in one `nwbench` run each.
+
+    .venv/bin/python benches/mpi_runtime.py [--impls openmpi,mpich] [--transports sm,tcp]
+                                            [--ranks 8,16] [--reps 30] [--out DIR]
+
+Two measurements per MPI implementation and transport (shared memory; TCP on loopback —
+Open MPI ``--mca btl tcp,self``, MPICH ``UCX_TLS=tcp,self``):
+
+1. **Interposition overhead.** The native all-to-all forced to its pairwise algorithm (Open MPI
+   ``coll_tuned_alltoall_algorithm 2``, MPICH ``MPIR_CVAR_ALLTOALL_INTRA_ALGORITHM=pairwise``)
+   against netweave's shift schedule run local-sync — the same exchange, step for step — on
+   2 ranks (one per core, so the 1-byte time is not a scheduler's artefact) and 8 ranks, at
+   1 B and 1 MiB per pair. Reported: our time / native at 1 MiB and our time − native at 1 B.
+2. **Schedules against native.** The native all-to-all as the library picks it, against shift,
+   Bruck and paper 000's LSFT sub-cluster schedule (n·k·m = 2·2·2 on LSFT(2) for 8 ranks,
+   4·2·2 on LSFT(4) for 16), from 1 B to 1 MiB per pair.
+
+Times are nwbench's: each rank's average over --reps calls between barriers, averaged over ranks
+(IMB's t_avg). Ranks beyond the 2 cores are oversubscribed, so absolute times at 8 and 16 ranks
+are the machine's, not a cluster's; ratios within one run are what to read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+from netweave import mpi, topology, traffic
+
+TRANSPORT = {
+    ("openmpi", "sm"): ({}, []), ("openmpi", "tcp"): ({}, ["--mca", "btl", "tcp,self"]),
+    ("mpich", "sm"): ({}, []), ("mpich", "tcp"): ({"UCX_TLS": "tcp,self"}, []),
+}
+PAIRWISE = {
+    "openmpi": ({}, ["--mca", "coll_tuned_use_dynamic_rules", "1", "--mca", "coll_tuned_alltoall_algorithm", "2"]),
+    "mpich": ({"MPIR_CVAR_ALLTOALL_INTRA_ALGORITHM": "pairwise"}, []),
+}
+
+
+def lsft_partial(ranks: int):
+    order = {8: 2, 16: 4}.get(ranks)
+    if order is None:
+        return None
+    return traffic.build("alltoall", "lsft-partial", topology=topology.lsft(order), k=2, m=2, bytes=1024)
+
+
+def avg(report: dict, which: int, nbytes: int) -> float:
+    rows = report["results"] if which < 0 else report["schedules"][which]["results"]
+    return next(r["avg_s"] for r in rows if r["bytes"] == nbytes)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--impls", default="openmpi,mpich")
+    ap.add_argument("--transports", default="sm,tcp")
+    ap.add_argument("--ranks", default="8,16")
+    ap.add_argument("--reps", type=int, default=30)
+    ap.add_argument("--out", type=Path, default=None)
+    args = ap.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="nw-mpibench-"))
+    results = []
+    for impl in args.impls.split(","):
+        for transport in args.transports.split(","):
+            env, launcher = TRANSPORT[(impl, transport)]
+            penv, plauncher = PAIRWISE[impl]
+            # 1. Overhead against the native pairwise exchange.
+            for n in (2, 8):
+                shift = tmp / f"shift-{n}.nws"
+                traffic.save(traffic.build("alltoall", "shift", num_ranks=n, bytes=1024), shift, executor="local-sync")
+                rep = mpi.bench(impl, n, "alltoall", [shift], [1, 1 << 20], reps=max(args.reps, 200 if n == 2 else 30),
+                                warmup=10, check=True, env={**env, **penv}, launcher_args=launcher + plauncher)
+                row = {"kind": "overhead", "impl": impl, "transport": transport, "ranks": n,
+                       "native_pairwise_1B_us": avg(rep, -1, 1) * 1e6, "shift_1B_us": avg(rep, 0, 1) * 1e6,
+                       "native_pairwise_1MiB_ms": avg(rep, -1, 1 << 20) * 1e3, "shift_1MiB_ms": avg(rep, 0, 1 << 20) * 1e3}
+                row["extra_1B_us"] = row["shift_1B_us"] - row["native_pairwise_1B_us"]
+                row["ratio_1MiB"] = row["shift_1MiB_ms"] / row["native_pairwise_1MiB_ms"]
+                results.append(row)
+                print(f"{impl:8} {transport:4} {n:3} ranks  overhead: 1 B {row['shift_1B_us']:8.2f} us vs pairwise "
+                      f"{row['native_pairwise_1B_us']:8.2f} us ({row['extra_1B_us']:+.2f} us); 1 MiB "
+                      f"{row['shift_1MiB_ms']:.3f} ms vs {row['native_pairwise_1MiB_ms']:.3f} ms "
+                      f"(x{row['ratio_1MiB']:.3f})", flush=True)
+            # 2. Schedules against the library's own choice.
+            for n in (int(x) for x in args.ranks.split(",")):
+                files = []
+                for name, sched in (("shift", traffic.build("alltoall", "shift", num_ranks=n, bytes=1024)),
+                                    ("bruck", traffic.build("alltoall", "bruck", num_ranks=n, bytes=1024)),
+                                    ("lsft", lsft_partial(n))):
+                    if sched is not None:
+                        files.append(tmp / f"{name}-{n}.nws")
+                        traffic.save(sched, files[-1])
+                sizes = [1, 1024, 65536, 1 << 20]
+                rep = mpi.bench(impl, n, "alltoall", files, sizes, reps=args.reps, warmup=3, check=True, env=env,
+                                launcher_args=launcher)
+                for size in sizes:
+                    row = {"kind": "schedules", "impl": impl, "transport": transport, "ranks": n, "bytes": size,
+                           "native_us": avg(rep, -1, size) * 1e6}
+                    for i, f in enumerate(files):
+                        row[f.stem.rsplit("-", 1)[0] + "_us"] = avg(rep, i, size) * 1e6
+                    results.append(row)
+                    cells = "  ".join(f"{k[:-3]} {v:10.1f}" for k, v in row.items() if k.endswith("_us"))
+                    print(f"{impl:8} {transport:4} {n:3} ranks {size:>8} B  {cells}", flush=True)
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "mpi_runtime.json").write_text(json.dumps(results, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
