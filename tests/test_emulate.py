@@ -11,7 +11,7 @@ import uuid
 import pytest
 
 import netweave
-from netweave import emulate, routing, topology, traffic
+from netweave import emulate, mpi, routing, topology, traffic
 
 from conftest import run_cli
 
@@ -172,3 +172,21 @@ def test_nwbench_verifies_every_byte_on_both_mpis(mpi, collective):
     assert all(0 <= r["min_s"] <= r["avg_s"] <= r["max_s"] for r in report["results"])
     bad = subprocess.run(launcher + ["-n", "2", str(bench), "--sizes", "-5"], capture_output=True, text=True, timeout=60)
     assert bad.returncode != 0 and "--sizes must be byte counts" in bad.stderr
+
+
+def test_netweave_schedules_run_inside_mpi_on_the_fabric(name, tmp_path):
+    # The MPI runtime over the emulated fabric: Open MPI's TCP between namespaces routed by the
+    # table, netweave's Bruck all-to-all inside MPI_Alltoall, bit-identical to Open MPI's own.
+    topo = topology.mesh([2, 2])
+    fabric = emulate.up(topo, routing.route(topo, "dor"), name, scale=0.01)
+    traffic.save(traffic.build("alltoall", "bruck", num_ranks=4, bytes=8), tmp_path / "alltoall-4.nws")
+    before = sum(fabric.channel_bytes())
+    env = {**mpi.settings(tmp_path, verbose=True), "LD_PRELOAD": str(mpi.library_path("openmpi"))}
+    nwcheck = mpi.program_path("nwcheck", "openmpi")
+    proc = emulate.mpirun(fabric, "openmpi", 4, [str(nwcheck), "--types", "byte,double", "--counts", "0,1,7,20000"],
+                          timeout=120, env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert json.loads(proc.stdout.strip().splitlines()[-1])["mismatches"] == 0
+    assert "runs 'alltoall-bruck(N=4)'" in proc.stderr
+    # Both all-to-alls of 4 x 3 x 160 kB (doubles) crossed host links.
+    assert sum(fabric.channel_bytes()) - before >= 2 * 2 * 12 * 160_000

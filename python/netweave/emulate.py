@@ -571,11 +571,14 @@ def _write_agent(state: dict[str, Any]) -> None:
     _agent_path(state["name"]).chmod(0o755)
 
 
-def mpi_command(fabric: Fabric, implementation: str, ranks: int, program: list[str]) -> list[str]:
+def mpi_command(fabric: Fabric, implementation: str, ranks: int, program: list[str],
+                env: Optional[dict[str, str]] = None) -> list[str]:
     """The command that runs `program` as `ranks` MPI processes, rank r on host r, launched from
     the management namespace: daemons and control over the management network, MPI traffic
     over the fabric only (Open MPI: TCP BTL on 10.0.0.0/8; MPICH: UCX's TCP on the fabric
-    interface)."""
+    interface). `env` is set for every rank (e.g. :func:`netweave.mpi.settings` and the
+    library's ``LD_PRELOAD``)."""
+    env = env or {}
     if implementation not in MPI_IMPLEMENTATIONS:
         raise NetweaveError(f"unknown MPI '{implementation}' (known: {', '.join(MPI_IMPLEMENTATIONS)})")
     if not 1 <= ranks <= fabric.num_hosts:
@@ -587,21 +590,21 @@ def mpi_command(fabric: Fabric, implementation: str, ranks: int, program: list[s
         return mgmt + ["mpirun.openmpi", "--allow-run-as-root", "-np", str(ranks), "--host", ",".join(f"{h}:1" for h in hosts),
                        "--mca", "plm_rsh_agent", agent, "--mca", "oob_tcp_if_include", str(_MGMT),
                        "--mca", "pml", "ob1", "--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_include", "10.0.0.0/8",
-                       *program]
+                       *[a for k, v in env.items() for a in ("-x", f"{k}={v}")], *program]
     ports = {h["port"] for h in fabric.state["hosts"][:ranks]}
     if len(ports) != 1:
         raise NetweaveError("MPICH's UCX needs one fabric interface name on every host; these hosts use ports "
                             + ", ".join(map(str, sorted(ports))))
     return mgmt + ["env", "UCX_TLS=tcp,self", f"UCX_NET_DEVICES=p{ports.pop()}", "mpiexec.mpich", "-launcher", "ssh",
                    "-launcher-exec", agent, "-iface", "br0", "-hosts", ",".join(hosts), "-n", str(ranks), "-ppn", "1",
-                   *program]
+                   *[a for k, v in env.items() for a in ("-genv", k, v)], *program]
 
 
 def mpirun(fabric: Fabric, implementation: str, ranks: int, program: list[str],
-           timeout: float = 300.0) -> subprocess.CompletedProcess:
+           timeout: float = 300.0, env: Optional[dict[str, str]] = None) -> subprocess.CompletedProcess:
     """Run `program` under MPI on the fabric (see :func:`mpi_command`); output captured. A run
     that outlives `timeout` seconds is killed, with every process it left in the fabric."""
-    cmd = mpi_command(fabric, implementation, ranks, program)
+    cmd = mpi_command(fabric, implementation, ranks, program, env)
     try:
         return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:

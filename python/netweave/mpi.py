@@ -117,13 +117,13 @@ def bench(implementation: str, ranks: int, collective: str, schedules: Sequence[
     if collective not in ("alltoall", "allgather", "gather"):
         raise NetweaveError(f"nwbench times alltoall, allgather or gather, not '{collective}'")
     for s in schedules:
-        if not Path(s).exists():
+        if s != "native" and not Path(s).exists():
             raise NetweaveError(f"{s}: no such schedule file or directory")
     program = [program_path("nwbench", implementation), "--collective", collective,
                "--sizes", ",".join(str(s) for s in sizes), "--reps", str(reps), "--warmup", str(warmup)]
     program += ["--check"] if check else []
-    for s in schedules:
-        program += ["--schedule", str(Path(s).resolve())]
+    for s in schedules:  # "native": the native collective again
+        program += ["--schedule", s if s == "native" else str(Path(s).resolve())]
     env = {**settings(executor=executor), **(env or {})}
     proc = run(command(implementation, ranks, program, env=env, launcher_args=launcher_args), timeout)
     if proc.returncode != 0:

@@ -89,7 +89,10 @@ nw_plan *nw_plan_build(const nws_phases *s, char *err, size_t errlen) {
         return NULL;
     }
     nw_plan *p = calloc(1, sizeof *p);
-    if (!p) return NULL;
+    if (!p) {
+        fail(err, errlen, "out of memory planning '%s'", s->name);
+        return NULL;
+    }
     *p = (nw_plan){.ranks = s->ranks, .me = s->rank, .phases = s->phases, .collective = s->collective, .root = s->root,
                    .forwarded = !!(s->flags & NWS_FLAG_FORWARDED), .concurrent_hint = s->concurrent_sends,
                    .sends = s->sends, .recvs = s->recvs, .nsends = s->nsends, .nrecvs = s->nrecvs};

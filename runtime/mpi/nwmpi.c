@@ -54,6 +54,7 @@ typedef struct {
     unsigned generation;
     int usable;        /* 1: run the plan or the DAG; 0: native */
     int is_dag;
+    int root_warned;   /* the "wrong root" line was printed */
     nws_phases sched;  /* phases: this rank's share and its plan */
     nw_plan *plan;
     nws_dag dag;       /* task DAG as generated, and scaled to the last call's block size */
@@ -279,12 +280,11 @@ static choice *schedule_for(comm_state *st, MPI_Comm comm, int which, int root) 
     if (!c->usable) return NULL;
     uint32_t schedule_root = c->is_dag ? c->dag.root : c->sched.root;
     if (which == COLL_GATHER && schedule_root != (uint32_t)root) {
-        static unsigned warned_generation;
-        if (g.verbose && warned_generation != g.generation) {
+        if (g.verbose && !c->root_warned) {
             char r[64];
             snprintf(r, sizeof r, "the schedule's root is %u, the call's %d", schedule_root, root);
             say(comm, "%s falls back to the native collective: %s", call_name[which], r);
-            warned_generation = g.generation;
+            c->root_warned = 1;
         }
         return NULL;
     }

@@ -171,43 +171,73 @@ fn bruck_alltoall(s: &Schedule) -> Result<Flat> {
 /// reaches its rank, and no message carries a block its sender does not hold at the start of
 /// the phase.
 fn check_delivers(s: &Schedule, lists: &BlockLists) -> Result<()> {
-    let n = s.num_ranks() as u64;
+    let n = s.num_ranks() as usize;
     let all_to_all = s.collective() == Collective::Alltoall;
-    let space = if all_to_all { n * n } else { n };
-    let needer = |b: u64| -> Vec<u64> {
-        match s.collective() {
-            Collective::Alltoall => vec![b % n],
-            Collective::Gather { root } => vec![u64::from(root)],
-            _ => (0..n).collect(),
-        }
-    };
-    let mut holders: Vec<Vec<u32>> = (0..space).map(|b| vec![(if all_to_all { b / n } else { b }) as u32]).collect();
+    let mut holders = Holders::new(n, all_to_all);
     for (p, phase) in s.phases().enumerate() {
         let base = s.phase_offsets()[p] as usize;
         let mut arrivals = Vec::new();
         for (k, m) in phase.iter().enumerate() {
             for &b in lists.of(base + k) {
-                if !holders[b as usize].contains(&m.src) {
+                if !holders.holds(b, m.src) {
                     return Err(refuse(s, format!("in phase {p}, rank {} would send block {b} it does not hold", m.src)));
                 }
                 arrivals.push((b, m.dst));
             }
         }
         for (b, d) in arrivals {
-            if !holders[b as usize].contains(&d) {
-                holders[b as usize].push(d);
-            }
+            holders.add(b, d);
         }
     }
-    for b in 0..space {
-        if all_to_all && b / n == b % n {
-            continue; // a rank's block for itself is a local copy
-        }
-        if let Some(r) = needer(b).into_iter().find(|&r| !holders[b as usize].contains(&(r as u32))) {
+    let space = if all_to_all { n * n } else { n };
+    for b in 0..space as u32 {
+        let missing = match s.collective() {
+            Collective::Alltoall if b as usize / n == b as usize % n => None, // a local copy
+            Collective::Alltoall => Some(b % n as u32).filter(|&r| !holders.holds(b, r)),
+            Collective::Gather { root } => Some(root).filter(|&r| !holders.holds(b, r)),
+            _ => (0..n as u32).find(|&r| !holders.holds(b, r)),
+        };
+        if let Some(r) = missing {
             return Err(refuse(s, format!("block {b} never reaches rank {r}")));
         }
     }
     Ok(())
+}
+
+/// Which ranks hold each block: a short list per all-to-all block (it travels one path), a
+/// bitset per allgather / gather block (it spreads to many ranks).
+enum Holders {
+    Paths(Vec<Vec<u32>>),
+    Bits { words: usize, bits: Vec<u64> },
+}
+
+impl Holders {
+    fn new(n: usize, all_to_all: bool) -> Self {
+        if all_to_all {
+            return Holders::Paths((0..n * n).map(|b| vec![(b / n) as u32]).collect());
+        }
+        let words = n.div_ceil(64);
+        let mut bits = vec![0u64; n * words];
+        for o in 0..n {
+            bits[o * words + o / 64] |= 1 << (o % 64);
+        }
+        Holders::Bits { words, bits }
+    }
+
+    fn holds(&self, block: u32, rank: u32) -> bool {
+        match self {
+            Holders::Paths(p) => p[block as usize].contains(&rank),
+            Holders::Bits { words, bits } => bits[block as usize * words + rank as usize / 64] & (1 << (rank % 64)) != 0,
+        }
+    }
+
+    fn add(&mut self, block: u32, rank: u32) {
+        match self {
+            Holders::Paths(p) if !p[block as usize].contains(&rank) => p[block as usize].push(rank),
+            Holders::Paths(_) => {}
+            Holders::Bits { words, bits } => bits[block as usize * *words + rank as usize / 64] |= 1 << (rank % 64),
+        }
+    }
 }
 
 /// Where each task of a DAG schedule belongs: block `block[t]` (ids as above), bytes
