@@ -202,6 +202,7 @@ int main(int argc, char **argv) {
     if (argc != 3) return 2;
     nws_read_rank(argv[1], (uint32_t)atoi(argv[2]), &r);
     printf("%u %u %u %u %u %u\n", r.ranks, r.phases, r.collective, r.root, r.flags, r.concurrent_sends);
+    printf("blocks of %llu bytes\n", (unsigned long long)r.block_bytes);
     for (uint64_t i = 0; i < r.nsend; i++)
         printf("s %u %u %llu\n", r.sends[i].phase, r.sends[i].peer, (unsigned long long)r.sends[i].bytes);
     for (uint64_t i = 0; i < r.nrecv; i++)
@@ -225,5 +226,6 @@ def test_the_documented_c_reader_reads_our_files(tmp_path):
         out = subprocess.run([str(tmp_path / "reader"), str(tmp_path / "g.nws"), str(rank)],
                              check=True, capture_output=True, text=True).stdout.splitlines()
         assert out[0] == "11 4 2 3 3 1"  # ranks, phases, gather, root, permutation|forwarded, 1 send
-        assert out[1:] == [f"s {p} {d} {b}" for p, d, b in s.send_order(rank)] + \
+        assert out[1] == "blocks of 5 bytes"
+        assert out[2:] == [f"s {p} {d} {b}" for p, d, b in s.send_order(rank)] + \
                           [f"r {p} {src} {b}" for p, src, b in s.receive_order(rank)]

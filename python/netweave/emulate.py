@@ -572,18 +572,22 @@ def _write_agent(state: dict[str, Any]) -> None:
 
 
 def mpi_command(fabric: Fabric, implementation: str, ranks: int, program: list[str],
-                env: Optional[dict[str, str]] = None) -> list[str]:
+                env: Optional[dict[str, str]] = None, hosts: Optional[list[int]] = None) -> list[str]:
     """The command that runs `program` as `ranks` MPI processes, rank r on host r, launched from
     the management namespace: daemons and control over the management network, MPI traffic
     over the fabric only (Open MPI: TCP BTL on 10.0.0.0/8; MPICH: UCX's TCP on the fabric
     interface). `env` is set for every rank (e.g. :func:`netweave.mpi.settings` and the
-    library's ``LD_PRELOAD``)."""
+    library's ``LD_PRELOAD``). `hosts` puts rank r on host ``hosts[r]`` instead (a schedule's
+    placement)."""
     env = env or {}
     if implementation not in MPI_IMPLEMENTATIONS:
         raise NetweaveError(f"unknown MPI '{implementation}' (known: {', '.join(MPI_IMPLEMENTATIONS)})")
     if not 1 <= ranks <= fabric.num_hosts:
         raise NetweaveError(f"{ranks} ranks do not fit fabric '{fabric.name}' ({fabric.num_hosts} hosts, one rank each)")
-    hosts = [h["mgmt"] for h in fabric.state["hosts"][:ranks]]
+    chosen = list(range(ranks)) if hosts is None else [int(h) for h in hosts]
+    if len(chosen) != ranks or len(set(chosen)) != ranks or not all(0 <= h < fabric.num_hosts for h in chosen):
+        raise NetweaveError(f"hosts {chosen} are not {ranks} distinct hosts of fabric '{fabric.name}'")
+    hosts = [fabric.state["hosts"][h]["mgmt"] for h in chosen]
     agent = fabric.state.get("agent") or str(_agent_path(fabric.name))
     mgmt = ["ip", "netns", "exec", fabric.state["mgmt_ns"]]
     if implementation == "openmpi":
@@ -591,7 +595,7 @@ def mpi_command(fabric: Fabric, implementation: str, ranks: int, program: list[s
                        "--mca", "plm_rsh_agent", agent, "--mca", "oob_tcp_if_include", str(_MGMT),
                        "--mca", "pml", "ob1", "--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_include", "10.0.0.0/8",
                        *[a for k, v in env.items() for a in ("-x", f"{k}={v}")], *program]
-    ports = {h["port"] for h in fabric.state["hosts"][:ranks]}
+    ports = {fabric.state["hosts"][h]["port"] for h in chosen}
     if len(ports) != 1:
         raise NetweaveError("MPICH's UCX needs one fabric interface name on every host; these hosts use ports "
                             + ", ".join(map(str, sorted(ports))))
@@ -601,10 +605,11 @@ def mpi_command(fabric: Fabric, implementation: str, ranks: int, program: list[s
 
 
 def mpirun(fabric: Fabric, implementation: str, ranks: int, program: list[str],
-           timeout: float = 300.0, env: Optional[dict[str, str]] = None) -> subprocess.CompletedProcess:
+           timeout: float = 300.0, env: Optional[dict[str, str]] = None,
+           hosts: Optional[list[int]] = None) -> subprocess.CompletedProcess:
     """Run `program` under MPI on the fabric (see :func:`mpi_command`); output captured. A run
     that outlives `timeout` seconds is killed, with every process it left in the fabric."""
-    cmd = mpi_command(fabric, implementation, ranks, program, env)
+    cmd = mpi_command(fabric, implementation, ranks, program, env, hosts)
     try:
         return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:

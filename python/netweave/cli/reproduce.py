@@ -36,7 +36,7 @@ def _reproduce(label: str, run, as_json: bool, json_view=lambda result: result) 
 
 
 def _headline_view(result: dict) -> dict:
-    """A paper 004 reproduction as --json prints it: the headline figures and the files."""
+    """A reproduction as --json prints it: the headline figures and the files."""
     return {"headline": result["headline"], "files": result["files"], "quick": result["quick"]}
 
 
@@ -47,16 +47,31 @@ def _without_rows(result: dict) -> dict:
 @app.command("lsft")
 def lsft_cmd(
     out: Path = typer.Option(..., "--out", "-o", help="Directory for the CSV files, PNG plots and summary.md."),
-    quick: bool = typer.Option(False, "--quick", help="Fig. 18 on L1-L3 only (seconds instead of minutes)."),
+    quick: bool = typer.Option(False, "--quick", help="Fig. 18 on L1-L3 only (seconds instead of minutes); with --emulate, S2 only."),
+    emulate: bool = typer.Option(False, "--emulate", help="Instead, run §5's real-machine experiment (S1-S3, IMB-style MPI_Alltoall with the schedules inside) on emulated LSFTs (real TCP; needs root)."),
     as_json: bool = JsonOpt,
 ) -> None:
     """Paper 000, Latin-square fat-tree all-to-all: Tables 1-3 (both move rules), Fig. 17, Table 5, Fig. 18.
 
     Writes CSV files, PNG plots and summary.md with our numbers next to the paper's; the full
-    run analyses L1-L6 at 25/50/75/100 % of the servers (up to 30.5 M flows at L6)."""
+    run analyses L1-L6 at 25/50/75/100 % of the servers (up to 30.5 M flows at L6). With
+    --emulate: S1-S3 over real TCP on `netweave emulate`, Open MPI's pairwise and linear
+    all-to-alls against netweave's shift and LSFT schedules inside MPI_Alltoall."""
     from netweave.reproduce import lsft
 
     _check_out(out)
+    if emulate:
+        from netweave.reproduce import lsft_emulated
+
+        result = _reproduce("paper 000 (emulated)", lambda progress: lsft_emulated.run(out, quick=quick, progress=progress),
+                            as_json, _headline_view)
+        if result is None:
+            return
+        for name, h in result["headline"].items():
+            print(f"{name}: proposed {h['proposed_over_shift']:.2f}x shift's throughput at {h['bytes']} B per pair "
+                  f"(paper's machine {h['paper_real_proposed_over_shift']:.2f}x), {h['proposed_ratio_to_link']:.2f} of the link")
+        print(f"wrote {len(result['files'])} files to {out} (summary_emulated.md)")
+        return
     result = _reproduce("paper 000", lambda progress: lsft.run(out, quick=quick, progress=progress), as_json)
     if result is None:
         return
