@@ -197,3 +197,10 @@ def test_plan_hands_over_its_schedule_to_mpi(tmp_path, cli):
     assert traffic.load(out / "alltoall-52.nws").name.startswith("alltoall-lsft")
     proc = _check("openmpi", 52, "alltoall", out, "--types", "int", counts="0,3,100")
     assert _passed(proc)["mismatches"] == 0 and "runs 'alltoall-lsft" in proc.stderr
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_without_a_schedule_the_library_changes_nothing(impl):
+    program = [str(mpi.program_path("nwcheck", impl)), "--types", "int", "--in-place", "--split"]
+    proc = mpi.run(mpi.command(impl, 3, program), timeout=120)  # preloaded, NETWEAVE_SCHEDULE unset
+    assert _passed(proc)["mismatches"] == 0 and "netweave" not in proc.stderr

@@ -594,6 +594,7 @@ def mpi_command(fabric: Fabric, implementation: str, ranks: int, program: list[s
         return mgmt + ["mpirun.openmpi", "--allow-run-as-root", "-np", str(ranks), "--host", ",".join(f"{h}:1" for h in hosts),
                        "--mca", "plm_rsh_agent", agent, "--mca", "oob_tcp_if_include", str(_MGMT),
                        "--mca", "pml", "ob1", "--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_include", "10.0.0.0/8",
+                       "--mca", "mpi_yield_when_idle", "1",
                        *[a for k, v in env.items() for a in ("-x", f"{k}={v}")], *program]
     ports = {fabric.state["hosts"][h]["port"] for h in chosen}
     if len(ports) != 1:

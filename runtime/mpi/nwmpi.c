@@ -163,7 +163,10 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
 
 int MPI_Finalize(void) {
     if (g.keyval != MPI_KEYVAL_INVALID) {
-        PMPI_Comm_delete_attr(MPI_COMM_WORLD, g.keyval); /* world's attributes may outlive Finalize */
+        void *value;
+        int found = 0;
+        PMPI_Comm_get_attr(MPI_COMM_WORLD, g.keyval, &value, &found);
+        if (found) PMPI_Comm_delete_attr(MPI_COMM_WORLD, g.keyval); /* world's attributes may outlive Finalize */
         PMPI_Comm_free_keyval(&g.keyval);
     }
     return PMPI_Finalize();
