@@ -190,3 +190,19 @@ def test_netweave_schedules_run_inside_mpi_on_the_fabric(name, tmp_path):
     assert "runs 'alltoall-bruck(N=4)'" in proc.stderr
     # Both all-to-alls of 4 x 3 x 160 kB (doubles) crossed host links.
     assert sum(fabric.channel_bytes()) - before >= 2 * 2 * 12 * 160_000
+
+
+def test_reproduce_lsft_emulated_runs_the_schedules_inside_mpi(tmp_path):
+    # Paper 000 §5 in miniature (S2): Open MPI's pairwise and linear all-to-alls and netweave's
+    # shift and LSFT schedules inside MPI_Alltoall, over an emulated LSFT routed by `lsft`.
+    before = emulate.namespaces()
+    result = json.loads(run_cli("reproduce", "lsft", "--emulate", "--quick", "--out", str(tmp_path), "--json").stdout)
+    h = result["headline"]["S2"]
+    rows = json.loads((tmp_path / "results_emulated.json").read_text())["rows"]
+    assert {r["method"] for r in rows} == {"Open MPI pairwise", "Open MPI linear", "netweave shift",
+                                           "netweave proposed (LSFT)"}
+    # Real bytes cannot beat the emulated link; the flow model puts the LSFT schedule above shift.
+    assert all(0 < r["ratio_to_link"] <= 1.01 for r in rows)
+    assert h["proposed_flow_model"] > h["shift_flow_model"]
+    assert "| S2 |" in (tmp_path / "summary_emulated.md").read_text()
+    assert emulate.namespaces() == before

@@ -195,6 +195,10 @@ def test_plan_hands_over_its_schedule_to_mpi(tmp_path, cli):
     command = (out / "mpi-command.txt").read_text()
     assert f"netweave mpi run -np 52 --schedule {out / 'alltoall-52.nws'}" in command
     assert traffic.load(out / "alltoall-52.nws").name.startswith("alltoall-lsft")
+    # The file asks for the executor the comment names (header offset 52: 1 sync, 2 async, 3 local-sync).
+    named = re.search(r"with the (\S+) executor", command).group(1)
+    code = int.from_bytes((out / "alltoall-52.nws").read_bytes()[52:56], "little")
+    assert {"sync": 1, "async": 2, "local-sync": 3}[named] == code
     proc = _check("openmpi", 52, "alltoall", out, "--types", "int", counts="0,3,100")
     assert _passed(proc)["mismatches"] == 0 and "runs 'alltoall-lsft" in proc.stderr
 

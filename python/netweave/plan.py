@@ -90,18 +90,27 @@ def candidates(
 def write_best_schedule(topo: Topology, result: dict[str, Any], out_dir: Path, hosts: Optional[str] = None,
                         order: str = "listed", seed: Optional[int] = None) -> list[Path]:
     """Write the plan's chosen all-to-all as ``alltoall-<ranks>.nws`` (the name the MPI
-    library looks up in a schedule directory) and ``mpi-command.txt``, the command lines that
-    run it inside an unchanged MPI program. Nothing when no schedule was proven."""
+    library looks up in a schedule directory), asking for the executor the flow model finds
+    fastest for it, and ``mpi-command.txt``, the command lines that run it inside an unchanged
+    MPI program. Nothing when no schedule was proven. Returns the files written."""
     if result.get("best") is None:
         return []
     name = result["best"]["name"]
     chosen = next(c for c in candidates(topo, result["job"]["bytes_per_pair"], hosts, order, seed) if c.name == name)
+    routes = routing.route(topo, result["routing"]["engine"])
+    # A contention-free phase schedule stays so only while its phases do not overlap; which
+    # executor keeps them apart best depends on the schedule (half-empty phases favour sync).
+    times = {ex: flowsim.simulate(routes, chosen.schedule, executor=ex)["makespan_s"]
+             for ex in ("sync", "local-sync", "async")}
+    executor = min(times, key=times.get)
     ranks = chosen.schedule.num_ranks
     path = out_dir / f"alltoall-{ranks}.nws"
-    traffic.save(chosen.schedule, path)
+    traffic.save(chosen.schedule, path, executor=executor)
     text = out_dir / "mpi-command.txt"
     text.write_text(
-        f"# Run {name} inside MPI_Alltoall of an unchanged program ({ranks} ranks; any message size):\n"
+        f"# Run {name} inside MPI_Alltoall of an unchanged program ({ranks} ranks; any message size),\n"
+        f"# with the {executor} executor (flow model: " + ", ".join(f"{ex} {t * 1e3:.3f} ms" for ex, t in times.items())
+        + "):\n"
         f"netweave mpi run -np {ranks} --schedule {path} -- ./your_program\n"
         f"# or, with mpirun directly (Open MPI; MPICH: -env LD_PRELOAD ... -env NETWEAVE_SCHEDULE ...):\n"
         f"mpirun -np {ranks} -x LD_PRELOAD=<netweave>/runtime/build/libnwmpi-openmpi.so "
