@@ -208,3 +208,16 @@ def test_without_a_schedule_the_library_changes_nothing(impl):
     program = [str(mpi.program_path("nwcheck", impl)), "--types", "int", "--in-place", "--split"]
     proc = mpi.run(mpi.command(impl, 3, program), timeout=120)  # preloaded, NETWEAVE_SCHEDULE unset
     assert _passed(proc)["mismatches"] == 0 and "netweave" not in proc.stderr
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+@pytest.mark.parametrize("collective", ["alltoall", "allgather"])
+def test_strided_types_and_inter_communicators_run_natively_and_say_so(tmp_path, impl, collective):
+    algo = {"alltoall": "shift", "allgather": "ring"}[collective]
+    d, _ = _directory(tmp_path, collective, algo, 6)
+    proc = _check(impl, 6, collective, d, "--types", "int,vector", "--inter")
+    assert _passed(proc)["mismatches"] == 0
+    call = {"alltoall": "MPI_Alltoall", "allgather": "MPI_Allgather"}[collective]
+    assert f"{call} runs '" in proc.stderr  # MPI_INT on the intra-communicators
+    assert f"{call} falls back to the native collective: a datatype is not contiguous" in proc.stderr
+    assert f"{call} falls back to the native collective: an inter-communicator" in proc.stderr

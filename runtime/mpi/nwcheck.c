@@ -3,7 +3,10 @@
  * communicator, with MPI_IN_PLACE where MPI allows it.
  *
  *   nwcheck --collective alltoall|allgather|gather [--counts 0,1,7,1000] [--root R]
- *           [--types byte,int,double,contig] [--split] [--in-place] [--seed S]
+ *           [--types byte,int,double,contig,vector] [--split] [--inter] [--in-place] [--seed S]
+ *
+ * `vector` is a strided, non-contiguous type (2 ints, stride 2); --inter also runs all-to-all
+ * and allgather on an inter-communicator joining the two halves of the split.
  *
  * Each case calls MPI_<collective> (which the preloaded library may run with a schedule) and
  * PMPI_<collective> (always the MPI library's own) on the same random input and compares every
@@ -40,12 +43,13 @@ int main(int argc, char **argv) {
     MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
     enum coll c = ALLTOALL;
     char counts[256] = "0,1,7,1000";
-    int root = 0, split = 0, in_place = 0;
+    int root = 0, split = 0, in_place = 0, inter = 0;
     char type_list[64] = "byte,int,double,contig";
     uint64_t seed = 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
         if (!strcmp(a, "--split")) split = 1;
+        else if (!strcmp(a, "--inter")) inter = split = 1;
         else if (!strcmp(a, "--in-place")) in_place = 1;
         else if (!strcmp(a, "--collective") && ++i) c = !strcmp(v, "allgather") ? ALLGATHER : !strcmp(v, "gather") ? GATHER : ALLTOALL;
         else if (!strcmp(a, "--counts") && ++i) snprintf(counts, sizeof counts, "%s", v);
@@ -58,25 +62,35 @@ int main(int argc, char **argv) {
             return 2;
         }
     }
-    MPI_Datatype contig;
+    MPI_Datatype contig, vector;
     MPI_Type_contiguous(3, MPI_INT, &contig);
     MPI_Type_commit(&contig);
-    MPI_Datatype types[] = {MPI_BYTE, MPI_INT, MPI_DOUBLE, contig};
-    const char *type_names[] = {"MPI_BYTE", "MPI_INT", "MPI_DOUBLE", "contiguous(3, MPI_INT)"};
-    const char *type_keys[] = {"byte", "int", "double", "contig"};
-    MPI_Comm comms[2] = {MPI_COMM_WORLD, MPI_COMM_NULL};
+    MPI_Type_vector(2, 1, 2, MPI_INT, &vector);
+    MPI_Type_commit(&vector);
+    MPI_Datatype types[] = {MPI_BYTE, MPI_INT, MPI_DOUBLE, contig, vector};
+    const char *type_names[] = {"MPI_BYTE", "MPI_INT", "MPI_DOUBLE", "contiguous(3, MPI_INT)", "vector(2, 1, 2, MPI_INT)"};
+    const char *type_keys[] = {"byte", "int", "double", "contig", "vector"};
+    int wsize;
+    MPI_Comm_size(MPI_COMM_WORLD, &wsize);
+    MPI_Comm comms[3] = {MPI_COMM_WORLD, MPI_COMM_NULL, MPI_COMM_NULL};
     if (split) MPI_Comm_split(MPI_COMM_WORLD, wrank % 2, wrank, &comms[1]);
+    if (inter && wsize > 1) /* the other half's leader is world rank 1 (for the evens) or 0 */
+        MPI_Intercomm_create(comms[1], 0, MPI_COMM_WORLD, wrank % 2 ? 0 : 1, 77, &comms[2]);
     long cases = 0, bad = 0;
-    for (int ci = 0; ci < 1 + split; ci++) {
+    for (int ci = 0; ci < 3; ci++) {
         MPI_Comm comm = comms[ci];
-        int rank, n;
+        if (comm == MPI_COMM_NULL) continue;
+        int rank, n, is_inter = ci == 2;
+        if (is_inter && c == GATHER) continue; /* rooted inter-communicator calls are not checked */
         MPI_Comm_rank(comm, &rank);
-        MPI_Comm_size(comm, &n);
+        if (is_inter) MPI_Comm_remote_size(comm, &n); /* blocks go to and come from the other group */
+        else MPI_Comm_size(comm, &n);
         int r = root % n;
-        for (int ti = 0; ti < 4; ti++) {
+        for (int ti = 0; ti < 5; ti++) {
             if (!strstr(type_list, type_keys[ti])) continue;
-            int size;
-            MPI_Type_size(types[ti], &size);
+            MPI_Aint lb, extent;
+            MPI_Type_get_extent(types[ti], &lb, &extent);
+            int size = (int)extent; /* buffers span the extent; a strided type leaves gaps */
             char list[256], *save = NULL;
             snprintf(list, sizeof list, "%s", counts);
             for (char *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
@@ -87,7 +101,7 @@ int main(int argc, char **argv) {
                 uint64_t s = seed * 1000003u + (uint64_t)rank * 7919u + (uint64_t)count * 31u + (uint64_t)ti;
                 for (size_t i = 0; i < in_bytes; i++) in[i] = (unsigned char)next(&s);
                 for (size_t i = 0; i < out_bytes; i++) a[i] = b[i] = (unsigned char)next(&s);
-                for (int pass = 0; pass < 1 + in_place; pass++) {
+                for (int pass = 0; pass < 1 + (in_place && !is_inter); pass++) {
                     int inplace = pass == 1 && (c != GATHER || rank == r);
                     unsigned char *out[2] = {a, b};
                     for (int pm = 0; pm < 2; pm++) {
@@ -117,8 +131,10 @@ int main(int argc, char **argv) {
     long total_bad = 0;
     PMPI_Allreduce(&bad, &total_bad, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
     if (!wrank) printf("{\"cases\": %ld, \"mismatches\": %ld}\n", cases, total_bad);
+    if (comms[2] != MPI_COMM_NULL) MPI_Comm_free(&comms[2]);
     if (comms[1] != MPI_COMM_NULL) MPI_Comm_free(&comms[1]);
     MPI_Type_free(&contig);
+    MPI_Type_free(&vector);
     MPI_Finalize();
     return total_bad ? 1 : 0;
 }

@@ -55,6 +55,7 @@ typedef struct {
     int usable;        /* 1: run the plan or the DAG; 0: native */
     int is_dag;
     int root_warned;   /* the "wrong root" line was printed */
+    int type_warned;   /* the "datatype" line was printed */
     nws_phases sched;  /* phases: this rank's share and its plan */
     nw_plan *plan;
     nws_dag dag;       /* task DAG as generated, and scaled to the last call's block size */
@@ -305,9 +306,22 @@ static long long contiguous_bytes(int count, MPI_Datatype type) {
     return (long long)count * size;
 }
 
-static int intra(MPI_Comm comm) {
+/* Whether `comm` is an intra-communicator; when verbose, an inter-communicator is said once. */
+static int intra(MPI_Comm comm, int which) {
     int inter = 1;
-    return PMPI_Comm_test_inter(comm, &inter) == MPI_SUCCESS && !inter;
+    if (PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS) return 0; /* the native call reports it */
+    static int said[NCOLL];
+    if (inter && g.verbose && !said[which]++)
+        fprintf(stderr, "netweave: %s falls back to the native collective: an inter-communicator\n", call_name[which]);
+    return !inter;
+}
+
+/* A call whose buffers the schedule cannot address: native, said once per communicator when verbose. */
+static void datatype_fallback(MPI_Comm comm, choice *c, int which) {
+    if (!g.verbose || c->type_warned) return;
+    c->type_warned = 1;
+    say(comm, "%s falls back to the native collective: %s", call_name[which],
+        "a datatype is not contiguous, or send and receive sizes differ (on this rank)");
 }
 
 /* Where tasks' bytes live during one DAG call. */
@@ -387,12 +401,16 @@ static int run(comm_state *st, choice *c, int which, const void *sendbuf, void *
 
 int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
                  MPI_Datatype recvtype, MPI_Comm comm) {
-    if (!g.on || !intra(comm)) goto native;
+    if (!g.on || !intra(comm, COLL_ALLTOALL)) goto native;
     comm_state *st = state_of(comm);
     choice *c = schedule_for(st, comm, COLL_ALLTOALL, 0);
     long long rb = contiguous_bytes(recvcount, recvtype);
     long long sb = sendbuf == MPI_IN_PLACE ? rb : contiguous_bytes(sendcount, sendtype);
-    if (!c || rb < 0 || sb != rb) goto native;
+    if (!c) goto native;
+    if (rb < 0 || sb != rb) {
+        datatype_fallback(comm, c, COLL_ALLTOALL);
+        goto native;
+    }
     void *copy = NULL;
     if (sendbuf == MPI_IN_PLACE && rb) { /* the schedule reads every block before it is overwritten: send from a copy */
         if (!(copy = malloc((size_t)rb * (size_t)st->size))) goto native;
@@ -408,12 +426,16 @@ native:
 
 int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
                   MPI_Datatype recvtype, MPI_Comm comm) {
-    if (!g.on || !intra(comm)) goto native;
+    if (!g.on || !intra(comm, COLL_ALLGATHER)) goto native;
     comm_state *st = state_of(comm);
     choice *c = schedule_for(st, comm, COLL_ALLGATHER, 0);
     long long rb = contiguous_bytes(recvcount, recvtype);
     long long sb = sendbuf == MPI_IN_PLACE ? rb : contiguous_bytes(sendcount, sendtype);
-    if (!c || rb < 0 || sb != rb) goto native;
+    if (!c) goto native;
+    if (rb < 0 || sb != rb) {
+        datatype_fallback(comm, c, COLL_ALLGATHER);
+        goto native;
+    }
     if (sendbuf == MPI_IN_PLACE) sendbuf = (char *)recvbuf + (size_t)rb * (size_t)st->rank;
     return rb ? run(st, c, COLL_ALLGATHER, sendbuf, recvbuf, (size_t)rb) : MPI_SUCCESS;
 native:
@@ -422,13 +444,17 @@ native:
 
 int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
                MPI_Datatype recvtype, int root, MPI_Comm comm) {
-    if (!g.on || !intra(comm)) goto native;
+    if (!g.on || !intra(comm, COLL_GATHER)) goto native;
     comm_state *st = state_of(comm);
     choice *c = schedule_for(st, comm, COLL_GATHER, root);
     int at_root = st->rank == root;
     long long rb = at_root ? contiguous_bytes(recvcount, recvtype) : 0;
     long long sb = sendbuf == MPI_IN_PLACE ? rb : contiguous_bytes(sendcount, sendtype);
-    if (!c || rb < 0 || sb < 0 || (at_root && sb != rb)) goto native;
+    if (!c) goto native;
+    if (rb < 0 || sb < 0 || (at_root && sb != rb)) {
+        datatype_fallback(comm, c, COLL_GATHER);
+        goto native;
+    }
     if (sendbuf == MPI_IN_PLACE) sendbuf = (char *)recvbuf + (size_t)rb * (size_t)root;
     return sb ? run(st, c, COLL_GATHER, sendbuf, recvbuf, (size_t)sb) : MPI_SUCCESS;
 native:
