@@ -45,7 +45,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from netweave import _core, flowsim, routing, runtime
 from netweave._core import NetweaveError, RoutingTable, Topology
@@ -607,12 +607,40 @@ def mpi_command(fabric: Fabric, implementation: str, ranks: int, program: list[s
 
 def mpirun(fabric: Fabric, implementation: str, ranks: int, program: list[str],
            timeout: float = 300.0, env: Optional[dict[str, str]] = None,
-           hosts: Optional[list[int]] = None) -> subprocess.CompletedProcess:
+           hosts: Optional[list[int]] = None, done_when: Optional[Callable[[str], bool]] = None,
+           grace: float = 10.0) -> subprocess.CompletedProcess:
     """Run `program` under MPI on the fabric (see :func:`mpi_command`); output captured. A run
-    that outlives `timeout` seconds is killed, with every process it left in the fabric."""
+    that outlives `timeout` seconds is killed, with every process it left in the fabric.
+
+    `done_when(stdout)` says the program's output is complete: a run still alive `grace`
+    seconds after that is ended the same way and counts as finished, with a line saying so on
+    its stderr — MPICH over UCX can hang in ``MPI_Finalize`` after all its work on these
+    fabrics (see docs/emulate.md)."""
     cmd = mpi_command(fabric, implementation, ranks, program, env, hosts)
-    try:
-        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        _kill_inside([h["ns"] for h in fabric.state["hosts"]] + [fabric.state["mgmt_ns"]])
-        raise NetweaveError(f"{implementation} run on fabric '{fabric.name}' did not finish within {timeout:g} s")
+    everything = [h["ns"] for h in fabric.state["hosts"]] + [fabric.state["mgmt_ns"]]
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, text=True)
+        start, complete_at, note = time.monotonic(), None, ""
+        while proc.poll() is None:
+            now = time.monotonic()
+            if complete_at is None and done_when is not None:
+                out.seek(0)
+                if done_when(out.read()):
+                    complete_at = now
+            if complete_at is not None and now - complete_at > grace:
+                note = (f"netweave emulate: ended the {implementation} run {grace:g} s after its output was complete "
+                        "(it did not exit: MPI_Finalize hung)\n")
+                break
+            if now - start > timeout:
+                _kill_inside(everything)
+                proc.kill()
+                proc.wait()
+                raise NetweaveError(f"{implementation} run on fabric '{fabric.name}' did not finish within {timeout:g} s")
+            time.sleep(0.1)
+        if note:
+            _kill_inside(everything)
+            proc.kill()
+        code = proc.wait()
+        out.seek(0)
+        err.seek(0)
+        return subprocess.CompletedProcess(cmd, 0 if note else code, out.read(), err.read() + note)
