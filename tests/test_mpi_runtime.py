@@ -151,6 +151,9 @@ def test_paper_004_dags_with_relays_run_at_every_size(tmp_path, impl):
                       counts="0,1,7,1000,100000")
         assert _passed(proc)["mismatches"] == 0
         assert f"runs '{collective}-contention-free-min-sync'" in proc.stderr
+    # Named as a single file, too.
+    proc = _check(impl, 8, "gather", tmp_path / "gather-8.nws", "--root", "2", "--types", "int")
+    assert _passed(proc)["mismatches"] == 0 and "runs 'gather-contention-free-min-sync'" in proc.stderr
 
 
 def test_cli_mpi_run_and_bench(tmp_path, cli):

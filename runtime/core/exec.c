@@ -153,8 +153,9 @@ static int try_start(run *r) {
                 if (post_send_fragment(r, t, r->buf[relayed])) return -1;
         } else {
             const nw_exec_data *data = r->opt->data;
-            if (data && (r->buf[t] = (uint8_t *)data->send_data(data->arg, t))) {
-                /* the caller's bytes */
+            if (data) { /* the caller's bytes, never a stand-in */
+                if (!(r->buf[t] = (uint8_t *)data->send_data(data->arg, t)) && task->bytes)
+                    return fail(r, "no data to send for task %u", t);
             } else if (task->bytes && !(r->buf[t] = malloc(task->bytes))) {
                 return fail(r, "out of memory for task %u (%llu bytes)", t, (unsigned long long)task->bytes);
             } else {

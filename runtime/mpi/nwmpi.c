@@ -142,9 +142,14 @@ int netweave_mpi_use(const char *path) {
         char err[512];
         size_t len = 0;
         unsigned char *data = nws_load(path, &len, err, sizeof err);
+        int form = data ? nws_form(data, len, err, sizeof err) : -1;
         nws_phases s;
-        if (!data || nws_phases_parse(data, len, 0, &s, err, sizeof err)) die(MPI_COMM_WORLD, path, err);
-        nws_phases_free(&s);
+        nws_dag d;
+        if (form < 0 || (form == 0 && nws_phases_parse(data, len, 0, &s, err, sizeof err)) ||
+            (form == 1 && nws_dag_parse(data, len, &d, err, sizeof err)))
+            die(MPI_COMM_WORLD, path, err);
+        if (form == 0) nws_phases_free(&s);
+        else nws_dag_free(&d);
         free(data);
     }
     return 0;
