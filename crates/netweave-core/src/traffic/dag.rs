@@ -147,6 +147,11 @@ impl TaskGraph {
         // Stored sorted and without repeats, so equal graphs compare equal however built.
         let start = self.preds.len();
         self.preds.extend_from_slice(deps);
+        if deps.windows(2).all(|w| w[0] < w[1]) {
+            // Already in order (the stage scheduler emits its predecessors so): nothing to do.
+            self.pred_offsets.push(self.preds.len() as u32);
+            return Ok(id);
+        }
         self.preds[start..].sort_unstable();
         let mut keep = start;
         for i in start..self.preds.len() {

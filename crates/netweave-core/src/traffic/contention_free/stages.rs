@@ -208,7 +208,7 @@ pub fn schedule(
     let mut candidates: Vec<u32> = Vec::new();
     let mut piece_groups: Vec<u32> = Vec::new();
     let mut min_sync = MinSyncIndex::new(ng);
-    while let Some(g) = queue.top() {
+    while let Some(g) = queue.top(&remaining) {
         // Skip the scheduled prefix of the group's members.
         let end = groups.member_off[g as usize + 1];
         while done[groups.members[cursor[g as usize] as usize] as usize] {
@@ -243,10 +243,8 @@ pub fn schedule(
         for &h in groups.of_task(t) {
             remaining[h as usize] -= cost[t as usize];
             left[h as usize] -= 1;
-            if left[h as usize] > 0 {
-                queue.lower(h, remaining[h as usize]);
-            } else {
-                queue.remove(h);
+            if left[h as usize] == 0 {
+                queue.remove(h); // the queue reads the others' lower costs when they surface
             }
         }
         let task = tasks[t as usize];
