@@ -6,15 +6,15 @@
 //! never churns stale copies through the heap.
 
 /// Groups keyed by `(remaining cost, lowest group first)`; the top is the next stage's group.
-/// A 4-ary heap of `(key, group)` entries: half the levels of a binary one, and each level's
-/// children sit in one cache line.
+/// A binary heap of `(key, group)` entries: a refreshed top usually sinks a level or two, where
+/// two comparisons a level beat a 4-ary heap's four (1.94 against 2.02 ms at 64 hosts).
 pub(super) struct GroupQueue {
     heap: Vec<(u64, u32)>,
     /// Position of each group in `heap`, `u32::MAX` when absent.
     pos: Vec<u32>,
 }
 
-const ARITY: usize = 4;
+const ARITY: usize = 2;
 
 /// Whether entry `a` comes out before entry `b`: more remaining cost, then the lower group.
 fn before(a: (u64, u32), b: (u64, u32)) -> bool {
