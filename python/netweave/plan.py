@@ -87,35 +87,63 @@ def candidates(
     return out
 
 
-def write_best_schedule(topo: Topology, result: dict[str, Any], out_dir: Path, hosts: Optional[str] = None,
-                        order: str = "listed", seed: Optional[int] = None) -> list[Path]:
-    """Write the plan's chosen all-to-all as ``alltoall-<ranks>.nws`` (the name the MPI
-    library looks up in a schedule directory), asking for the executor the flow model finds
-    fastest for it, and ``mpi-command.txt``, the command lines that run it inside an unchanged
-    MPI program. Nothing when no schedule was proven. Returns the files written."""
-    if result.get("best") is None:
-        return []
-    name = result["best"]["name"]
-    chosen = next(c for c in candidates(topo, result["job"]["bytes_per_pair"], hosts, order, seed) if c.name == name)
+def write_artifacts(topo: Topology, result: dict[str, Any], out_dir: Path, hosts: Optional[str] = None,
+                    order: str = "listed", seed: Optional[int] = None,
+                    placement: Optional["Placement"] = None) -> list[Path]:
+    """The files a user deploys, beside the report in `out_dir`: the routing tables
+    (``routes.json``, and ``opensm-lfts.dump`` for ``opensm -R file -U``), the chosen all-to-all
+    as ``alltoall-<ranks>.nws`` (the name the MPI library looks up in a schedule directory; it
+    asks for the executor the flow model finds fastest for it) and ``.json``, the rank placement
+    as an Open MPI ``rankfile``, a Fujitsu ``vcoordfile`` and a Cray ``MPICH_RANK_ORDER`` when
+    `placement` is given, and ``DEPLOY.md`` saying which command uses each file. Returns the
+    files written."""
+    out_dir.mkdir(parents=True, exist_ok=True)
     routes = routing.route(topo, result["routing"]["engine"])
-    # A contention-free phase schedule stays so only while its phases do not overlap; which
-    # executor keeps them apart best depends on the schedule (half-empty phases favour sync).
-    times = {ex: flowsim.simulate(routes, chosen.schedule, executor=ex)["makespan_s"]
-             for ex in ("sync", "local-sync", "async")}
-    executor = min(times, key=times.get)
-    ranks = chosen.schedule.num_ranks
-    path = out_dir / f"alltoall-{ranks}.nws"
-    traffic.save(chosen.schedule, path, executor=executor)
-    text = out_dir / "mpi-command.txt"
-    text.write_text(
-        f"# Run {name} inside MPI_Alltoall of an unchanged program ({ranks} ranks; any message size),\n"
-        f"# with the {executor} executor (flow model: " + ", ".join(f"{ex} {t * 1e3:.3f} ms" for ex, t in times.items())
-        + "):\n"
-        f"netweave mpi run -np {ranks} --schedule {path} -- ./your_program\n"
-        f"# or, with mpirun directly (Open MPI; MPICH: -env LD_PRELOAD ... -env NETWEAVE_SCHEDULE ...):\n"
-        f"mpirun -np {ranks} -x LD_PRELOAD=<netweave>/runtime/build/libnwmpi-openmpi.so "
-        f"-x NETWEAVE_SCHEDULE={path} ./your_program\n")
-    return [path, text]
+    written = [routing.save(routes, out_dir / "routes.json")]
+    uses = [("routes.json", f"netweave's routing tables ({routes.engine}): `netweave analyze topology.json routes.json SCHEDULE`, "
+             "`netweave emulate up topology.json routes.json --name NAME`")]
+    try:
+        written.append(routing.save_lft(routes, out_dir / "opensm-lfts.dump"))
+        uses.append(("opensm-lfts.dump", "the same tables for an InfiniBand subnet manager: "
+                     "`opensm -R file -U opensm-lfts.dump`"))
+    except NetweaveError as e:
+        uses.append(("(no opensm-lfts.dump)", f"these tables cannot be written for OpenSM: {e}"))
+    if result.get("best") is not None:
+        name = result["best"]["name"]
+        chosen = next(c for c in candidates(topo, result["job"]["bytes_per_pair"], hosts, order, seed)
+                      if c.name == name)
+        # A contention-free phase schedule stays so only while its phases do not overlap; which
+        # executor keeps them apart best depends on the schedule (half-empty phases favour sync).
+        times = {ex: flowsim.simulate(routes, chosen.schedule, executor=ex)["makespan_s"]
+                 for ex in ("sync", "local-sync", "async")}
+        executor = min(times, key=times.get)
+        ranks = chosen.schedule.num_ranks
+        nws = out_dir / f"alltoall-{ranks}.nws"
+        traffic.save(chosen.schedule, nws, executor=executor)
+        traffic.save(chosen.schedule, out_dir / f"alltoall-{ranks}.json")
+        written += [nws, out_dir / f"alltoall-{ranks}.json"]
+        uses.append((nws.name, f"{name} inside `MPI_Alltoall` of an unchanged program, any message size, with the "
+                     f"{executor} executor (flow model: " + ", ".join(f"{ex} {t * 1e3:.3f} ms" for ex, t in times.items())
+                     + f"): `netweave mpi run -np {ranks} --schedule {nws} -- ./your_program`, or `mpirun -np {ranks} "
+                     f"-x LD_PRELOAD=<netweave>/runtime/build/libnwmpi-openmpi.so -x NETWEAVE_SCHEDULE={nws} "
+                     "./your_program` (MPICH: `-env LD_PRELOAD … -env NETWEAVE_SCHEDULE …`)"))
+        uses.append((f"alltoall-{ranks}.json", "the same schedule as JSON: `netweave analyze`, `netweave simulate flow`, "
+                     "`netweave run`"))
+    if placement is not None:
+        for fmt, file, use in (("rankfile", "rankfile", "Open MPI: `mpirun --rankfile rankfile ./your_program`"),
+                               ("vcoord", "vcoordfile", "Fujitsu MPI: `mpiexec --vcoordfile vcoordfile ./your_program`"),
+                               ("mpich", "MPICH_RANK_ORDER", "Cray MPICH: `MPICH_RANK_REORDER_METHOD=3` with this file "
+                                "in the working directory")):
+            try:
+                written.append(placement.write_map(out_dir / file, fmt))
+                uses.append((file, f"the ranks placed for {placement.summary['pattern']}; {use}"))
+            except NetweaveError as e:
+                uses.append((f"(no {file})", str(e)))
+    deploy = out_dir / "DEPLOY.md"
+    deploy.write_text("# What to deploy\n\n`netweave plan` wrote these files; each line says what uses it.\n\n"
+                      + "".join(f"- `{f}`: {u}\n" for f, u in uses))
+    written.append(deploy)
+    return written
 
 
 #: Paper 000's sub-cluster schedule, whose k and m come from the job's host set.
@@ -333,10 +361,14 @@ class Placement:
 
     def write_rankfile(self, path) -> Any:
         """Write the placement as an Open MPI rankfile at `path`; returns the path."""
+        return self.write_map(path, "rankfile")
+
+    def write_map(self, path, fmt: str) -> Any:
+        """Write the placement as a map file of format `fmt` (see ``netweave.mapping.FORMATS``)."""
         from netweave import mapping
 
         meta = {"pattern": self.summary["pattern"], "cost": self.summary["cost"], "figures": self.summary["placed"]}
-        return mapping.write_map(self.net, self.host_of_rank, path, "rankfile", None, meta)
+        return mapping.write_map(self.net, self.host_of_rank, path, fmt, None, meta)
 
 
 def place_ranks(

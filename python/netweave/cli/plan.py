@@ -18,7 +18,7 @@ def plan_cmd(
     bytes_per_pair: int = typer.Option(plan_mod.DEFAULT_BYTES, "--bytes", min=1, max=2**63, help="Bytes each rank sends to each other rank."),
     engine: Optional[str] = typer.Option(None, "--engine", help="Routing engine (default: the deadlock-free engine suited to the topology)."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
-    out: Optional[Path] = typer.Option(None, "--out", help="Also write report.json, report.md, phases.csv, topology.json, the chosen schedule (alltoall-N.nws) and mpi-command.txt here."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Also write the report (report.json, report.md, phases.csv, topology.json) and what to deploy (routes, OpenSM tables, the chosen schedule, rank maps; DEPLOY.md says which command uses each) here."),
     hosts: Optional[str] = typer.Option(None, "--hosts", help="Hosts of the job: 'all', '0-15,20', 'leaf:0-3' (fat-trees: whole leaves, or an LSFT sub-cluster)."),
     order: str = typer.Option("listed", "--order", help="Rank order on the hosts: listed, cyclic or random (--seed)."),
     seed: Optional[int] = typer.Option(None, "--seed", min=0, help="Seed of --order random."),
@@ -45,9 +45,8 @@ def plan_cmd(
         print(_placement_text(placement.summary), end="")
     if out is not None:
         written = report.write_files(result, out, topo.to_text("json"))
-        written += plan_mod.write_best_schedule(topo, result, out, hosts, order, seed)
+        written += plan_mod.write_artifacts(topo, result, out, hosts, order, seed, placement)
         if placement is not None:
-            written.append(placement.write_rankfile(out / "rankfile"))
             path = out / "placement.json"
             path.write_text(json.dumps(placement.summary, indent=2, sort_keys=True) + "\n")
             written.append(path)
