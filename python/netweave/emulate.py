@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from netweave import _core, flowsim, routing, runtime
+from netweave import _core, flowsim, mpi, routing, runtime
 from netweave._core import NetweaveError, RoutingTable, Topology
 
 #: Where fabric state files live (tmpfs: a reboot forgets fabrics, as it forgets namespaces).
@@ -545,8 +545,6 @@ def measure(topo: Topology, routes: RoutingTable, workload, name: str, scale: fl
     }
 
 
-#: MPI implementations :func:`mpirun` launches (Debian's), by their command suffix.
-MPI_IMPLEMENTATIONS = ("openmpi", "mpich")
 
 
 def _agent_path(name: str) -> Path:
@@ -580,8 +578,8 @@ def mpi_command(fabric: Fabric, implementation: str, ranks: int, program: list[s
     library's ``LD_PRELOAD``). `hosts` puts rank r on host ``hosts[r]`` instead (a schedule's
     placement)."""
     env = env or {}
-    if implementation not in MPI_IMPLEMENTATIONS:
-        raise NetweaveError(f"unknown MPI '{implementation}' (known: {', '.join(MPI_IMPLEMENTATIONS)})")
+    if implementation not in mpi.IMPLEMENTATIONS:
+        raise NetweaveError(f"unknown MPI '{implementation}' (known: {', '.join(mpi.IMPLEMENTATIONS)})")
     if not 1 <= ranks <= fabric.num_hosts:
         raise NetweaveError(f"{ranks} ranks do not fit fabric '{fabric.name}' ({fabric.num_hosts} hosts, one rank each)")
     chosen = list(range(ranks)) if hosts is None else [int(h) for h in hosts]

@@ -4,8 +4,8 @@ The library (``runtime/mpi/nwmpi.c``, built once per MPI implementation by ``mak
 ``runtime/build/libnwmpi-<impl>.so``) runs a schedule file inside ``MPI_Alltoall``,
 ``MPI_Allgather`` and ``MPI_Gather`` of an unchanged program; see ``docs/mpi-runtime.md``.
 
->>> cmd = command("openmpi", 4, ["./app"], schedule="a2a.nws")   # doctest: +SKIP
->>> subprocess.run(cmd, env=environment(...))                     # doctest: +SKIP
+>>> env = settings(Path("a2a.nws"), verbose=True)                 # doctest: +SKIP
+>>> run(command("openmpi", 4, ["./app"], env=env), timeout=600)   # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -17,13 +17,13 @@ import subprocess
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from netweave import runtime
+from netweave import _core, runtime
 from netweave._core import NetweaveError
 
 #: Debian's MPI implementations, by their command suffix.
 IMPLEMENTATIONS = ("openmpi", "mpich")
 #: Executors the library offers (NETWEAVE_EXECUTOR); names as the flow simulator's.
-EXECUTORS = ("auto", "sync", "async", "local-sync")
+EXECUTORS = tuple(_core.schedule_executors())
 
 
 def _built(name: str) -> Path:

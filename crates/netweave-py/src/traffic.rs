@@ -203,6 +203,12 @@ fn save_schedule(schedule: &PySchedule, path: PathBuf, executor: &str) -> PyResu
     io::save_with(&schedule.inner, &path, io::ExecutorHint::from_name(executor).map_err(err)?).map_err(err)
 }
 
+/// Executors a binary schedule can ask an MPI runtime for, in code order.
+#[pyfunction]
+fn schedule_executors() -> Vec<&'static str> {
+    io::ExecutorHint::ALL.iter().map(|(_, n)| *n).collect()
+}
+
 /// Read a schedule written by `save_schedule`.
 #[pyfunction]
 fn load_schedule(path: PathBuf) -> PyResult<PySchedule> {
@@ -457,6 +463,7 @@ fn contention_free_policies() -> Vec<&'static str> {
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(contention_free, m)?)?;
     m.add_function(wrap_pyfunction!(contention_free_policies, m)?)?;
+    m.add_function(wrap_pyfunction!(schedule_executors, m)?)?;
     m.add_function(wrap_pyfunction!(concurrent_dag, m)?)?;
     m.add_class::<PySchedule>()?;
     for f in [

@@ -220,15 +220,20 @@ pub enum ExecutorHint {
 }
 
 impl ExecutorHint {
+    /// Every hint with its name, in code order.
+    pub const ALL: [(ExecutorHint, &'static str); 4] = [
+        (ExecutorHint::Auto, "auto"),
+        (ExecutorHint::Sync, "sync"),
+        (ExecutorHint::Async, "async"),
+        (ExecutorHint::LocalSync, "local-sync"),
+    ];
+
     /// Parse `auto`, `sync`, `async` or `local-sync`.
     pub fn from_name(name: &str) -> Result<Self> {
-        Ok(match name {
-            "auto" => ExecutorHint::Auto,
-            "sync" => ExecutorHint::Sync,
-            "async" => ExecutorHint::Async,
-            "local-sync" => ExecutorHint::LocalSync,
-            other => return crate::invalid!("unknown executor '{other}' (known: auto, sync, async, local-sync)"),
-        })
+        match Self::ALL.iter().find(|(_, n)| *n == name) {
+            Some((hint, _)) => Ok(*hint),
+            None => crate::invalid!("unknown executor '{name}' (known: auto, sync, async, local-sync)"),
+        }
     }
 }
 
