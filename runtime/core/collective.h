@@ -34,7 +34,8 @@ typedef struct nw_plan nw_plan;
 
 /* Resolve where every block of `s` lives on its rank, checking that the rank never sends a
  * block it has not received by then. NULL with a reason in `err` when the schedule cannot run
- * on buffers (no blocks, a custom or barrier schedule, a block sent before it is held). */
+ * on buffers (no blocks, a custom or barrier schedule, a block sent before it is held). The plan
+ * points into `s`, which must outlive it. */
 nw_plan *nw_plan_build(const nws_phases *s, char *err, size_t errlen);
 /* Run the plan on `b`. Returns 0, or -1 with one line in `err`. */
 int nw_plan_run(nw_plan *p, nw_transport *tp, const nw_buffers *b, uint32_t executor, uint32_t concurrent, char *err,
