@@ -108,27 +108,40 @@ def run(cmd: list[str], timeout: float) -> subprocess.CompletedProcess:
     return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
+def nwbench_program(implementation: str, collective: str, sizes: Sequence[int], reps: int = 20, warmup: int = 3,
+                    check: bool = True, schedules: Sequence[Path | str] = ()) -> list[str]:
+    """The `nwbench` command line: `collective` at every size of `sizes` (bytes per pair),
+    natively, then with each of `schedules` switched on (``"native"``: the native collective
+    again). Run it under :func:`command` here, or :func:`netweave.emulate.mpirun` on a fabric."""
+    if collective not in ("alltoall", "allgather", "gather"):
+        raise NetweaveError(f"nwbench times alltoall, allgather or gather, not '{collective}'")
+    for s in schedules:
+        if s != "native" and not Path(s).exists():
+            raise NetweaveError(f"{s}: no such schedule file or directory")
+    program = [str(program_path("nwbench", implementation)), "--collective", collective,
+               "--sizes", ",".join(str(s) for s in sizes), "--reps", str(reps), "--warmup", str(warmup)]
+    program += ["--check"] if check else []
+    for s in schedules:
+        program += ["--schedule", s if s == "native" else str(Path(s).resolve())]
+    return program
+
+
+def nwbench_report(proc: subprocess.CompletedProcess, where: str = "") -> dict[str, Any]:
+    """The JSON report of a finished `nwbench` run, or an error with the end of its stderr."""
+    if proc.returncode != 0:
+        raise NetweaveError(f"nwbench{where} failed (exit {proc.returncode}): {proc.stderr.strip()[-1500:]}")
+    return json.loads(proc.stdout)
+
+
 def bench(implementation: str, ranks: int, collective: str, schedules: Sequence[Path], sizes: Sequence[int],
           reps: int = 20, warmup: int = 3, check: bool = True, executor: Optional[str] = None,
           timeout: float = 600.0, env: Optional[dict[str, str]] = None,
           launcher_args: Sequence[str] = ()) -> dict[str, Any]:
     """Run `nwbench`: the native collective, then each schedule, in one MPI run. Returns its
     JSON report (``results`` native; ``schedules``: ``[{schedule, results}]``)."""
-    if collective not in ("alltoall", "allgather", "gather"):
-        raise NetweaveError(f"nwbench times alltoall, allgather or gather, not '{collective}'")
-    for s in schedules:
-        if s != "native" and not Path(s).exists():
-            raise NetweaveError(f"{s}: no such schedule file or directory")
-    program = [program_path("nwbench", implementation), "--collective", collective,
-               "--sizes", ",".join(str(s) for s in sizes), "--reps", str(reps), "--warmup", str(warmup)]
-    program += ["--check"] if check else []
-    for s in schedules:  # "native": the native collective again
-        program += ["--schedule", s if s == "native" else str(Path(s).resolve())]
+    program = nwbench_program(implementation, collective, sizes, reps, warmup, check, schedules)
     env = {**settings(executor=executor), **(env or {})}
-    proc = run(command(implementation, ranks, program, env=env, launcher_args=launcher_args), timeout)
-    if proc.returncode != 0:
-        raise NetweaveError(f"nwbench failed (exit {proc.returncode}): {proc.stderr.strip()[-1500:]}")
-    report = json.loads(proc.stdout)
+    report = nwbench_report(run(command(implementation, ranks, program, env=env, launcher_args=launcher_args), timeout))
     report["implementation"] = implementation
     return report
 

@@ -56,10 +56,11 @@ def candidates(
     hosts: Optional[str] = None,
     order: str = "listed",
     seed: Optional[int] = None,
+    only: Optional[str] = None,
 ) -> list[Candidate]:
-    """Every all-to-all of the traffic layer's table, built for the job — the hosts of `topo`
-    named by `hosts` (all of them when omitted) in rank `order` — shift first; the ones that
-    do not fit the job carry the reason instead.
+    """Every all-to-all of the traffic layer's table (or just the one named `only`), built for
+    the job — the hosts of `topo` named by `hosts` (all of them when omitted) in rank `order` —
+    shift first; the ones that do not fit the job carry the reason instead.
 
     ``lsft-partial`` needs the sub-cluster's k and m: they are derived from the job when its
     host set is exactly paper 000's (n, k, m) allocation (:func:`lsft_sub_cluster`), and the
@@ -71,6 +72,7 @@ def candidates(
     partial_leaves = sub_cluster is not None
     names = traffic.algorithms("alltoall")
     names = [BASELINE] + [n for n in names if n != BASELINE]
+    names = [n for n in names if only is None or n == only]
     out = []
     for name in names:
         if name == SUB_CLUSTER:
@@ -87,18 +89,17 @@ def candidates(
     return out
 
 
-def write_artifacts(topo: Topology, result: dict[str, Any], out_dir: Path, hosts: Optional[str] = None,
-                    order: str = "listed", seed: Optional[int] = None,
+def write_artifacts(topo: Topology, routes: _core.RoutingTable, result: dict[str, Any], out_dir: Path,
+                    hosts: Optional[str] = None, order: str = "listed", seed: Optional[int] = None,
                     placement: Optional["Placement"] = None) -> list[Path]:
     """The files a user deploys, beside the report in `out_dir`: the routing tables
     (``routes.json``, and ``opensm-lfts.dump`` for ``opensm -R file -U``), the chosen all-to-all
     as ``alltoall-<ranks>.nws`` (the name the MPI library looks up in a schedule directory; it
     asks for the executor the flow model finds fastest for it) and ``.json``, the rank placement
     as an Open MPI ``rankfile``, a Fujitsu ``vcoordfile`` and a Cray ``MPICH_RANK_ORDER`` when
-    `placement` is given, and ``DEPLOY.md`` saying which command uses each file. Returns the
-    files written."""
+    `placement` is given, and ``DEPLOY.md`` saying which command uses each file. `routes` are the
+    tables the plan used. Returns the files written."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    routes = routing.route(topo, result["routing"]["engine"])
     written = [routing.save(routes, out_dir / "routes.json")]
     uses = [("routes.json", f"netweave's routing tables ({routes.engine}): `netweave analyze topology.json routes.json SCHEDULE`, "
              "`netweave emulate up topology.json routes.json --name NAME`")]
@@ -110,8 +111,7 @@ def write_artifacts(topo: Topology, result: dict[str, Any], out_dir: Path, hosts
         uses.append(("(no opensm-lfts.dump)", f"these tables cannot be written for OpenSM: {e}"))
     if result.get("best") is not None:
         name = result["best"]["name"]
-        chosen = next(c for c in candidates(topo, result["job"]["bytes_per_pair"], hosts, order, seed)
-                      if c.name == name)
+        (chosen,) = candidates(topo, result["job"]["bytes_per_pair"], hosts, order, seed, only=name)
         # A contention-free phase schedule stays so only while its phases do not overlap; which
         # executor keeps them apart best depends on the schedule (half-empty phases favour sync).
         times = {ex: flowsim.simulate(routes, chosen.schedule, executor=ex)["makespan_s"]
@@ -247,16 +247,18 @@ def plan(
     hosts: str | None = None,
     order: str = "listed",
     seed: int | None = None,
+    routes: _core.RoutingTable | None = None,
 ) -> dict[str, Any]:
     """Route `topo` (default: the built-in LSFT of order 3) with a deadlock-free engine suited
-    to it (or `engine`), analyse every candidate all-to-all for the job — the hosts named by
-    `hosts` (all when omitted; syntax of ``netweave schedule --hosts``) in rank `order` — and
-    report each one with the best proven schedule against shift. `progress` receives a short
-    note before each step."""
+    to it (or `engine`; or take `routes` already made), analyse every candidate all-to-all for
+    the job — the hosts named by `hosts` (all when omitted; syntax of ``netweave schedule
+    --hosts``) in rank `order` — and report each one with the best proven schedule against
+    shift. `progress` receives a short note before each step."""
     note = progress or (lambda _msg: None)
     topo = topo if topo is not None else topology.example_cluster()
-    note("routing")
-    routes = routing.route(topo, engine or routing.default_engine(topo))
+    if routes is None:
+        note("routing")
+        routes = routing.route(topo, engine or routing.default_engine(topo))
     proof = routes.check()
     measured, skipped = [], []
     placed = job_hosts(topo, hosts, order, seed)

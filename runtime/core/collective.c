@@ -1,7 +1,6 @@
 /* collective.c — phases schedules on real buffers (see collective.h). */
 #include "collective.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,14 +29,6 @@ struct nw_plan {
     size_t arena_bytes;
     uint8_t *recv_done;
 };
-
-static int fail(char *err, size_t errlen, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -1;
-}
 
 static int cmp_u32(const void *a, const void *b) {
     uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
@@ -80,17 +71,17 @@ static int home(const nw_plan *p, uint32_t id, place *out) {
 
 nw_plan *nw_plan_build(const nws_phases *s, char *err, size_t errlen) {
     if (s->collective != NWS_ALLTOALL && s->collective != NWS_ALLGATHER && s->collective != NWS_GATHER) {
-        fail(err, errlen, "'%s' is not an all-to-all, allgather or gather schedule", s->name);
+        nws_fail(err, errlen, "'%s' is not an all-to-all, allgather or gather schedule", s->name);
         return NULL;
     }
     if (s->version < 2 || (!s->block_bytes && s->nsends + s->nrecvs)) {
-        fail(err, errlen, "'%s' does not say which blocks its messages carry (rewrite it with `netweave schedule … -o x.nws`)",
+        nws_fail(err, errlen, "'%s' does not say which blocks its messages carry (rewrite it with `netweave schedule … -o x.nws`)",
              s->name);
         return NULL;
     }
     nw_plan *p = calloc(1, sizeof *p);
     if (!p) {
-        fail(err, errlen, "out of memory planning '%s'", s->name);
+        nws_fail(err, errlen, "out of memory planning '%s'", s->name);
         return NULL;
     }
     *p = (nw_plan){.ranks = s->ranks, .me = s->rank, .phases = s->phases, .collective = s->collective, .root = s->root,
@@ -110,7 +101,7 @@ nw_plan *nw_plan_build(const nws_phases *s, char *err, size_t errlen) {
         !p->recv_done || !transit) {
         free(transit);
         nw_plan_free(p);
-        fail(err, errlen, "out of memory planning '%s'", s->name);
+        nws_fail(err, errlen, "out of memory planning '%s'", s->name);
         return NULL;
     }
     uint64_t ntransit = 0;
@@ -134,7 +125,7 @@ nw_plan *nw_plan_build(const nws_phases *s, char *err, size_t errlen) {
     if (!arrivals) {
         free(transit);
         nw_plan_free(p);
-        fail(err, errlen, "out of memory planning '%s'", s->name);
+        nws_fail(err, errlen, "out of memory planning '%s'", s->name);
         return NULL;
     }
     uint64_t na = 0;
@@ -160,7 +151,7 @@ nw_plan *nw_plan_build(const nws_phases *s, char *err, size_t errlen) {
                 else hi = mid;
             }
             if (lo == na || (arrivals[lo] >> 32) != id || (uint32_t)arrivals[lo] >= op->phase)
-                rc = fail(err, errlen, "in '%s', rank %u sends block %u in phase %u before it has received it", s->name,
+                rc = nws_fail(err, errlen, "in '%s', rank %u sends block %u in phase %u before it has received it", s->name,
                           s->rank, id, op->phase);
         }
         p->stage[k] = UINT64_MAX;
@@ -211,7 +202,7 @@ typedef struct {
 static inline uint8_t *addr(const call *c, place w) { return c->base[w.at] + (size_t)w.slot * c->B; }
 
 static int transport_failed(call *c, const char *what) {
-    return fail(c->err, c->errlen, "%s: %s", what, c->tp->error(c->tp->ctx));
+    return nws_fail(c->err, c->errlen, "%s: %s", what, c->tp->error(c->tp->ctx));
 }
 
 static int start_send(call *c, uint32_t k) {
@@ -288,14 +279,14 @@ static int barrier(call *c, uint32_t phase) {
 int nw_plan_run(nw_plan *p, nw_transport *tp, const nw_buffers *b, uint32_t executor, uint32_t concurrent, char *err,
                 size_t errlen) {
     if (tp->ranks != p->ranks || tp->rank != p->me)
-        return fail(err, errlen, "the schedule is for %u ranks, the call has %u", p->ranks, tp->ranks);
+        return nws_fail(err, errlen, "the schedule is for %u ranks, the call has %u", p->ranks, tp->ranks);
     if (executor == NWS_EXEC_AUTO) executor = p->forwarded ? NWS_EXEC_LOCAL_SYNC : NWS_EXEC_ASYNC;
     if (concurrent == 0) concurrent = p->concurrent_hint ? p->concurrent_hint : 1;
     size_t B = b->block_bytes;
     size_t need = (size_t)(p->stage_blocks + p->scratch_slots) * B;
     if (need > p->arena_bytes) {
         uint8_t *grown = realloc(p->arena, need);
-        if (!grown) return fail(err, errlen, "out of memory for %zu bytes of staging", need);
+        if (!grown) return nws_fail(err, errlen, "out of memory for %zu bytes of staging", need);
         p->arena = grown;
         p->arena_bytes = need;
     }

@@ -83,6 +83,9 @@ typedef struct {
 int nws_phases_parse(const void *data, size_t len, uint32_t rank, nws_phases *out, char *err, size_t errlen);
 void nws_phases_free(nws_phases *s);
 
+/* Format a one-line reason into `err` and return -1: the core's error convention. */
+int nws_fail(char *err, size_t errlen, const char *fmt, ...);
+
 /* The whole file at `path` in memory (free() it). Returns NULL with a reason in `err`. */
 unsigned char *nws_load(const char *path, size_t *len, char *err, size_t errlen);
 /* The form (0 phases, 1 DAG) of a schedule in memory, or -1 with a reason when it is not one. */

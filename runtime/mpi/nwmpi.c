@@ -321,12 +321,22 @@ static int intra(MPI_Comm comm, int which) {
     return !inter;
 }
 
-/* A call whose buffers the schedule cannot address: native, said once per communicator when verbose. */
-static void datatype_fallback(MPI_Comm comm, choice *c, int which) {
-    if (!g.verbose || c->type_warned) return;
-    c->type_warned = 1;
-    say(comm, "%s falls back to the native collective: %s", call_name[which],
-        "a datatype is not contiguous, or send and receive sizes differ (on this rank)");
+/* The schedule a call of `which` on `comm` runs, or NULL for the native collective. */
+static choice *chosen(MPI_Comm comm, int which, int root, comm_state **st) {
+    if (!g.on || !intra(comm, which)) return NULL;
+    *st = state_of(comm);
+    return schedule_for(*st, comm, which, root);
+}
+
+/* Whether the schedule can address the call's buffers (`fits`); if not, the native collective
+ * runs, said once per communicator when verbose. */
+static int buffers_fit(MPI_Comm comm, choice *c, int which, int fits) {
+    if (!fits && g.verbose && !c->type_warned) {
+        c->type_warned = 1;
+        say(comm, "%s falls back to the native collective: %s", call_name[which],
+            "a datatype is not contiguous, or send and receive sizes differ (on this rank)");
+    }
+    return fits;
 }
 
 /* Where tasks' bytes live during one DAG call. */
@@ -406,16 +416,12 @@ static int run(comm_state *st, choice *c, int which, const void *sendbuf, void *
 
 int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
                  MPI_Datatype recvtype, MPI_Comm comm) {
-    if (!g.on || !intra(comm, COLL_ALLTOALL)) goto native;
-    comm_state *st = state_of(comm);
-    choice *c = schedule_for(st, comm, COLL_ALLTOALL, 0);
+    comm_state *st;
+    choice *c = chosen(comm, COLL_ALLTOALL, 0, &st);
+    if (!c) goto native;
     long long rb = contiguous_bytes(recvcount, recvtype);
     long long sb = sendbuf == MPI_IN_PLACE ? rb : contiguous_bytes(sendcount, sendtype);
-    if (!c) goto native;
-    if (rb < 0 || sb != rb) {
-        datatype_fallback(comm, c, COLL_ALLTOALL);
-        goto native;
-    }
+    if (!buffers_fit(comm, c, COLL_ALLTOALL, rb >= 0 && sb == rb)) goto native;
     void *copy = NULL;
     if (sendbuf == MPI_IN_PLACE && rb) { /* the schedule reads every block before it is overwritten: send from a copy */
         if (!(copy = malloc((size_t)rb * (size_t)st->size))) goto native;
@@ -431,16 +437,12 @@ native:
 
 int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
                   MPI_Datatype recvtype, MPI_Comm comm) {
-    if (!g.on || !intra(comm, COLL_ALLGATHER)) goto native;
-    comm_state *st = state_of(comm);
-    choice *c = schedule_for(st, comm, COLL_ALLGATHER, 0);
+    comm_state *st;
+    choice *c = chosen(comm, COLL_ALLGATHER, 0, &st);
+    if (!c) goto native;
     long long rb = contiguous_bytes(recvcount, recvtype);
     long long sb = sendbuf == MPI_IN_PLACE ? rb : contiguous_bytes(sendcount, sendtype);
-    if (!c) goto native;
-    if (rb < 0 || sb != rb) {
-        datatype_fallback(comm, c, COLL_ALLGATHER);
-        goto native;
-    }
+    if (!buffers_fit(comm, c, COLL_ALLGATHER, rb >= 0 && sb == rb)) goto native;
     if (sendbuf == MPI_IN_PLACE) sendbuf = (char *)recvbuf + (size_t)rb * (size_t)st->rank;
     return rb ? run(st, c, COLL_ALLGATHER, sendbuf, recvbuf, (size_t)rb) : MPI_SUCCESS;
 native:
@@ -449,17 +451,13 @@ native:
 
 int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
                MPI_Datatype recvtype, int root, MPI_Comm comm) {
-    if (!g.on || !intra(comm, COLL_GATHER)) goto native;
-    comm_state *st = state_of(comm);
-    choice *c = schedule_for(st, comm, COLL_GATHER, root);
+    comm_state *st;
+    choice *c = chosen(comm, COLL_GATHER, root, &st);
+    if (!c) goto native;
     int at_root = st->rank == root;
     long long rb = at_root ? contiguous_bytes(recvcount, recvtype) : 0;
     long long sb = sendbuf == MPI_IN_PLACE ? rb : contiguous_bytes(sendcount, sendtype);
-    if (!c) goto native;
-    if (rb < 0 || sb < 0 || (at_root && sb != rb)) {
-        datatype_fallback(comm, c, COLL_GATHER);
-        goto native;
-    }
+    if (!buffers_fit(comm, c, COLL_GATHER, rb >= 0 && sb >= 0 && (!at_root || sb == rb))) goto native;
     if (sendbuf == MPI_IN_PLACE) sendbuf = (char *)recvbuf + (size_t)rb * (size_t)root;
     return sb ? run(st, c, COLL_GATHER, sendbuf, recvbuf, (size_t)sb) : MPI_SUCCESS;
 native:

@@ -37,30 +37,24 @@ static int failed(nw_mpi_transport *t, int rc, const char *what) {
  * are non-negative ints: fold the flag into the lowest bit. */
 static int mpi_tag(uint32_t tag) { return (int)((tag & 0x7fffffffu) * 2u + (tag >> 31)); }
 
-/* A free request slot (requests of finished operations are MPI_REQUEST_NULL). */
-static int slot(nw_mpi_transport *t) {
-    if (t->used == t->cap && grow(t)) return -1;
-    return t->used++;
+/* Post a send (`out`) or a receive in a free request slot (finished requests are MPI_REQUEST_NULL). */
+static int post(nw_mpi_transport *t, int out, uint32_t peer, uint32_t tag, void *buf, size_t len, uint64_t cookie) {
+    if (len > INT32_MAX) return snprintf(t->err, sizeof t->err, "a message of %zu bytes is too large", len), -1;
+    if (t->used == t->cap && grow(t)) return snprintf(t->err, sizeof t->err, "out of memory for requests"), -1;
+    int i = t->used++;
+    t->cookie[i] = cookie;
+    t->active++;
+    int rc = out ? PMPI_Isend(buf, (int)len, MPI_BYTE, (int)peer, mpi_tag(tag), t->comm, &t->req[i])
+                 : PMPI_Irecv(buf, (int)len, MPI_BYTE, (int)peer, mpi_tag(tag), t->comm, &t->req[i]);
+    return rc == MPI_SUCCESS ? 0 : failed(t, rc, out ? "MPI_Isend" : "MPI_Irecv");
 }
 
 static int mpi_isend(void *ctx, uint32_t peer, uint32_t tag, const void *buf, size_t len, uint64_t cookie) {
-    nw_mpi_transport *t = ctx;
-    int i = slot(t);
-    if (i < 0 || len > INT32_MAX) return snprintf(t->err, sizeof t->err, "a message of %zu bytes is too large", len), -1;
-    t->cookie[i] = cookie;
-    t->active++;
-    int rc = PMPI_Isend(buf, (int)len, MPI_BYTE, (int)peer, mpi_tag(tag), t->comm, &t->req[i]);
-    return rc == MPI_SUCCESS ? 0 : failed(t, rc, "MPI_Isend");
+    return post(ctx, 1, peer, tag, (void *)buf, len, cookie);
 }
 
 static int mpi_irecv(void *ctx, uint32_t peer, uint32_t tag, void *buf, size_t len, uint64_t cookie) {
-    nw_mpi_transport *t = ctx;
-    int i = slot(t);
-    if (i < 0 || len > INT32_MAX) return snprintf(t->err, sizeof t->err, "a message of %zu bytes is too large", len), -1;
-    t->cookie[i] = cookie;
-    t->active++;
-    int rc = PMPI_Irecv(buf, (int)len, MPI_BYTE, (int)peer, mpi_tag(tag), t->comm, &t->req[i]);
-    return rc == MPI_SUCCESS ? 0 : failed(t, rc, "MPI_Irecv");
+    return post(ctx, 0, peer, tag, buf, len, cookie);
 }
 
 static int mpi_wait_any(void *ctx, uint64_t *cookie) {

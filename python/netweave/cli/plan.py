@@ -9,7 +9,7 @@ from typing import Optional
 import typer
 
 from netweave import plan as plan_mod
-from netweave import report, topology
+from netweave import report, routing, topology
 from netweave.cli.common import UserError, err_console
 
 
@@ -33,7 +33,9 @@ def plan_cmd(
         raise UserError("--pattern places ranks over every host of the topology; it cannot be combined with --hosts")
     topo = topology.load(topology_file) if topology_file is not None else topology.example_cluster()
     with err_console.status("routing") as status:
-        result = plan_mod.plan(topo, bytes_per_pair, engine, progress=status.update, hosts=hosts, order=order, seed=seed)
+        routes = routing.route(topo, engine or routing.default_engine(topo))
+        result = plan_mod.plan(topo, bytes_per_pair, engine, progress=status.update, hosts=hosts, order=order, seed=seed,
+                               routes=routes)
     placement = None
     if pattern is not None:
         with err_console.status(f"placing ranks for {pattern}"):
@@ -45,7 +47,7 @@ def plan_cmd(
         print(_placement_text(placement.summary), end="")
     if out is not None:
         written = report.write_files(result, out, topo.to_text("json"))
-        written += plan_mod.write_artifacts(topo, result, out, hosts, order, seed, placement)
+        written += plan_mod.write_artifacts(topo, routes, result, out, hosts, order, seed, placement)
         if placement is not None:
             path = out / "placement.json"
             path.write_text(json.dumps(placement.summary, indent=2, sort_keys=True) + "\n")

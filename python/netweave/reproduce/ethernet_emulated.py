@@ -31,7 +31,7 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from netweave import emulate, routing, runtime, topology, traffic
+from netweave import emulate, mpi, routing, topology, traffic
 from netweave.reproduce.ethernet import write_csv
 
 #: Senders of the incast experiment, the bytes each sends, and the switch port queue.
@@ -118,17 +118,14 @@ def alltoall_vs_mpi(quick: bool, note: Callable[[str], None]) -> list[dict[str, 
             r = emulate.run(fabric, traffic.contention_free(tree, "alltoall", nbytes)[0])
             rows.append({"bytes": nbytes, "method": "OURS (contention-free DAG)", "seconds": r["makespan_s"],
                          "retransmitted_segments": r["losses"]["retransmitted_segments"]})
-            for mpi in A2A_MPIS:
-                note(f"alltoall {nbytes} B: {mpi} MPI_Alltoall")
-                bench = runtime.executor_path().parent / f"nwbench-{mpi}"
+            for impl in A2A_MPIS:
+                note(f"alltoall {nbytes} B: {impl} MPI_Alltoall")
                 lost = fabric.losses()
-                proc = emulate.mpirun(fabric, mpi, n, [str(bench), "--sizes", str(nbytes), "--reps", "2", "--warmup", "1"],
-                                      done_when=lambda out: out.rstrip().endswith("]}"))
-                if proc.returncode != 0:
-                    raise emulate.NetweaveError(f"{mpi} nwbench failed: {proc.stderr.strip()[-300:]}")
-                result = json.loads(proc.stdout)["results"][0]
+                program = mpi.nwbench_program(impl, "alltoall", [nbytes], reps=2, warmup=1, check=False)
+                proc = emulate.mpirun(fabric, impl, n, program, done_when=lambda out: out.rstrip().endswith("]}"))
+                result = mpi.nwbench_report(proc, f" ({impl}, emulated)")["results"][0]
                 after = fabric.losses()
-                rows.append({"bytes": nbytes, "method": f"{mpi} MPI_Alltoall", "seconds": result["max_s"],
+                rows.append({"bytes": nbytes, "method": f"{impl} MPI_Alltoall", "seconds": result["max_s"],
                              "retransmitted_segments": after["retransmitted_segments"] - lost["retransmitted_segments"]})
     finally:
         emulate.down(name)

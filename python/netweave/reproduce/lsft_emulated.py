@@ -59,15 +59,10 @@ def _schedules(order: int, k: Optional[int], m: Optional[int]):
 
 
 def _bench(fabric, ranks: int, hosts: list[int], sizes, schedules: list[Path], native: str, env: dict) -> dict:
-    program = [str(mpi.program_path("nwbench", "openmpi")), "--sizes", ",".join(map(str, sizes)), "--reps", "3",
-               "--warmup", "1", "--check"]
-    for path in schedules:
-        program += ["--schedule", str(path)]
+    program = mpi.nwbench_program("openmpi", "alltoall", sizes, reps=3, warmup=1, schedules=schedules)
     mca = ["--mca", "coll_tuned_use_dynamic_rules", "1", "--mca", "coll_tuned_alltoall_algorithm", str(NATIVE[native])]
     proc = emulate.mpirun(fabric, "openmpi", ranks, mca + program, timeout=900, env=env, hosts=hosts)
-    if proc.returncode != 0:
-        raise emulate.NetweaveError(f"nwbench on the emulated LSFT failed: {proc.stderr.strip()[-400:]}")
-    return json.loads(proc.stdout)
+    return mpi.nwbench_report(proc, " on the emulated LSFT")
 
 
 def run_config(name: str, order: int, k, m, sizes, work: Path, note: Callable[[str], None]) -> list[dict[str, Any]]:
