@@ -11,8 +11,8 @@ SOURCES := $(shell find crates python -name '*.rs' -o -name '*.py' -o -name 'Car
 # Debian packages the integration tests drive (the real InfiniBand simulator, diagnostics and subnet manager;
 # Open MPI for the MPI mapping test, whose headers mpi4py compiles against during setup, and MPICH
 # beside it (Open MPI stays the default `mpicc`) for nwbench; a C compiler for the executors under
-# runtime/; iproute2 for the emulated cluster).
-SYSTEM_PACKAGES := ibsim-utils infiniband-diags opensm openmpi-bin libopenmpi-dev mpich libmpich-dev gcc make iproute2
+# runtime/; iproute2 for the emulated cluster; Chromium, headless, for the test that opens the plan's page).
+SYSTEM_PACKAGES := ibsim-utils infiniband-diags opensm openmpi-bin libopenmpi-dev mpich libmpich-dev gcc make iproute2 chromium
 # Peers only the benchmarks under benches/ run (Scotch's scotch_gmap for the mapper).
 BENCH_PACKAGES := scotch
 
@@ -50,6 +50,7 @@ test-rust:
 
 test-python: setup
 	$(BIN)/pytest -q
+	$(BIN)/pytest -q --doctest-modules python/netweave
 
 bench: setup bench-deps
 	cargo bench -p netweave-core --bench topology

@@ -126,6 +126,10 @@ def test_reproduce_lsft_quick(tmp_path):
         assert (out / name).stat().st_size > 0
     summary = (out / "summary.md").read_text()
     assert "| `paper-table3` | 144/144 |" in summary and "| `text` | 120/144 |" in summary
+    # The same summary as a page, its figures inline (one per PNG in the folder).
+    page = (out / "index.html").read_text()
+    assert "index.html" in result["files"] and "<table>" in page
+    assert page.count("data:image/png;base64,") == len(list(out.glob("*.png"))) >= 3
     bad = run_cli("reproduce", "lsft", "--out", str(out / "summary.md"), check=False)
     assert bad.returncode == 2 and bad.stderr.strip().startswith("error:") and len(bad.stderr.strip().splitlines()) == 1
 

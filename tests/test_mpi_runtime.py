@@ -195,7 +195,7 @@ def test_plan_hands_over_its_schedule_to_mpi(tmp_path, cli):
     # command that uses it; the built-in LSFT's 52 ranks then run it inside MPI_Alltoall.
     out = tmp_path / "plan"
     cli("plan", "--out", str(out))
-    command = (out / "DEPLOY.md").read_text()
+    command = (out / "README.md").read_text()
     assert f"netweave mpi run -np 52 --schedule {out / 'alltoall-52.nws'}" in command
     assert traffic.load(out / "alltoall-52.nws").name.startswith("alltoall-lsft")
     # The file asks for the executor the comment names (header offset 52: 1 sync, 2 async, 3 local-sync).

@@ -47,6 +47,19 @@ def analyze(
     return _core.analyze(routes, schedule, hop_latency_s, link_latency, max_links)
 
 
+def phase_channel_flows(routes: _core.RoutingTable, schedule: _core.Schedule, phase: int) -> list[int]:
+    """Flows on each directed channel in phase `phase` of `schedule`, indexed by channel:
+    channel ``2*l`` runs along link ``l`` from its end ``a`` to its end ``b``, ``2*l + 1`` back.
+
+    >>> import netweave
+    >>> topo = netweave.topology.mesh([4], 1)
+    >>> routes = netweave.routing.route(topo, "dor")
+    >>> max(phase_channel_flows(routes, netweave.traffic.alltoall(4, 1), 1))  # shift by 2
+    2
+    """
+    return _core.phase_channel_flows(routes, schedule, phase)
+
+
 def describe(schedule: _core.Schedule) -> dict:
     """Name and sizes of a schedule, for reports."""
     info = {

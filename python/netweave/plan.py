@@ -91,14 +91,16 @@ def candidates(
 
 def write_artifacts(topo: Topology, routes: _core.RoutingTable, result: dict[str, Any], out_dir: Path,
                     hosts: Optional[str] = None, order: str = "listed", seed: Optional[int] = None,
-                    placement: Optional["Placement"] = None) -> list[Path]:
+                    placement: Optional["Placement"] = None,
+                    built: Optional[list[Candidate]] = None) -> tuple[list[Path], list[tuple[str, str]]]:
     """The files a user deploys, beside the report in `out_dir`: the routing tables
     (``routes.json``, and ``opensm-lfts.dump`` for ``opensm -R file -U``), the chosen all-to-all
     as ``alltoall-<ranks>.nws`` (the name the MPI library looks up in a schedule directory; it
     asks for the executor the flow model finds fastest for it) and ``.json``, the rank placement
     as an Open MPI ``rankfile``, a Fujitsu ``vcoordfile`` and a Cray ``MPICH_RANK_ORDER`` when
-    `placement` is given, and ``DEPLOY.md`` saying which command uses each file. `routes` are the
-    tables the plan used. Returns the files written."""
+    `placement` is given, and ``README.md`` saying which command uses each file. `routes` are the
+    tables the plan used, `built` the candidates it measured (rebuilt when omitted). Returns the
+    files written, and each file's name with the use ``README.md`` gives it."""
     out_dir.mkdir(parents=True, exist_ok=True)
     written = [routing.save(routes, out_dir / "routes.json")]
     uses = [("routes.json", f"netweave's routing tables ({routes.engine}): `netweave analyze topology.json routes.json SCHEDULE`, "
@@ -111,7 +113,9 @@ def write_artifacts(topo: Topology, routes: _core.RoutingTable, result: dict[str
         uses.append(("(no opensm-lfts.dump)", f"these tables cannot be written for OpenSM: {e}"))
     if result.get("best") is not None:
         name = result["best"]["name"]
-        (chosen,) = candidates(topo, result["job"]["bytes_per_pair"], hosts, order, seed, only=name)
+        chosen = next((c for c in built or () if c.name == name), None)
+        if chosen is None:
+            (chosen,) = candidates(topo, result["job"]["bytes_per_pair"], hosts, order, seed, only=name)
         # A contention-free phase schedule stays so only while its phases do not overlap; which
         # executor keeps them apart best depends on the schedule (half-empty phases favour sync).
         times = {ex: flowsim.simulate(routes, chosen.schedule, executor=ex)["makespan_s"]
@@ -139,11 +143,11 @@ def write_artifacts(topo: Topology, routes: _core.RoutingTable, result: dict[str
                 uses.append((file, f"the ranks placed for {placement.summary['pattern']}; {use}"))
             except NetweaveError as e:
                 uses.append((f"(no {file})", str(e)))
-    deploy = out_dir / "DEPLOY.md"
-    deploy.write_text("# What to deploy\n\n`netweave plan` wrote these files; each line says what uses it.\n\n"
-                      + "".join(f"- `{f}`: {u}\n" for f, u in uses))
-    written.append(deploy)
-    return written
+    readme = out_dir / "README.md"
+    readme.write_text("# What to deploy\n\n`netweave plan` wrote these files beside its report (`index.html`); "
+                      "each line says what uses it.\n\n" + "".join(f"- `{f}`: {u}\n" for f, u in uses))
+    written.append(readme)
+    return written, uses
 
 
 #: Paper 000's sub-cluster schedule, whose k and m come from the job's host set.
@@ -248,10 +252,11 @@ def plan(
     order: str = "listed",
     seed: int | None = None,
     routes: _core.RoutingTable | None = None,
+    built: list[Candidate] | None = None,
 ) -> dict[str, Any]:
     """Route `topo` (default: the built-in LSFT of order 3) with a deadlock-free engine suited
     to it (or `engine`; or take `routes` already made), analyse every candidate all-to-all for
-    the job — the hosts named by `hosts` (all when omitted; syntax of ``netweave schedule
+    the job (those of :func:`candidates`, or `built` when already made for the same job) — the hosts named by `hosts` (all when omitted; syntax of ``netweave schedule
     --hosts``) in rank `order` — and report each one with the best proven schedule against
     shift. `progress` receives a short note before each step."""
     note = progress or (lambda _msg: None)
@@ -262,7 +267,7 @@ def plan(
     proof = routes.check()
     measured, skipped = [], []
     placed = job_hosts(topo, hosts, order, seed)
-    for cand in candidates(topo, bytes_per_pair, hosts, order, seed):
+    for cand in built if built is not None else candidates(topo, bytes_per_pair, hosts, order, seed):
         if cand.schedule is None:
             skipped.append({"name": cand.name, "reason": cand.skipped})
             continue

@@ -11,7 +11,7 @@ import sys
 import typer
 
 from netweave._core import NetweaveError
-from netweave.cli import analyze, emulate, mpi, plan, reproduce, route, run, schedule, simulate, topo
+from netweave.cli import analyze, common, emulate, mpi, plan, reproduce, route, run, schedule, simulate, topo
 from netweave.cli import map as map_cli
 from netweave.cli.common import UserError
 
@@ -21,6 +21,16 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     add_completion=False,
 )
+
+
+@app.callback()
+def _global_options(
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress display (never shown on a pipe or with --json "
+                               "anyway); accepted after the command too."),
+) -> None:
+    common.quiet = quiet
+
+
 app.add_typer(topo.app, name="topo")
 app.add_typer(route.app, name="route")
 app.command("schedule")(schedule.schedule_cmd)
@@ -36,6 +46,7 @@ app.add_typer(mpi.app, name="mpi")
 
 def main() -> None:
     """Entry point: run the app, turning input errors into one line and exit code 2."""
+    _hoist_quiet(sys.argv)
     try:
         # Not standalone: usage errors come back as exceptions instead of a multi-line panel.
         code = app(standalone_mode=False)
@@ -58,6 +69,17 @@ def main() -> None:
         _fail("a number is out of range for this parameter (sizes are 32-bit, seeds 64-bit)")
     except OSError as e:
         _fail(f"{e.strerror or e}: {e.filename}" if e.filename else str(e))
+
+
+def _hoist_quiet(argv: list[str]) -> None:
+    """Move ``--quiet``/``-q`` given after the command to the front, where the option lives, so
+    ``netweave plan --quiet`` works; words after ``--`` belong to another program."""
+    end = argv.index("--") if "--" in argv else len(argv)
+    flags = [i for i in range(1, end) if argv[i] in ("--quiet", "-q")]
+    for i in reversed(flags):
+        del argv[i]
+    if flags:
+        argv.insert(1, "--quiet")
 
 
 def _fail(message: str) -> None:

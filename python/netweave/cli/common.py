@@ -1,24 +1,71 @@
-"""Pieces every command module shares: the one-line error type, the spinner, common options."""
+"""Pieces every command module shares: the one-line error type, the progress display, common
+options."""
 
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Iterator, Optional
 
 import typer
 from rich.console import Console
+from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
 
 err_console = Console(stderr=True)
 
 JsonOpt = typer.Option(False, "--json", help="Print machine-readable JSON.")
+
+#: Set by ``netweave --quiet`` (accepted anywhere before ``--``): no progress display at all.
+quiet = False
 
 
 class UserError(Exception):
     """A problem with the user's input, reported as one line with exit code 2."""
 
 
+class Steps:
+    """What a command reports while it works: the step it is on and how far it got. Shown as a
+    bar on stderr when that is a terminal; nothing otherwise (a pipe, ``--json``, ``--quiet``)."""
+
+    def __init__(self, bar: Optional[Progress] = None, task=None):
+        self._bar, self._task, self._started = bar, task, 0
+
+    def note(self, description: str) -> None:
+        """The command starts its next step, `description`: the steps before it are done."""
+        if self._bar is not None:
+            self._started += 1
+            self._bar.update(self._task, description=description, completed=self._started - 1)
+
+    def update(self, completed: Optional[float] = None, total: Optional[float] = None,
+               description: Optional[str] = None) -> None:
+        """Set how much is done (and the total, or the description)."""
+        if self._bar is not None:
+            self._bar.update(self._task, completed=completed, total=total, description=description)
+
+    def advance(self, amount: float = 1) -> None:
+        if self._bar is not None:
+            self._bar.advance(self._task, amount)
+
+
+def shows_progress(as_json: bool = False) -> bool:
+    """Whether a command shows progress: on a terminal, without ``--json`` and ``--quiet``."""
+    return not (quiet or as_json) and err_console.is_terminal
+
+
 @contextmanager
-def working(message: str) -> Iterator[None]:
-    """A spinner on stderr for steps that may take more than a moment."""
-    with err_console.status(message):
-        yield
+def progress(description: str, total: Optional[float] = None, as_json: bool = False) -> Iterator[Steps]:
+    """A progress bar on stderr for a command that can take more than a moment: `total` steps
+    (a pulsing bar when unknown), the current step's description and the time elapsed. Gone
+    when the command ends; never shown on a pipe, with ``--json`` (`as_json`) or ``--quiet``."""
+    if not shows_progress(as_json):
+        yield Steps()
+        return
+    columns = (TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=err_console, transient=True) as bar:
+        yield Steps(bar, bar.add_task(description, total=total))
+
+
+@contextmanager
+def working(message: str, as_json: bool = False) -> Iterator[Steps]:
+    """:func:`progress` for one step of unknown length."""
+    with progress(message, None, as_json) as steps:
+        yield steps

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import json
+import shlex
+import sys
 from pathlib import Path
 from typing import Optional
 
 import typer
 
 from netweave import plan as plan_mod
-from netweave import report, routing, topology
-from netweave.cli.common import UserError, err_console
+from netweave import report, report_html, routing, topology
+from netweave.cli.common import UserError, progress
 
 
 def plan_cmd(
@@ -18,7 +20,7 @@ def plan_cmd(
     bytes_per_pair: int = typer.Option(plan_mod.DEFAULT_BYTES, "--bytes", min=1, max=2**63, help="Bytes each rank sends to each other rank."),
     engine: Optional[str] = typer.Option(None, "--engine", help="Routing engine (default: the deadlock-free engine suited to the topology)."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
-    out: Optional[Path] = typer.Option(None, "--out", help="Also write the report (report.json, report.md, phases.csv, topology.json) and what to deploy (routes, OpenSM tables, the chosen schedule, rank maps; DEPLOY.md says which command uses each) here."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Also write the report here: index.html (a page with the fabric, heat maps, charts and the commands behind them), report.json, report.md, phases.csv, topology.json; and what to deploy (routes, OpenSM tables, the chosen schedule, rank maps; README.md says which command uses each)."),
     hosts: Optional[str] = typer.Option(None, "--hosts", help="Hosts of the job: 'all', '0-15,20', 'leaf:0-3' (fat-trees: whole leaves, or an LSFT sub-cluster)."),
     order: str = typer.Option("listed", "--order", help="Rank order on the hosts: listed, cyclic or random (--seed)."),
     seed: Optional[int] = typer.Option(None, "--seed", min=0, help="Seed of --order random."),
@@ -32,13 +34,19 @@ def plan_cmd(
     if pattern is not None and hosts not in (None, "all"):
         raise UserError("--pattern places ranks over every host of the topology; it cannot be combined with --hosts")
     topo = topology.load(topology_file) if topology_file is not None else topology.example_cluster()
-    with err_console.status("routing") as status:
+    with progress("routing", as_json=as_json) as steps:
+        steps.note("routing")
         routes = routing.route(topo, engine or routing.default_engine(topo))
-        result = plan_mod.plan(topo, bytes_per_pair, engine, progress=status.update, hosts=hosts, order=order, seed=seed,
-                               routes=routes)
+        steps.note("building the candidate schedules")
+        built = plan_mod.candidates(topo, bytes_per_pair, hosts, order, seed)
+        # Routing, building, analysis and simulation of each candidate, then paper 004's DAG
+        # and its baseline (scheduled, and both simulated) on whole fabrics.
+        steps.update(total=2 + 2 * sum(c.schedule is not None for c in built) + (3 if hosts is None else 0))
+        result = plan_mod.plan(topo, bytes_per_pair, engine, progress=steps.note, hosts=hosts, order=order, seed=seed,
+                               routes=routes, built=built)
     placement = None
     if pattern is not None:
-        with err_console.status(f"placing ranks for {pattern}"):
+        with progress(f"placing ranks for {pattern}", as_json=as_json):
             placement = plan_mod.place_ranks(topo, pattern, result["routing"]["engine"], map_time, map_seed,
                                              evaluations=map_evals)
         result["placement"] = placement.summary
@@ -46,16 +54,22 @@ def plan_cmd(
     if placement is not None and not as_json:
         print(_placement_text(placement.summary), end="")
     if out is not None:
-        written = report.write_files(result, out, topo.to_text("json"))
-        written += plan_mod.write_artifacts(topo, routes, result, out, hosts, order, seed, placement)
-        if placement is not None:
-            path = out / "placement.json"
-            path.write_text(json.dumps(placement.summary, indent=2, sort_keys=True) + "\n")
-            written.append(path)
+        with progress("writing the report", as_json=as_json):
+            written = report.write_files(result, out, topo.to_text("json"))
+            files, uses = plan_mod.write_artifacts(topo, routes, result, out, hosts, order, seed, placement, built)
+            written += files
+            if placement is not None:
+                path = out / "placement.json"
+                path.write_text(json.dumps(placement.summary, indent=2, sort_keys=True) + "\n")
+                written.append(path)
+            page = report_html.plan_page(result, topo, routes, built, placement, uses,
+                                         shlex.join(["netweave", *sys.argv[1:]]),
+                                         plan_mod.job_hosts(topo, hosts, order, seed))
+            (out / "index.html").write_text(page)
+            written.insert(0, out / "index.html")
         if not as_json:
             for path in written:
                 print(f"wrote {path}")
-
 
 def _placement_text(s: dict) -> str:
     """The rank placement as a few report lines: identity against the placed figures."""

@@ -6,12 +6,14 @@ One command per paper; each writes CSV files, PNG plots and a Markdown summary i
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Optional
 
 import typer
 
-from netweave.cli.common import JsonOpt, UserError, err_console
+from netweave import report_html
+from netweave.cli.common import JsonOpt, UserError, progress
 
 app = typer.Typer(
     help="Regenerate the papers' tables and figures (CSV, PNG, Markdown) next to the papers' numbers.",
@@ -24,15 +26,34 @@ def _check_out(out: Path) -> None:
         raise UserError(f"--out {out} exists and is not a directory")
 
 
-def _reproduce(label: str, run, as_json: bool, json_view=lambda result: result) -> Optional[dict]:
-    """Run `run(progress)` under a status line named `label`; with --json print its result (as
-    `json_view` shows it) and return None, else return the result for the command's text lines."""
-    with err_console.status(f"reproducing {label}") as status:
-        result = run(lambda msg: status.update(f"{label}: {msg}"))
+def _reproduce(label: str, out: Path, run, as_json: bool, json_view=lambda result: result) -> Optional[dict]:
+    """Run `run(progress)` under a progress display named `label`, then write the summary it
+    left in `out` as ``index.html`` too; with --json print its result (as `json_view` shows
+    it) and return None, else return the result for the command's text lines."""
+    started = time.time()
+    with progress(f"reproducing {label}", as_json=as_json) as steps:
+        result = run(lambda msg: steps.note(f"{label}: {msg}"))
+    files = result.get("files")
+    for page in _pages(out, started, label):
+        if isinstance(files, list):  # as the run lists its files: by name, or by path
+            files.append(str(page) if any("/" in str(f) for f in files) else page.name)
     if as_json:
         print(json.dumps(json_view(result), indent=2, sort_keys=True, ensure_ascii=False))
         return None
     return result
+
+
+def _pages(out: Path, since: float, label: str) -> list[Path]:
+    """Each Markdown summary the run wrote into `out` (``summary.md``, ``summary_flit.md``, …)
+    also as a page with its figures inline (``index.html``, ``index_flit.html``, …)."""
+    pages = []
+    for md in sorted(out.glob("*.md")):
+        if md.stat().st_mtime < since - 1 or not md.stem.startswith(("summary", "results")):
+            continue
+        page = out / ("index" + md.stem.removeprefix("summary").removeprefix("results") + ".html")
+        page.write_text(report_html.markdown_page(md.read_text(), out, f"netweave reproduce: {label}"))
+        pages.append(page)
+    return pages
 
 
 def _headline_view(result: dict) -> dict:
@@ -63,7 +84,7 @@ def lsft_cmd(
     if emulate:
         from netweave.reproduce import lsft_emulated
 
-        result = _reproduce("paper 000 (emulated)", lambda progress: lsft_emulated.run(out, quick=quick, progress=progress),
+        result = _reproduce("paper 000 (emulated)", out, lambda progress: lsft_emulated.run(out, quick=quick, progress=progress),
                             as_json, _headline_view)
         if result is None:
             return
@@ -72,7 +93,7 @@ def lsft_cmd(
                   f"(paper's machine {h['paper_real_proposed_over_shift']:.2f}x), {h['proposed_ratio_to_link']:.2f} of the link")
         print(f"wrote {len(result['files'])} files to {out} (summary_emulated.md)")
         return
-    result = _reproduce("paper 000", lambda progress: lsft.run(out, quick=quick, progress=progress), as_json)
+    result = _reproduce("paper 000", out, lambda progress: lsft.run(out, quick=quick, progress=progress), as_json)
     if result is None:
         return
     print(f"Tables 1-3: Table 1 {result['table1_matching_cells']}/12 cells, Table 2 "
@@ -109,14 +130,14 @@ def a2at_cmd(
         from netweave.reproduce import a2at_flit
 
         flit_sides = chosen if sides is not None else (5, 7, 9)
-        result = _reproduce("paper 001 (flit)", lambda progress: a2at_flit.run(out, flit_sides, progress=progress),
+        result = _reproduce("paper 001 (flit)", out, lambda progress: a2at_flit.run(out, flit_sides, progress=progress),
                             as_json, _without_rows)
         if result is None:
             return
         print("; ".join(f"{k} {v:.3f}" for k, v in result["figures"].items()))
         print(f"wrote {len(result['files'])} files to {out} (summary_flit.md)")
         return
-    result = _reproduce("paper 001", lambda progress: a2at.run(out, chosen, progress=progress), as_json, _without_rows)
+    result = _reproduce("paper 001", out, lambda progress: a2at.run(out, chosen, progress=progress), as_json, _without_rows)
     if result is None:
         return
     print(f"T4: {result['t4_cells_exact']}/{result['t4_cells']} cells reach Table 1 exactly; "
@@ -137,9 +158,10 @@ def rmatt_cmd(
     from netweave.reproduce import rmatt
 
     _check_out(out)
-    result = rmatt.run(out, seconds=seconds, seed=seed, size=size, replicas=replicas, echo=True)
+    result = _reproduce("paper 003", out, lambda progress: rmatt.run(out, seconds=seconds, seed=seed, size=size,
+                                                                     replicas=replicas, progress=progress), False)
     print(rmatt.table(result), end="")
-    print(f"wrote {out}/results.json, results.md, cost_vs_time.png, link_load_histogram.png")
+    print(f"wrote {out}/results.json, results.md, index.html, cost_vs_time.png, link_load_histogram.png")
 
 
 @app.command("routing")
@@ -154,7 +176,7 @@ def routing_cmd(
     from netweave.reproduce import routing002
 
     _check_out(out)
-    result = _reproduce("paper 002", lambda progress: routing002.run(out, quick=quick, progress=progress), as_json)
+    result = _reproduce("paper 002", out, lambda progress: routing002.run(out, quick=quick, progress=progress), as_json)
     if result is None:
         return
     fig = result["figures"]
@@ -180,7 +202,7 @@ def ethernet_cmd(
     if emulate:
         from netweave.reproduce import ethernet_emulated
 
-        result = _reproduce("paper 004 (emulated)", lambda progress: ethernet_emulated.run(out, quick=quick, progress=progress),
+        result = _reproduce("paper 004 (emulated)", out, lambda progress: ethernet_emulated.run(out, quick=quick, progress=progress),
                             as_json, _headline_view)
         if result is None:
             return
@@ -189,7 +211,7 @@ def ethernet_cmd(
               f"{h['concurrent_mbit_per_s']:.0f} Mbit/s (paper: 700-800 and 200-300)")
         print(f"wrote {len(result['files'])} files to {out} (summary_emulated.md)")
         return
-    result = _reproduce("paper 004", lambda progress: ethernet.run(out, quick=quick, progress=progress), as_json,
+    result = _reproduce("paper 004", out, lambda progress: ethernet.run(out, quick=quick, progress=progress), as_json,
                         _headline_view)
     if result is None:
         return

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from typing import Callable, Optional
 
 import numpy as np
 
@@ -106,8 +107,11 @@ def recursive_cube_placement(size: int) -> np.ndarray:
     return (x + size * y + size * size * z).astype(np.uint32)
 
 
-def run(out: Path, seconds: float = 60.0, seed: int = 0, size: int = 16, replicas: int = 2, echo: bool = False) -> dict:
-    """Run the reproduction and write ``results.json``, ``results.md``, the maps and the PNGs."""
+def run(out: Path, seconds: float = 60.0, seed: int = 0, size: int = 16, replicas: int = 2,
+        progress: Optional[Callable[[str], None]] = None) -> dict:
+    """Run the reproduction and write ``results.json``, ``results.md``, the maps and the PNGs;
+    `progress` hears of each step."""
+    note = progress or (lambda _msg: None)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     topo = topology.torus([size, size, size])
@@ -121,10 +125,10 @@ def run(out: Path, seconds: float = 60.0, seed: int = 0, size: int = 16, replica
     }
     placements = {k: v for k, v in placements.items() if v is not None}
     t0 = time.perf_counter()
+    note("BISEM")
     start = mapping.bisem(net, pattern, seed=seed)["host_of_rank"]
     bisem_seconds = time.perf_counter() - t0
-    if echo:
-        print(f"BISEM in {bisem_seconds:.2f} s; annealing from BISEM for {seconds:g} s ...", flush=True)
+    note(f"annealing from BISEM for {seconds:g} s (BISEM took {bisem_seconds:.2f} s)")
     from_bisem = mapping.optimize(net, pattern, start, cost="rmatt", seconds=seconds, seed=seed, replicas=replicas)
     # Ours: from the recursive cubes (the tool's default start when they do not apply), on the
     # step-aware objective.
@@ -133,13 +137,13 @@ def run(out: Path, seconds: float = 60.0, seed: int = 0, size: int = 16, replica
         best_start = placements["recursive cubes"]
     else:
         best_start = mapping.start_placement(net, pattern, "best", seed, OUR_COST)
-    if echo:
-        print(f"annealing ours ({OUR_COST}) for {seconds:g} s ...", flush=True)
+    note(f"annealing ours ({OUR_COST}) for {seconds:g} s")
     res = mapping.optimize(net, pattern, best_start, cost=OUR_COST, seconds=seconds, seed=seed, replicas=replicas)
     placements["bisem"] = start
     placements["optimised from BISEM"] = from_bisem.host_of_rank
     placements["optimised"] = res.host_of_rank
     rows = {name: mapping.cost(net, pattern, hor) for name, hor in placements.items()}
+    note("simulating each placement")
     times = simulate_times(topo, placements)
     for name, row in rows.items():
         row["time_ms"] = times[name]

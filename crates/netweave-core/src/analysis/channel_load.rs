@@ -38,3 +38,42 @@ pub fn pattern_channel_load(topo: &Topology, routes: &RoutingTable, schedule: &S
         .collect();
     Ok(summarise(&counts, &inter_switch))
 }
+
+/// Flows on each directed channel (host links included), indexed by channel id, in phase
+/// `phase` of `schedule`: the loads a heat map of that phase draws. Messages between ranks of
+/// one host cross no channel.
+///
+/// ```
+/// use netweave_core::{analysis::phase_channel_flows, routing::shortest_path, topology::grid::mesh, traffic::Schedule};
+/// let t = mesh(&[4], 1).unwrap();
+/// let sched = Schedule::shift_alltoall(4, 1 << 20).unwrap();
+/// let flows = phase_channel_flows(&t, &shortest_path(&t).unwrap(), &sched, 1).unwrap();
+/// assert_eq!(flows.iter().max(), Some(&2)); // shift by 2: 0→2 and 1→3 share 1→2
+/// ```
+pub fn phase_channel_flows(
+    topo: &Topology,
+    routes: &RoutingTable,
+    schedule: &Schedule,
+    phase: usize,
+) -> Result<Vec<u32>> {
+    routes.check_fits(topo)?;
+    schedule.check_fits(topo)?;
+    if phase >= schedule.num_phases() {
+        return crate::invalid!("phase {phase} does not exist: the schedule has {} phases", schedule.num_phases());
+    }
+    let placement = schedule.placement();
+    let mut flows = vec![0u32; topo.num_channels()];
+    let mut path = Vec::new();
+    for m in schedule.phase(phase) {
+        let (src, dst) = (placement[m.src as usize] as usize, placement[m.dst as usize] as usize);
+        if src == dst {
+            continue;
+        }
+        path.clear();
+        routes.path(topo, src, dst, &mut path)?;
+        for &c in &path {
+            flows[c as usize] += 1;
+        }
+    }
+    Ok(flows)
+}

@@ -50,7 +50,7 @@ use crate::topology::{ChannelId, NodeId, Topology};
 use crate::traffic::{Completeness, Schedule};
 use paths::PathTable;
 
-pub use channel_load::pattern_channel_load;
+pub use channel_load::{pattern_channel_load, phase_channel_flows};
 
 /// Knobs of [`analyze_with`]; the default is the pure fluid model of paper 001.
 #[derive(Clone, Debug, PartialEq)]

@@ -470,3 +470,20 @@ fn lsft_schedules_match_a_naive_recount() {
     let shift_units: u32 = shift.phases.iter().map(|p| p.max_load).sum();
     assert!((shift.fluid_time_host_links_s - shift_units as f64 * unit).abs() < 1e-9 * shift.fluid_time_host_links_s);
 }
+
+#[test]
+fn a_phase_heat_map_agrees_with_the_phase_loads() {
+    // Each phase's per-channel flows peak at the report's max load and count one channel per
+    // hop of every flow (the single-uplink tree: host, leaf, spine, leaf, host).
+    let t = two_level(4, 3);
+    let r = shortest_path(&t).unwrap();
+    let s = Schedule::shift_alltoall(12, 1 << 10).unwrap();
+    let report = analyze(&t, &r, &s).unwrap();
+    for (p, load) in report.phases.iter().enumerate() {
+        let flows = phase_channel_flows(&t, &r, &s, p).unwrap();
+        assert_eq!(flows.iter().copied().max().unwrap(), load.max_load, "phase {p}");
+        let hops: u32 = s.phase(p).iter().map(|m| if m.src / 3 == m.dst / 3 { 2 } else { 4 }).sum();
+        assert_eq!(flows.iter().sum::<u32>(), hops, "phase {p}");
+    }
+    assert!(phase_channel_flows(&t, &r, &s, s.num_phases()).is_err());
+}

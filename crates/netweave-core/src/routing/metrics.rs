@@ -21,6 +21,8 @@ pub struct RouteMetrics {
     pub pairs: u64,
     pub avg_hops: f64,
     pub max_hops: u32,
+    /// Pairs routed over `i` switch-to-switch links, at index `i` (`0..=max_hops`).
+    pub hops_histogram: Vec<u64>,
     pub non_minimal_pairs: u64,
     /// Highest VC used by any route, plus one.
     pub vcs_used: u8,
@@ -43,6 +45,7 @@ struct Partial {
     pairs: u64,
     hop_sum: u64,
     max_hops: u32,
+    hops_histogram: Vec<u64>,
     non_minimal: u64,
     max_vc: u8,
     channel_paths: Vec<u32>,
@@ -98,6 +101,10 @@ pub fn route_metrics(topo: &Topology, routes: &RoutingTable) -> Result<RouteMetr
                     p.pairs += 1;
                     p.hop_sum += n as u64;
                     p.max_hops = p.max_hops.max(n);
+                    if p.hops_histogram.len() <= n as usize {
+                        p.hops_histogram.resize(n as usize + 1, 0);
+                    }
+                    p.hops_histogram[n as usize] += 1;
                     let t = host_switch[dst];
                     if n > dist[t] {
                         p.non_minimal += 1;
@@ -122,6 +129,12 @@ pub fn route_metrics(topo: &Topology, routes: &RoutingTable) -> Result<RouteMetr
         total.pairs += p.pairs;
         total.hop_sum += p.hop_sum;
         total.max_hops = total.max_hops.max(p.max_hops);
+        if total.hops_histogram.len() < p.hops_histogram.len() {
+            total.hops_histogram.resize(p.hops_histogram.len(), 0);
+        }
+        for (t, c) in total.hops_histogram.iter_mut().zip(&p.hops_histogram) {
+            *t += c;
+        }
         total.non_minimal += p.non_minimal;
         total.max_vc = total.max_vc.max(p.max_vc);
         total.distinct_paths += p.distinct_paths;
@@ -135,6 +148,7 @@ pub fn route_metrics(topo: &Topology, routes: &RoutingTable) -> Result<RouteMetr
         pairs: total.pairs,
         avg_hops: if total.pairs == 0 { 0.0 } else { total.hop_sum as f64 / total.pairs as f64 },
         max_hops: total.max_hops,
+        hops_histogram: total.hops_histogram,
         non_minimal_pairs: total.non_minimal,
         vcs_used: if total.pairs == 0 { 0 } else { total.max_vc + 1 },
         path_diversity: if total.switch_pairs == 0 {
@@ -175,6 +189,9 @@ mod tests {
         assert_eq!(m.pairs, 16 * 15);
         assert_eq!(m.non_minimal_pairs, 0);
         assert_eq!(m.max_hops, 6);
+        // Ordered router pairs at Manhattan distance d: the 1-D counts [4, 6, 4, 2] convolved
+        // with themselves, less the 16 pairs of a router with itself.
+        assert_eq!(m.hops_histogram, vec![0, 48, 68, 64, 40, 16, 4]);
         assert!((m.avg_hops - 2.6667).abs() < 1e-3);
         assert_eq!(m.vcs_used, 1);
         assert!(m.path_diversity >= 1.0);
