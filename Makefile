@@ -1,5 +1,5 @@
 # netweave — two commands do everything on a fresh machine:
-#   make plan   set up, then run `netweave plan` on the built-in example cluster
+#   make plan   set up, then run `netweave plan` on the built-in example cluster (page: netweave-out/index.html)
 #   make test   set up, then run the whole test suite (Rust, Python, tool integration)
 
 PYTHON ?= python3
@@ -19,7 +19,8 @@ BENCH_PACKAGES := scotch
 .PHONY: plan test setup runtime system-deps bench-deps test-rust test-python bench clean
 
 plan: setup
-	$(BIN)/netweave plan
+	$(BIN)/netweave plan --out netweave-out
+	@echo "open netweave-out/index.html in a browser for the page"
 
 test: system-deps setup test-rust test-python
 

@@ -25,7 +25,7 @@ def analyze_cmd(
     topo = topology.load(topology_file)
     routes = routing.load(topo, routes_file)
     schedule = traffic.load(schedule_file)
-    with working("analysing"):
+    with working("analysing", as_json):
         result = analysis.analyze(
             routes,
             schedule,

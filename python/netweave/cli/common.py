@@ -46,17 +46,18 @@ class Steps:
             self._bar.advance(self._task, amount)
 
 
-def shows_progress(as_json: bool = False) -> bool:
-    """Whether a command shows progress: on a terminal, without ``--json`` and ``--quiet``."""
-    return not (quiet or as_json) and err_console.is_terminal
+def shows_progress(silent: bool = False) -> bool:
+    """Whether a command shows progress: on a terminal, without ``--quiet``, unless `silent`
+    (``--json``, or not the main process of an MPI run)."""
+    return not (quiet or silent) and err_console.is_terminal
 
 
 @contextmanager
-def progress(description: str, total: Optional[float] = None, as_json: bool = False) -> Iterator[Steps]:
+def progress(description: str, total: Optional[float] = None, silent: bool = False) -> Iterator[Steps]:
     """A progress bar on stderr for a command that can take more than a moment: `total` steps
     (a pulsing bar when unknown), the current step's description and the time elapsed. Gone
-    when the command ends; never shown on a pipe, with ``--json`` (`as_json`) or ``--quiet``."""
-    if not shows_progress(as_json):
+    when the command ends; never shown on a pipe, with ``--quiet``, or when `silent` (``--json``)."""
+    if not shows_progress(silent):
         yield Steps()
         return
     columns = (TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(), TimeElapsedColumn())
@@ -65,7 +66,7 @@ def progress(description: str, total: Optional[float] = None, as_json: bool = Fa
 
 
 @contextmanager
-def working(message: str, as_json: bool = False) -> Iterator[Steps]:
+def working(message: str, silent: bool = False) -> Iterator[Steps]:
     """:func:`progress` for one step of unknown length."""
-    with progress(message, None, as_json) as steps:
+    with progress(message, None, silent) as steps:
         yield steps

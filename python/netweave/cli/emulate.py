@@ -35,7 +35,7 @@ def up_cmd(
 ) -> None:
     """Bring the fabric up; `netweave emulate down NAME` removes it."""
     topo, routes = _load(topology_file, routes_file)
-    with working(f"bringing up {name}"):
+    with working(f"bringing up {name}", as_json):
         fabric = emulate.up(topo, routes, name, scale=scale, buffer=buffer)
     summary = {"name": name, "hosts": fabric.num_hosts, "switches": len(fabric.state["switches"]),
                "links": len(fabric.state["links"]), "scale": scale, "buffer": buffer,
@@ -105,7 +105,7 @@ def measure_cmd(
     workload = flowsim.load_workload(schedule_file)
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
-    with working(f"measuring on {name}"):
+    with working(f"measuring on {name}", as_json):
         result = emulate.measure(topo, routes, workload, name, scale=scale, buffer=buffer, seed=seed, work_dir=out)
     if out is not None:
         (out / "measure.json").write_text(json.dumps(result, indent=1, sort_keys=True))

@@ -9,7 +9,7 @@ from typing import Optional
 import typer
 
 from netweave import mapping, routing, topology
-from netweave.cli.common import UserError, err_console, working
+from netweave.cli.common import UserError, progress, working
 
 
 def _network(topo, routes_arg: str, slots_per_host: int):
@@ -79,41 +79,30 @@ def map_cmd(
     names = None
     if hostnames is not None:
         names = [line.strip() for line in hostnames.read_text().splitlines() if line.strip()]
-    with working("routing") if root else _quiet():
+    with working("routing", as_json or not root):
         net = _network(topo, routes_arg, ranks_per_host)
     if shape is not None:
         _check_shape(net, shape)
     if fmt == "vcoord" and net.lattice is None:
         raise UserError("--format vcoord needs a torus or mesh topology")
     mapping.check_fits(net, pattern)
-    with working(f"starting placement ({start})") if root else _quiet():
+    with working(f"starting placement ({start})", as_json or not root):
         start_map = mapping.start_placement(net, pattern, start, seed, cost)
     identity = mapping.cost(net, pattern, mapping.baseline(net, pattern, "identity"))
     start_figs = mapping.cost(net, pattern, start_map)
 
-    progress_cb, bar = None, None
-    if root and not as_json:
-        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-        bar = Progress(TextColumn("[bold]annealing"), BarColumn(), TextColumn("{task.description}"),
-                       TimeElapsedColumn(), console=err_console, transient=True)
-        total = float(evaluations) if evaluations is not None else max(seconds, 1e-9)
-        task = bar.add_task("", total=total)
+    total = float(evaluations) if evaluations is not None else max(seconds, 1e-9)
+    with progress("annealing", total, silent=as_json or not root) as steps:
 
         def progress_cb(status, elapsed):
             done = status["evaluations"] * (comm.Get_size() if comm else 1) if evaluations is not None else elapsed
-            bar.update(task, completed=done, description=f"cost {status['best_value']:.4g}")
+            steps.update(completed=done, description=f"annealing, cost {status['best_value']:.4g}")
 
-        bar.start()
-    try:
         result = mapping.optimize(
             net, pattern, start_map, cost=cost, seconds=seconds, evaluations=evaluations, target=target,
             stall=stall, seed=seed, replicas=replicas, range=range_, num_swaps=swaps, progress=progress_cb,
             comm=comm,
         )
-    finally:
-        if bar is not None:
-            bar.stop()
     if not root:
         return
     found = mapping.structure(pattern)
@@ -150,10 +139,3 @@ def map_cmd(
     if output is not None:
         print(f"wrote {output} ({fmt})")
 
-
-class _quiet:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False

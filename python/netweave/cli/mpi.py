@@ -63,7 +63,7 @@ def bench_cmd(
         byte_sizes = [int(s) for s in sizes.split(",")]
     except ValueError:
         raise UserError(f"--sizes must be integers separated by commas, got '{sizes}'")
-    with working(f"timing {collective} on {np_} ranks"):
+    with working(f"timing {collective} on {np_} ranks", as_json):
         report = mpi.bench(implementation, np_, collective, schedules or [], byte_sizes, reps, warmup,
                            executor=executor)
     if out is not None:

@@ -34,7 +34,7 @@ def plan_cmd(
     if pattern is not None and hosts not in (None, "all"):
         raise UserError("--pattern places ranks over every host of the topology; it cannot be combined with --hosts")
     topo = topology.load(topology_file) if topology_file is not None else topology.example_cluster()
-    with progress("routing", as_json=as_json) as steps:
+    with progress("routing", silent=as_json) as steps:
         steps.note("routing")
         routes = routing.route(topo, engine or routing.default_engine(topo))
         steps.note("building the candidate schedules")
@@ -46,7 +46,7 @@ def plan_cmd(
                                routes=routes, built=built)
     placement = None
     if pattern is not None:
-        with progress(f"placing ranks for {pattern}", as_json=as_json):
+        with progress(f"placing ranks for {pattern}", silent=as_json):
             placement = plan_mod.place_ranks(topo, pattern, result["routing"]["engine"], map_time, map_seed,
                                              evaluations=map_evals)
         result["placement"] = placement.summary
@@ -54,7 +54,7 @@ def plan_cmd(
     if placement is not None and not as_json:
         print(_placement_text(placement.summary), end="")
     if out is not None:
-        with progress("writing the report", as_json=as_json):
+        with progress("writing the report", silent=as_json):
             written = report.write_files(result, out, topo.to_text("json"))
             files, uses = plan_mod.write_artifacts(topo, routes, result, out, hosts, order, seed, placement, built)
             written += files

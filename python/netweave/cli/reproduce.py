@@ -31,7 +31,7 @@ def _reproduce(label: str, out: Path, run, as_json: bool, json_view=lambda resul
     left in `out` as ``index.html`` too; with --json print its result (as `json_view` shows
     it) and return None, else return the result for the command's text lines."""
     started = time.time()
-    with progress(f"reproducing {label}", as_json=as_json) as steps:
+    with progress(f"reproducing {label}", silent=as_json) as steps:
         result = run(lambda msg: steps.note(f"{label}: {msg}"))
     files = result.get("files")
     for page in _pages(out, started, label):

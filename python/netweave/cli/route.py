@@ -58,7 +58,7 @@ def _make_engine_command(engine: str):
         if spread_vcs is not None and engine != "updown":
             raise UserError(f"--spread-vcs applies to updown only, not {engine}")
         topo = topology.load(topology_file)
-        with working(f"routing with {engine}"):
+        with working(f"routing with {engine}", as_json):
             routes = routing.route(topo, engine, vcs, root, select, seed, spread_vcs)
             proof = routes.check()
             stats = routes.metrics()
@@ -107,7 +107,7 @@ def route_check(
     """Prove a routing deadlock-free (or print a dependency cycle) and measure its paths."""
     topo = topology.load(topology_file)
     routes = _load_routes(topo, routes_file)
-    with working("checking"):
+    with working("checking", as_json):
         summary = {"engine": routes.engine, **_check_summary(routes.check(), routes.metrics())}
     if as_json:
         print(json.dumps(summary, indent=2, sort_keys=True))

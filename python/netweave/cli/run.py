@@ -38,10 +38,10 @@ def run_cmd(
     prediction = None
     if predict_on is not None:
         topo = topology.load(predict_on)
-        with working("predicting with the flow simulator"):
+        with working("predicting with the flow simulator", as_json):
             routes = routing.route(topo, routing.default_engine(topo))
             prediction = flowsim.simulate(routes, graph, executor="dag")["makespan_s"]
-    with working(f"running {graph.name} on {graph.num_ranks} processes"):
+    with working(f"running {graph.name} on {graph.num_ranks} processes", as_json):
         result = runtime.run_local(graph, seed=seed, fragment=fragment, timeout=timeout, fault=fault, work_dir=out)
     result["predicted_makespan_s"] = prediction
     if out is not None:

@@ -68,7 +68,7 @@ def schedule_cmd(
         raise UserError(f"{', '.join(given)} belong to --algo contention-free")
     if order not in ("listed", "cyclic", "random"):
         raise UserError(f"unknown rank order '{order}' (known: listed, cyclic, random)")
-    with working(f"building {collective} {algo}"):
+    with working(f"building {collective} {algo}", as_json):
         sched = traffic.build(
             collective, algo, topology=topo, hosts=hosts, order=order, bytes=nbytes, nct=nct, root=root,
             seed=seed, shape=_parse_shape(shape), k=k, m=m, rule=rule,
@@ -105,7 +105,7 @@ def _contention_free(collective, topo, output, hosts, nbytes, root, tasks_file, 
         raise UserError("--bytes does not apply to a task list: each row carries its own size")
     tasks = traffic.read_task_list(tasks_file) if tasks_file is not None else None
     size = 0 if tasks is not None else DEFAULT_BYTES if nbytes is None else nbytes
-    with working(f"scheduling {collective} contention-free"):
+    with working(f"scheduling {collective} contention-free", as_json):
         if cache is not None:
             graph, summary, hit = ScheduleCache(cache).contention_free(topo, collective, size, root=root or 0,
                                                                        tasks=tasks, **options)

@@ -9,17 +9,13 @@ from typing import Optional
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from netweave import flitsim, flowsim, routing, topology
 from netweave._core import TaskGraph
-from netweave.cli.common import JsonOpt, UserError, err_console, working
+from netweave.cli.common import JsonOpt, UserError, progress, working
 
 app = typer.Typer(help="Simulate a routed fabric: flow level (how long a schedule takes) or flit level.", no_args_is_help=True)
-
-#: Runs with at least this many messages get a progress bar instead of a spinner.
-_PROGRESS_BAR_FROM = 20_000
 
 
 @app.command("flow")
@@ -72,20 +68,12 @@ def flow(
         bytes=bytes_,
         series=series,
     )
-    if total >= _PROGRESS_BAR_FROM:
-        columns = (TextColumn("simulating"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-        with Progress(*columns, console=err_console, transient=True) as bar:
-            task = bar.add_task("flows", total=total)
-            report = flowsim.simulate(
-                routes, workload, **kwargs, on_progress=lambda done, _: bar.update(task, completed=done)
-            )
-    else:
-        with working("simulating"):
-            report = flowsim.simulate(routes, workload, **kwargs)
+    with progress("simulating", total, silent=as_json) as steps:
+        report = flowsim.simulate(routes, workload, **kwargs, on_progress=lambda done, _: steps.update(completed=done))
     summary = flowsim.summary(report)
     summary["schedule"] = workload.name
     if out is not None:
-        with working("writing results"):
+        with working("writing results", as_json):
             flowsim.save(report, topo, out)
     if as_json:
         print(json.dumps(summary, indent=2, sort_keys=True))
@@ -172,23 +160,14 @@ def flit(
     base = flitsim.load_config(config)
     overrides = flitsim.parse_overrides(set_ or [])
     net = flitsim.network(base, overrides)
-    progress = Progress(
-        TextColumn("[progress.description]{task.description}"),
-        BarColumn(),
-        TextColumn("{task.completed:,.0f}/{task.total:,.0f}" if sweep else "cycle {task.completed:,.0f}"),
-        TimeElapsedColumn(),
-        console=err_console,
-        transient=True,
-        disable=not err_console.is_terminal,
-    )
-    with progress:
-        if sweep:
-            _, rates = _parse_sweep(sweep)
-            task = progress.add_task(f"simulating {len(rates)} loads", total=len(rates))
-            result = flitsim.sweep(base, rates, overrides, progress=lambda i: progress.advance(task))
-        else:
-            task = progress.add_task("simulating", total=None)
-            result = flitsim.simulate(base, overrides, progress=lambda c: progress.update(task, completed=c))
+    if sweep:
+        _, rates = _parse_sweep(sweep)
+        with progress(f"simulating {len(rates)} loads", len(rates), silent=as_json) as steps:
+            result = flitsim.sweep(base, rates, overrides, progress=lambda i: steps.advance())
+    else:
+        with progress("simulating", silent=as_json) as steps:
+            result = flitsim.simulate(base, overrides,
+                                      progress=lambda c: steps.update(completed=c, description=f"simulating, cycle {c:,}"))
     out = {"network": net, **({"sweep": result} if sweep else {"result": result})}
     if as_json:
         print(json.dumps(out, indent=2))

@@ -201,7 +201,7 @@ def topo_tree(
 
 
 def _print_info(topo: Topology, as_json: bool) -> None:
-    with working(f"measuring {topo.name}"):
+    with working(f"measuring {topo.name}", as_json):
         data = topology.info(topo)
     if as_json:
         print(json.dumps(data, indent=2, sort_keys=True))

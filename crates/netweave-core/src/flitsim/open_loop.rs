@@ -291,6 +291,9 @@ pub fn run_open_loop(
     if !measure_latency && accepted_flits < 0.95 * offered {
         saturated = true;
     }
+    if saturated {
+        deadlock_or_saturation(&mut sim, &mut w)?;
+    }
     let hops = w.hops.stats().avg;
     Ok(OpenLoopResult {
         injection_rate: cfg.injection_rate,
@@ -306,3 +309,20 @@ pub fn run_open_loop(
         cycles: sim.now,
     })
 }
+
+/// A load declared saturated may be a deadlock: flits in flight and none moving. Step on until
+/// a flit moves (saturation: the run stands) or the watchdog fires after `deadlock_cycles`
+/// without movement (deadlock: an error naming the blocked channels), so a user can tell the
+/// two apart. Saturated networks move flits every few cycles, so this costs them little.
+fn deadlock_or_saturation(sim: &mut Sim, w: &mut OpenLoop) -> Result<()> {
+    let mark = sim.now;
+    loop {
+        if sim.flits_in_network == 0 || sim.last_progress >= mark {
+            return Ok(());
+        }
+        sim.step(w);
+        sim.take_error()?;
+        sim.check_deadlock()?;
+    }
+}
+

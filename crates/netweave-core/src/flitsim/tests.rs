@@ -222,6 +222,41 @@ fn a_cyclic_routing_deadlocks_and_is_reported() {
 }
 
 #[test]
+fn an_open_loop_deadlock_is_told_from_saturation() {
+    // A torus routed by shortest paths on one VC, at a load far past saturation: the run used
+    // to end "saturated" with nothing accepted; the watchdog now names the blocked channels.
+    let base = [
+        ("topology", "torus"),
+        ("k", "4"),
+        ("n", "2"),
+        ("num_vcs", "1"),
+        ("routing_function", "minhop"),
+        ("packet_size", "8"),
+        ("vc_buf_size", "4"),
+        ("traffic", "uniform"),
+    ];
+    for sim_type in ["latency", "throughput"] {
+        let c = cfg(&[base.as_slice(), &[("injection_rate", "0.4"), ("sim_type", sim_type)]].concat());
+        let (t, r) = build_network(&c).unwrap();
+        let err = simulate(&t, &r, &c, None, &|_| {}).unwrap_err().to_string();
+        assert!(err.contains("deadlock") && err.contains("blocked VCs") && err.contains("->"), "{sim_type}: {err}");
+    }
+    // The same torus with dateline VCs saturates at that load: reported as saturated, no error.
+    let c = cfg(&[
+        ("topology", "torus"),
+        ("k", "4"),
+        ("n", "2"),
+        ("num_vcs", "2"),
+        ("packet_size", "8"),
+        ("vc_buf_size", "4"),
+        ("injection_rate", "0.4"),
+    ]);
+    let (t, r) = build_network(&c).unwrap();
+    let SimResult::OpenLoop(res) = simulate(&t, &r, &c, None, &|_| {}).unwrap() else { panic!("open loop") };
+    assert!(res.saturated && res.accepted_flits > 0.0);
+}
+
+#[test]
 fn impossible_combinations_are_refused() {
     let bad = |pairs: &[(&str, &str)]| {
         let c = cfg(pairs);
