@@ -1,12 +1,15 @@
 """Flit-level simulator: Python API and `netweave simulate flit` end to end."""
 
 import json
+import os
+import shutil
+import subprocess
 
 import pytest
 
 import netweave
 import netweave.flitsim as fs
-from conftest import run_cli
+from conftest import BIN, run_cli
 
 SMALL = {"k": 4, "n": 2, "packet_size": 4, "injection_rate": 0.03, "sample_period": 300}
 
@@ -87,6 +90,52 @@ def test_cli_sweep(tmp_path):
     cfg = write_config(tmp_path, "k = 4\npacket_size = 4\nsample_period = 300\n")
     out = json.loads(run_cli("simulate", "flit", str(cfg), "--sweep", "injection_rate=0.01,0.02", "--json").stdout)
     assert [p["injection_rate"] for p in out["sweep"]["points"]] == [0.01, 0.02]
+
+
+MPIRUN = shutil.which("mpirun")
+MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", "OMPI_MCA_rmaps_base_oversubscribe": "1",
+           "COLUMNS": "200"}
+needs_mpirun = pytest.mark.skipif(MPIRUN is None, reason="Open MPI and mpi4py are installed by `make test`")
+
+
+def _mpirun(*args: str, np_: int = 3) -> subprocess.CompletedProcess:
+    proc = subprocess.run([MPIRUN, "-n", str(np_), "--oversubscribe", *args], capture_output=True, text=True,
+                          timeout=300, env={**os.environ, **MPI_ENV})
+    assert proc.returncode == 0, proc.stderr
+    return proc
+
+
+@needs_mpirun
+def test_a_sweep_under_mpirun_equals_the_local_sweep(tmp_path):
+    # Each load is a task of its own on processes 1 and 2; the points, the saturation load
+    # and the peak throughput are the local run's, bit for bit (JSON compares exactly).
+    cfg = write_config(tmp_path, "k = 4\npacket_size = 4\nsample_period = 300\n")
+    sweep = "injection_rate=0.01,0.05,0.1,0.4"
+    local = json.loads(run_cli("simulate", "flit", str(cfg), "--sweep", sweep, "--json").stdout)
+    spread = json.loads(_mpirun(str(BIN / "netweave"), "simulate", "flit", str(cfg), "--sweep", sweep, "--json").stdout)
+    assert spread == local and local["sweep"]["saturation_rate"] == 0.4
+
+
+@needs_mpirun
+def test_tasks_under_mpirun_run_on_the_other_processes(tmp_path):
+    script = tmp_path / "who.py"
+    script.write_text(
+        "import time\nfrom mpi4py import MPI\nfrom netweave import tasks\n"
+        "def who(i):\n    time.sleep(0.05)\n    return i, MPI.COMM_WORLD.Get_rank()\n"
+        "with tasks.spread_over_mpi() as leader:\n"
+        "    if leader:\n        print(tasks.run_all(who, [(i,) for i in range(12)]))\n")
+    out = eval(_mpirun(str(BIN / "python"), str(script)).stdout)
+    assert [i for i, _ in out] == list(range(12))  # in order
+    assert {rank for _, rank in out} == {1, 2}  # process 0 hands out, 1 and 2 work
+
+
+def test_cli_open_loop_deadlock_is_not_called_saturation(tmp_path):
+    # A torus on minhop with one VC at a load far past saturation: deadlock, named, exit 2.
+    cfg = write_config(tmp_path, 'topology = "torus"\nk = 4\nn = 2\nnum_vcs = 1\nrouting_function = "minhop"\n'
+                       'packet_size = 8\nvc_buf_size = 4\ninjection_rate = 0.4\n')
+    proc = run_cli("simulate", "flit", str(cfg), "--json", check=False)
+    assert proc.returncode == 2 and "deadlock" in proc.stderr and "blocked VCs" in proc.stderr
+    assert proc.stdout == ""
 
 
 def test_cli_deadlock_is_reported_not_hung(tmp_path):

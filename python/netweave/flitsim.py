@@ -19,7 +19,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Optional, Union
 
-from netweave import _core
+from netweave import _core, tasks
 
 #: ``{key: meaning}`` of every config key the simulator understands.
 KEYS: dict[str, str] = dict(_core.flitsim_keys())
@@ -102,8 +102,27 @@ def sweep(
     routes: Optional[_core.RoutingTable] = None,
     progress: Optional[Callable[[int], None]] = None,
 ) -> dict:
-    """Open-loop runs at every injection rate, in parallel; marks saturated loads."""
-    return _core.flitsim_sweep(settings(config, overrides), list(rates), routes, progress)
+    """Open-loop runs at every injection rate, in parallel; marks saturated loads. Under
+    ``mpirun`` (and without `routes`) the points are spread over the MPI job's processes as
+    independent tasks (:mod:`netweave.tasks`), with the same results. `progress(i)` hears of
+    each finished point."""
+    rates = list(rates)
+    if routes is not None or not tasks.using_mpi():
+        return _core.flitsim_sweep(settings(config, overrides), rates, routes, progress)
+    if not rates:
+        raise ConfigError("a sweep needs at least one injection rate")
+    points = tasks.run_all(_open_loop_point, [(settings(config, {**(overrides or {}), "injection_rate": r}),)
+                                              for r in rates], on_done=progress)
+    saturated = [p["injection_rate"] for p in points if p["saturated"]]
+    return {"points": points, "saturation_rate": min(saturated) if saturated else None,
+            "max_accepted_flits": max(p["accepted_flits"] for p in points)}
+
+
+def _open_loop_point(pairs: list[tuple[str, str]]) -> dict:
+    """One open-loop run as a sweep point (a task of :func:`sweep` under MPI)."""
+    result = _core.flitsim_simulate(pairs, None, None, None)
+    result.pop("mode")
+    return result
 
 
 def network(config: Config, overrides: Optional[Mapping[str, Any]] = None) -> dict:

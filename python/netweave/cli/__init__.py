@@ -7,9 +7,11 @@ input into one line on stderr with exit code 2, never a traceback.
 from __future__ import annotations
 
 import sys
+from typing import Optional
 
 import typer
 
+from netweave import tasks
 from netweave._core import NetweaveError
 from netweave.cli import analyze, common, emulate, mpi, plan, reproduce, route, run, schedule, simulate, topo
 from netweave.cli import map as map_cli
@@ -47,6 +49,25 @@ app.add_typer(mpi.app, name="mpi")
 def main() -> None:
     """Entry point: run the app, turning input errors into one line and exit code 2."""
     _hoist_quiet(sys.argv)
+    if tasks.mpi_processes() > 1 and _command(sys.argv) not in _SPMD_COMMANDS:
+        # Under mpirun: process 0 runs the command, the others run the tasks it spreads.
+        with tasks.spread_over_mpi() as leader:
+            if leader:
+                _run()
+        return
+    _run()
+
+
+#: Commands whose processes cooperate by themselves under mpirun (`map --mpi`).
+_SPMD_COMMANDS = {"map"}
+
+
+def _command(argv: list[str]) -> Optional[str]:
+    return next((w for w in argv[1:] if not w.startswith("-")), None)
+
+
+def _run() -> None:
+    """Run the command line, turning input errors into one line and exit code 2."""
     try:
         # Not standalone: usage errors come back as exceptions instead of a multi-line panel.
         code = app(standalone_mode=False)

@@ -26,11 +26,10 @@ from __future__ import annotations
 
 import csv
 import json
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable
 
-from netweave import flitsim, routing, topology, traffic
+from netweave import flitsim, routing, tasks, topology, traffic
 from netweave.reproduce.a2at import table1
 
 #: Flits per message (one packet), as in the paper's BookSim runs.
@@ -117,30 +116,33 @@ def simulate_case(k: int, kind: str, algo: str, nct: int, buffer: int, local_syn
     return {"cycles": r["completion_cycles"], "first_finish": min(finish), "last_finish": max(finish)}
 
 
+def case_row(k: int, case: tuple) -> dict[str, Any]:
+    """One case of the table at side `k`, simulated, as a result row."""
+    exp, kind, algo, nct, buffer, sync, bound = case
+    res = simulate_case(k, kind, algo, nct, buffer, sync, short_pipeline=exp in REDUCED_PIPELINE,
+                        per_destination=exp == "E1")
+    theory = table1(k)
+    return {
+        "experiment": exp, "k": k, "topology": kind, "algorithm": algo, "nct": nct, "buffer": buffer,
+        "local_sync": sync, "cycles": res["cycles"], "first_host_finish": res["first_finish"],
+        "ratio_tv_nct1": res["cycles"] / (theory["TV_NCT1"] * MESSAGE_FLITS),
+        "bound": bound, "ratio_bound": res["cycles"] / (theory[bound] * MESSAGE_FLITS),
+    }
+
+
 def run(out_dir: Path, sides: tuple[int, ...] = (5, 7, 9), progress: Callable[[str], None] = lambda _: None,
         workers: int = 2) -> dict[str, Any]:
-    """Run every case for every side (in parallel threads), write the files, return the figures."""
+    """Run every case for every side (in `workers` threads, or over the processes of an MPI
+    job when started by ``mpirun``: :mod:`netweave.tasks`), write the files, return the figures."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     jobs = [(k, case) for k in sides for case in CASES] + [(k, case) for k in e4_sides(sides) for case in e4_cases()]
-    rows: list[dict[str, Any]] = []
 
-    def one(job):
-        k, (exp, kind, algo, nct, buffer, sync, bound) = job
-        res = simulate_case(k, kind, algo, nct, buffer, sync, short_pipeline=exp in REDUCED_PIPELINE,
-                            per_destination=exp == "E1")
-        theory = table1(k)
-        row = {
-            "experiment": exp, "k": k, "topology": kind, "algorithm": algo, "nct": nct, "buffer": buffer,
-            "local_sync": sync, "cycles": res["cycles"], "first_host_finish": res["first_finish"],
-            "ratio_tv_nct1": res["cycles"] / (theory["TV_NCT1"] * MESSAGE_FLITS),
-            "bound": bound, "ratio_bound": res["cycles"] / (theory[bound] * MESSAGE_FLITS),
-        }
+    def done(i: int) -> None:
+        k, (exp, kind, algo, nct, buffer, sync, _) = jobs[i]
         progress(f"{exp} {k}x{k} {kind} {algo} NCT{nct} buffer {buffer}{' sync' if sync else ''}")
-        return row
 
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        rows = list(pool.map(one, jobs))
+    rows = tasks.run_all(case_row, jobs, on_done=done, threads=workers)
     files = _write(out_dir, sides, rows)
     result = {"sides": list(sides), "figures": _figures(rows), "e4": _e4_figures(rows), "rows": rows, "files": files}
     (out_dir / "result_flit.json").write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")

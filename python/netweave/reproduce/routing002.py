@@ -46,12 +46,12 @@ from __future__ import annotations
 import csv
 import json
 import math
+import functools
 from collections import deque
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from netweave import _core, flitsim, routing, topology, traffic
+from netweave import _core, flitsim, routing, tasks, topology, traffic
 
 #: Bytes per flit and header+tail flits per packet (RHiNET-2).
 FLIT_BYTES = 8
@@ -210,6 +210,14 @@ def make_routes(topo: _core.Topology, name: str, select: str = "per-destination"
     return routing.route(topo, engine, vcs=vcs, select=select, spread_vcs=spread)
 
 
+@functools.lru_cache(maxsize=None)
+def routes_of(a_seed: int, b_seed: int, topo_name: str, name: str, select: str) -> _core.RoutingTable:
+    """The routes of one routing on one of the four fabrics (A and B named by their seeds),
+    built once per process: the run's tasks name them instead of carrying tables."""
+    topo = build_topologies({"A": {"seed": a_seed}, "B": {"seed": b_seed}})[topo_name]
+    return make_routes(topo, name, select)
+
+
 def sim_config(routes: _core.RoutingTable) -> dict[str, Any]:
     """The RHiNET-2-like router as flit-simulator keys (the routing is the table given, never
     BookSim's own torus function)."""
@@ -309,6 +317,19 @@ def barrier_run(routes: _core.RoutingTable, num_ranks: int, seed: int,
 # --- the reproduction ------------------------------------------------------------------------
 
 
+def bandwidth_row(a_seed: int, b_seed: int, tn: str, rn: str, sel: str, pat: str, size: int, repeats: int) -> dict:
+    """One bandwidth run (Figs. 4-9) as a result row."""
+    res = bandwidth_run(routes_of(a_seed, b_seed, tn, rn, sel), pattern_pairs(pat), size, repeats)
+    return {"topology": tn, "routing": rn, "selection": sel, "pattern": pat, "data_bytes": size,
+            "flits": data_flits(size), **res}
+
+
+def barrier_row(a_seed: int, b_seed: int, tn: str, rn: str, seed: int) -> dict:
+    """One 64-host barrier run (Table 3) with visiting list `seed`, as a result row."""
+    res = barrier_run(routes_of(a_seed, b_seed, tn, rn, "per-destination"), 64, seed)
+    return {"topology": tn, "routing": rn, "list_seed": seed, **res, "mean_us": res["mean_cycles"] * CYCLE_NS / 1000.0}
+
+
 def run(out_dir: Path, quick: bool = False, progress: Callable[[str], None] = lambda _: None,
         workers: int = 2) -> dict[str, Any]:
     """Run everything (``quick``: fewer sizes, routings and visiting lists), write the CSV
@@ -323,30 +344,24 @@ def run(out_dir: Path, quick: bool = False, progress: Callable[[str], None] = la
     lists = 2 if quick else 10
     topo_names = ("A", "mesh") if quick else TOPOLOGIES
 
+    seeds = (ab["A"]["seed"], ab["B"]["seed"])
     routes: dict[tuple[str, str, str], _core.RoutingTable] = {}
     hop_stats: list[dict[str, Any]] = []
     for tn in topo_names:
         for rn in routings_for(tn, quick):
             selects = SELECTIONS if rn in SELECTION_ROUTINGS.get(tn, ()) and not quick else ("per-destination",)
             for sel in selects:
-                rt = make_routes(topos[tn], rn, sel)
+                rt = routes_of(*seeds, tn, rn, sel)
                 routes[(tn, rn, sel)] = rt
                 m = rt.metrics()
                 hop_stats.append({"topology": tn, "routing": rn, "selection": sel, "vcs": rt.num_vcs,
                                   "avg_hops": m["avg_hops"], "max_hops": m["max_hops"],
                                   "non_minimal_pairs": m["non_minimal_pairs"], "path_diversity": m["path_diversity"]})
 
-    jobs = [(key, pat, size) for key in routes for pat in PATTERNS for size in sizes]
-
-    def bw(job):
-        (tn, rn, sel), pat, size = job
-        res = bandwidth_run(routes[(tn, rn, sel)], pattern_pairs(pat), size, repeats)
-        progress(f"bandwidth {tn} {rn} {sel} {pat} {size} B")
-        return {"topology": tn, "routing": rn, "selection": sel, "pattern": pat, "data_bytes": size,
-                "flits": data_flits(size), **res}
-
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        bw_rows = list(pool.map(bw, jobs))
+    # Independent runs: threads here, or the processes of an MPI job (netweave.tasks).
+    jobs = [(*seeds, *key, pat, size, repeats) for key in routes for pat in PATTERNS for size in sizes]
+    bw_rows = tasks.run_all(bandwidth_row, jobs, threads=workers,
+                            on_done=lambda i: progress("bandwidth {} {} {} {} {} B".format(*jobs[i][2:7])))
 
     # Fig. 8 and Fig. 10 on the mesh with e-cube: host 0 of switch 0 to host 1 of switch (x, y).
     mesh_ecube = routes.get(("mesh", "ecube", "per-destination")) or make_routes(topos["mesh"], "ecube")
@@ -360,17 +375,9 @@ def run(out_dir: Path, quick: bool = False, progress: Callable[[str], None] = la
                          "barrier_us": bar["mean_cycles"] * CYCLE_NS / 1000.0, "barrier_cycles": bar["mean_cycles"]})
         progress(f"2 hosts over {h + 1} switches")
 
-    barrier_jobs = [(tn, rn, seed) for tn in topo_names for rn in routings_for(tn, quick) for seed in range(lists)]
-
-    def bar(job):
-        tn, rn, seed = job
-        res = barrier_run(routes[(tn, rn, "per-destination")], 64, seed)
-        progress(f"barrier {tn} {rn} list {seed}")
-        return {"topology": tn, "routing": rn, "list_seed": seed, **res,
-                "mean_us": res["mean_cycles"] * CYCLE_NS / 1000.0}
-
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        bar_rows = list(pool.map(bar, barrier_jobs))
+    barrier_jobs = [(*seeds, tn, rn, seed) for tn in topo_names for rn in routings_for(tn, quick) for seed in range(lists)]
+    bar_rows = tasks.run_all(barrier_row, barrier_jobs, threads=workers,
+                             on_done=lambda i: progress("barrier {} {} list {}".format(*barrier_jobs[i][2:])))
 
     figures = _figures(bw_rows, hop_rows, bar_rows, topo_names)
     files = _write(out_dir, ab, hop_stats, bw_rows, hop_rows, bar_rows, figures, topo_names, sizes, quick)
