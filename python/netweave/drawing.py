@@ -177,7 +177,7 @@ def _grid(f: _Fabric, dims: list[int]) -> Drawing:
     def drawn(a: int, b: int) -> bool:  # same slice: differs only along the first two dimensions
         return coords[a][2:] == coords[b][2:]
 
-    height = (tile_rows * (dy + 1) + 1) * cell
+    height = tile_rows * (dy + 1) * cell
     drawing = _bundle(f, lambda s: place(coords[s]), block_key, drawn, cell, height, "grid")
     if not drawing.notes:
         wrap = f.topo.structure.get("shape") == "torus"

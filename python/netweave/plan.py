@@ -407,6 +407,7 @@ def place_ranks(
             for k in ("hop_bytes", "max_link", "rmatt")}
     summary = {
         "pattern": pattern.name,
+        "source": pattern_source,
         "ranks": pattern.num_ranks,
         "engine": engine,
         "cost": cost,

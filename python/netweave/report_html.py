@@ -350,8 +350,8 @@ def _placement_section(placement: Any, fabric: drawing.Drawing, topo: Topology) 
             f"<p>identity / placed: hop-bytes {fmt(gain['hop_bytes'])}, max link {fmt(gain['max_link'])}, "
             f"hops × max link {fmt(gain['rmatt'])}. Colour: rank number (violet = first, red = last), so a "
             "placement that keeps neighbouring ranks together shows smooth colour.</p>" + "".join(pictures)
-            + _cmd(f"netweave map topology.json {s['engine']} {shlex.quote(s['pattern'])} --cost {s['cost']} "
-                   f"--seed {s['seed']} --format rankfile -o rankfile")
+            + _cmd(f"netweave map topology.json {s['engine']} {shlex.quote(s.get('source', s['pattern']))} "
+                   f"--cost {s['cost']} --seed {s['seed']} --evals {s['evaluations']} --format rankfile -o rankfile")
             + "</section>")
 
 
