@@ -1,6 +1,5 @@
 """End-to-end CLI: topology commands, conversions and bad input."""
 
-import json
 
 import pytest
 

@@ -8,7 +8,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import netweave
 from netweave import flowsim, routing, topology, traffic
 from netweave._core import NetweaveError, Schedule, TaskGraph
 

@@ -71,6 +71,7 @@ def plan_cmd(
             for path in written:
                 print(f"wrote {path}")
 
+
 def _placement_text(s: dict) -> str:
     """The rank placement as a few report lines: identity against the placed figures."""
     lines = [f"rank placement for {s['pattern']} ({s['ranks']} ranks, cost {s['cost']}, seed {s['seed']}, "
