@@ -9,7 +9,8 @@ analysis and the flow simulation of each) as `netweave plan` runs it, then every
 adds (`report.json`/`.md`/`phases.csv`/`topology.json`, routes, OpenSM tables, the chosen
 schedule as `.nws` and `.json`, `README.md`, and `index.html` with its drawings and heat maps).
 Reported: both times, their ratio (target: below 1, the report adds less than the plan takes),
-and the page's size. The flow simulation dominates the plan at this size (minutes per
+and the page's size. `--only shift,lsft` keeps those candidates alone (the page then draws
+fewer heat maps, and the plan is quicker): a quick check, not the figure. The flow simulation dominates the plan at this size (minutes per
 candidate); run it when a few tens of minutes are free.
 """
 
@@ -29,11 +30,13 @@ CASES = {
 }
 
 
-def measure(name: str, out: Path) -> dict:
+def measure(name: str, out: Path, only: list[str] | None = None) -> dict:
     topo = CASES[name]()
     t0 = time.perf_counter()
     routes = routing.route(topo, routing.default_engine(topo))
     built = plan.candidates(topo, plan.DEFAULT_BYTES)
+    if only:
+        built = [c for c in built if c.name in only]
     result = plan.plan(topo, plan.DEFAULT_BYTES, routes=routes, built=built)
     plan_s = time.perf_counter() - t0
     t1 = time.perf_counter()
@@ -45,7 +48,7 @@ def measure(name: str, out: Path) -> dict:
     (out / "index.html").write_text(page)
     page_s = time.perf_counter() - t2
     return {
-        "case": name, "hosts": topo.num_hosts, "plan_s": round(plan_s, 2), "files_s": round(artifacts_s, 2),
+        "case": name, "hosts": topo.num_hosts, "candidates": [c.name for c in built], "plan_s": round(plan_s, 2), "files_s": round(artifacts_s, 2),
         "page_s": round(page_s, 2), "out_over_plan": round((artifacts_s + page_s) / plan_s, 4),
         "page_bytes": (out / "index.html").stat().st_size,
         "folder_bytes": sum(p.stat().st_size for p in out.iterdir()),
@@ -55,13 +58,14 @@ def measure(name: str, out: Path) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cases", default=",".join(CASES))
+    ap.add_argument("--only", default=None, help="Comma-separated candidates to keep (a quick check).")
     ap.add_argument("--out", type=Path, default=None, help="Keep the folders here (default: a temporary one).")
     args = ap.parse_args()
     rows = []
     with tempfile.TemporaryDirectory(prefix="netweave-plan-page-") as tmp:
         base = args.out or Path(tmp)
         for name in args.cases.split(","):
-            row = measure(name, base / name)
+            row = measure(name, base / name, args.only.split(",") if args.only else None)
             rows.append(row)
             print(f"{row['case']:<8} {row['hosts']:>6,} hosts: plan {row['plan_s']:8.1f} s; --out adds "
                   f"{row['files_s']:.1f} s files + {row['page_s']:.1f} s page = {row['out_over_plan']:.3f}x the plan; "
