@@ -211,8 +211,9 @@ def _layered(f: _Fabric) -> Drawing:
                     level[t] = level[s] + 1
                     nxt.append(t)
         frontier = nxt
-    for s in f.switches:  # switches no host reaches sit on the top row
-        level.setdefault(s, max(level.values(), default=0) + 1)
+    unreached = max(level.values(), default=0) + 1
+    for s in f.switches:  # switches no host reaches sit on a row of their own, on top
+        level.setdefault(s, unreached)
     rows: dict[int, list[int]] = defaultdict(list)
     for s in f.switches:
         rows[level[s]].append(s)

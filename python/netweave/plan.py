@@ -118,7 +118,9 @@ def write_artifacts(topo: Topology, routes: _core.RoutingTable, result: dict[str
             (chosen,) = candidates(topo, result["job"]["bytes_per_pair"], hosts, order, seed, only=name)
         # A contention-free phase schedule stays so only while its phases do not overlap; which
         # executor keeps them apart best depends on the schedule (half-empty phases favour sync).
-        times = {ex: flowsim.simulate(routes, chosen.schedule, executor=ex)["makespan_s"]
+        # The plan already predicted the chosen schedule with its own executor.
+        times = {ex: result["best"]["predicted_time_s"] if ex == PREDICT_EXECUTOR
+                 else flowsim.simulate(routes, chosen.schedule, executor=ex)["makespan_s"]
                  for ex in ("sync", "local-sync", "async")}
         executor = min(times, key=times.get)
         ranks = chosen.schedule.num_ranks
