@@ -15,10 +15,7 @@ Placements are ``host_of_rank`` arrays (a host index per rank).
 
 from __future__ import annotations
 
-import csv
-import io
 import json
-import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,7 +27,7 @@ from netweave import _core
 from netweave._core import Annealer, MapNetwork, NetweaveError, Pattern
 
 __all__ = [
-    "Annealer", "MapNetwork", "Pattern", "BASELINES", "FORMATS", "OptimizeResult", "network",
+    "Annealer", "MapNetwork", "Pattern", "BASELINES", "FORMATS", "GENERATORS", "OptimizeResult", "network",
     "load_pattern", "parse_pattern_text", "save_pattern", "cost", "channel_loads", "baseline", "bisem",
     "optimize", "write_map", "format_map", "read_map", "plot_trace", "plot_link_histogram",
 ]
@@ -38,69 +35,9 @@ __all__ = [
 #: Baseline placements `baseline` accepts.
 BASELINES: tuple[str, ...] = tuple(_core.map_baselines())
 #: Output formats of `write_map`.
-FORMATS = ("rankfile", "vcoord", "mpich", "json")
-
-_GENERATORS = {
-    "bruck": "bruck:N[:BASE_BYTES]  Bruck allgather, one step (base 2048)",
-    "ring": "ring:N[:BYTES]  ring allgather, one step (block 2048)",
-    "alltoall": "alltoall:N[:BYTES]  every rank to every other (2048)",
-    "stencil": "stencil:AxB[xC][:BYTES][:open]  halo exchange on a periodic grid (2048)",
-    "random": "random:N[:DEGREE[:BYTES[:SEED]]]  seeded random sparse (4, 2048, 0)",
-}
-
-
-def _int(text: str, what: str) -> int:
-    try:
-        v = int(float(text)) if re.fullmatch(r"[0-9.]+e[0-9]+", text) else int(text)
-    except ValueError:
-        raise NetweaveError(f"{what} '{text}' is not an integer") from None
-    if v < 0:
-        raise NetweaveError(f"{what} must not be negative, got {v}")
-    return v
-
-
-def _generate(spec: str) -> Pattern:
-    name, *args = spec.split(":")
-    if name == "stencil":
-        if not args:
-            raise NetweaveError("stencil needs a grid shape, e.g. stencil:16x16x16")
-        dims = [_int(d, "grid size") for d in args[0].lower().split("x")]
-        rest = args[1:]
-        periodic = True
-        if rest and rest[-1] in ("open", "periodic"):
-            periodic = rest.pop() == "periodic"
-        nbytes = _int(rest[0], "bytes") if rest else 2048
-        return Pattern.stencil(dims, periodic, nbytes)
-    if not args:
-        raise NetweaveError(f"{name} needs a rank count, e.g. {name}:64")
-    n = _int(args[0], "rank count")
-    if name == "bruck":
-        return Pattern.bruck(n, _int(args[1], "bytes") if len(args) > 1 else 2048)
-    if name == "ring":
-        return Pattern.ring(n, _int(args[1], "bytes") if len(args) > 1 else 2048)
-    if name == "alltoall":
-        return Pattern.alltoall(n, _int(args[1], "bytes") if len(args) > 1 else 2048)
-    if name == "random":
-        degree = _int(args[1], "degree") if len(args) > 1 else 4
-        nbytes = _int(args[2], "bytes") if len(args) > 2 else 2048
-        seed = _int(args[3], "seed") if len(args) > 3 else 0
-        return Pattern.random(n, degree, nbytes, seed)
-    raise NetweaveError(f"unknown pattern '{spec}': give a file or one of " + ", ".join(_GENERATORS))
-
-
-def _from_records(records: list[tuple[int, int, int]], num_ranks: Optional[int], name: str) -> Pattern:
-    if not records:
-        raise NetweaveError(f"pattern '{name}' has no messages")
-    arr = np.asarray(records, dtype=np.int64)
-    if (arr < 0).any():
-        raise NetweaveError(f"pattern '{name}' has a negative rank or byte count")
-    if num_ranks is None:
-        num_ranks = int(arr[:, :2].max()) + 1
-    if arr[:, :2].max() > np.iinfo(np.uint32).max:
-        raise NetweaveError(f"pattern '{name}' names rank {int(arr[:, :2].max())}, beyond 32 bits")
-    return Pattern.from_arrays(
-        num_ranks, arr[:, 0].astype(np.uint32), arr[:, 1].astype(np.uint32), arr[:, 2].astype(np.uint64), name
-    )
+FORMATS: tuple[str, ...] = tuple(_core.map_formats())
+#: Generator specs `load_pattern` accepts: name → usage.
+GENERATORS: dict[str, str] = dict(_core.pattern_generators())
 
 
 def parse_pattern_text(text: str, fmt: str, name: str = "pattern", num_ranks: Optional[int] = None) -> Pattern:
@@ -108,103 +45,19 @@ def parse_pattern_text(text: str, fmt: str, name: str = "pattern", num_ranks: Op
 
     `num_ranks` overrides the job size the file declares (else the largest rank + 1).
     """
-    records: list[tuple[int, int, int]] = []
-    declared: Optional[int] = None
-    if fmt == "json":
-        try:
-            doc = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise NetweaveError(f"pattern JSON parse error at line {e.lineno}: {e.msg}") from None
-        msgs = doc.get("messages") if isinstance(doc, dict) else doc
-        if isinstance(doc, dict) and "num_ranks" in doc:
-            declared = _int(str(doc["num_ranks"]), "num_ranks")
-        if not isinstance(msgs, list):
-            raise NetweaveError("pattern JSON needs a 'messages' list")
-        for i, m in enumerate(msgs):
-            try:
-                if isinstance(m, dict):
-                    records.append((int(m["src"]), int(m["dst"]), int(m["bytes"])))
-                else:
-                    s, d, b = m
-                    records.append((int(s), int(d), int(b)))
-            except (KeyError, TypeError, ValueError):
-                raise NetweaveError(f"pattern JSON message {i} is not {{src, dst, bytes}} or [src, dst, bytes]") from None
-    else:
-        for lineno, line in enumerate(io.StringIO(text), 1):
-            line = line.strip()
-            if not line:
-                continue
-            if line.startswith("#"):
-                m = re.match(r"#\s*num_ranks\s*[=:]?\s*(\d+)", line)
-                if m:
-                    declared = int(m.group(1))
-                continue
-            fields = next(csv.reader([line])) if fmt == "csv" else line.split()
-            fields = [f.strip() for f in fields]
-            if fmt == "csv" and not records and fields[:3] == ["src", "dst", "bytes"]:
-                continue  # the optional header
-            want = 3 if fmt == "csv" else 4
-            if len(fields) != want:
-                cols = "src,dst,bytes" if fmt == "csv" else "time src dst bytes"
-                raise NetweaveError(f"{fmt} parse error at line {lineno}: expected {cols}")
-            try:
-                vals = [int(f) for f in fields[-3:]]
-                if fmt == "trace":
-                    float(fields[0])
-            except ValueError:
-                raise NetweaveError(f"{fmt} parse error at line {lineno}: '{line}' is not numeric") from None
-            records.append((vals[0], vals[1], vals[2]))
-    return _from_records(records, num_ranks if num_ranks is not None else declared, name)
+    return _core.parse_pattern_text(text, fmt, name, num_ranks)
 
 
 def load_pattern(source: str | Path, num_ranks: Optional[int] = None) -> Pattern:
     """A pattern from a file (``.csv``, ``.json``, ``.trace``; a netweave schedule, ``.json``
     or ``.nws``, is aggregated) or a generator spec (``bruck:4096:2048``, ``stencil:16x16x16``, …)."""
-    path = Path(source)
-    if path.is_file():
-        suffix = path.suffix.lower()
-        if suffix == ".nws" or (suffix == ".json" and _is_schedule_json(path)):
-            from netweave import traffic
-
-            p = Pattern.from_schedule(traffic.load(path))
-            if num_ranks is not None and num_ranks != p.num_ranks:
-                raise NetweaveError(f"the schedule has {p.num_ranks} ranks, not {num_ranks}")
-            return p
-        fmt = {".csv": "csv", ".json": "json", ".trace": "trace", ".txt": "trace"}.get(suffix)
-        if fmt is None:
-            raise NetweaveError(f"unknown pattern file type '{suffix}' (use .csv, .json, .trace or a .nws schedule)")
-        return parse_pattern_text(path.read_text(), fmt, path.name, num_ranks)
-    spec = str(source)
-    if ":" not in spec and spec not in _GENERATORS:
-        raise NetweaveError(f"pattern '{spec}' is neither a file nor a generator spec such as bruck:64")
-    p = _generate(spec)
-    if num_ranks is not None and num_ranks != p.num_ranks:
-        raise NetweaveError(f"pattern '{spec}' has {p.num_ranks} ranks, not {num_ranks}")
-    return p
-
-
-def _is_schedule_json(path: Path) -> bool:
-    """Whether a JSON file is a netweave schedule (it has phases) rather than a pattern."""
-    try:
-        doc = json.loads(path.read_text())
-    except json.JSONDecodeError:
-        return False
-    return isinstance(doc, dict) and "phases" in doc
+    return _core.load_pattern(str(source), num_ranks)
 
 
 def save_pattern(pattern: Pattern, path: str | Path) -> Path:
     """Write a pattern as CSV (``.csv``) or JSON (anything else), aggregated."""
-    path = Path(path)
-    src, dst, nbytes = pattern.arrays()
-    if path.suffix.lower() == ".csv":
-        lines = [f"# num_ranks={pattern.num_ranks}", "src,dst,bytes"]
-        lines += [f"{s},{d},{b}" for s, d, b in zip(src.tolist(), dst.tolist(), nbytes.tolist())]
-        path.write_text("\n".join(lines) + "\n")
-    else:
-        doc = {"format": "netweave-pattern", "version": 1, "name": pattern.name, "num_ranks": pattern.num_ranks,
-               "messages": [[s, d, b] for s, d, b in zip(src.tolist(), dst.tolist(), nbytes.tolist())]}
-        path.write_text(json.dumps(doc) + "\n")
-    return path
+    _core.save_pattern(pattern, Path(path))
+    return Path(path)
 
 
 def network(topology, routes, slots_per_host: int = 1) -> MapNetwork:
@@ -464,55 +317,15 @@ def _exchange_across_processes(comm, ann: Annealer, ladder, replicas: int, round
 
 # ---------------------------------------------------------------- map files
 
-def _hostname(label: str) -> str:
-    """A topology host label as a hostname: ``h(1,2).0`` -> ``h1-2-0``."""
-    name = re.sub(r"[^A-Za-z0-9]+", "-", label).strip("-")
-    return name or "host"
-
-
-def _slots_in_host_order(host_of_rank: np.ndarray) -> np.ndarray:
-    """Slot number of every rank within its host, in rank order."""
-    used: dict[int, int] = {}
-    slots = np.empty(len(host_of_rank), dtype=np.int64)
-    for r, h in enumerate(host_of_rank.tolist()):
-        slots[r] = used.get(h, 0)
-        used[h] = slots[r] + 1
-    return slots
+#: A topology host label as a hostname: ``h(1,2).0`` -> ``h-1-2-0``.
+_hostname = _core.map_hostname
 
 
 def format_map(net: MapNetwork, host_of_rank, fmt: str, hostnames: Optional[list[str]] = None,
                meta: Optional[dict] = None) -> str:
-    """The text of a map file (see `FORMATS` and docs/mapping-formats.md)."""
-    hor = _placement(host_of_rank)
-    if hostnames is not None and len(hostnames) != net.num_hosts:
-        raise NetweaveError(f"the host name list has {len(hostnames)} names for {net.num_hosts} hosts")
-    if (hor >= net.num_hosts).any():
-        raise NetweaveError("the placement names a host outside the topology")
-    names = hostnames or [_hostname(net.host_label(h)) for h in range(net.num_hosts)]
-    if fmt == "rankfile":
-        slots = _slots_in_host_order(hor)
-        return "".join(f"rank {r}={names[h]} slot={s}\n" for r, (h, s) in enumerate(zip(hor.tolist(), slots.tolist())))
-    if fmt == "vcoord":
-        if net.lattice is None:
-            raise NetweaveError("a vcoord file needs a torus or mesh topology (router coordinates)")
-        return "".join("(" + ",".join(str(c) for c in net.host_coords(h)) + ")\n" for h in hor.tolist())
-    if fmt == "mpich":
-        order = sorted(range(len(hor)), key=lambda r: (int(hor[r]), r))
-        lines, line = [], []
-        for r in order:
-            line.append(str(r))
-            if len(line) == 16:
-                lines.append(",".join(line))
-                line = []
-        if line:
-            lines.append(",".join(line))
-        return "# MPICH_RANK_ORDER: ranks host by host in host order (netweave map)\n" + ",\n".join(lines) + "\n"
-    if fmt == "json":
-        doc = {"format": "netweave-map", "version": 1, **(meta or {}), "num_ranks": int(len(hor)),
-               "slots_per_host": net.slots_per_host, "host_of_rank": hor.tolist(),
-               "hosts": [names[h] for h in hor.tolist()]}
-        return json.dumps(doc, indent=1) + "\n"
-    raise NetweaveError(f"unknown map format '{fmt}' (use {', '.join(FORMATS)})")
+    """The text of a map file (see `FORMATS` and docs/mapping-formats.md); `meta` adds fields
+    to the JSON format."""
+    return _core.format_map(net, _placement(host_of_rank), fmt, hostnames, None if meta is None else json.dumps(meta))
 
 
 def write_map(net: MapNetwork, host_of_rank, path: str | Path, fmt: str, hostnames=None, meta=None) -> Path:
@@ -525,36 +338,7 @@ def write_map(net: MapNetwork, host_of_rank, path: str | Path, fmt: str, hostnam
 
 def read_map(net: MapNetwork, path: str | Path, fmt: str = "json", hostnames=None) -> np.ndarray:
     """Read a map file back into ``host_of_rank`` (json, rankfile or vcoord with one host per router)."""
-    text = Path(path).read_text()
-    if fmt == "json":
-        try:
-            doc = json.loads(text)
-            return _placement(doc["host_of_rank"])
-        except (json.JSONDecodeError, KeyError, TypeError):
-            raise NetweaveError(f"{path} is not a netweave map JSON file") from None
-    names = hostnames or [_hostname(net.host_label(h)) for h in range(net.num_hosts)]
-    if fmt == "rankfile":
-        index = {n: i for i, n in enumerate(names)}
-        out = {}
-        for lineno, line in enumerate(text.splitlines(), 1):
-            m = re.fullmatch(r"\s*rank\s+(\d+)\s*=\s*(\S+)\s+slot=\S+\s*", line)
-            if not m or m.group(2) not in index:
-                raise NetweaveError(f"rankfile parse error at line {lineno}")
-            out[int(m.group(1))] = index[m.group(2)]
-        return _placement([out[r] for r in sorted(out)])
-    if fmt == "vcoord":
-        lat = net.lattice
-        if lat is None or lat["hosts_per_router"] != 1:
-            raise NetweaveError("reading vcoord needs a lattice with one host per router")
-        coords = {tuple(net.host_coords(h)): h for h in range(net.num_hosts)}
-        hosts = []
-        for lineno, line in enumerate(text.splitlines(), 1):
-            key = tuple(int(v) for v in re.findall(r"\d+", line))
-            if key not in coords:
-                raise NetweaveError(f"vcoord parse error at line {lineno}: no router at {key}")
-            hosts.append(coords[key])
-        return _placement(hosts)
-    raise NetweaveError(f"cannot read map format '{fmt}'")
+    return _core.read_map(net, Path(path).read_text(), fmt, hostnames)
 
 
 # ---------------------------------------------------------------- plots

@@ -121,7 +121,7 @@ def write_artifacts(topo: Topology, routes: _core.RoutingTable, result: dict[str
         # The plan already predicted the chosen schedule with its own executor.
         times = {ex: result["best"]["predicted_time_s"] if ex == PREDICT_EXECUTOR
                  else flowsim.simulate(routes, chosen.schedule, executor=ex)["makespan_s"]
-                 for ex in ("sync", "local-sync", "async")}
+                 for ex in _core.schedule_executors() if ex != "auto"}
         executor = min(times, key=times.get)
         ranks = chosen.schedule.num_ranks
         nws = out_dir / f"alltoall-{ranks}.nws"

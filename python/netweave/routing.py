@@ -35,9 +35,7 @@ def route(
     """
     if spread_vcs is None:
         return _core.route(topology, engine, vcs, root, select, seed)
-    if engine not in ("updown", "up-down", "updn"):
-        raise _core.NetweaveError(f"spreading sources over VCs applies to updown only, not {engine}")
-    return _core.route_updown_spread(topology, spread_vcs, vcs, root, select, seed)
+    return _core.route_updown_spread(topology, engine, spread_vcs, vcs, root, select, seed)
 
 
 def default_engine(topology: _core.Topology) -> str:

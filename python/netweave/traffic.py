@@ -8,9 +8,9 @@
 'alltoall-a2at(5x5,nct=2)'
 
 Every algorithm sits in one table, :data:`ALGORITHMS`, keyed by ``(collective, name)``; the
-``netweave schedule`` command and :func:`build` read it. An entry says which options it
-takes (``nct``, ``root``, ``seed``, ...), whether it needs the ranks' lattice shape, and how
-to build the schedule from a :class:`Job`. Adding an algorithm is one :func:`register` call.
+``netweave schedule`` command and :func:`build` read it. The core's catalogue fills it
+(``traffic::catalog``: which options an algorithm takes, whether it places its ranks, how to
+build it); :func:`register` adds a builder written in Python, checked the same way.
 
 Files: :func:`save` / :func:`load` pick the format from the extension — ``.json`` (versioned
 JSON) or ``.nws`` (the compact binary format an MPI runtime reads; see
@@ -19,7 +19,6 @@ JSON) or ``.nws`` (the compact binary format an MPI runtime reads; see
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
@@ -30,8 +29,6 @@ from netweave._core import NetweaveError, Schedule, Topology
 #: Bytes per rank pair (or per block) when the caller gives none: 1 MiB; a barrier sends 8.
 DEFAULT_BYTES = 1 << 20
 DEFAULT_BARRIER_BYTES = 8
-
-COLLECTIVES = ("alltoall", "allgather", "gather", "barrier")
 
 
 @dataclass
@@ -67,8 +64,9 @@ class Algorithm:
     collective: str
     name: str
     help: str
-    #: Builds the schedule over ranks ``0..job.num_ranks``.
-    build: Callable[[Job], Schedule]
+    #: Builds the schedule over ranks ``0..job.num_ranks``; None for the core's own algorithms,
+    #: which :func:`build` hands to the core's catalogue.
+    build: Optional[Callable[[Job], Schedule]] = None
     #: Job fields and options this algorithm reads besides hosts and bytes
     #: (any of ``nct``, ``root``, ``seed``, ``shape`` or an ``options`` key).
     takes: tuple[str, ...] = ()
@@ -77,12 +75,19 @@ class Algorithm:
     places_ranks: bool = False
 
 
-#: ``(collective, algorithm) → Algorithm``.
-ALGORITHMS: dict[tuple[str, str], Algorithm] = {}
+#: ``(collective, algorithm) → Algorithm``: the core's catalogue, then anything registered here.
+ALGORITHMS: dict[tuple[str, str], Algorithm] = {
+    (a["collective"], a["name"]): Algorithm(a["collective"], a["name"], a["help"], None, tuple(a["takes"]),
+                                            a["places_ranks"])
+    for a in _core.algorithm_catalog()
+}
+#: The collectives the catalogue builds.
+COLLECTIVES: tuple[str, ...] = tuple(dict.fromkeys(c for c, _ in ALGORITHMS))
 
 
 def register(collective: str, name: str, help: str, takes: tuple[str, ...] = (), places_ranks: bool = False):
-    """Decorator adding a builder ``fn(job) -> Schedule`` to :data:`ALGORITHMS`."""
+    """Decorator adding a Python builder ``fn(job) -> Schedule`` to :data:`ALGORITHMS` (the
+    core's algorithms live in its catalogue; this is the plug-in path)."""
 
     def add(fn: Callable[[Job], Schedule]) -> Callable[[Job], Schedule]:
         ALGORITHMS[(collective, name)] = Algorithm(collective, name, help, fn, takes, places_ranks)
@@ -96,72 +101,9 @@ def algorithms(collective: str) -> list[str]:
     return [a for (c, a) in ALGORITHMS if c == collective]
 
 
-# --- the table ---------------------------------------------------------------------------------
-
-register("alltoall", "shift", "Pairwise: phase i sends S -> (S+i) mod N; every phase a permutation.")(
-    lambda j: _core.shift_alltoall(j.num_ranks, j.bytes)
-)
-register("alltoall", "linear", "Every rank walks ranks 0..N-1 in order: the hot-spot baseline.")(
-    lambda j: _core.alltoall_linear(j.num_ranks, j.bytes)
-)
-register("alltoall", "xor", "Phase i pairs S with S xor i (power-of-two N).")(
-    lambda j: _core.alltoall_xor(j.num_ranks, j.bytes)
-)
-register("alltoall", "bruck", "Bruck: ceil(log2 N) steps forwarding blocks, real per-step sizes.")(
-    lambda j: _core.alltoall_bruck(j.num_ranks, j.bytes)
-)
-register("alltoall", "a2a", "Paper 001's A2A (MPICH SimpleSpread), NCT sends at a time.", takes=("nct",))(
-    lambda j: _core.alltoall_a2a(j.num_ranks, j.bytes, j.nct)
-)
-register("alltoall", "a2and", "Paper 001's A2AND: lexicographic relative offsets on an n-D shape.", takes=("nct", "shape"))(
-    lambda j: _core.alltoall_a2and(_shape(j, "a2and"), j.bytes, j.nct)
-)
-register("alltoall", "a2at", "Paper 001's A2AT: odd square 2-D shapes, NCT 1, 2 or 4.", takes=("nct", "shape"))(
-    lambda j: _core.alltoall_a2at(_shape(j, "a2at"), j.bytes, j.nct)
-)
-register("allgather", "ring", "Ring: N-1 steps passing one block to the right.")(
-    lambda j: _core.allgather_ring(j.num_ranks, j.bytes)
-)
-register("allgather", "bruck", "Bruck: ceil(log2 N) steps, min(2^k, N-2^k) blocks each.")(
-    lambda j: _core.allgather_bruck(j.num_ranks, j.bytes)
-)
-register("allgather", "recursive-doubling", "Exchange with S xor 2^k, doubling blocks (power-of-two N).")(
-    lambda j: _core.allgather_recursive_doubling(j.num_ranks, j.bytes)
-)
-register("gather", "linear", "Every rank sends straight to the root, in one phase.", takes=("root",))(
-    lambda j: _core.gather_linear(j.num_ranks, j.bytes, j.root)
-)
-register("gather", "binomial", "Binomial tree towards the root, subtrees forwarded.", takes=("root",))(
-    lambda j: _core.gather_binomial(j.num_ranks, j.bytes, j.root)
-)
-register("barrier", "dissemination", "Round k: S signals S + 2^k; ceil(log2 N) rounds.")(
-    lambda j: _core.barrier_dissemination(j.num_ranks, j.bytes)
-)
-register(
-    "barrier", "multicast",
-    "Paper 002: gather + release over a unicast-based multicast tree of a random visiting list.",
-    takes=("root", "seed"),
-)(lambda j: _core.barrier_multicast(j.num_ranks, j.bytes, j.root, j.seed))
-
-
-# --- building --------------------------------------------------------------------------------
-
-
-def _shape(job: Job, algo: str) -> list[int]:
-    if job.shape is not None:
-        return list(job.shape)
-    raise NetweaveError(f"{algo} needs the ranks' lattice shape: give --shape (e.g. 5x5) or run it on a whole mesh/torus")
-
-
-def grid_shape(topo: Topology, hosts: list[int]) -> Optional[list[int]]:
-    """The lattice shape of a job that covers a whole mesh or torus with one host per router,
-    ranks in router order; None otherwise."""
-    s = topo.structure
-    if s["kind"] != "lattice" or s["shape"] not in ("mesh", "torus") or s["hosts_per_router"] != 1:
-        return None
-    if list(hosts) != list(range(topo.num_hosts)):
-        return None
-    return [int(d) for d in s["dims"]]
+#: ``grid_shape(topology, hosts)``: the lattice shape of a job that covers a whole mesh or torus
+#: with one host per router, ranks in router order; None otherwise.
+grid_shape = _core.grid_shape
 
 
 def build(
@@ -197,44 +139,16 @@ def build(
         raise NetweaveError(
             f"unknown {collective} algorithm '{algorithm}' (known: {', '.join(algorithms(collective))})"
         )
-    given = {"nct": nct, "root": root, "seed": seed, "shape": shape, **options}
-    extra = [k for k, v in given.items() if v is not None and k not in algo.takes and not (k == "seed" and order == "random")]
-    if extra:
-        raise NetweaveError(f"{collective} {algorithm} does not take {', '.join('--' + k for k in extra)}")
-    if topology is not None:
-        if num_ranks is not None:
-            raise NetweaveError("give either a topology (and a host list) or a number of ranks, not both")
-        placed = _core.allocate_hosts(topology, hosts or "all", order, seed or 0, allow_partial_leaves)
-    else:
-        if hosts is not None:
-            raise NetweaveError("a host list needs a topology")
-        if num_ranks is None:
-            raise NetweaveError("give a topology or a number of ranks")
-        placed = list(range(num_ranks))
-    if shape is None and "shape" in algo.takes:
-        if topology is not None:
-            shape = grid_shape(topology, placed)
-        elif algorithm == "a2at" and math.isqrt(len(placed)) ** 2 == len(placed):
-            shape = [math.isqrt(len(placed))] * 2
-        elif algorithm != "a2at":
-            shape = [len(placed)]
-    if shape is not None and math.prod(shape) != len(placed):
-        raise NetweaveError(
-            f"shape {'x'.join(map(str, shape))} has {math.prod(shape)} ranks but the job has {len(placed)} hosts"
-        )
-    default_bytes = DEFAULT_BARRIER_BYTES if collective == "barrier" else DEFAULT_BYTES
-    job = Job(
-        hosts=placed,
-        bytes=default_bytes if bytes is None else bytes,
-        topology=topology,
-        shape=shape,
-        nct=1 if nct is None else nct,
-        root=0 if root is None else root,
-        seed=0 if seed is None else seed,
-        options={k: v for k, v in options.items() if v is not None},
-    )
+    job_args = dict(topology=topology, hosts=hosts, order=order, num_ranks=num_ranks, bytes=bytes, nct=nct,
+                    root=root, seed=seed, shape=shape, allow_partial_leaves=allow_partial_leaves)
+    if algo.build is None:
+        return _core.build_schedule(collective, algorithm, **job_args, options=options)
+    given = [k for k, v in options.items() if v is not None]
+    settled = _core.settle_job(f"{collective} {algorithm}", collective, list(algo.takes), **job_args,
+                               option_names=given)
+    job = Job(topology=topology, options={k: options[k] for k in given}, **settled)
     schedule = algo.build(job)
-    return schedule if algo.places_ranks else schedule.with_placement(placed)
+    return schedule if algo.places_ranks else schedule.with_placement(job.hosts)
 
 
 #: ``a2at_theory(k)``: paper 001's Table 1 for odd side k — (TV_NCT1, LB_Mesh, TV_NCT2,
@@ -406,40 +320,3 @@ lsft_full_destinations = _core.lsft_full_destinations
 lsft_partial_destinations = _core.lsft_partial_destinations
 #: ``lsft_vector_table(order, k, m)``: the vector table in the paper's notation (Table 1).
 lsft_vector_table = _core.lsft_vector_table
-
-
-def _lsft_topology(job: Job, algo: str) -> Topology:
-    """The job's LSFT; the LSFT schedules choose their hosts, so the job must be left at every
-    host in host order (the defaults of ``--hosts`` and ``--order``)."""
-    if job.topology is None:
-        raise NetweaveError(f"{algo} needs a Latin-square fat-tree topology (netweave topo lsft)")
-    if list(job.hosts) != list(range(job.topology.num_hosts)):
-        where = ("every server of the LSFT, rank r on host r" if algo == "lsft"
-                 else "the n x k rectangle of grid leaves with m servers on each")
-        raise NetweaveError(f"{algo} places its ranks itself ({where}): leave --hosts all and --order listed")
-    return job.topology
-
-
-@register(
-    "alltoall", "lsft",
-    "Paper 000: every server of a Latin-square fat-tree, one phase per shift-number triple; "
-    "contention-free under the lsft routing.",
-    places_ranks=True,
-)
-def _build_lsft(job: Job) -> Schedule:
-    return _core.lsft_alltoall(_lsft_topology(job, "lsft"), job.bytes)
-
-
-@register(
-    "alltoall", "lsft-partial",
-    "Paper 000: n*k*m sub-cluster of an LSFT of order n (--k columns of grid leaves, --m servers "
-    "per leaf, m <= k <= n; --rule text or the erratum paper-table3); contention-free with the text rule.",
-    takes=("k", "m", "rule"),
-    places_ranks=True,
-)
-def _build_lsft_partial(job: Job) -> Schedule:
-    topo = _lsft_topology(job, "lsft-partial")
-    k, m = job.options.get("k"), job.options.get("m")
-    if k is None or m is None:
-        raise NetweaveError("lsft-partial needs --k (columns of the rectangle) and --m (servers per leaf)")
-    return _core.lsft_partial_alltoall(topo, k, m, job.bytes, job.options.get("rule") or "text")

@@ -23,6 +23,7 @@
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -82,6 +83,9 @@ static void say(MPI_Comm comm, const char *fmt, const char *a, const char *b) {
 static void die(MPI_Comm comm, const char *what, const char *why) {
     fprintf(stderr, "netweave: %s: %s\n", what, why);
     fflush(stderr);
+    /* MPICH's launcher stops forwarding output once an abort reaches it: give it a moment to
+       pass this line on first (measured lost under load without the pause). */
+    nanosleep(&(struct timespec){0, 200 * 1000000}, NULL);
     PMPI_Abort(comm, 2);
 }
 

@@ -1,8 +1,11 @@
 //! Mapping: `Pattern`, `MapNetwork`, costs, baselines, BISEM and the `Annealer`.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use netweave_core::mapping::anneal::{AnnealConfig, Tempering};
+use netweave_core::mapping::map_files::{self, MapFormat};
+use netweave_core::mapping::pattern_files::{self, PatternFormat};
 use netweave_core::mapping::{baselines, bisem, cost, structure, CostParts, MapNetwork, Objective, Pattern};
 use netweave_core::routing::select::Select;
 use netweave_core::traffic::Message;
@@ -391,6 +394,83 @@ impl PyAnnealer {
     }
 }
 
+// ---------------------------------------------------------------------------------------------
+// Pattern files and map files: `mapping::pattern_files`, `mapping::map_files`
+// ---------------------------------------------------------------------------------------------
+
+/// A pattern from a file (`.csv`, `.json`, `.trace`; a `.json`/`.nws` schedule is aggregated) or
+/// a generator spec (`bruck:4096:2048`); `num_ranks` overrides or checks the size.
+#[pyfunction]
+#[pyo3(signature = (source, num_ranks=None))]
+fn load_pattern(py: Python<'_>, source: PathBuf, num_ranks: Option<u32>) -> PyResult<PyPattern> {
+    let source = source.to_string_lossy().into_owned();
+    wrap(py.allow_threads(|| pattern_files::load(&source, num_ranks)))
+}
+
+/// Parse a pattern file's text in format `fmt` (`csv`, `json`, `trace`).
+#[pyfunction]
+#[pyo3(signature = (text, fmt, name="pattern", num_ranks=None))]
+fn parse_pattern_text(text: &str, fmt: &str, name: &str, num_ranks: Option<u32>) -> PyResult<PyPattern> {
+    wrap(pattern_files::parse_text(text, PatternFormat::from_name(fmt).map_err(err)?, name, num_ranks))
+}
+
+/// Write a pattern: CSV for `.csv`, JSON otherwise.
+#[pyfunction]
+fn save_pattern(pattern: &PyPattern, path: PathBuf) -> PyResult<()> {
+    pattern_files::save(&pattern.inner, &path).map_err(err)
+}
+
+/// Generator specs: `(name, usage)` in listing order.
+#[pyfunction]
+fn pattern_generators() -> Vec<(&'static str, &'static str)> {
+    pattern_files::GENERATORS.to_vec()
+}
+
+/// Map file format names, in listing order.
+#[pyfunction]
+fn map_formats() -> Vec<&'static str> {
+    MapFormat::ALL.iter().map(|(_, n)| *n).collect()
+}
+
+/// The text of a map file; `meta_json` is a JSON object of extra fields for the JSON format.
+#[pyfunction]
+#[pyo3(signature = (net, host_of_rank, fmt, hostnames=None, meta_json=None))]
+fn format_map(
+    net: &PyMapNetwork,
+    host_of_rank: PyReadonlyArray1<'_, u32>,
+    fmt: &str,
+    hostnames: Option<Vec<String>>,
+    meta_json: Option<&str>,
+) -> PyResult<String> {
+    let meta: Option<serde_json::Map<String, serde_json::Value>> = match meta_json {
+        None => None,
+        Some(text) => Some(serde_json::from_str(text).map_err(|e| crate::NetweaveErrorPy::new_err(e.to_string()))?),
+    };
+    let format = MapFormat::from_name(fmt).map_err(err)?;
+    map_files::format(&net.inner, host_of_rank.as_slice()?, format, hostnames.as_deref(), meta.as_ref()).map_err(err)
+}
+
+/// A map file's text read back into `host_of_rank`.
+#[pyfunction]
+#[pyo3(signature = (net, text, fmt, hostnames=None))]
+fn read_map<'py>(
+    py: Python<'py>,
+    net: &PyMapNetwork,
+    text: &str,
+    fmt: &str,
+    hostnames: Option<Vec<String>>,
+) -> PyResult<Bound<'py, PyArray1<u32>>> {
+    let format = MapFormat::from_name(fmt).map_err(err)?;
+    let hosts = map_files::read(&net.inner, text, format, hostnames.as_deref()).map_err(err)?;
+    Ok(PyArray1::from_vec(py, hosts))
+}
+
+/// A topology host label as a hostname (`h(1,2).0` → `h-1-2-0`).
+#[pyfunction]
+fn map_hostname(label: &str) -> String {
+    map_files::hostname(label)
+}
+
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyPattern>()?;
     m.add_class::<PyMapNetwork>()?;
@@ -402,5 +482,17 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(map_baselines, m)?)?;
     m.add_function(wrap_pyfunction!(map_bisem, m)?)?;
     m.add_function(wrap_pyfunction!(map_structure, m)?)?;
+    for f in [
+        wrap_pyfunction!(load_pattern, m)?,
+        wrap_pyfunction!(parse_pattern_text, m)?,
+        wrap_pyfunction!(save_pattern, m)?,
+        wrap_pyfunction!(pattern_generators, m)?,
+        wrap_pyfunction!(map_formats, m)?,
+        wrap_pyfunction!(format_map, m)?,
+        wrap_pyfunction!(read_map, m)?,
+        wrap_pyfunction!(map_hostname, m)?,
+    ] {
+        m.add_function(f)?;
+    }
     Ok(())
 }

@@ -90,18 +90,26 @@ pub(crate) fn route(
 }
 
 /// Up*/down* with each source host injecting on VC `host index mod spread_vcs` (paper 002's
-/// multi-VC up*/down*); `spread_vcs` must be at most the budget `vcs`.
+/// multi-VC up*/down*); `spread_vcs` must be at most the budget `vcs`. `engine` must name
+/// up*/down* (any of its spellings).
 #[pyfunction]
-#[pyo3(signature = (topology, spread_vcs, vcs=8, root=0, select="per-destination", seed=0))]
+#[pyo3(signature = (topology, engine, spread_vcs, vcs=8, root=0, select="per-destination", seed=0))]
+#[allow(clippy::too_many_arguments)]
 fn route_updown_spread(
     py: Python<'_>,
     topology: Bound<'_, PyTopology>,
+    engine: &str,
     spread_vcs: u8,
     vcs: u8,
     root: usize,
     select: &str,
     seed: u64,
 ) -> PyResult<PyRoutingTable> {
+    if engine.parse::<routing::Engine>().map_err(err)? != routing::Engine::UpDown {
+        return Err(err(netweave_core::NetweaveError::InvalidParameter(format!(
+            "spreading sources over VCs applies to updown only, not {engine}"
+        ))));
+    }
     let options = routing::RouteOptions { max_vcs: vcs, root, select: select.parse().map_err(err)?, seed };
     let t = &topology.get().inner;
     let table = py.allow_threads(|| routing::updown::up_down_vcs(t, &options, spread_vcs)).map_err(err)?;

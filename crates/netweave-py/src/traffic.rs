@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use netweave_core::traffic::catalog::{self, OptionValue, Request};
 use netweave_core::traffic::{alloc, alltoall, collectives, io, Collective, Delivery, Message, Schedule};
 use numpy::PyArray1;
 use pyo3::prelude::*;
@@ -219,45 +220,6 @@ fn wrap(s: netweave_core::Result<Schedule>) -> PyResult<PySchedule> {
     Ok(PySchedule { inner: s.map_err(err)? })
 }
 
-/// Linear all-to-all: every rank walks the ranks in order (hot-spot baseline).
-#[pyfunction]
-fn alltoall_linear(num_ranks: u32, bytes: u64) -> PyResult<PySchedule> {
-    wrap(alltoall::linear(num_ranks, bytes))
-}
-
-/// XOR all-to-all: phase i pairs S with S xor i (power-of-two N).
-#[pyfunction]
-fn alltoall_xor(num_ranks: u32, bytes: u64) -> PyResult<PySchedule> {
-    wrap(alltoall::xor(num_ranks, bytes))
-}
-
-/// Bruck all-to-all with its real per-step message sizes.
-#[pyfunction]
-fn alltoall_bruck(num_ranks: u32, bytes: u64) -> PyResult<PySchedule> {
-    wrap(alltoall::bruck(num_ranks, bytes))
-}
-
-/// Paper 001's A2A (SimpleSpread), `nct` sends per phase.
-#[pyfunction]
-#[pyo3(signature = (num_ranks, bytes, nct=1))]
-fn alltoall_a2a(num_ranks: u32, bytes: u64, nct: u32) -> PyResult<PySchedule> {
-    wrap(alltoall::a2a(num_ranks, bytes, nct))
-}
-
-/// Paper 001's A2AND on an n-D shape, `nct` sends per phase.
-#[pyfunction]
-#[pyo3(signature = (dims, bytes, nct=1))]
-fn alltoall_a2and(dims: Vec<u32>, bytes: u64, nct: u32) -> PyResult<PySchedule> {
-    wrap(alltoall::a2and(&dims, bytes, nct))
-}
-
-/// Paper 001's A2AT on an odd square 2-D shape, NCT 1, 2 or 4.
-#[pyfunction]
-#[pyo3(signature = (dims, bytes, nct=1))]
-fn alltoall_a2at(dims: Vec<u32>, bytes: u64, nct: u32) -> PyResult<PySchedule> {
-    wrap(alltoall::a2at(&dims, bytes, nct))
-}
-
 /// A2AT's send list for odd side `n` as (dx, dy) offsets.
 #[pyfunction]
 fn a2at_offsets(n: u32) -> PyResult<Vec<(i64, i64)>> {
@@ -276,56 +238,148 @@ fn a2at_theory(n: u32) -> PyResult<(u64, u64, u64, u64)> {
     alltoall::a2at_theory(n).map_err(err)
 }
 
-/// Ring allgather.
-#[pyfunction]
-fn allgather_ring(num_ranks: u32, bytes: u64) -> PyResult<PySchedule> {
-    wrap(collectives::allgather_ring(num_ranks, bytes))
-}
-
-/// Bruck allgather.
-#[pyfunction]
-fn allgather_bruck(num_ranks: u32, bytes: u64) -> PyResult<PySchedule> {
-    wrap(collectives::allgather_bruck(num_ranks, bytes))
-}
-
-/// Recursive-doubling allgather (power-of-two N).
-#[pyfunction]
-fn allgather_recursive_doubling(num_ranks: u32, bytes: u64) -> PyResult<PySchedule> {
-    wrap(collectives::allgather_recursive_doubling(num_ranks, bytes))
-}
-
-/// Linear gather to `root`.
-#[pyfunction]
-#[pyo3(signature = (num_ranks, bytes, root=0))]
-fn gather_linear(num_ranks: u32, bytes: u64, root: u32) -> PyResult<PySchedule> {
-    wrap(collectives::gather_linear(num_ranks, bytes, root))
-}
-
-/// Binomial-tree gather to `root`.
-#[pyfunction]
-#[pyo3(signature = (num_ranks, bytes, root=0))]
-fn gather_binomial(num_ranks: u32, bytes: u64, root: u32) -> PyResult<PySchedule> {
-    wrap(collectives::gather_binomial(num_ranks, bytes, root))
-}
-
-/// Dissemination barrier.
-#[pyfunction]
-fn barrier_dissemination(num_ranks: u32, bytes: u64) -> PyResult<PySchedule> {
-    wrap(collectives::barrier_dissemination(num_ranks, bytes))
-}
-
-/// Paper 002's barrier: gather + release over a unicast-based multicast tree of a random
-/// visiting list drawn from `seed`.
-#[pyfunction]
-#[pyo3(signature = (num_ranks, bytes, root=0, seed=0))]
-fn barrier_multicast(num_ranks: u32, bytes: u64, root: u32, seed: u64) -> PyResult<PySchedule> {
-    wrap(collectives::barrier_multicast(num_ranks, bytes, root, seed))
-}
-
 /// The barrier's visiting list: `root`, then the other ranks shuffled by `seed`.
 #[pyfunction]
 fn visiting_list(num_ranks: u32, root: u32, seed: u64) -> Vec<u32> {
     collectives::visiting_list(num_ranks, root, seed)
+}
+
+/// The algorithm catalogue: one dict per algorithm (`collective`, `name`, `help`, `takes`,
+/// `places_ranks`), in listing order.
+#[pyfunction]
+fn algorithm_catalog(py: Python<'_>) -> PyResult<Vec<PyObject>> {
+    catalog::ALGORITHMS
+        .iter()
+        .map(|a| {
+            let d = pyo3::types::PyDict::new(py);
+            d.set_item("collective", a.collective)?;
+            d.set_item("name", a.name)?;
+            d.set_item("help", a.help)?;
+            d.set_item("takes", pyo3::types::PyTuple::new(py, a.takes)?)?;
+            d.set_item("places_ranks", a.places_ranks)?;
+            Ok(d.into_any().unbind())
+        })
+        .collect()
+}
+
+/// Algorithm-specific options from Python: integers or strings, None for not given.
+fn option_values(options: Option<&Bound<'_, pyo3::types::PyDict>>) -> PyResult<Vec<(String, OptionValue)>> {
+    let mut out = Vec::new();
+    for (key, value) in options.into_iter().flat_map(|d| d.iter()) {
+        if value.is_none() {
+            continue;
+        }
+        let name: String = key.extract()?;
+        let value = if let Ok(i) = value.extract::<u64>() {
+            OptionValue::Int(i)
+        } else if let Ok(t) = value.extract::<String>() {
+            OptionValue::Text(t)
+        } else {
+            return Err(NetweaveErrorPy::new_err(format!("--{name} takes a non-negative integer or a name")));
+        };
+        out.push((name, value));
+    }
+    Ok(out)
+}
+
+/// The job fields of `build_schedule`'s keyword arguments.
+#[allow(clippy::too_many_arguments)]
+fn request<'a>(
+    topology: Option<&'a PyTopology>,
+    hosts: Option<&'a str>,
+    order: &'a str,
+    num_ranks: Option<u32>,
+    bytes: Option<u64>,
+    nct: Option<u32>,
+    root: Option<u32>,
+    seed: Option<u64>,
+    shape: Option<Vec<u32>>,
+    allow_partial_leaves: bool,
+    options: Option<&Bound<'_, pyo3::types::PyDict>>,
+) -> PyResult<Request<'a>> {
+    Ok(Request {
+        topology: topology.map(|t| &t.inner),
+        hosts,
+        order: Some(order),
+        num_ranks,
+        bytes,
+        nct,
+        root,
+        seed,
+        shape,
+        allow_partial_leaves,
+        options: option_values(options)?,
+    })
+}
+
+/// Build catalogue algorithm `algorithm` of `collective` for the job (see `traffic.build`).
+#[pyfunction]
+#[pyo3(signature = (collective, algorithm, topology=None, hosts=None, order="listed", num_ranks=None, bytes=None,
+                    nct=None, root=None, seed=None, shape=None, allow_partial_leaves=false, options=None))]
+#[allow(clippy::too_many_arguments)]
+fn build_schedule(
+    py: Python<'_>,
+    collective: &str,
+    algorithm: &str,
+    topology: Option<&PyTopology>,
+    hosts: Option<&str>,
+    order: &str,
+    num_ranks: Option<u32>,
+    bytes: Option<u64>,
+    nct: Option<u32>,
+    root: Option<u32>,
+    seed: Option<u64>,
+    shape: Option<Vec<u32>>,
+    allow_partial_leaves: bool,
+    options: Option<&Bound<'_, pyo3::types::PyDict>>,
+) -> PyResult<PySchedule> {
+    let r = request(topology, hosts, order, num_ranks, bytes, nct, root, seed, shape, allow_partial_leaves, options)?;
+    wrap(py.allow_threads(|| catalog::build(collective, algorithm, &r)))
+}
+
+/// Check a job against an algorithm taking `takes` and settle it (for algorithms registered from
+/// Python, whose own options are given by name): `{hosts, bytes, shape, nct, root, seed}`.
+#[pyfunction]
+#[pyo3(signature = (label, collective, takes, topology=None, hosts=None, order="listed", num_ranks=None, bytes=None,
+                    nct=None, root=None, seed=None, shape=None, allow_partial_leaves=false, option_names=vec![]))]
+#[allow(clippy::too_many_arguments)]
+fn settle_job(
+    py: Python<'_>,
+    label: &str,
+    collective: &str,
+    takes: Vec<String>,
+    topology: Option<&PyTopology>,
+    hosts: Option<&str>,
+    order: &str,
+    num_ranks: Option<u32>,
+    bytes: Option<u64>,
+    nct: Option<u32>,
+    root: Option<u32>,
+    seed: Option<u64>,
+    shape: Option<Vec<u32>>,
+    allow_partial_leaves: bool,
+    option_names: Vec<String>,
+) -> PyResult<PyObject> {
+    let mut r = request(topology, hosts, order, num_ranks, bytes, nct, root, seed, shape, allow_partial_leaves, None)?;
+    // Only the names are checked here; the plug-in reads its options' values itself.
+    r.options = option_names.into_iter().map(|n| (n, OptionValue::Text(String::new()))).collect();
+    let takes: Vec<&str> = takes.iter().map(String::as_str).collect();
+    let job = catalog::job(label, collective, &takes, &r).map_err(err)?;
+    let d = pyo3::types::PyDict::new(py);
+    d.set_item("hosts", job.hosts)?;
+    d.set_item("bytes", job.bytes)?;
+    d.set_item("shape", job.shape)?;
+    d.set_item("nct", job.nct)?;
+    d.set_item("root", job.root)?;
+    d.set_item("seed", job.seed)?;
+    Ok(d.into_any().unbind())
+}
+
+/// The lattice shape of a job covering a whole mesh or torus with one host per router, ranks in
+/// router order; None otherwise.
+#[pyfunction]
+fn grid_shape(topology: &PyTopology, hosts: Vec<u32>) -> Option<Vec<u32>> {
+    catalog::grid_shape(&topology.inner, &hosts)
 }
 
 /// Hosts of a job, rank by rank: host list `spec` (`all`, `0-15`, `leaf:0-3`, ...), rank
@@ -470,23 +524,14 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         wrap_pyfunction!(shift_alltoall, m)?,
         wrap_pyfunction!(save_schedule, m)?,
         wrap_pyfunction!(load_schedule, m)?,
-        wrap_pyfunction!(alltoall_linear, m)?,
-        wrap_pyfunction!(alltoall_xor, m)?,
-        wrap_pyfunction!(alltoall_bruck, m)?,
-        wrap_pyfunction!(alltoall_a2a, m)?,
-        wrap_pyfunction!(alltoall_a2and, m)?,
-        wrap_pyfunction!(alltoall_a2at, m)?,
         wrap_pyfunction!(a2at_offsets, m)?,
         wrap_pyfunction!(a2and_offsets, m)?,
         wrap_pyfunction!(a2at_theory, m)?,
-        wrap_pyfunction!(allgather_ring, m)?,
-        wrap_pyfunction!(allgather_bruck, m)?,
-        wrap_pyfunction!(allgather_recursive_doubling, m)?,
-        wrap_pyfunction!(gather_linear, m)?,
-        wrap_pyfunction!(gather_binomial, m)?,
-        wrap_pyfunction!(barrier_dissemination, m)?,
-        wrap_pyfunction!(barrier_multicast, m)?,
         wrap_pyfunction!(visiting_list, m)?,
+        wrap_pyfunction!(algorithm_catalog, m)?,
+        wrap_pyfunction!(build_schedule, m)?,
+        wrap_pyfunction!(settle_job, m)?,
+        wrap_pyfunction!(grid_shape, m)?,
         wrap_pyfunction!(allocate_hosts, m)?,
         wrap_pyfunction!(leaf_hosts, m)?,
     ] {

@@ -2,8 +2,8 @@
 //!
 //! The pieces, in the order a run uses them:
 //!
-//! - [`Pattern`]: the job's traffic as a sparse matrix (files, generators, or any
-//!   [`Schedule`](crate::traffic::Schedule) aggregated).
+//! - [`Pattern`]: the job's traffic as a sparse matrix (files and generator specs in
+//!   [`pattern_files`], or any [`Schedule`](crate::traffic::Schedule) aggregated).
 //! - [`MapNetwork`]: a routed topology flattened for the mapper (next-channel table, hop
 //!   table, host slots; several ranks per host allowed).
 //! - [`cost`]: hop-bytes, `max_link` under the actual routes, paper 003's `Σhops × max_link`
@@ -14,6 +14,7 @@
 //! - [`bisem`](bisem::bisem): recursive bisection of network and rank graph, geometric along a
 //!   stencil's grid or a discovered lattice, with METIS otherwise.
 //! - [`anneal`]: OPTIM, simulated annealing with parallel tempering across threads.
+//! - [`map_files`]: the placement as launchers read it (rankfile, vcoord, MPICH rank order, JSON).
 //!
 //! ```
 //! use std::sync::Arc;
@@ -33,8 +34,10 @@ pub mod anneal;
 pub mod baselines;
 pub mod bisem;
 pub mod cost;
+pub mod map_files;
 pub mod network;
 pub mod pattern;
+pub mod pattern_files;
 pub mod structure;
 
 pub use cost::{CostParts, Evaluator, Move, Objective};

@@ -23,13 +23,14 @@
 //! beside it and can be built from a schedule's send order; the files in [`io`] carry a
 //! `form` field so that a later version can hold either.
 //!
-//! Generators: [`alltoall`] (shift, linear, XOR, Bruck, A2A, A2AND, A2AT), [`collectives`]
+//! [`catalog`] lists every algorithm by name and builds it for a job. Generators: [`alltoall`] (shift, linear, XOR, Bruck, A2A, A2AND, A2AT), [`collectives`]
 //! (allgather, gather, barrier), [`lsft`] (paper 000's Latin-square fat-tree all-to-alls);
 //! [`alloc`] places a job's ranks on a subset of hosts.
 
 pub mod alloc;
 pub mod alltoall;
 pub mod blocks;
+pub mod catalog;
 pub mod collectives;
 pub mod contention_free;
 pub mod dag;
