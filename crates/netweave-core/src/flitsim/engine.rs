@@ -334,6 +334,13 @@ pub(crate) struct Sim<'a> {
     va_grant: Vec<u32>,
     va_grant_dist: Vec<u32>,
     va_touched: Vec<u32>,
+    /// Bit `ip·V + vc` is set while that input VC holds a flit, so a router step visits only
+    /// the buffers with something in them, in the order a full scan would.
+    nonempty: Vec<u64>,
+    /// Scratch: the non-empty input VCs (`ip·V + vc`) of the router being stepped.
+    scan: Vec<u32>,
+    /// log2 V when V is a power of two (bits split by shifting), else `u32::MAX`.
+    vc_shift: u32,
     // activity
     buffered: Vec<u32>,
     active: Vec<u32>,
@@ -359,6 +366,18 @@ pub(crate) struct Sim<'a> {
     booksim_torus: Option<BookSimTorus>,
     /// One VC per destination host (`vc_per_destination`).
     per_destination: bool,
+}
+
+/// `(local − ptr) mod n`, the round-robin distance of `local` from pointer `ptr`, without a
+/// division: `local < n`, and `ptr ≤ n` since a pointer is stored as one past the last winner.
+#[inline]
+fn rr_distance(local: u32, ptr: u32, n: u32) -> u32 {
+    let p = if ptr >= n { ptr - n } else { ptr };
+    if local >= p {
+        local - p
+    } else {
+        local + n - p
+    }
 }
 
 fn ring_slot(head: u16, off: usize, cap: usize) -> usize {
@@ -424,6 +443,9 @@ impl<'a> Sim<'a> {
             va_grant: vec![NONE; nb],
             va_grant_dist: vec![u32::MAX; nb],
             va_touched: Vec::with_capacity(64),
+            nonempty: vec![0; (num_ips * v).div_ceil(64)],
+            scan: Vec::with_capacity(64),
+            vc_shift: if v.is_power_of_two() { v.trailing_zeros() } else { u32::MAX },
             buffered: vec![0; r],
             active: Vec::with_capacity(r),
             next_active: Vec::with_capacity(r),
@@ -543,6 +565,8 @@ impl<'a> Sim<'a> {
         self.flits[ovc * cap + slot] = flit;
         self.len[ovc] += 1;
         let ch = ovc / self.fab.vcs;
+        let bit = self.fab.ch_ip[ch] as usize * self.fab.vcs + ovc % self.fab.vcs;
+        self.nonempty[bit / 64] |= 1 << (bit % 64);
         let r = self.fab.ch_dst_router[ch];
         self.buffered[r as usize] += 1;
         self.activate(r);
@@ -691,13 +715,14 @@ impl<'a> Sim<'a> {
         // Route computation and VC allocation requests.
         self.va_scratch.clear();
         let n_ivc = ((ip_hi - ip_lo) * v) as u32;
-        for ip in ip_lo..ip_hi {
-            let ch = self.fab.ip_chan[ip] as usize;
-            for vc in 0..v {
+        let mut scan = std::mem::take(&mut self.scan);
+        self.nonempty_inputs(ip_lo * v, ip_hi * v, &mut scan);
+        self.scan = scan;
+        for i in 0..self.scan.len() {
+            let (ip, vc) = self.split_input(self.scan[i]);
+            {
+                let ch = self.fab.ip_chan[ip] as usize;
                 let b = ch * v + vc;
-                if self.len[b] == 0 {
-                    continue;
-                }
                 match self.state[b] {
                     IDLE => {
                         let f = self.front(b);
@@ -830,7 +855,7 @@ impl<'a> Sim<'a> {
             let b = ch * v + vc as usize;
             let op = self.out_op[b] as usize;
             let local = (ip - ip_lo) as u32;
-            let dist = (local + n_in - self.sa_out_ptr[op] % n_in) % n_in;
+            let dist = rr_distance(local, self.sa_out_ptr[op], n_in);
             let key = self.priority(self.front(b).packet, dist);
             if self.best_ip[op] == NONE {
                 self.touched.push(op as u32);
@@ -854,6 +879,35 @@ impl<'a> Sim<'a> {
         }
         self.touched = touched;
         self.touched.clear();
+    }
+
+    /// `(ip, vc)` of an input bit `ip·V + vc`; a shift when V is a power of two.
+    #[inline]
+    fn split_input(&self, bit: u32) -> (usize, usize) {
+        if self.vc_shift != u32::MAX {
+            ((bit >> self.vc_shift) as usize, (bit & ((1 << self.vc_shift) - 1)) as usize)
+        } else {
+            (bit as usize / self.fab.vcs, bit as usize % self.fab.vcs)
+        }
+    }
+
+    /// The set bits `ip·V + vc` of [`nonempty`](Self::nonempty) in `lo..hi`, ascending, into `out`.
+    fn nonempty_inputs(&self, lo: usize, hi: usize, out: &mut Vec<u32>) {
+        out.clear();
+        for word in lo / 64..hi.div_ceil(64) {
+            let mut bits = self.nonempty[word];
+            let base = word * 64;
+            if base < lo {
+                bits &= !0u64 << (lo - base);
+            }
+            if base + 64 > hi {
+                bits &= !0u64 >> (base + 64 - hi);
+            }
+            while bits != 0 {
+                out.push((base + bits.trailing_zeros() as usize) as u32);
+                bits &= bits - 1;
+            }
+        }
     }
 
     /// The free output VCs input VC `b` may take: (global output port, first VC, VC count).
@@ -951,10 +1005,13 @@ impl<'a> Sim<'a> {
         let n_out = (self.fab.out_base[r + 1] as usize - op_lo) as u32;
         let mut reqs = std::mem::take(&mut self.sa_reqs);
         reqs.clear();
-        for ip in ip_lo..ip_hi {
+        // Only a non-empty VC can send; the scan is this router step's (lengths have not
+        // changed since it was taken).
+        for &bit in &self.scan {
+            let (ip, vc) = self.split_input(bit);
             let ch = self.fab.ip_chan[ip] as usize;
             let held = self.in_hold[ip];
-            for vc in 0..v {
+            {
                 if held != u16::MAX && held as usize != vc {
                     continue;
                 }
@@ -976,7 +1033,7 @@ impl<'a> Sim<'a> {
         // Grant.
         for &(ip, vc, op) in &reqs {
             let (ip, op) = (ip as usize, op as usize);
-            let dist = ((ip - ip_lo) as u32 + n_in - self.sa_out_ptr[op] % n_in) % n_in;
+            let dist = rr_distance((ip - ip_lo) as u32, self.sa_out_ptr[op], n_in);
             let b = self.fab.ip_chan[ip] as usize * v + vc as usize;
             let key = self.priority(self.front(b).packet, dist);
             if self.best_ip[op] == NONE {
@@ -993,7 +1050,7 @@ impl<'a> Sim<'a> {
         for &op in &self.touched {
             let op = op as usize;
             let ip = self.best_ip[op] as usize;
-            let dist = ((op - op_lo) as u32 + n_out - self.acc_ptr[ip] % n_out) % n_out;
+            let dist = rr_distance((op - op_lo) as u32, self.acc_ptr[ip], n_out);
             let key = if self.age { (self.best_key[op] & !0xffff) | dist as u64 } else { dist as u64 };
             if self.acc_op[ip] == NONE {
                 accepted_ips.push(ip as u32);
@@ -1021,7 +1078,7 @@ impl<'a> Sim<'a> {
                     continue;
                 }
                 let b = self.fab.ip_chan[ip] as usize * v + vc as usize;
-                let dist = ((vc as usize + v - start) % v) as u32;
+                let dist = rr_distance(vc as u32, start as u32, v as u32);
                 let key = self.priority(self.front(b).packet, dist);
                 if best.map_or(true, |(k, _)| key < k) {
                     best = Some((key, vc));
@@ -1108,6 +1165,10 @@ impl<'a> Sim<'a> {
         let f = self.flits[b * cap + self.head[b] as usize];
         self.head[b] = ring_slot(self.head[b], 1, cap) as u16;
         self.len[b] -= 1;
+        if self.len[b] == 0 {
+            let bit = ip * v + vc;
+            self.nonempty[bit / 64] &= !(1 << (bit % 64));
+        }
         let r_in = self.fab.ch_dst_router[in_ch] as usize;
         self.buffered[r_in] -= 1;
         self.moved += 1;
