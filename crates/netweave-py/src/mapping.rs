@@ -6,7 +6,7 @@ use std::sync::Arc;
 use netweave_core::mapping::anneal::{AnnealConfig, Tempering};
 use netweave_core::mapping::map_files::{self, MapFormat};
 use netweave_core::mapping::pattern_files::{self, PatternFormat};
-use netweave_core::mapping::{baselines, bisem, cost, structure, CostParts, MapNetwork, Objective, Pattern};
+use netweave_core::mapping::{baselines, bisem, cost, descent, structure, CostParts, MapNetwork, Objective, Pattern};
 use netweave_core::routing::select::Select;
 use netweave_core::traffic::Message;
 use numpy::{PyArray1, PyReadonlyArray1};
@@ -268,6 +268,29 @@ fn map_baseline<'py>(
     Ok(PyArray1::from_vec(py, r))
 }
 
+/// Swap descent on hop-bytes from `host_of_rank` within `max_evaluations` moves and `seconds`:
+/// `{host_of_rank, hop_bytes, evaluations, passes}`.
+#[pyfunction]
+#[pyo3(signature = (net, pattern, host_of_rank, max_evaluations=None, seconds=None))]
+fn map_descend<'py>(
+    py: Python<'py>,
+    net: &PyMapNetwork,
+    pattern: &PyPattern,
+    host_of_rank: PyReadonlyArray1<'_, u32>,
+    max_evaluations: Option<u64>,
+    seconds: Option<f64>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let (netr, pat, start) = (&*net.inner, &*pattern.inner, host_of_rank.as_slice()?);
+    let budget = descent::Budget { evaluations: max_evaluations, seconds };
+    let d = py.allow_threads(|| descent::descend_hop_bytes(netr, pat, start, budget)).map_err(err)?;
+    let out = PyDict::new(py);
+    out.set_item("host_of_rank", PyArray1::from_vec(py, d.host_of_rank))?;
+    out.set_item("hop_bytes", d.hop_bytes)?;
+    out.set_item("evaluations", d.evaluations)?;
+    out.set_item("passes", d.passes)?;
+    Ok(out)
+}
+
 /// BISEM: `{host_of_rank, axes, group_sizes, regions}` after `levels` bisections
 /// (None: until regions hold ≤ 8 routers).
 #[pyfunction]
@@ -483,6 +506,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(map_bisem, m)?)?;
     m.add_function(wrap_pyfunction!(map_structure, m)?)?;
     for f in [
+        wrap_pyfunction!(map_descend, m)?,
         wrap_pyfunction!(load_pattern, m)?,
         wrap_pyfunction!(parse_pattern_text, m)?,
         wrap_pyfunction!(save_pattern, m)?,

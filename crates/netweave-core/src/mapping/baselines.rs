@@ -204,6 +204,7 @@ pub fn greedy(net: &MapNetwork, pattern: &Pattern) -> Result<Vec<u32>> {
     let mut placed = 0u32;
     let mut next_seed_rank = (0..n).max_by_key(|&r| (volume[r as usize], std::cmp::Reverse(r))).unwrap_or(0);
     let mut candidates: Vec<(u16, u32)> = Vec::with_capacity(slots as usize);
+    let mut placed_partners: Vec<(u32, u128)> = Vec::new();
     while placed < n {
         let r = loop {
             match heap.pop() {
@@ -227,23 +228,27 @@ pub fn greedy(net: &MapNetwork, pattern: &Pattern) -> Result<Vec<u32>> {
             (0..slots).map(|i| (mid + i) % slots).find(|&s| free[s as usize]).unwrap()
         } else {
             let anchor = host_of_rank[heaviest_partner[r as usize] as usize];
-            // Candidates ranked by their distance towards the anchor.
-            let row = net.hops_to(anchor);
+            // Candidates ranked by their distance towards the anchor (free slots only).
             candidates.clear();
-            candidates.extend((0..slots).filter(|&s| free[s as usize]).map(|s| (row[net.host_of_slot(s) as usize], s)));
+            candidates.extend(
+                (0..slots)
+                    .filter(|&s| free[s as usize])
+                    .map(|s| (net.hops(net.host_of_slot(s), anchor) as u16, s)),
+            );
             let keep = candidates.len().min(256);
             candidates.select_nth_unstable(keep - 1);
             candidates[..keep].sort_unstable();
+            // The placed partners' hosts and weights, gathered once for every candidate.
+            placed_partners.clear();
+            placed_partners.extend(
+                (off[r as usize] as usize..off[r as usize + 1] as usize)
+                    .filter(|&i| host_of_rank[nbr[i] as usize] != u32::MAX)
+                    .map(|i| (host_of_rank[nbr[i] as usize], wts[i] as u128)),
+            );
             let mut best = (u128::MAX, u32::MAX);
             for &(_, s) in &candidates[..keep] {
                 let h = net.host_of_slot(s);
-                let mut cost: u128 = 0;
-                for i in off[r as usize] as usize..off[r as usize + 1] as usize {
-                    let p = host_of_rank[nbr[i] as usize];
-                    if p != u32::MAX {
-                        cost += wts[i] as u128 * net.hops(h, p) as u128;
-                    }
-                }
+                let cost: u128 = placed_partners.iter().map(|&(p, w)| w * net.hops(h, p) as u128).sum();
                 best = best.min((cost, s));
             }
             best.1

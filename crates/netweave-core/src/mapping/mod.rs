@@ -13,6 +13,7 @@
 //!   with every rank's coordinates in it.
 //! - [`bisem`](bisem::bisem): recursive bisection of network and rank graph, geometric along a
 //!   stencil's grid or a discovered lattice, with METIS otherwise.
+//! - [`descent`]: swap descent on hop-bytes, each rank moved next to its partners.
 //! - [`anneal`]: OPTIM, simulated annealing with parallel tempering across threads.
 //! - [`map_files`]: the placement as launchers read it (rankfile, vcoord, MPICH rank order, JSON).
 //!
@@ -34,6 +35,7 @@ pub mod anneal;
 pub mod baselines;
 pub mod bisem;
 pub mod cost;
+pub mod descent;
 pub mod map_files;
 pub mod network;
 pub mod pattern;
