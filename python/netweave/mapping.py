@@ -116,8 +116,8 @@ def baseline(net: MapNetwork, pattern: Pattern, kind: str, seed: int = 0) -> np.
 def descend(net: MapNetwork, pattern: Pattern, host_of_rank, max_evaluations: Optional[int] = None,
             seconds: Optional[float] = None) -> dict:
     """Swap descent on hop-bytes from a placement: every rank, heaviest first, tries the slots one
-    switch hop from each of its partners and takes the first that lowers hop-bytes, pass after
-    pass until nothing improves, `max_evaluations` moves were tried or `seconds` passed. Returns
+    switch hop from its partners that are farther away, farthest first, and takes the first swap
+    that lowers hop-bytes, pass after pass until nothing improves, `max_evaluations` moves were tried or `seconds` passed. Returns
     ``{host_of_rank, hop_bytes, evaluations, passes}``; a quick finish for a constructive start
     before annealing.
 

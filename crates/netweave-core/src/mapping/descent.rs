@@ -2,9 +2,9 @@
 //!
 //! A constructive start (greedy growth, BISEM) leaves ranks whose partners ended up far away;
 //! annealing fixes them slowly, by random moves. This pass goes straight at them: for every
-//! rank, heaviest first, it tries the slots one switch hop from each of its partners (swapping
-//! with whichever rank sits there, or stepping into a free slot) and keeps the first move that
-//! lowers hop-bytes, pass after pass until a pass improves nothing. Each try is an exact delta
+//! rank, heaviest first, it tries the slots one switch hop from each partner more than one hop
+//! away, farthest first (swapping with whichever rank sits there, or stepping into a free slot),
+//! and keeps the first move that lowers hop-bytes, pass after pass until a pass improves nothing. Each try is an exact delta
 //! over the two ranks' messages, so a pass over a 512-rank, degree-6 pattern takes milliseconds.
 //!
 //! ```
