@@ -228,7 +228,8 @@ pub fn greedy(net: &MapNetwork, pattern: &Pattern) -> Result<Vec<u32>> {
             (0..slots).map(|i| (mid + i) % slots).find(|&s| free[s as usize]).unwrap()
         } else {
             let anchor = host_of_rank[heaviest_partner[r as usize] as usize];
-            // Candidates ranked by their distance towards the anchor (free slots only).
+            // The free slots nearest the anchor (their order does not matter: the cheapest wins,
+            // ties to the lower slot).
             candidates.clear();
             candidates.extend(
                 (0..slots)
@@ -237,7 +238,6 @@ pub fn greedy(net: &MapNetwork, pattern: &Pattern) -> Result<Vec<u32>> {
             );
             let keep = candidates.len().min(256);
             candidates.select_nth_unstable(keep - 1);
-            candidates[..keep].sort_unstable();
             // The placed partners' hosts and weights, gathered once for every candidate.
             placed_partners.clear();
             placed_partners.extend(
@@ -245,10 +245,19 @@ pub fn greedy(net: &MapNetwork, pattern: &Pattern) -> Result<Vec<u32>> {
                     .filter(|&i| host_of_rank[nbr[i] as usize] != u32::MAX)
                     .map(|i| (host_of_rank[nbr[i] as usize], wts[i] as u128)),
             );
+            // Heaviest partners first, so a candidate is dropped as soon as its partial cost
+            // exceeds the best (terms are non-negative; ties still go to the lower slot).
+            placed_partners.sort_unstable_by_key(|&(p, w)| (std::cmp::Reverse(w), p));
             let mut best = (u128::MAX, u32::MAX);
-            for &(_, s) in &candidates[..keep] {
+            'candidates: for &(_, s) in &candidates[..keep] {
                 let h = net.host_of_slot(s);
-                let cost: u128 = placed_partners.iter().map(|&(p, w)| w * net.hops(h, p) as u128).sum();
+                let mut cost: u128 = 0;
+                for &(p, w) in &placed_partners {
+                    cost += w * net.hops(h, p) as u128;
+                    if cost > best.0 {
+                        continue 'candidates;
+                    }
+                }
                 best = best.min((cost, s));
             }
             best.1
