@@ -339,7 +339,7 @@ pub(crate) struct Sim<'a> {
     nonempty: Vec<u64>,
     /// Scratch: the non-empty input VCs (`ip·V + vc`) of the router being stepped.
     scan: Vec<u32>,
-    /// log2 V when V is a power of two (bits split by shifting), else `u32::MAX`.
+    /// log2 V when V is a power of two ([`split_by_vc`](Self::split_by_vc) shifts), else `u32::MAX`.
     vc_shift: u32,
     // activity
     buffered: Vec<u32>,
@@ -564,8 +564,8 @@ impl<'a> Sim<'a> {
         let slot = ring_slot(self.head[ovc], self.len[ovc] as usize, cap);
         self.flits[ovc * cap + slot] = flit;
         self.len[ovc] += 1;
-        let ch = ovc / self.fab.vcs;
-        let bit = self.fab.ch_ip[ch] as usize * self.fab.vcs + ovc % self.fab.vcs;
+        let (ch, vc) = self.split_by_vc(ovc as u32);
+        let bit = self.fab.ch_ip[ch] as usize * self.fab.vcs + vc;
         self.nonempty[bit / 64] |= 1 << (bit % 64);
         let r = self.fab.ch_dst_router[ch];
         self.buffered[r as usize] += 1;
@@ -719,7 +719,7 @@ impl<'a> Sim<'a> {
         self.nonempty_inputs(ip_lo * v, ip_hi * v, &mut scan);
         self.scan = scan;
         for i in 0..self.scan.len() {
-            let (ip, vc) = self.split_input(self.scan[i]);
+            let (ip, vc) = self.split_by_vc(self.scan[i]);
             {
                 let ch = self.fab.ip_chan[ip] as usize;
                 let b = ch * v + vc;
@@ -881,9 +881,10 @@ impl<'a> Sim<'a> {
         self.touched.clear();
     }
 
-    /// `(ip, vc)` of an input bit `ip·V + vc`; a shift when V is a power of two.
+    /// `(x / V, x % V)`: an input bit `ip·V + vc` or a buffer `channel·V + vc` split into its two
+    /// parts, by shifting when V is a power of two.
     #[inline]
-    fn split_input(&self, bit: u32) -> (usize, usize) {
+    fn split_by_vc(&self, bit: u32) -> (usize, usize) {
         if self.vc_shift != u32::MAX {
             ((bit >> self.vc_shift) as usize, (bit & ((1 << self.vc_shift) - 1)) as usize)
         } else {
@@ -1008,7 +1009,7 @@ impl<'a> Sim<'a> {
         // Only a non-empty VC can send; the scan is this router step's (lengths have not
         // changed since it was taken).
         for &bit in &self.scan {
-            let (ip, vc) = self.split_input(bit);
+            let (ip, vc) = self.split_by_vc(bit);
             let ch = self.fab.ip_chan[ip] as usize;
             let held = self.in_hold[ip];
             {
