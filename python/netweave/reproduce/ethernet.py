@@ -45,8 +45,7 @@ from netweave._core import Topology
 SIZES = (100, 1_000, 2_000, 10_000, 20_000, 100_000, 200_000, 1_000_000)
 QUICK_SIZES = (1_000, 20_000, 1_000_000)
 #: The no-relay policies and their names in the thesis' figures.
-POLICIES = {"min-sync": "Min Sync", "max-sync": "Max Sync", "min-cost": "Min Cost", "max-cost": "Max Cost",
-            "random": "Random"}
+POLICIES = {p: p.replace("-", " ").title() for p in traffic.CONTENTION_FREE_POLICIES}
 #: §6.4's methods: (name, policy, relay) — None policy is Concurrent.
 METHODS = (("Concurrent", None, None), ("Random", "random", "off"), ("Max Sync", "max-sync", "off"),
            ("Min Sync", "min-sync", "off"), ("OURS", "min-sync", "departure"))
