@@ -9,8 +9,9 @@ cores), and every measurement runs in a fresh process against one tree or the ot
 interleaved round by round so both see the same machine load. A figure the revision cannot
 produce (its Python API predates the call) is reported as absent. Figures are CPU seconds of the
 measured call alone (building the topology or the routes it needs is left out; calls under a
-second are repeated and the fastest kept), or a rate where the table gives one. Reported: the median of each side and new/old as "time ratio" (below 1:
-this tree is faster). A figure more than 5 % slower is flagged.
+second are repeated and the fastest kept), or a rate where the table gives one. Reported: the
+median of each side and new/old as "time ratio" (below 1: this tree is faster). A figure more
+than 5 % slower is flagged.
 
 Groups (the table's rows they stand for):
   routing   up*/down*, DL, Nue, LASH, DFSSSP on random 8-regular fabrics of 500 and 2,000
@@ -148,7 +149,8 @@ def build_revision(rev: str, work: Path) -> Path:
     return tree / "python"
 
 
-def measure(name: str, python_dir: Path) -> dict:
+def measure(name: str, python_dir: Path) -> dict | None:
+    """One kernel in a fresh process on the tree at `python_dir`; None if that tree lacks it."""
     # One worker thread, as the table's figures are taken.
     env = dict(os.environ, PYTHONPATH=str(python_dir), RAYON_NUM_THREADS="1")
     proc = subprocess.run([sys.executable, __file__, "--kernel", name], env=env, capture_output=True, text=True,
