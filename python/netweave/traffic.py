@@ -142,10 +142,9 @@ def build(
     job_args = dict(topology=topology, hosts=hosts, order=order, num_ranks=num_ranks, bytes=bytes, nct=nct,
                     root=root, seed=seed, shape=shape, allow_partial_leaves=allow_partial_leaves)
     if algo.build is None:
-        return _core.build_schedule(collective, algorithm, **job_args, options=options)
+        return _core.build_schedule(collective, algorithm, job_args, options)
     given = [k for k, v in options.items() if v is not None]
-    settled = _core.settle_job(f"{collective} {algorithm}", collective, list(algo.takes), **job_args,
-                               option_names=given)
+    settled = _core.settle_job(f"{collective} {algorithm}", collective, list(algo.takes), job_args, given)
     job = Job(topology=topology, options={k: options[k] for k in given}, **settled)
     schedule = algo.build(job)
     return schedule if algo.places_ranks else schedule.with_placement(job.hosts)

@@ -282,12 +282,13 @@ fn option_values(options: Option<&Bound<'_, pyo3::types::PyDict>>) -> PyResult<V
     Ok(out)
 }
 
-/// The job fields of `build_schedule`'s keyword arguments.
-#[allow(clippy::too_many_arguments)]
-fn request<'a>(
-    topology: Option<&'a PyTopology>,
-    hosts: Option<&'a str>,
-    order: &'a str,
+/// The job as `traffic.build` passes it: a dict with every field of [`Request`] but the options.
+#[derive(FromPyObject)]
+#[pyo3(from_item_all)]
+struct JobArgs<'py> {
+    topology: Option<PyRef<'py, PyTopology>>,
+    hosts: Option<String>,
+    order: String,
     num_ranks: Option<u32>,
     bytes: Option<u64>,
     nct: Option<u32>,
@@ -295,74 +296,55 @@ fn request<'a>(
     seed: Option<u64>,
     shape: Option<Vec<u32>>,
     allow_partial_leaves: bool,
-    options: Option<&Bound<'_, pyo3::types::PyDict>>,
-) -> PyResult<Request<'a>> {
-    Ok(Request {
-        topology: topology.map(|t| &t.inner),
-        hosts,
-        order: Some(order),
-        num_ranks,
-        bytes,
-        nct,
-        root,
-        seed,
-        shape,
-        allow_partial_leaves,
-        options: option_values(options)?,
-    })
 }
 
-/// Build catalogue algorithm `algorithm` of `collective` for the job (see `traffic.build`).
+impl JobArgs<'_> {
+    fn request(&self, options: Vec<(String, OptionValue)>) -> Request<'_> {
+        Request {
+            topology: self.topology.as_deref().map(|t| &t.inner),
+            hosts: self.hosts.as_deref(),
+            order: Some(&self.order),
+            num_ranks: self.num_ranks,
+            bytes: self.bytes,
+            nct: self.nct,
+            root: self.root,
+            seed: self.seed,
+            shape: self.shape.clone(),
+            allow_partial_leaves: self.allow_partial_leaves,
+            options,
+        }
+    }
+}
+
+/// Build catalogue algorithm `algorithm` of `collective` for `job` (see `traffic.build`) with
+/// the algorithm-specific `options`.
 #[pyfunction]
-#[pyo3(signature = (collective, algorithm, topology=None, hosts=None, order="listed", num_ranks=None, bytes=None,
-                    nct=None, root=None, seed=None, shape=None, allow_partial_leaves=false, options=None))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (collective, algorithm, job, options=None))]
 fn build_schedule(
     py: Python<'_>,
     collective: &str,
     algorithm: &str,
-    topology: Option<&PyTopology>,
-    hosts: Option<&str>,
-    order: &str,
-    num_ranks: Option<u32>,
-    bytes: Option<u64>,
-    nct: Option<u32>,
-    root: Option<u32>,
-    seed: Option<u64>,
-    shape: Option<Vec<u32>>,
-    allow_partial_leaves: bool,
+    job: JobArgs<'_>,
     options: Option<&Bound<'_, pyo3::types::PyDict>>,
 ) -> PyResult<PySchedule> {
-    let r = request(topology, hosts, order, num_ranks, bytes, nct, root, seed, shape, allow_partial_leaves, options)?;
+    let r = job.request(option_values(options)?);
     wrap(py.allow_threads(|| catalog::build(collective, algorithm, &r)))
 }
 
-/// Check a job against an algorithm taking `takes` and settle it (for algorithms registered from
+/// Check `job` against an algorithm taking `takes` and settle it (for algorithms registered from
 /// Python, whose own options are given by name): `{hosts, bytes, shape, nct, root, seed}`.
 #[pyfunction]
-#[pyo3(signature = (label, collective, takes, topology=None, hosts=None, order="listed", num_ranks=None, bytes=None,
-                    nct=None, root=None, seed=None, shape=None, allow_partial_leaves=false, option_names=vec![]))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (label, collective, takes, job, option_names=vec![]))]
 fn settle_job(
     py: Python<'_>,
     label: &str,
     collective: &str,
     takes: Vec<String>,
-    topology: Option<&PyTopology>,
-    hosts: Option<&str>,
-    order: &str,
-    num_ranks: Option<u32>,
-    bytes: Option<u64>,
-    nct: Option<u32>,
-    root: Option<u32>,
-    seed: Option<u64>,
-    shape: Option<Vec<u32>>,
-    allow_partial_leaves: bool,
+    job: JobArgs<'_>,
     option_names: Vec<String>,
 ) -> PyResult<PyObject> {
-    let mut r = request(topology, hosts, order, num_ranks, bytes, nct, root, seed, shape, allow_partial_leaves, None)?;
     // Only the names are checked here; the plug-in reads its options' values itself.
-    r.options = option_names.into_iter().map(|n| (n, OptionValue::Text(String::new()))).collect();
+    let r = job.request(option_names.into_iter().map(|n| (n, OptionValue::Text(String::new()))).collect());
     let takes: Vec<&str> = takes.iter().map(String::as_str).collect();
     let job = catalog::job(label, collective, &takes, &r).map_err(err)?;
     let d = pyo3::types::PyDict::new(py);

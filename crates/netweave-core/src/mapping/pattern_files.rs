@@ -132,10 +132,15 @@ fn parse_err(format: PatternFormat, line: usize, message: String) -> NetweaveErr
 /// Parse a pattern file's text. `num_ranks` overrides the job size the file declares (else
 /// the largest rank + 1).
 pub fn parse_text(text: &str, format: PatternFormat, name: &str, num_ranks: Option<u32>) -> Result<Pattern> {
-    let (records, declared) = match format {
-        PatternFormat::Json => parse_json(text)?,
+    let records = match format {
+        PatternFormat::Json => json_records(&json_document(text)?)?,
         _ => parse_lines(text, format)?,
     };
+    pattern_of(records, name, num_ranks)
+}
+
+/// The pattern of parsed records; `num_ranks` overrides the size they declare.
+fn pattern_of((records, declared): Records, name: &str, num_ranks: Option<u32>) -> Result<Pattern> {
     if records.is_empty() {
         return invalid!("pattern '{name}' has no messages");
     }
@@ -204,13 +209,16 @@ fn parse_lines(text: &str, format: PatternFormat) -> Result<Records> {
     Ok((records, declared))
 }
 
-fn parse_json(text: &str) -> Result<Records> {
-    let json_err = |message: String| NetweaveError::Parse { format: "pattern JSON", line: 0, message };
-    let doc: serde_json::Value = serde_json::from_str(text).map_err(|e| NetweaveError::Parse {
+fn json_document(text: &str) -> Result<serde_json::Value> {
+    serde_json::from_str(text).map_err(|e| NetweaveError::Parse {
         format: "pattern JSON",
         line: e.line(),
         message: e.to_string(),
-    })?;
+    })
+}
+
+fn json_records(doc: &serde_json::Value) -> Result<Records> {
+    let json_err = |message: String| NetweaveError::Parse { format: "pattern JSON", line: 0, message };
     let declared = match doc.get("num_ranks") {
         None => None,
         Some(v) => match v.as_u64().and_then(|n| u32::try_from(n).ok()) {
@@ -218,7 +226,7 @@ fn parse_json(text: &str) -> Result<Records> {
             None => return Err(json_err(format!("num_ranks must be a non-negative integer, got {v}"))),
         },
     };
-    let messages = if doc.is_object() { doc.get("messages") } else { Some(&doc) };
+    let messages = if doc.is_object() { doc.get("messages") } else { Some(doc) };
     let Some(serde_json::Value::Array(messages)) = messages else {
         return invalid!("pattern JSON needs a 'messages' list");
     };
@@ -274,36 +282,39 @@ pub fn load(source: &str, num_ranks: Option<u32>) -> Result<Pattern> {
     let path = Path::new(source);
     let pattern = if path.is_file() {
         let suffix = path.extension().and_then(|e| e.to_str()).unwrap_or("").to_ascii_lowercase();
-        let read = || {
-            std::fs::read_to_string(path)
-                .map_err(|e| NetweaveError::InvalidParameter(format!("cannot read {source}: {e}")))
+        let format = match suffix.as_str() {
+            "nws" => None,
+            "csv" => Some(PatternFormat::Csv),
+            "json" => Some(PatternFormat::Json),
+            "trace" | "txt" => Some(PatternFormat::Trace),
+            _ => return invalid!("unknown pattern file type '.{suffix}' (use .csv, .json, .trace or a .nws schedule)"),
         };
-        let schedule_json = || -> Result<bool> {
-            let doc = serde_json::from_str::<serde_json::Value>(&read()?);
-            Ok(doc.is_ok_and(|d| d.get("phases").is_some()))
+        let Some(format) = format else {
+            return check_size(Pattern::from_schedule(&schedule_io::load(path)?)?, source, num_ranks);
         };
-        if suffix == "nws" || (suffix == "json" && schedule_json()?) {
-            Pattern::from_schedule(&schedule_io::load(path)?)?
-        } else {
-            let format = match suffix.as_str() {
-                "csv" => PatternFormat::Csv,
-                "json" => PatternFormat::Json,
-                "trace" | "txt" => PatternFormat::Trace,
-                _ => {
-                    return invalid!(
-                        "unknown pattern file type '.{suffix}' (use .csv, .json, .trace or a .nws schedule)"
-                    )
-                }
-            };
-            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or(source);
-            return parse_text(&read()?, format, name, num_ranks);
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| NetweaveError::InvalidParameter(format!("cannot read {source}: {e}")))?;
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or(source);
+        if format != PatternFormat::Json {
+            return parse_text(&text, format, name, num_ranks);
         }
+        // A JSON file is a netweave schedule when it has phases, else a pattern.
+        let doc = json_document(&text)?;
+        if doc.get("phases").is_none() {
+            return pattern_of(json_records(&doc)?, name, num_ranks);
+        }
+        Pattern::from_schedule(&schedule_io::from_json(&text)?)?
     } else {
         if !source.contains(':') && !GENERATORS.iter().any(|(g, _)| *g == source) {
             return invalid!("pattern '{source}' is neither a file nor a generator spec such as bruck:64");
         }
         generate(source)?
     };
+    check_size(pattern, source, num_ranks)
+}
+
+/// A schedule's or a generator's pattern must have the size asked for, if any.
+fn check_size(pattern: Pattern, source: &str, num_ranks: Option<u32>) -> Result<Pattern> {
     match num_ranks {
         Some(n) if n != pattern.num_ranks() => {
             invalid!("pattern '{source}' has {} ranks, not {n}", pattern.num_ranks())
