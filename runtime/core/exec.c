@@ -9,7 +9,7 @@
 /* Cookies say what completed: kind (4 bits) | task (32 bits) | fragment (28 bits). */
 enum { C_SEND = 1, C_RECV = 2, C_SYNC_SEND = 3, C_SYNC_RECV = 4, C_DONE = 5 };
 #define MAX_FRAGMENTS ((uint64_t)1 << 28)
-#define SYNC_TAG 0x80000000u
+#define SYNC_TAG NW_CONTROL_TAG
 #define DONE_TAG 0xffffffffu
 static uint64_t cookie(uint64_t kind, uint32_t task, uint32_t frag) { return kind << 60 | (uint64_t)task << 28 | frag; }
 

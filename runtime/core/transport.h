@@ -4,12 +4,17 @@
  * be the second one, inside the PMPI library. Messages are matched by (peer, tag); between one
  * ordered pair with one tag they are delivered in posting order, and a receive must name the
  * exact length. Every request carries a caller's `cookie`, handed back when it completes.
+ *
+ * Tags with NW_CONTROL_TAG set mark small control messages (syncs, the end-of-run swap); a
+ * transport may carry them on a path of their own, so they never wait behind data.
  */
 #ifndef NW_TRANSPORT_H
 #define NW_TRANSPORT_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+#define NW_CONTROL_TAG 0x80000000u
 
 typedef struct nw_transport {
     void *ctx;

@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -31,9 +33,15 @@ typedef struct msg {
     uint8_t hdr[16];
 } msg;
 
+/* Two connections per pair of ranks: data, and control messages (NW_CONTROL_TAG: syncs, the
+ * end-of-run swap), so a sync never waits in a TCP stream behind data bound the same way. */
+enum { LANE_DATA = 0, LANE_CONTROL = 1, LANES = 2 };
+/* Control connections carry DSCP EF: a fabric may queue them ahead of data (the emulated one does). */
+#define CONTROL_TOS 0xb8
+
 typedef struct {
     int fd, closed;
-    uint32_t peer;
+    uint32_t peer, lane;
     msg *sq_head, *sq_tail;         /* sends, in posting order */
     msg *posted_head, *posted_tail; /* receives not yet matched */
     msg *unexp_head, *unexp_tail;   /* arrived before their receive was posted */
@@ -47,7 +55,7 @@ struct nw_tcp {
     int timeout_ms;
     conn *conns;
     size_t nconn;
-    int32_t *conn_of; /* connection index of each peer, or -1 */
+    int32_t *conn_of; /* connection index of each lane × peer (lane·ranks + peer), or -1 */
     struct pollfd *pfds;
     size_t *pfd_conn;
     uint64_t *done;
@@ -100,6 +108,17 @@ static int lost(nw_tcp *t, conn *c, const char *how) {
                 c->peer, how, owed, count(c->sq_head));
 }
 
+/* Complete the head send: it is fully written (and, normally, gone to the network). */
+static int complete_head(nw_tcp *t, conn *c) {
+    msg *m = c->sq_head;
+    c->sq_head = m->next;
+    if (!c->sq_head) c->sq_tail = NULL;
+    int rc = push_done(t, m->cookie);
+    free(m);
+    t->messages_sent++;
+    return rc;
+}
+
 /* Write as much of the send queue as the socket takes. */
 static int progress_send(nw_tcp *t, conn *c) {
     while (c->sq_head) {
@@ -120,12 +139,11 @@ static int progress_send(nw_tcp *t, conn *c) {
             m->done += (size_t)n;
         }
         if (m->done < 16 + m->len) continue;
-        c->sq_head = m->next;
-        if (!c->sq_head) c->sq_tail = NULL;
-        int rc = push_done(t, m->cookie);
-        free(m);
-        t->messages_sent++;
-        if (rc) return rc;
+        /* A send has left when the kernel has passed all of it to the network, not when the
+         * socket buffer took it: a later send of this rank waits for it (see tune()). */
+        int unsent = 0;
+        if (ioctl(c->fd, SIOCOUTQNSD, &unsent) == 0 && unsent > 0) return 0;
+        if (complete_head(t, c)) return -1;
     }
     return 0;
 }
@@ -172,6 +190,10 @@ static int progress_recv(nw_tcp *t, conn *c) {
             n = recv(c->fd, m->buf + m->done, m->len - m->done, MSG_DONTWAIT);
         }
         if (n == 0) {
+            /* A peer that read all it expected may close before the kernel reports our last bytes
+             * sent: a fully written send is complete. */
+            while (c->sq_head && c->sq_head->done == 16 + c->sq_head->len)
+                if (complete_head(t, c)) return -1;
             if (c->rcur || c->rhdr_got || c->posted_head || c->sq_head) return lost(t, c, "closed its connection");
             c->closed = 1;
             return 0;
@@ -211,10 +233,17 @@ static int progress_recv(nw_tcp *t, conn *c) {
     }
 }
 
+/* The connection that carries `tag` to or from `peer`, or NULL. */
+static conn *conn_for(nw_tcp *t, uint32_t peer, uint32_t tag) {
+    if (peer >= t->ranks) return NULL;
+    int32_t i = t->conn_of[(tag & NW_CONTROL_TAG ? LANE_CONTROL : LANE_DATA) * t->ranks + peer];
+    return i < 0 ? NULL : &t->conns[i];
+}
+
 static int t_isend(void *ctx, uint32_t peer, uint32_t tag, const void *buf, size_t len, uint64_t cookie) {
     nw_tcp *t = ctx;
-    if (peer >= t->ranks || t->conn_of[peer] < 0) return fail(t, "no connection to rank %u", peer);
-    conn *c = &t->conns[t->conn_of[peer]];
+    conn *c = conn_for(t, peer, tag);
+    if (!c) return fail(t, "no connection to rank %u", peer);
     msg *m = calloc(1, sizeof *m);
     if (!m) return fail(t, "out of memory");
     *m = (msg){.tag = tag, .buf = (uint8_t *)buf, .len = len, .cookie = cookie};
@@ -228,8 +257,8 @@ static int t_isend(void *ctx, uint32_t peer, uint32_t tag, const void *buf, size
 
 static int t_irecv(void *ctx, uint32_t peer, uint32_t tag, void *buf, size_t len, uint64_t cookie) {
     nw_tcp *t = ctx;
-    if (peer >= t->ranks || t->conn_of[peer] < 0) return fail(t, "no connection to rank %u", peer);
-    conn *c = &t->conns[t->conn_of[peer]];
+    conn *c = conn_for(t, peer, tag);
+    if (!c) return fail(t, "no connection to rank %u", peer);
     msg *early = take_match(&c->unexp_head, &c->unexp_tail, tag);
     if (early) {
         int rc = early->len == len ? 0
@@ -297,7 +326,7 @@ void nw_tcp_transport(nw_tcp *tcp, nw_transport *out) {
 }
 
 void nw_tcp_counts(const nw_tcp *tcp, uint64_t *connections, uint64_t *messages_sent) {
-    *connections = tcp->nconn;
+    *connections = tcp->nconn / LANES;
     *messages_sent = tcp->messages_sent;
 }
 
@@ -336,10 +365,15 @@ static int remaining_ms(uint64_t deadline) {
     return now >= deadline ? 0 : (int)((deadline - now) / 1000000 + 1);
 }
 
-static int tune(int fd) {
-    int one = 1;
+/* Non-blocking, no Nagle, and writable only once every written byte went to the network
+ * (TCP_NOTSENT_LOWAT 1): the socket buffer then holds no queue of this rank's data, so its
+ * sends leave one after another as the schedule orders them instead of sharing the link. */
+static int tune(int fd, uint32_t lane) {
+    int one = 1, tos = CONTROL_TOS;
     int flags = fcntl(fd, F_GETFL);
-    return flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) || setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    return flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) || setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) ||
+           setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &one, sizeof one) ||
+           (lane == LANE_CONTROL && setsockopt(fd, IPPROTO_IP, IP_TOS, &tos, sizeof tos));
 }
 
 /* Connect to `addr`, retrying while nobody listens yet, until the deadline. */
@@ -390,14 +424,14 @@ int nw_tcp_open(nw_tcp **out, uint32_t rank, uint32_t ranks, int listen_fd, cons
     t->rank = rank;
     t->ranks = ranks;
     t->timeout_ms = (int)(timeout_s * 1000);
-    t->conn_of = malloc(sizeof *t->conn_of * ranks);
+    t->conn_of = malloc(sizeof *t->conn_of * ranks * LANES);
     size_t want = 0;
-    for (uint32_t q = 0; q < ranks; q++) want += need[q] && q != rank;
+    for (uint32_t q = 0; q < ranks; q++) want += (need[q] && q != rank) * LANES;
     t->conns = calloc(want + 1, sizeof *t->conns);
     t->pfds = calloc(want + 1, sizeof *t->pfds);
     t->pfd_conn = calloc(want + 1, sizeof *t->pfd_conn);
     int rc = (!t->conn_of || !t->conns || !t->pfds || !t->pfd_conn) ? fail(t, "out of memory") : 0;
-    for (uint32_t q = 0; q < ranks && !rc; q++) t->conn_of[q] = -1;
+    for (uint32_t i = 0; i < ranks * LANES && !rc; i++) t->conn_of[i] = -1;
     uint64_t deadline = now_ns(NULL) + (uint64_t)(timeout_s * 1e9);
     char where[INET_ADDRSTRLEN + 8];
     inet_ntop(AF_INET, &addrs[rank].sin_addr, where, INET_ADDRSTRLEN);
@@ -408,8 +442,10 @@ int nw_tcp_open(nw_tcp **out, uint32_t rank, uint32_t ranks, int listen_fd, cons
             bind(listen_fd, (const struct sockaddr *)&addrs[rank], sizeof addrs[rank]) || listen(listen_fd, 4096))
             rc = fail(t, "cannot listen on %s:%u: %s", where, ntohs(addrs[rank].sin_port), strerror(errno));
     }
-    /* The lower rank of each pair connects; hello = {magic, rank, schedule checksum}. */
-    for (uint32_t q = rank + 1; q < ranks && !rc; q++) {
+    /* The lower rank of each pair connects, once per lane; hello = {magic, lane << 31 | rank,
+     * schedule checksum}. */
+    for (uint32_t k = (rank + 1) * LANES; k < ranks * LANES && !rc; k++) {
+        uint32_t q = k / LANES, lane = k % LANES;
         if (!need[q]) continue;
         int fd = connect_until(&addrs[q], deadline);
         char peer[INET_ADDRSTRLEN];
@@ -421,23 +457,23 @@ int nw_tcp_open(nw_tcp **out, uint32_t rank, uint32_t ranks, int listen_fd, cons
         }
         uint8_t hello[16];
         put_u32(hello, HELLO_MAGIC);
-        put_u32(hello + 4, rank);
+        put_u32(hello + 4, lane << 31 | rank);
         put_u64(hello + 8, token);
         conn *c = &t->conns[t->nconn];
-        *c = (conn){.fd = fd, .peer = q};
-        t->conn_of[q] = (int32_t)t->nconn++;
+        *c = (conn){.fd = fd, .peer = q, .lane = lane};
+        t->conn_of[lane * ranks + q] = (int32_t)t->nconn++;
         if (send(fd, hello, sizeof hello, MSG_NOSIGNAL) != (ssize_t)sizeof hello)
             rc = fail(t, "rank %u hung up during the hello", q);
     }
     size_t lower = 0;
-    for (uint32_t q = 0; q < rank; q++) lower += need[q] != 0;
+    for (uint32_t q = 0; q < rank; q++) lower += (need[q] != 0) * LANES;
     for (size_t accepted = 0; accepted < lower && !rc;) {
         struct pollfd p = {.fd = listen_fd, .events = POLLIN};
         if (poll(&p, 1, remaining_ms(deadline)) != 1) {
             char missing[200] = "";
             size_t used = 0;
             for (uint32_t q = 0; q < rank && used < sizeof missing - 12; q++)
-                if (need[q] && t->conn_of[q] < 0) used += (size_t)snprintf(missing + used, sizeof missing - used, "%s%u", used ? ", " : "", q);
+                if (need[q] && (t->conn_of[q] < 0 || t->conn_of[ranks + q] < 0)) used += (size_t)snprintf(missing + used, sizeof missing - used, "%s%u", used ? ", " : "", q);
             rc = fail(t, "rank(s) %s did not connect within %.0f s (not started, or dead)", missing, timeout_s);
             break;
         }
@@ -448,8 +484,8 @@ int nw_tcp_open(nw_tcp **out, uint32_t rank, uint32_t ranks, int listen_fd, cons
             close(fd);
             continue; /* a stray or dead connection; the deadline still bounds us */
         }
-        uint32_t q = get_u32(hello + 4);
-        if (get_u32(hello) != HELLO_MAGIC || q >= rank || !need[q] || t->conn_of[q] >= 0) {
+        uint32_t q = get_u32(hello + 4) & ~(1u << 31), lane = get_u32(hello + 4) >> 31;
+        if (get_u32(hello) != HELLO_MAGIC || q >= rank || !need[q] || t->conn_of[lane * ranks + q] >= 0) {
             close(fd);
             continue;
         }
@@ -459,13 +495,13 @@ int nw_tcp_open(nw_tcp **out, uint32_t rank, uint32_t ranks, int listen_fd, cons
                       (unsigned long long)get_u64(hello + 8), (unsigned long long)token);
             break;
         }
-        t->conns[t->nconn] = (conn){.fd = fd, .peer = q};
-        t->conn_of[q] = (int32_t)t->nconn++;
+        t->conns[t->nconn] = (conn){.fd = fd, .peer = q, .lane = lane};
+        t->conn_of[lane * ranks + q] = (int32_t)t->nconn++;
         accepted++;
     }
     if (listen_fd >= 0) close(listen_fd);
     for (size_t i = 0; i < t->nconn && !rc; i++)
-        if (tune(t->conns[i].fd)) rc = fail(t, "cannot configure the socket to rank %u", t->conns[i].peer);
+        if (tune(t->conns[i].fd, t->conns[i].lane)) rc = fail(t, "cannot configure the socket to rank %u", t->conns[i].peer);
     if (rc) {
         snprintf(err, errlen, "%s", t->err);
         nw_tcp_close(t);
