@@ -6,6 +6,7 @@ behind even when an assertion fails midway.
 
 import json
 import subprocess
+import sys
 import uuid
 
 import pytest
@@ -220,3 +221,64 @@ def test_mpich_nwbench_runs_on_the_fabric_even_when_finalize_hangs(name):
     report = json.loads(proc.stdout)
     assert report["ranks"] == 4 and [r["bytes"] for r in report["results"]] == [1, 50000]
     assert emulate.namespaces(name)  # the fabric is still up; the fixture takes it down
+# Runs inside host 1: echoes every byte on "E" connections, swallows "B" connections.
+_ECHO_SERVER = """
+import socket, sys, threading
+srv = socket.socket(); srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+srv.bind((sys.argv[1], 7300)); srv.listen(64); print("ready", flush=True)
+def serve(c):
+    kind = c.recv(1)
+    while True:
+        data = c.recv(65536)
+        if not data:
+            return
+        if kind == b"E":
+            c.sendall(data)
+while True:
+    threading.Thread(target=serve, args=(srv.accept()[0],), daemon=True).start()
+"""
+
+# Runs inside host 0: keeps 8 bulk connections busy, then times 1-byte round trips on a
+# connection marked DSCP EF and on an unmarked one; prints both medians (seconds).
+_PROBE = """
+import json, socket, statistics, sys, threading, time
+dst, tos = sys.argv[1], int(sys.argv[2], 16)
+stop = time.monotonic() + 8
+def bulk():
+    s = socket.create_connection((dst, 7300)); s.sendall(b"B")
+    while time.monotonic() < stop:
+        s.sendall(bytes(65536))
+for _ in range(8):
+    threading.Thread(target=bulk, daemon=True).start()
+time.sleep(1.5)
+out = {}
+for label, mark in (("marked", tos), ("unmarked", 0)):
+    s = socket.socket()
+    s.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, mark)
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    s.connect((dst, 7300)); s.sendall(b"E")
+    rtts = []
+    for _ in range(7):
+        t = time.monotonic(); s.sendall(b"x"); s.recv(1); rtts.append(time.monotonic() - t)
+    out[label] = statistics.median(rtts)
+print(json.dumps(out), flush=True)
+"""
+
+
+def test_ports_serve_control_packets_before_queued_data(name):
+    # Eight bulk streams fill host 0's port queue; a round trip marked as control (DSCP EF, as
+    # the TCP executor marks its syncs) passes them, an unmarked one waits behind them.
+    star = topology.switch_tree([], 2, [], [], 1.0, 5_000.0)
+    fabric = emulate.up(star, routing.route(star, "updown"), name, scale=0.01)
+    server = subprocess.Popen(fabric.exec_prefix(1) + [sys.executable, "-c", _ECHO_SERVER, fabric.host_address(1)],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert server.stdout.readline().strip() == "ready"
+        probe = subprocess.run(fabric.exec_prefix(0) + [sys.executable, "-c", _PROBE, fabric.host_address(1),
+                                                          hex(emulate.CONTROL_TOS)],
+                               capture_output=True, text=True, timeout=60, check=True)
+        rtt = json.loads(probe.stdout)
+        assert rtt["marked"] * 3 < rtt["unmarked"], rtt
+    finally:
+        server.kill()
+        server.wait()
