@@ -4,8 +4,10 @@
 //!
 //! - a *sim channel* is a topology channel, plus `injection_ports − 1` parallel host links per
 //!   host link (paper 001's NCT: more router–node ports);
-//! - an *input VC* `channel·V + vc` sits at the receiving router of a channel: a ring of
-//!   `vc_buf_size` flits, a state (idle → VC allocation → active) and its route;
+//! - an *input VC* `ip·V + vc` sits at input port `ip` of the receiving router of a channel
+//!   (a router's input ports are numbered contiguously, so its VCs' state is adjacent in
+//!   memory): a ring of `vc_buf_size` flits, a state (idle → VC allocation → active) and its
+//!   route;
 //! - an *output VC* `channel·V + vc` sits at the sending end: its owner (the input VC holding
 //!   it, or a host) and the credits it has left.
 //!
@@ -380,6 +382,16 @@ fn rr_distance(local: u32, ptr: u32, n: u32) -> u32 {
     }
 }
 
+/// `(x + 1) mod n` for `x < n`, without a division: where a round-robin pointer goes after `x` won.
+#[inline]
+fn next_ptr(x: u32, n: u32) -> u32 {
+    if x + 1 >= n {
+        0
+    } else {
+        x + 1
+    }
+}
+
 fn ring_slot(head: u16, off: usize, cap: usize) -> usize {
     let s = head as usize + off;
     if s >= cap {
@@ -396,6 +408,7 @@ impl<'a> Sim<'a> {
         let nch = fab.num_channels();
         let v = fab.vcs;
         let nb = nch * v;
+        let ivcs = fab.ip_chan.len() * v;
         let max_delay = (cfg.sw_alloc_delay + cfg.st_final_delay + cfg.credit_delay + fab.max_latency() + 4) as u64;
         let wheel = max_delay.next_power_of_two() as usize;
         let mut credits = vec![cfg.vc_buf_size as u16; nb];
@@ -409,15 +422,15 @@ impl<'a> Sim<'a> {
         let num_ips = fab.ip_chan.len();
         let r = fab.num_routers;
         Ok(Sim {
-            flits: vec![Flit::default(); nb * fab.buf],
-            head: vec![0; nb],
-            len: vec![0; nb],
-            state: vec![IDLE; nb],
-            ready: vec![0; nb],
-            route_grp: vec![0; nb],
-            route_cls: vec![0; nb],
-            out_op: vec![NONE; nb],
-            out_ovc: vec![NONE; nb],
+            flits: vec![Flit::default(); ivcs * fab.buf],
+            head: vec![0; ivcs],
+            len: vec![0; ivcs],
+            state: vec![IDLE; ivcs],
+            ready: vec![0; ivcs],
+            route_grp: vec![0; ivcs],
+            route_cls: vec![0; ivcs],
+            out_op: vec![NONE; ivcs],
+            out_ovc: vec![NONE; ivcs],
             owner: vec![NONE; nb],
             credits,
             va_ptr: vec![0; r],
@@ -439,7 +452,7 @@ impl<'a> Sim<'a> {
             va_scratch: Vec::with_capacity(64),
             vc_islip: cfg.vc_allocator == SwAllocator::Islip && cfg.arbitration == Arbitration::RoundRobin,
             va_grant_ptr: vec![0; nb],
-            va_accept_ptr: vec![0; nb],
+            va_accept_ptr: vec![0; ivcs],
             va_grant: vec![NONE; nb],
             va_grant_dist: vec![u32::MAX; nb],
             va_touched: Vec::with_capacity(64),
@@ -558,15 +571,15 @@ impl<'a> Sim<'a> {
         }
     }
 
-    /// Write flit into the input buffer of `ovc` (channel·V + vc), arriving at `arrive`.
+    /// Write flit into the input buffer fed by output VC `ovc` (channel·V + vc).
     fn push_flit(&mut self, ovc: usize, flit: Flit) {
         let cap = self.fab.buf;
-        let slot = ring_slot(self.head[ovc], self.len[ovc] as usize, cap);
-        self.flits[ovc * cap + slot] = flit;
-        self.len[ovc] += 1;
         let (ch, vc) = self.split_by_vc(ovc as u32);
-        let bit = self.fab.ch_ip[ch] as usize * self.fab.vcs + vc;
-        self.nonempty[bit / 64] |= 1 << (bit % 64);
+        let b = self.fab.ch_ip[ch] as usize * self.fab.vcs + vc;
+        let slot = ring_slot(self.head[b], self.len[b] as usize, cap);
+        self.flits[b * cap + slot] = flit;
+        self.len[b] += 1;
+        self.nonempty[b / 64] |= 1 << (b % 64);
         let r = self.fab.ch_dst_router[ch];
         self.buffered[r as usize] += 1;
         self.activate(r);
@@ -719,10 +732,9 @@ impl<'a> Sim<'a> {
         self.nonempty_inputs(ip_lo * v, ip_hi * v, &mut scan);
         self.scan = scan;
         for i in 0..self.scan.len() {
-            let (ip, vc) = self.split_by_vc(self.scan[i]);
+            let b = self.scan[i] as usize;
+            let (ip, vc) = self.split_by_vc(b as u32);
             {
-                let ch = self.fab.ip_chan[ip] as usize;
-                let b = ch * v + vc;
                 match self.state[b] {
                     IDLE => {
                         let f = self.front(b);
@@ -740,13 +752,13 @@ impl<'a> Sim<'a> {
                         self.ready[b] = now + self.cfg.routing_delay as u64;
                         if self.cfg.routing_delay == 0 {
                             let local = ((ip - ip_lo) * v + vc) as u32;
-                            let dist = (local + n_ivc - self.va_ptr[r] % n_ivc.max(1)) % n_ivc.max(1);
+                            let dist = rr_distance(local, self.va_ptr[r], n_ivc);
                             self.va_scratch.push((self.priority(f.packet, dist), b as u32));
                         }
                     }
                     VC_ALLOC if self.ready[b] <= now => {
                         let local = ((ip - ip_lo) * v + vc) as u32;
-                        let dist = (local + n_ivc - self.va_ptr[r] % n_ivc) % n_ivc;
+                        let dist = rr_distance(local, self.va_ptr[r], n_ivc);
                         let p = self.front(b).packet;
                         self.va_scratch.push((self.priority(p, dist), b as u32));
                     }
@@ -770,8 +782,10 @@ impl<'a> Sim<'a> {
                     c => (c as usize, self.fab.class_width),
                 };
                 let mut granted = false;
+                // The port of a group to try first turns with the channel (as it always has).
+                let turn = self.fab.ip_chan[b / v] as usize * v + b % v;
                 'search: for k in 0..glen {
-                    let op = start + (k + b) % glen;
+                    let op = start + (k + turn) % glen;
                     let ch = self.fab.op_chan[op] as usize;
                     // Round-robin over the output's VCs, so consecutive packets alternate.
                     let first = self.ovc_rr[op] as usize;
@@ -790,12 +804,11 @@ impl<'a> Sim<'a> {
                     }
                 }
                 if granted && first_grant.is_none() {
-                    let ip = self.fab.ch_ip[b / v] as usize;
-                    first_grant = Some(((ip - ip_lo) * v + b % v) as u32);
+                    first_grant = Some((b - ip_lo * v) as u32);
                 }
             }
             if let Some(local) = first_grant {
-                self.va_ptr[r] = (local + 1) % n_ivc;
+                self.va_ptr[r] = next_ptr(local, n_ivc);
             }
             self.va_scratch = reqs;
         }
@@ -810,7 +823,7 @@ impl<'a> Sim<'a> {
                 if held == u16::MAX {
                     continue;
                 }
-                let b = self.fab.ip_chan[ip] as usize * v + held as usize;
+                let b = ip * v + held as usize;
                 if !self.can_send(b, now) {
                     let op = self.out_op[b];
                     if op != NONE && self.out_hold[op as usize] == ip as u32 {
@@ -825,7 +838,6 @@ impl<'a> Sim<'a> {
             return;
         }
         for ip in ip_lo..ip_hi {
-            let ch = self.fab.ip_chan[ip] as usize;
             let held = self.in_hold[ip];
             let mut pick: Option<(u64, u16)> = None;
             let start = self.sa_in_ptr[ip] as usize;
@@ -834,7 +846,7 @@ impl<'a> Sim<'a> {
                 if held != u16::MAX && held as usize != vc {
                     continue;
                 }
-                let b = ch * v + vc;
+                let b = ip * v + vc;
                 if !self.can_send(b, now) {
                     continue;
                 }
@@ -852,7 +864,7 @@ impl<'a> Sim<'a> {
                 }
             }
             let Some((_, vc)) = pick else { continue };
-            let b = ch * v + vc as usize;
+            let b = ip * v + vc as usize;
             let op = self.out_op[b] as usize;
             let local = (ip - ip_lo) as u32;
             let dist = rr_distance(local, self.sa_out_ptr[op], n_in);
@@ -874,7 +886,7 @@ impl<'a> Sim<'a> {
             self.best_ip[op] = NONE;
             self.best_key[op] = u64::MAX;
             self.sa_out_ptr[op] = (ip - ip_lo) as u32 + 1;
-            self.sa_in_ptr[ip] = (vc as u16 + 1) % v as u16;
+            self.sa_in_ptr[ip] = next_ptr(vc as u32, v as u32) as u16;
             self.traverse(r, ip, vc, op, now);
         }
         self.touched = touched;
@@ -935,7 +947,7 @@ impl<'a> Sim<'a> {
         let n_ivc = ((self.fab.in_base[r + 1] as usize - ip_lo) * v) as u32;
         let n_ovc = ((self.fab.out_base[r + 1] as usize - op_lo) * v) as u32;
         let reqs = std::mem::take(&mut self.va_scratch);
-        let local_in = |s: &Self, b: usize| ((s.fab.ch_ip[b / v] as usize - ip_lo) * v + b % v) as u32;
+        let local_in = |_: &Self, b: usize| (b - ip_lo * v) as u32;
         // Grant: each free output VC picks the requesting input VC nearest after its pointer.
         for &(_, b) in &reqs {
             let b = b as usize;
@@ -947,7 +959,7 @@ impl<'a> Sim<'a> {
                     if self.owner[ovc] != NONE {
                         continue;
                     }
-                    let dist = (li + n_ivc - self.va_grant_ptr[ovc] % n_ivc) % n_ivc;
+                    let dist = rr_distance(li, self.va_grant_ptr[ovc], n_ivc);
                     if self.va_grant[ovc] == NONE {
                         self.va_touched.push(ovc as u32);
                     }
@@ -970,15 +982,16 @@ impl<'a> Sim<'a> {
                         continue;
                     }
                     let lo = ((op - op_lo) * v + ovc % v) as u32;
-                    let dist = (lo + n_ovc - self.va_accept_ptr[b] % n_ovc) % n_ovc;
+                    let dist = rr_distance(lo, self.va_accept_ptr[b], n_ovc);
                     if best.map_or(true, |(d, _, _)| dist < d) {
                         best = Some((dist, op, ovc));
                     }
                 }
             }
             let Some((_, op, ovc)) = best else { continue };
-            self.va_grant_ptr[ovc] = (local_in(self, b) + 1) % n_ivc;
-            self.va_accept_ptr[b] = (((op - op_lo) * v + ovc % v) as u32 + 1) % n_ovc;
+            self.va_grant_ptr[ovc] = next_ptr(local_in(self, b), n_ivc);
+            let ovc_vc = self.split_by_vc(ovc as u32).1;
+            self.va_accept_ptr[b] = next_ptr(((op - op_lo) * v + ovc_vc) as u32, n_ovc);
             self.owner[ovc] = b as u32;
             self.out_op[b] = op as u32;
             self.out_ovc[b] = ovc as u32;
@@ -1010,13 +1023,12 @@ impl<'a> Sim<'a> {
         // changed since it was taken).
         for &bit in &self.scan {
             let (ip, vc) = self.split_by_vc(bit);
-            let ch = self.fab.ip_chan[ip] as usize;
             let held = self.in_hold[ip];
             {
                 if held != u16::MAX && held as usize != vc {
                     continue;
                 }
-                let b = ch * v + vc;
+                let b = bit as usize;
                 if !self.can_send(b, now) {
                     continue;
                 }
@@ -1031,11 +1043,22 @@ impl<'a> Sim<'a> {
             self.sa_reqs = reqs;
             return;
         }
+        if let [(ip, vc, op)] = reqs[..] {
+            // One request (most router steps below saturation): its output grants it and its
+            // input accepts, whatever the pointers; they move as in the general case below.
+            let (ip, op) = (ip as usize, op as usize);
+            self.sa_out_ptr[op] = (ip - ip_lo) as u32 + 1;
+            self.acc_ptr[ip] = (op - op_lo) as u32 + 1;
+            self.sa_in_ptr[ip] = next_ptr(vc as u32, v as u32) as u16;
+            self.sa_reqs = reqs;
+            self.traverse(r, ip, vc as usize, op, now);
+            return;
+        }
         // Grant.
         for &(ip, vc, op) in &reqs {
             let (ip, op) = (ip as usize, op as usize);
             let dist = rr_distance((ip - ip_lo) as u32, self.sa_out_ptr[op], n_in);
-            let b = self.fab.ip_chan[ip] as usize * v + vc as usize;
+            let b = ip * v + vc as usize;
             let key = self.priority(self.front(b).packet, dist);
             if self.best_ip[op] == NONE {
                 self.touched.push(op as u32);
@@ -1078,7 +1101,7 @@ impl<'a> Sim<'a> {
                 if rip as usize != ip || rop != op {
                     continue;
                 }
-                let b = self.fab.ip_chan[ip] as usize * v + vc as usize;
+                let b = ip * v + vc as usize;
                 let dist = rr_distance(vc as u32, start as u32, v as u32);
                 let key = self.priority(self.front(b).packet, dist);
                 if best.map_or(true, |(k, _)| key < k) {
@@ -1089,7 +1112,7 @@ impl<'a> Sim<'a> {
             let op = op as usize;
             self.sa_out_ptr[op] = (ip - ip_lo) as u32 + 1;
             self.acc_ptr[ip] = (op - op_lo) as u32 + 1;
-            self.sa_in_ptr[ip] = (vc + 1) % v as u16;
+            self.sa_in_ptr[ip] = next_ptr(vc as u32, v as u32) as u16;
             self.traverse(r, ip, vc as usize, op, now);
         }
         self.accepted_ips = accepted_ips;
@@ -1161,21 +1184,20 @@ impl<'a> Sim<'a> {
     fn traverse(&mut self, _r: usize, ip: usize, vc: usize, op: usize, now: u64) {
         let v = self.fab.vcs;
         let in_ch = self.fab.ip_chan[ip] as usize;
-        let b = in_ch * v + vc;
+        let b = ip * v + vc;
         let cap = self.fab.buf;
         let f = self.flits[b * cap + self.head[b] as usize];
         self.head[b] = ring_slot(self.head[b], 1, cap) as u16;
         self.len[b] -= 1;
         if self.len[b] == 0 {
-            let bit = ip * v + vc;
-            self.nonempty[bit / 64] &= !(1 << (bit % 64));
+            self.nonempty[b / 64] &= !(1 << (b % 64));
         }
         let r_in = self.fab.ch_dst_router[in_ch] as usize;
         self.buffered[r_in] -= 1;
         self.moved += 1;
-        // The freed slot's credit goes back upstream.
+        // The freed slot's credit goes back upstream, to the output VC that feeds this buffer.
         let back = now + (self.cfg.credit_delay + self.fab.ch_lat[in_ch]) as u64;
-        self.schedule_credit(b as u32, back);
+        self.schedule_credit((in_ch * v + vc) as u32, back);
 
         let pk = &mut self.packets[f.packet as usize];
         if f.seq == 0 {
@@ -1215,16 +1237,17 @@ impl<'a> Sim<'a> {
         let mut parts = Vec::new();
         let mut count = 0;
         // Switch-to-switch channels first: they show the cycle; host links only back up.
+        let chan = |b: usize| self.fab.ip_chan[b / v] as usize;
         let switch_first = (0..self.len.len())
-            .filter(|&b| self.fab.ch_src_router[b / v] != NONE)
-            .chain((0..self.len.len()).filter(|&b| self.fab.ch_src_router[b / v] == NONE));
+            .filter(|&b| self.fab.ch_src_router[chan(b)] != NONE)
+            .chain((0..self.len.len()).filter(|&b| self.fab.ch_src_router[chan(b)] == NONE));
         for b in switch_first {
             if self.len[b] == 0 {
                 continue;
             }
             count += 1;
             if parts.len() < limit {
-                let ch = self.fab.ch_topo[b / v];
+                let ch = self.fab.ch_topo[chan(b)];
                 let (a, z) = self.topo.channel_ends(ch);
                 parts.push(format!(
                     "{}->{} vc {} ({} flits)",
