@@ -283,7 +283,7 @@ pub(crate) trait Workload {
     fn next_packet(&mut self, sim: &mut Sim, host: usize, slot: usize, now: u64) -> u32;
     /// A packet's tail reached its destination host.
     fn delivered(&mut self, sim: &mut Sim, d: Delivery);
-    /// Whether host `host` might want to inject (cheap filter).
+    /// Whether host `host` might have a packet to start (cheap filter, asked for an idle port slot).
     fn host_has_work(&self, host: usize) -> bool;
 }
 
@@ -642,11 +642,12 @@ impl<'a> Sim<'a> {
     fn inject<W: Workload>(&mut self, w: &mut W, now: u64) {
         let v = self.fab.vcs;
         for h in 0..self.fab.num_hosts {
-            if !w.host_has_work(h) {
-                continue;
-            }
             for s in self.host_slots(h) {
                 if self.hosts.packet[s] == NONE {
+                    // A slot between packets asks the workload only when it may have one.
+                    if !w.host_has_work(h) {
+                        continue;
+                    }
                     let p = w.next_packet(self, h, s, now);
                     if p == NONE {
                         continue;
@@ -731,6 +732,11 @@ impl<'a> Sim<'a> {
         let mut scan = std::mem::take(&mut self.scan);
         self.nonempty_inputs(ip_lo * v, ip_hi * v, &mut scan);
         self.scan = scan;
+        // iSLIP's switch requests are gathered in this same pass when nothing between here and
+        // switch allocation can change them: no held connections to release, and a VC that
+        // wins VC allocation now is not ready to send before next cycle.
+        let collect = self.islip && !self.hold && self.cfg.vc_alloc_delay > 0;
+        self.sa_reqs.clear();
         for i in 0..self.scan.len() {
             let b = self.scan[i] as usize;
             let (ip, vc) = self.split_by_vc(b as u32);
@@ -761,6 +767,9 @@ impl<'a> Sim<'a> {
                         let dist = rr_distance(local, self.va_ptr[r], n_ivc);
                         let p = self.front(b).packet;
                         self.va_scratch.push((self.priority(p, dist), b as u32));
+                    }
+                    ACTIVE if collect && self.can_send(b, now) => {
+                        self.sa_reqs.push((ip as u32, vc as u16, self.out_op[b]));
                     }
                     _ => {}
                 }
@@ -834,7 +843,7 @@ impl<'a> Sim<'a> {
             }
         }
         if self.islip {
-            self.islip_allocate(r, now);
+            self.islip_allocate(r, now, collect);
             return;
         }
         for ip in ip_lo..ip_hi {
@@ -1010,7 +1019,7 @@ impl<'a> Sim<'a> {
     /// requests its output; each output grants the requesting input next after its pointer,
     /// each input accepts the granting output next after its pointer, and only accepted
     /// grants move the pointers. With age arbitration the oldest packet wins both steps.
-    fn islip_allocate(&mut self, r: usize, now: u64) {
+    fn islip_allocate(&mut self, r: usize, now: u64, collected: bool) {
         let v = self.fab.vcs;
         let ip_lo = self.fab.in_base[r] as usize;
         let ip_hi = self.fab.in_base[r + 1] as usize;
@@ -1018,10 +1027,12 @@ impl<'a> Sim<'a> {
         let n_in = (ip_hi - ip_lo) as u32;
         let n_out = (self.fab.out_base[r + 1] as usize - op_lo) as u32;
         let mut reqs = std::mem::take(&mut self.sa_reqs);
-        reqs.clear();
+        if !collected {
+            reqs.clear();
+        }
         // Only a non-empty VC can send; the scan is this router step's (lengths have not
         // changed since it was taken).
-        for &bit in &self.scan {
+        for &bit in self.scan.iter().filter(|_| !collected) {
             let (ip, vc) = self.split_by_vc(bit);
             let held = self.in_hold[ip];
             {

@@ -169,8 +169,8 @@ impl Workload for OpenLoop {
         }
     }
 
-    fn host_has_work(&self, _host: usize) -> bool {
-        true
+    fn host_has_work(&self, host: usize) -> bool {
+        !self.queues[host].is_empty()
     }
 }
 
