@@ -1,9 +1,12 @@
-/* tcp.h — the TCP transport of the executor core: one connection per pair of ranks that talk.
+/* tcp.h — the TCP transport of the executor core: two connections per pair of ranks that talk,
+ * one for data and one for control messages (NW_CONTROL_TAG, marked DSCP EF).
  *
  * Ranks find each other through an address table (rank r listens on addrs[r]). The lower rank of
  * each pair connects; both sides exchange a hello carrying the schedule's checksum, so ranks
  * started on different schedules refuse each other. Messages are framed as
- * {u32 tag, u32 magic, u64 length} + data; unexpected messages are buffered.
+ * {u32 tag, u32 magic, u64 length} + data; unexpected messages are buffered. A send completes
+ * once the kernel has passed every byte of it to the network (TCP_NOTSENT_LOWAT), not when the
+ * socket buffer took it.
  *
  *     nw_tcp *tcp; nw_transport tp;
  *     if (nw_tcp_open(&tcp, rank, ranks, listen_fd, addrs, need, dag.checksum, 30.0, err, sizeof err)) fail(err);
