@@ -551,6 +551,19 @@ def routing_proof(routes: RoutingTable, graph: _core.TaskGraph, measured: list[i
     }
 
 
+#: What two cores forward while the emulation keeps to the flow model within a few per cent
+#: (bits per second of payload × channels crossed; benches/emulate_fidelity.py).
+FORWARDING_BUDGET_BPS = 3e9
+
+
+def forwarding_load(routes: RoutingTable, graph: _core.TaskGraph, seconds: float) -> float:
+    """Bits per second the machine must move over veth links for `graph` to take `seconds`:
+    every task's bytes once per channel of its route (each channel is a transmit and a receive
+    in the kernel)."""
+    forward, _reverse = routed_bytes(routes, graph)
+    return sum(forward) * 8 / seconds if seconds > 0 else 0.0
+
+
 def measure(topo: Topology, routes: RoutingTable, workload, name: str, scale: float = 1.0,
             buffer: Optional[int] = None, seed: int = 0, timeout: float = runtime.DEFAULT_TIMEOUT,
             work_dir: Optional[Path] = None) -> dict[str, Any]:
@@ -562,6 +575,12 @@ def measure(topo: Topology, routes: RoutingTable, workload, name: str, scale: fl
         raise NetweaveError(f"the schedule has {graph.num_ranks} ranks; the topology has {topo.num_hosts} hosts")
     scaled = scaled_topology(topo, scale)
     predicted = flowsim.simulate(scaled_routes(routes, scaled), graph, executor="dag")["makespan_s"]
+    load = forwarding_load(routes, graph, predicted)
+    warning = None
+    if load > FORWARDING_BUDGET_BPS:
+        warning = (f"at the predicted pace this run forwards {load / 1e9:.1f} Gbit/s over veth links, more than the "
+                   f"{FORWARDING_BUDGET_BPS / 1e9:.0f} Gbit/s two cores keep up with: expect it to run slower than "
+                   f"predicted; a lower --scale (now {scale:g}) keeps it within a few per cent")
     fabric = up(topo, routes, name, scale=scale, buffer=buffer)
     try:
         result = run(fabric, graph, seed=seed, timeout=timeout, work_dir=work_dir)
@@ -575,6 +594,7 @@ def measure(topo: Topology, routes: RoutingTable, workload, name: str, scale: fl
         "scale": scale, "buffer": buffer, "engine": routes.engine,
         "measured_s": measured, "predicted_s": predicted,
         "measured_over_predicted": measured / predicted if measured and predicted else None,
+        "forwarding_bit_per_s": load, "warning": warning,
         "bytes_verified": result["bytes_verified"], "cause": result["cause"],
         "routing_proof": proof, "channel_bytes": result["channel_bytes"], "losses": result["losses"],
         "timeline": result["timeline"],

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Optional
 
@@ -112,6 +113,8 @@ def measure_cmd(
     if as_json:
         print(json.dumps(result, indent=2, sort_keys=True))
     else:
+        if result["warning"]:
+            print(f"warning: {result['warning']}", file=sys.stderr)
         if result["measured_s"] is None:
             print(f"{result['schedule']}: FAILED: {result['cause']}")
         else:
