@@ -278,12 +278,17 @@ static int t_irecv(void *ctx, uint32_t peer, uint32_t tag, void *buf, size_t len
 static int timed_out(nw_tcp *t) {
     char list[400] = "";
     size_t used = 0, shown = 0;
-    for (size_t i = 0; i < t->nconn && shown < 6; i++) {
-        conn *c = &t->conns[i];
-        size_t owed = count(c->posted_head) + (c->rcur != NULL), unsent = count(c->sq_head);
+    for (uint32_t q = 0; q < t->ranks && shown < 6; q++) {
+        size_t owed = 0, unsent = 0; /* both connections to q */
+        for (uint32_t lane = 0; lane < LANES; lane++) {
+            int32_t i = t->conn_of[lane * t->ranks + q];
+            if (i < 0) continue;
+            owed += count(t->conns[i].posted_head) + (t->conns[i].rcur != NULL);
+            unsent += count(t->conns[i].sq_head);
+        }
         if (!owed && !unsent) continue;
         used += (size_t)snprintf(list + used, sizeof list - used, "%s%zu from / %zu to rank %u", shown ? ", " : "",
-                                 owed, unsent, c->peer);
+                                 owed, unsent, q);
         if (used >= sizeof list) break;
         shown++;
     }
