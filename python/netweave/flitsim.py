@@ -5,7 +5,9 @@ A run is described by a flat config whose keys match BookSim's where they mean t
 ``packet_size``, ``injection_rate``, ``traffic``, ``sim_type``, ``warmup_periods``,
 ``sample_period``, ``max_samples``, ``seed`` …) plus netweave's own (``topology_file``,
 ``routes_file``, ``injection_ports``, ``deadlock_cycles``, ``schedule``, ``batch_sync``,
-``request_reply`` …); :data:`KEYS` lists them all with their meaning.
+``request_reply`` …); :data:`KEYS` lists them all with their meaning. ``threads`` (0: every
+core, the default) sets how many threads step the routers of one run; the results are the same
+for every count.
 
 >>> import netweave.flitsim as fs
 >>> r = fs.simulate({"k": 4, "packet_size": 4, "injection_rate": 0.02, "sample_period": 300})
@@ -111,7 +113,10 @@ def sweep(
         return _core.flitsim_sweep(settings(config, overrides), rates, routes, progress)
     if not rates:
         raise ConfigError("a sweep needs at least one injection rate")
-    points = tasks.run_all(_open_loop_point, [(settings(config, {**(overrides or {}), "injection_rate": r}),)
+    base = dict(settings(config, overrides))
+    # Points run side by side, one thread each unless told otherwise (as the local sweep does).
+    base.setdefault("threads", "1")
+    points = tasks.run_all(_open_loop_point, [(list({**base, "injection_rate": _text("injection_rate", r)}.items()),)
                                               for r in rates], on_done=progress)
     saturated = [p["injection_rate"] for p in points if p["saturated"]]
     return {"points": points, "saturation_rate": min(saturated) if saturated else None,

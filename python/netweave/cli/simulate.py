@@ -152,6 +152,9 @@ def flit(
     config: Path = typer.Argument(..., help="TOML config (BookSim key names; see --keys)."),
     set_: Optional[list[str]] = typer.Option(None, "--set", help="Override a key: --set key=value (repeatable)."),
     sweep: Optional[str] = typer.Option(None, "--sweep", help="Run several loads in parallel: injection_rate=a,b,c."),
+    threads: Optional[int] = typer.Option(None, "--threads", min=0,
+                                          help="Threads stepping the routers (0: every core, the default; a sweep's "
+                                               "points take one each). The results are the same for every count."),
     as_json: bool = JsonOpt,
 ) -> None:
     """Cycle-accurate flit-level simulation of the network a config describes."""
@@ -159,6 +162,8 @@ def flit(
         raise UserError(f"config file not found: {config}")
     base = flitsim.load_config(config)
     overrides = flitsim.parse_overrides(set_ or [])
+    if threads is not None:
+        overrides["threads"] = threads
     net = flitsim.network(base, overrides)
     if sweep:
         _, rates = _parse_sweep(sweep)

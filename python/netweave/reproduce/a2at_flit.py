@@ -104,6 +104,8 @@ def simulate_case(k: int, kind: str, algo: str, nct: int, buffer: int, local_syn
         # Table 2: "round-robin, per-packet arbitration" — a granted packet keeps its switch
         # connection to its tail (while it can send), so messages are not interleaved flit by flit.
         "hold_switch_for_packet": 1,
+        # The cases run side by side (tasks.run_all), one thread each.
+        "threads": 1,
         **(SHORT_PIPELINE_KEYS if short_pipeline else {}),
     }
     if per_destination:

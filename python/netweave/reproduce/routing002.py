@@ -225,6 +225,7 @@ def sim_config(routes: _core.RoutingTable) -> dict[str, Any]:
         "sim_type": "batch", "routing_function": routes.engine, "num_vcs": routes.num_vcs, "vct": 1, "vc_buf_size": VC_BUFFER_FLITS,
         "packet_size": data_flits(MAX_DATA_BYTES), "channel_latency": 1, "host_channel_latency": 1,
         "request_reply": 1, "reply_size": REPLY_FLITS,
+        "threads": 1,  # the runs go side by side (tasks.run_all), one thread each
     }
 
 

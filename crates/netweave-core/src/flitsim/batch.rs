@@ -194,7 +194,7 @@ impl Batch {
             measured: true,
             message: m as u32,
             is_reply: false,
-            partition: 0,
+            uid: 0,
         })
     }
 }
@@ -257,7 +257,7 @@ impl Workload for Batch {
                     measured: true,
                     message: m as u32,
                     is_reply: true,
-                    partition: 0,
+                    uid: 0,
                 });
                 self.replies[msg.dst as usize].push_back(reply);
             } else {

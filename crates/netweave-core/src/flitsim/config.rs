@@ -60,6 +60,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ("routes_file", "netweave routes JSON (routing_function = file)"),
     ("injection_ports", "injection and ejection ports per host (paper 001's NCT)"),
     ("deadlock_cycles", "cycles without any flit moving, with flits in flight, that count as deadlock"),
+    ("threads", "threads stepping the routers of one simulation (0: every core); results do not depend on it"),
     ("hotspot_hosts", "host indices of the hotspot pattern, e.g. [0, 5]"),
     ("hotspot_fraction", "share of packets sent to the hotspots (rest uniform)"),
     ("schedule", "batch workload: alltoall-shift, or a traffic pattern name (one permutation phase)"),
@@ -170,6 +171,8 @@ pub struct SimConfig {
     pub routes_file: Option<String>,
     pub injection_ports: u32,
     pub deadlock_cycles: u32,
+    /// Threads stepping routers (0: every core). The outcome is the same for every value.
+    pub threads: u32,
     pub hotspot_hosts: Vec<u32>,
     pub hotspot_fraction: f64,
     pub schedule: String,
@@ -223,6 +226,7 @@ impl Default for SimConfig {
             routes_file: None,
             injection_ports: 1,
             deadlock_cycles: 10_000,
+            threads: 0,
             hotspot_hosts: vec![0],
             hotspot_fraction: 1.0,
             schedule: "alltoall-shift".into(),
@@ -358,6 +362,7 @@ impl SimConfig {
                 self.injection_ports = p;
             }
             "deadlock_cycles" => self.deadlock_cycles = parse_positive(key, v)?,
+            "threads" => self.threads = parse_num(key, v)?,
             "hotspot_hosts" => {
                 let inner = v.trim_start_matches('[').trim_end_matches(']');
                 let mut hosts = Vec::new();
@@ -408,7 +413,20 @@ impl SimConfig {
     }
 
     /// Check the knobs against each other (not yet against the network; the simulator does that).
+    /// How many router workers a run uses: `threads`, or every core rayon has for 0.
+    pub fn worker_threads(&self) -> usize {
+        if self.threads == 0 {
+            rayon::current_num_threads()
+        } else {
+            self.threads as usize
+        }
+    }
+
     pub fn validate(&self) -> Result<()> {
+        // Buffers keep arrival times in 32 bits (see the engine's Flit).
+        if self.deadlock_cycles > 1 << 30 {
+            return crate::invalid!("deadlock_cycles must be at most 2^30, got {}", self.deadlock_cycles);
+        }
         if !self.vc_per_destination && self.num_vcs > crate::routing::MAX_VCS as u16 {
             return crate::invalid!(
                 "num_vcs must be at most {} (more only with vc_per_destination = 1), got {}",

@@ -33,8 +33,9 @@ use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use super::config::{Arbitration, SimConfig, SwAllocator, Switching};
+use super::router::{step_routers, Fixed, Pool, RouterState, Shared, Worker};
 use crate::error::{NetweaveError, Result};
-use crate::routing::{RoutingTable, NO_PORT};
+use crate::routing::RoutingTable;
 use crate::topology::structure::LatticeShape;
 use crate::topology::{Port, Topology};
 
@@ -42,16 +43,30 @@ pub(crate) const NONE: u32 = u32::MAX;
 /// Output-VC owner meaning "a host is injecting on it".
 const HOST_OWNER: u32 = u32::MAX - 1;
 
-const IDLE: u8 = 0;
-const VC_ALLOC: u8 = 1;
-const ACTIVE: u8 = 2;
+pub(crate) const IDLE: u8 = 0;
+pub(crate) const VC_ALLOC: u8 = 1;
+pub(crate) const ACTIVE: u8 = 2;
 
-/// One flit in a buffer: its packet, its index in the packet, the cycle it is there.
+/// One flit in a buffer: its packet, its index in the packet, the cycle it is there (low 32
+/// bits), the routers it has crossed and, on a head under BookSim's torus routing, the VC class
+/// its packet keeps in the current dimension. What changes hop by hop travels in the flit, so a
+/// router step never writes the packet record another router may be reading.
 #[derive(Clone, Copy, Debug, Default)]
-struct Flit {
-    arrive: u64,
-    packet: u32,
-    seq: u16,
+pub(crate) struct Flit {
+    pub arrive: u32,
+    pub packet: u32,
+    pub seq: u16,
+    pub hops: u16,
+    pub class: u8,
+}
+
+impl Flit {
+    /// Whether the flit is in its buffer by cycle `now`: the wrapping difference is exact while
+    /// arrival and `now` are less than 2³¹ cycles apart (the deadlock watchdog fires long before).
+    #[inline]
+    pub(crate) fn arrived(self, now: u64) -> bool {
+        (now as u32).wrapping_sub(self.arrive) as i32 >= 0
+    }
 }
 
 /// A packet in flight or queued at its source.
@@ -69,8 +84,9 @@ pub(crate) struct Packet {
     /// Batch message it belongs to, or [`NONE`]; replies carry the message too.
     pub message: u32,
     pub is_reply: bool,
-    /// VC class chosen on entering the current dimension (BookSim torus routing only).
-    pub partition: u8,
+    /// Creation number, unique in the run: names the packet in tie-breaks and orders deliveries
+    /// the same way however the routers are split (ids are recycled).
+    pub uid: u64,
 }
 
 /// What a finished packet reports back to the workload.
@@ -90,29 +106,34 @@ pub(crate) struct Fabric {
     pub class_width: usize,
     pub routing_vcs: usize,
     pub buf: usize,
-    ch_dst_router: Vec<u32>,
+    pub ch_dst_router: Vec<u32>,
     ch_dst_host: Vec<u32>,
     ch_src_router: Vec<u32>,
     ch_src_host: Vec<u32>,
-    ch_lat: Vec<u32>,
+    pub ch_lat: Vec<u32>,
     /// Global input-port id at the receiving router ([`NONE`] for ejection channels).
-    ch_ip: Vec<u32>,
+    pub ch_ip: Vec<u32>,
     /// Global output-port id at the sending router ([`NONE`] for injection channels).
     ch_op: Vec<u32>,
     /// Topology channel a sim channel models (for reports).
     ch_topo: Vec<u32>,
-    in_base: Vec<u32>,
-    ip_chan: Vec<u32>,
-    ip_topo_port: Vec<Port>,
-    out_base: Vec<u32>,
-    op_chan: Vec<u32>,
+    pub in_base: Vec<u32>,
+    pub ip_chan: Vec<u32>,
+    pub ip_topo_port: Vec<Port>,
+    pub out_base: Vec<u32>,
+    pub op_chan: Vec<u32>,
     /// `grp_base[r] + topo port` → global output ports `grp_start .. grp_start + grp_len`.
-    grp_base: Vec<u32>,
-    grp_start: Vec<u32>,
-    grp_len: Vec<u8>,
+    pub grp_base: Vec<u32>,
+    pub grp_start: Vec<u32>,
+    pub grp_len: Vec<u8>,
     /// Injection channels of host `h`: `host_inj[host_inj_base[h]..host_inj_base[h+1]]`.
     host_inj_base: Vec<u32>,
     host_inj: Vec<u32>,
+    /// log2 V when V is a power of two ([`split_by_vc`](Self::split_by_vc) shifts), else `u32::MAX`.
+    vc_shift: u32,
+    /// Router r's non-empty-VC bits are words `ne_word[r]..ne_word[r + 1]` of the bitset: whole
+    /// words per router, so threads stepping different routers never write one word.
+    pub ne_word: Vec<u32>,
 }
 
 impl Fabric {
@@ -165,6 +186,8 @@ impl Fabric {
             grp_len: Vec::new(),
             host_inj_base: vec![0; num_hosts + 1],
             host_inj: Vec::new(),
+            vc_shift: u32::MAX,
+            ne_word: Vec::new(),
         };
         // Sim channels: every topology channel, replicated `ports` times when one end is a host.
         let end_of = |node| {
@@ -237,7 +260,31 @@ impl Fabric {
             }
         }
         f.host_inj_base[num_hosts] = f.host_inj.len() as u32;
+        f.vc_shift = if vcs.is_power_of_two() { vcs.trailing_zeros() } else { u32::MAX };
+        f.ne_word = Vec::with_capacity(num_routers + 1);
+        f.ne_word.push(0);
+        for r in 0..num_routers {
+            let bits = (f.in_base[r + 1] - f.in_base[r]) as usize * vcs;
+            f.ne_word.push(f.ne_word[r] + bits.div_ceil(64) as u32);
+        }
         Ok(f)
+    }
+
+    /// `(x / V, x % V)`: an input VC `ip·V + vc` or an output VC `channel·V + vc` split into its
+    /// two parts, by shifting when V is a power of two.
+    #[inline]
+    pub(crate) fn split_by_vc(&self, x: u32) -> (usize, usize) {
+        if self.vc_shift != u32::MAX {
+            ((x >> self.vc_shift) as usize, (x & ((1 << self.vc_shift) - 1)) as usize)
+        } else {
+            (x as usize / self.vcs, x as usize % self.vcs)
+        }
+    }
+
+    /// The non-empty bitset's bit of router `r`'s input VC `b`.
+    #[inline]
+    pub(crate) fn nonempty_bit(&self, r: usize, b: usize) -> usize {
+        self.ne_word[r] as usize * 64 + b - self.in_base[r] as usize * self.vcs
     }
 
     pub fn num_channels(&self) -> usize {
@@ -261,8 +308,40 @@ pub(crate) struct BookSimTorus {
     coords: Vec<u32>,
 }
 
+impl BookSimTorus {
+    /// The decision at router `r` for the head of packet `uid` to host `dst`, arriving on
+    /// `in_port` in class `class_in`: (topology port, VC class). A tie takes a direction by a coin that is a
+    /// hash of the seed, the packet and the router, so it does not depend on the order routers
+    /// are visited in.
+    pub(crate) fn route(&self, seed: u64, r: usize, in_port: Port, dst: u32, uid: u64, class_in: u8) -> (Port, u16) {
+        let bt = self;
+        let h = bt.host_ports.max(1);
+        let (dst_router, local) = (dst / h, dst % h);
+        let n = bt.dims.len();
+        let Some(d) = (0..n).find(|&d| bt.coords[r * n + d] != bt.coords[dst_router as usize * n + d]) else {
+            return ((local + 1) as Port, ANY_CLASS);
+        };
+        let hp = bt.host_ports as Port;
+        let in_dim = if in_port > hp { Some(((in_port - hp - 1) / 2) as usize) } else { None };
+        if in_dim == Some(d) {
+            // Keep going the same way: a + port always meets the neighbour's − port.
+            let out = if (in_port - hp - 1) % 2 == 0 { in_port + 1 } else { in_port - 1 };
+            return (out, class_in as u16);
+        }
+        let k = bt.dims[d] as i64;
+        let cur = bt.coords[r * n + d] as i64;
+        let dest = bt.coords[dst_router as usize * n + d] as i64;
+        let dist2 = k - 2 * ((dest - cur + k) % k);
+        let coin = || mix64(seed ^ mix64(uid ^ mix64(r as u64))) & 1 == 1;
+        let plus = dist2 > 0 || (dist2 == 0 && coin());
+        let partition = u8::from(cur > dest);
+        (hp + 2 * d as Port + if plus { 1 } else { 2 }, partition as u16)
+    }
+
+}
+
 /// Route class meaning "any VC" (ejection under [`BookSimTorus`]).
-const ANY_CLASS: u16 = u16::MAX;
+pub(crate) const ANY_CLASS: u16 = u16::MAX;
 
 /// Per-host injection state: one current packet per injection port.
 pub(crate) struct HostPorts {
@@ -320,14 +399,10 @@ pub(crate) struct Sim<'a> {
     best_ip: Vec<u32>,
     best_key: Vec<u64>,
     best_vc: Vec<u16>,
-    touched: Vec<u32>,
-    sa_reqs: Vec<(u32, u16, u32)>,
-    accepted_ips: Vec<u32>,
     acc_ptr: Vec<u32>,
     acc_op: Vec<u32>,
     acc_key: Vec<u64>,
     islip: bool,
-    va_scratch: Vec<(u64, u32)>,
     /// iSLIP VC allocation (BookSim's default): grant pointer of every output VC and accept
     /// pointer of every input VC (router-local indices), and per-output-VC grant scratch.
     vc_islip: bool,
@@ -335,14 +410,14 @@ pub(crate) struct Sim<'a> {
     va_accept_ptr: Vec<u32>,
     va_grant: Vec<u32>,
     va_grant_dist: Vec<u32>,
-    va_touched: Vec<u32>,
-    /// Bit `ip·V + vc` is set while that input VC holds a flit, so a router step visits only
-    /// the buffers with something in them, in the order a full scan would.
+    /// A bit per input VC ([`Fabric::nonempty_bit`]), set while it holds a flit, so a router
+    /// step visits only the buffers with something in them, in the order a full scan would.
     nonempty: Vec<u64>,
-    /// Scratch: the non-empty input VCs (`ip·V + vc`) of the router being stepped.
-    scan: Vec<u32>,
-    /// log2 V when V is a power of two ([`split_by_vc`](Self::split_by_vc) shifts), else `u32::MAX`.
-    vc_shift: u32,
+    /// Router workers: one per thread, each stepping the routers of its share (`part_of`).
+    workers: Vec<Worker>,
+    part_of: Vec<u32>,
+    /// Threads for workers 1.. (none with one worker).
+    pool: Option<Pool>,
     // activity
     buffered: Vec<u32>,
     active: Vec<u32>,
@@ -351,10 +426,12 @@ pub(crate) struct Sim<'a> {
     // wheels
     wheel_mask: u64,
     credit_wheel: Vec<Vec<u32>>,
-    delivery_wheel: Vec<Vec<u32>>,
+    /// Tails due at their host: (packet, routers crossed).
+    delivery_wheel: Vec<Vec<(u32, u16)>>,
     // packets
     pub packets: Vec<Packet>,
     free_packets: Vec<u32>,
+    next_uid: u64,
     pub hosts: HostPorts,
     // counters
     pub flits_in_network: u64,
@@ -365,7 +442,7 @@ pub(crate) struct Sim<'a> {
     vct: bool,
     age: bool,
     hold: bool,
-    booksim_torus: Option<BookSimTorus>,
+    pub(crate) booksim_torus: Option<BookSimTorus>,
     /// One VC per destination host (`vc_per_destination`).
     per_destination: bool,
 }
@@ -373,7 +450,7 @@ pub(crate) struct Sim<'a> {
 /// `(local − ptr) mod n`, the round-robin distance of `local` from pointer `ptr`, without a
 /// division: `local < n`, and `ptr ≤ n` since a pointer is stored as one past the last winner.
 #[inline]
-fn rr_distance(local: u32, ptr: u32, n: u32) -> u32 {
+pub(crate) fn rr_distance(local: u32, ptr: u32, n: u32) -> u32 {
     let p = if ptr >= n { ptr - n } else { ptr };
     if local >= p {
         local - p
@@ -384,7 +461,7 @@ fn rr_distance(local: u32, ptr: u32, n: u32) -> u32 {
 
 /// `(x + 1) mod n` for `x < n`, without a division: where a round-robin pointer goes after `x` won.
 #[inline]
-fn next_ptr(x: u32, n: u32) -> u32 {
+pub(crate) fn next_ptr(x: u32, n: u32) -> u32 {
     if x + 1 >= n {
         0
     } else {
@@ -392,7 +469,8 @@ fn next_ptr(x: u32, n: u32) -> u32 {
     }
 }
 
-fn ring_slot(head: u16, off: usize, cap: usize) -> usize {
+#[inline]
+pub(crate) fn ring_slot(head: u16, off: usize, cap: usize) -> usize {
     let s = head as usize + off;
     if s >= cap {
         s - cap
@@ -421,6 +499,7 @@ impl<'a> Sim<'a> {
         let num_ops = fab.op_chan.len();
         let num_ips = fab.ip_chan.len();
         let r = fab.num_routers;
+        let threads = cfg.worker_threads().min(r.max(1));
         Ok(Sim {
             flits: vec![Flit::default(); ivcs * fab.buf],
             head: vec![0; ivcs],
@@ -442,23 +521,20 @@ impl<'a> Sim<'a> {
             best_ip: vec![NONE; num_ops],
             best_key: vec![u64::MAX; num_ops],
             best_vc: vec![0; num_ops],
-            touched: Vec::with_capacity(64),
-            sa_reqs: Vec::with_capacity(64),
-            accepted_ips: Vec::with_capacity(64),
             acc_ptr: vec![0; num_ips],
             acc_op: vec![NONE; num_ips],
             acc_key: vec![u64::MAX; num_ips],
             islip: cfg.sw_allocator == SwAllocator::Islip,
-            va_scratch: Vec::with_capacity(64),
             vc_islip: cfg.vc_allocator == SwAllocator::Islip && cfg.arbitration == Arbitration::RoundRobin,
             va_grant_ptr: vec![0; nb],
             va_accept_ptr: vec![0; ivcs],
             va_grant: vec![NONE; nb],
             va_grant_dist: vec![u32::MAX; nb],
-            va_touched: Vec::with_capacity(64),
-            nonempty: vec![0; (num_ips * v).div_ceil(64)],
-            scan: Vec::with_capacity(64),
-            vc_shift: if v.is_power_of_two() { v.trailing_zeros() } else { u32::MAX },
+            nonempty: vec![0; fab.ne_word[r] as usize],
+            workers: (0..threads).map(|_| Worker::default()).collect(),
+            // Contiguous shares of router ids: neighbours in a lattice mostly stay together.
+            part_of: (0..r).map(|x| (x * threads / r.max(1)) as u32).collect(),
+            pool: (threads > 1).then(|| Pool::new(threads - 1)),
             buffered: vec![0; r],
             active: Vec::with_capacity(r),
             next_active: Vec::with_capacity(r),
@@ -468,6 +544,7 @@ impl<'a> Sim<'a> {
             delivery_wheel: vec![Vec::new(); wheel],
             packets: Vec::new(),
             free_packets: Vec::new(),
+            next_uid: 0,
             hosts: HostPorts {
                 packet: vec![NONE; slots],
                 seq: vec![0; slots],
@@ -511,33 +588,6 @@ impl<'a> Sim<'a> {
         Ok(())
     }
 
-    /// BookSim's torus `dim_order` decision: (topology port, VC class).
-    pub(crate) fn booksim_torus_route(&mut self, r: usize, in_port: Port, packet: u32) -> (Port, u16) {
-        let bt = self.booksim_torus.as_ref().unwrap();
-        let h = bt.host_ports.max(1);
-        let dst = self.packets[packet as usize].dst;
-        let (dst_router, local) = (dst / h, dst % h);
-        let n = bt.dims.len();
-        let Some(d) = (0..n).find(|&d| bt.coords[r * n + d] != bt.coords[dst_router as usize * n + d]) else {
-            return ((local + 1) as Port, ANY_CLASS);
-        };
-        let hp = bt.host_ports as Port;
-        let in_dim = if in_port > hp { Some(((in_port - hp - 1) / 2) as usize) } else { None };
-        if in_dim == Some(d) {
-            // Keep going the same way: a + port always meets the neighbour's − port.
-            let out = if (in_port - hp - 1) % 2 == 0 { in_port + 1 } else { in_port - 1 };
-            return (out, self.packets[packet as usize].partition as u16);
-        }
-        let k = bt.dims[d] as i64;
-        let cur = bt.coords[r * n + d] as i64;
-        let dest = bt.coords[dst_router as usize * n + d] as i64;
-        let dist2 = k - 2 * ((dest - cur + k) % k);
-        let plus = dist2 > 0 || (dist2 == 0 && self.rng.gen::<bool>());
-        let partition = u8::from(cur > dest);
-        self.packets[packet as usize].partition = partition;
-        (hp + 2 * d as Port + if plus { 1 } else { 2 }, partition as u16)
-    }
-
     /// The VC class a packet from host `src` to host `dst` is injected in: the destination's
     /// own VC with one VC per destination, else the routing's injection VC.
     pub(crate) fn vc_class_of(&self, src: u32, dst: u32) -> usize {
@@ -549,7 +599,9 @@ impl<'a> Sim<'a> {
     }
 
     /// A new packet record (recycled ids).
-    pub fn alloc_packet(&mut self, p: Packet) -> u32 {
+    pub fn alloc_packet(&mut self, mut p: Packet) -> u32 {
+        p.uid = self.next_uid;
+        self.next_uid += 1;
         if let Some(id) = self.free_packets.pop() {
             self.packets[id as usize] = p;
             id
@@ -574,20 +626,16 @@ impl<'a> Sim<'a> {
     /// Write flit into the input buffer fed by output VC `ovc` (channel·V + vc).
     fn push_flit(&mut self, ovc: usize, flit: Flit) {
         let cap = self.fab.buf;
-        let (ch, vc) = self.split_by_vc(ovc as u32);
+        let (ch, vc) = self.fab.split_by_vc(ovc as u32);
         let b = self.fab.ch_ip[ch] as usize * self.fab.vcs + vc;
         let slot = ring_slot(self.head[b], self.len[b] as usize, cap);
         self.flits[b * cap + slot] = flit;
         self.len[b] += 1;
-        self.nonempty[b / 64] |= 1 << (b % 64);
         let r = self.fab.ch_dst_router[ch];
+        let bit = self.fab.nonempty_bit(r as usize, b);
+        self.nonempty[bit / 64] |= 1 << (bit % 64);
         self.buffered[r as usize] += 1;
         self.activate(r);
-    }
-
-    #[inline]
-    fn front(&self, b: usize) -> Flit {
-        self.flits[b * self.fab.buf + self.head[b] as usize]
     }
 
     /// One simulated cycle. The workload is asked for packets; deliveries are reported to it.
@@ -601,9 +649,12 @@ impl<'a> Sim<'a> {
         }
         credits.clear();
         self.credit_wheel[slot] = credits;
-        // Deliveries due now.
+        // Deliveries due now, oldest packet first: the order routers reported them in depends
+        // on how they were split among threads.
         let mut deliveries = std::mem::take(&mut self.delivery_wheel[slot]);
-        for &p in &deliveries {
+        deliveries.sort_unstable_by_key(|&(p, _)| self.packets[p as usize].uid);
+        for &(p, hops) in &deliveries {
+            self.packets[p as usize].hops = hops;
             let packet = self.packets[p as usize];
             self.free_packets.push(p);
             w.delivered(self, Delivery { packet, time: now });
@@ -614,19 +665,7 @@ impl<'a> Sim<'a> {
         w.generate(self, now);
         self.inject(w, now);
 
-        std::mem::swap(&mut self.active, &mut self.next_active);
-        self.next_active.clear();
-        let active = std::mem::take(&mut self.active);
-        for &r in &active {
-            self.in_active[r as usize] = false;
-        }
-        for &r in &active {
-            self.router_step(r as usize, now);
-            if self.buffered[r as usize] > 0 {
-                self.activate(r);
-            }
-        }
-        self.active = active;
+        self.step_routers(now);
         if self.moved > 0 {
             self.last_progress = now;
             self.moved = 0;
@@ -634,9 +673,97 @@ impl<'a> Sim<'a> {
         self.now = now + 1;
     }
 
-    fn schedule_credit(&mut self, ovc: u32, at: u64) {
-        let s = (at & self.wheel_mask) as usize;
-        self.credit_wheel[s].push(ovc);
+    /// Every router holding flits takes its step, each worker its share on its own thread;
+    /// then what they did to other routers, hosts and upstream ports is applied, worker by
+    /// worker (see [`router`](super::router) for why the split cannot change the outcome).
+    fn step_routers(&mut self, now: u64) {
+        std::mem::swap(&mut self.active, &mut self.next_active);
+        self.next_active.clear();
+        for w in &mut self.workers {
+            w.routers.clear();
+        }
+        for &r in &self.active {
+            self.in_active[r as usize] = false;
+            self.workers[self.part_of[r as usize] as usize].routers.push(r);
+        }
+        let state = RouterState {
+            flits: Shared::of(&mut self.flits),
+            head: Shared::of(&mut self.head),
+            len: Shared::of(&mut self.len),
+            state: Shared::of(&mut self.state),
+            ready: Shared::of(&mut self.ready),
+            route_grp: Shared::of(&mut self.route_grp),
+            route_cls: Shared::of(&mut self.route_cls),
+            out_op: Shared::of(&mut self.out_op),
+            out_ovc: Shared::of(&mut self.out_ovc),
+            owner: Shared::of(&mut self.owner),
+            credits: Shared::of(&mut self.credits),
+            va_ptr: Shared::of(&mut self.va_ptr),
+            sa_in_ptr: Shared::of(&mut self.sa_in_ptr),
+            sa_out_ptr: Shared::of(&mut self.sa_out_ptr),
+            ovc_rr: Shared::of(&mut self.ovc_rr),
+            in_hold: Shared::of(&mut self.in_hold),
+            out_hold: Shared::of(&mut self.out_hold),
+            best_ip: Shared::of(&mut self.best_ip),
+            best_key: Shared::of(&mut self.best_key),
+            best_vc: Shared::of(&mut self.best_vc),
+            acc_ptr: Shared::of(&mut self.acc_ptr),
+            acc_op: Shared::of(&mut self.acc_op),
+            acc_key: Shared::of(&mut self.acc_key),
+            va_grant_ptr: Shared::of(&mut self.va_grant_ptr),
+            va_accept_ptr: Shared::of(&mut self.va_accept_ptr),
+            va_grant: Shared::of(&mut self.va_grant),
+            va_grant_dist: Shared::of(&mut self.va_grant_dist),
+            nonempty: Shared::of(&mut self.nonempty),
+            buffered: Shared::of(&mut self.buffered),
+        };
+        let fixed = Fixed {
+            fab: &self.fab,
+            topo: self.topo,
+            routes: self.routes,
+            cfg: &self.cfg,
+            booksim_torus: self.booksim_torus.as_ref(),
+            packets: &self.packets,
+            vct: self.vct,
+            age: self.age,
+            hold: self.hold,
+            islip: self.islip,
+            vc_islip: self.vc_islip,
+            per_destination: self.per_destination,
+        };
+        match &self.pool {
+            Some(pool) => pool.run(&fixed, state, &mut self.workers, now),
+            None => step_routers(&fixed, state, &mut self.workers[0], now),
+        }
+        let mut workers = std::mem::take(&mut self.workers);
+        let mut error: Option<(usize, NetweaveError)> = None;
+        for w in &mut workers {
+            let out = &mut w.out;
+            for &(ovc, flit) in &out.pushes {
+                self.push_flit(ovc as usize, flit);
+            }
+            for &(ovc, at) in &out.credits {
+                self.credit_wheel[(at & self.wheel_mask) as usize].push(ovc);
+            }
+            for &(at, packet, hops) in &out.deliveries {
+                self.delivery_wheel[(at & self.wheel_mask) as usize].push((packet, hops));
+            }
+            for &r in &out.busy {
+                self.activate(r);
+            }
+            self.moved += out.moved;
+            self.flits_in_network -= out.ejected;
+            self.ejected_flits += out.ejected;
+            if let Some((r, e)) = out.error.take() {
+                if error.as_ref().map_or(true, |(at, _)| r < *at) {
+                    error = Some((r, e));
+                }
+            }
+        }
+        self.workers = workers;
+        if let Some((_, e)) = error {
+            self.error = Some(e);
+        }
     }
 
     fn inject<W: Workload>(&mut self, w: &mut W, now: u64) {
@@ -698,8 +825,8 @@ impl<'a> Sim<'a> {
                 if seq == 0 {
                     self.packets[p as usize].itime = now;
                 }
-                let arrive = now + self.fab.ch_lat[ch] as u64;
-                self.push_flit(ovc, Flit { arrive, packet: p, seq });
+                let arrive = (now + self.fab.ch_lat[ch] as u64) as u32;
+                self.push_flit(ovc, Flit { arrive, packet: p, seq, hops: 0, class: 0 });
                 self.flits_in_network += 1;
                 self.moved += 1;
                 if seq + 1 == pk.size {
@@ -710,535 +837,6 @@ impl<'a> Sim<'a> {
                     self.hosts.seq[s] = seq + 1;
                 }
             }
-        }
-    }
-
-    fn priority(&self, packet: u32, rr_distance: u32) -> u64 {
-        if self.age {
-            (self.packets[packet as usize].ctime << 16) | rr_distance as u64
-        } else {
-            rr_distance as u64
-        }
-    }
-
-    fn router_step(&mut self, r: usize, now: u64) {
-        let v = self.fab.vcs;
-        let ip_lo = self.fab.in_base[r] as usize;
-        let ip_hi = self.fab.in_base[r + 1] as usize;
-
-        // Route computation and VC allocation requests.
-        self.va_scratch.clear();
-        let n_ivc = ((ip_hi - ip_lo) * v) as u32;
-        let mut scan = std::mem::take(&mut self.scan);
-        self.nonempty_inputs(ip_lo * v, ip_hi * v, &mut scan);
-        self.scan = scan;
-        // iSLIP's switch requests are gathered in this same pass when nothing between here and
-        // switch allocation can change them: no held connections to release, and a VC that
-        // wins VC allocation now is not ready to send before next cycle.
-        let collect = self.islip && !self.hold && self.cfg.vc_alloc_delay > 0;
-        self.sa_reqs.clear();
-        for i in 0..self.scan.len() {
-            let b = self.scan[i] as usize;
-            let (ip, vc) = self.split_by_vc(b as u32);
-            {
-                match self.state[b] {
-                    IDLE => {
-                        let f = self.front(b);
-                        if f.arrive > now {
-                            continue;
-                        }
-                        if f.seq != 0 {
-                            self.error = Some(NetweaveError::Routing("internal: body flit at an idle VC".into()));
-                            return;
-                        }
-                        if !self.route(r, ip, b, f.packet) {
-                            return;
-                        }
-                        self.state[b] = VC_ALLOC;
-                        self.ready[b] = now + self.cfg.routing_delay as u64;
-                        if self.cfg.routing_delay == 0 {
-                            let local = ((ip - ip_lo) * v + vc) as u32;
-                            let dist = rr_distance(local, self.va_ptr[r], n_ivc);
-                            self.va_scratch.push((self.priority(f.packet, dist), b as u32));
-                        }
-                    }
-                    VC_ALLOC if self.ready[b] <= now => {
-                        let local = ((ip - ip_lo) * v + vc) as u32;
-                        let dist = rr_distance(local, self.va_ptr[r], n_ivc);
-                        let p = self.front(b).packet;
-                        self.va_scratch.push((self.priority(p, dist), b as u32));
-                    }
-                    ACTIVE if collect && self.can_send(b, now) => {
-                        self.sa_reqs.push((ip as u32, vc as u16, self.out_op[b]));
-                    }
-                    _ => {}
-                }
-            }
-        }
-        if !self.va_scratch.is_empty() && self.vc_islip {
-            self.islip_vc_allocate(r, now);
-        } else if !self.va_scratch.is_empty() {
-            let mut reqs = std::mem::take(&mut self.va_scratch);
-            reqs.sort_unstable();
-            let mut first_grant = None;
-            for &(_, b) in &reqs {
-                let b = b as usize;
-                let g = self.route_grp[b] as usize;
-                let start = self.fab.grp_start[g] as usize;
-                let glen = self.fab.grp_len[g] as usize;
-                let (cls, w) = match self.route_cls[b] {
-                    ANY_CLASS => (0, v),
-                    c => (c as usize, self.fab.class_width),
-                };
-                let mut granted = false;
-                // The port of a group to try first turns with the channel (as it always has).
-                let turn = self.fab.ip_chan[b / v] as usize * v + b % v;
-                'search: for k in 0..glen {
-                    let op = start + (k + turn) % glen;
-                    let ch = self.fab.op_chan[op] as usize;
-                    // Round-robin over the output's VCs, so consecutive packets alternate.
-                    let first = self.ovc_rr[op] as usize;
-                    for j in 0..w {
-                        let ovc = ch * v + cls * w + (first + j) % w;
-                        if self.owner[ovc] == NONE {
-                            self.ovc_rr[op] = ((ovc % v - cls * w + 1) % w) as u16;
-                            self.owner[ovc] = b as u32;
-                            self.out_op[b] = op as u32;
-                            self.out_ovc[b] = ovc as u32;
-                            self.state[b] = ACTIVE;
-                            self.ready[b] = now + self.cfg.vc_alloc_delay as u64;
-                            granted = true;
-                            break 'search;
-                        }
-                    }
-                }
-                if granted && first_grant.is_none() {
-                    first_grant = Some((b - ip_lo * v) as u32);
-                }
-            }
-            if let Some(local) = first_grant {
-                self.va_ptr[r] = next_ptr(local, n_ivc);
-            }
-            self.va_scratch = reqs;
-        }
-
-        // Switch allocation: each input picks one VC, each output one input.
-        let n_in = (ip_hi - ip_lo) as u32;
-        if self.hold {
-            // As BookSim: a held connection is kept only while its VC can send this cycle;
-            // otherwise it is released, so a stalled packet never blocks the other VCs.
-            for ip in ip_lo..ip_hi {
-                let held = self.in_hold[ip];
-                if held == u16::MAX {
-                    continue;
-                }
-                let b = ip * v + held as usize;
-                if !self.can_send(b, now) {
-                    let op = self.out_op[b];
-                    if op != NONE && self.out_hold[op as usize] == ip as u32 {
-                        self.out_hold[op as usize] = NONE;
-                    }
-                    self.in_hold[ip] = u16::MAX;
-                }
-            }
-        }
-        if self.islip {
-            self.islip_allocate(r, now, collect);
-            return;
-        }
-        for ip in ip_lo..ip_hi {
-            let held = self.in_hold[ip];
-            let mut pick: Option<(u64, u16)> = None;
-            let start = self.sa_in_ptr[ip] as usize;
-            for k in 0..v {
-                let vc = (start + k) % v;
-                if held != u16::MAX && held as usize != vc {
-                    continue;
-                }
-                let b = ip * v + vc;
-                if !self.can_send(b, now) {
-                    continue;
-                }
-                let op = self.out_op[b] as usize;
-                if self.hold && self.out_hold[op] != NONE && self.out_hold[op] != ip as u32 {
-                    continue;
-                }
-                let f = self.front(b);
-                let key = if self.age { self.packets[f.packet as usize].ctime } else { k as u64 };
-                if pick.map_or(true, |(best, _)| key < best) {
-                    pick = Some((key, vc as u16));
-                    if !self.age {
-                        break;
-                    }
-                }
-            }
-            let Some((_, vc)) = pick else { continue };
-            let b = ip * v + vc as usize;
-            let op = self.out_op[b] as usize;
-            let local = (ip - ip_lo) as u32;
-            let dist = rr_distance(local, self.sa_out_ptr[op], n_in);
-            let key = self.priority(self.front(b).packet, dist);
-            if self.best_ip[op] == NONE {
-                self.touched.push(op as u32);
-            }
-            if key < self.best_key[op] {
-                self.best_key[op] = key;
-                self.best_ip[op] = ip as u32;
-                self.best_vc[op] = vc;
-            }
-        }
-        let touched = std::mem::take(&mut self.touched);
-        for &op in &touched {
-            let op = op as usize;
-            let ip = self.best_ip[op] as usize;
-            let vc = self.best_vc[op] as usize;
-            self.best_ip[op] = NONE;
-            self.best_key[op] = u64::MAX;
-            self.sa_out_ptr[op] = (ip - ip_lo) as u32 + 1;
-            self.sa_in_ptr[ip] = next_ptr(vc as u32, v as u32) as u16;
-            self.traverse(r, ip, vc, op, now);
-        }
-        self.touched = touched;
-        self.touched.clear();
-    }
-
-    /// `(x / V, x % V)`: an input bit `ip·V + vc` or a buffer `channel·V + vc` split into its two
-    /// parts, by shifting when V is a power of two.
-    #[inline]
-    fn split_by_vc(&self, bit: u32) -> (usize, usize) {
-        if self.vc_shift != u32::MAX {
-            ((bit >> self.vc_shift) as usize, (bit & ((1 << self.vc_shift) - 1)) as usize)
-        } else {
-            (bit as usize / self.fab.vcs, bit as usize % self.fab.vcs)
-        }
-    }
-
-    /// The set bits `ip·V + vc` of [`nonempty`](Self::nonempty) in `lo..hi`, ascending, into `out`.
-    fn nonempty_inputs(&self, lo: usize, hi: usize, out: &mut Vec<u32>) {
-        out.clear();
-        for word in lo / 64..hi.div_ceil(64) {
-            let mut bits = self.nonempty[word];
-            let base = word * 64;
-            if base < lo {
-                bits &= !0u64 << (lo - base);
-            }
-            if base + 64 > hi {
-                bits &= !0u64 >> (base + 64 - hi);
-            }
-            while bits != 0 {
-                out.push((base + bits.trailing_zeros() as usize) as u32);
-                bits &= bits - 1;
-            }
-        }
-    }
-
-    /// The free output VCs input VC `b` may take: (global output port, first VC, VC count).
-    #[inline]
-    fn vc_candidates(&self, b: usize) -> (usize, usize, usize, usize) {
-        let g = self.route_grp[b] as usize;
-        let (cls, w) = match self.route_cls[b] {
-            ANY_CLASS => (0, self.fab.vcs),
-            c => (c as usize, self.fab.class_width),
-        };
-        (self.fab.grp_start[g] as usize, self.fab.grp_len[g] as usize, cls * w, w)
-    }
-
-    /// VC allocation by one iteration of iSLIP over input VCs × output VCs, as BookSim's
-    /// default allocator: every waiting input VC requests every free output VC of its route;
-    /// each output VC grants the requester next after its own pointer, each input VC accepts
-    /// the grant next after its pointer, and only accepted grants move the pointers. Per-VC
-    /// pointers matter under overload: with one VC per dateline class a router-wide pointer
-    /// lets a busy input win the same output VC again and again.
-    fn islip_vc_allocate(&mut self, r: usize, now: u64) {
-        let v = self.fab.vcs;
-        let ip_lo = self.fab.in_base[r] as usize;
-        let op_lo = self.fab.out_base[r] as usize;
-        let n_ivc = ((self.fab.in_base[r + 1] as usize - ip_lo) * v) as u32;
-        let n_ovc = ((self.fab.out_base[r + 1] as usize - op_lo) * v) as u32;
-        let reqs = std::mem::take(&mut self.va_scratch);
-        let local_in = |_: &Self, b: usize| (b - ip_lo * v) as u32;
-        // Grant: each free output VC picks the requesting input VC nearest after its pointer.
-        for &(_, b) in &reqs {
-            let b = b as usize;
-            let li = local_in(self, b);
-            let (start, glen, first_vc, w) = self.vc_candidates(b);
-            for op in start..start + glen {
-                let ch = self.fab.op_chan[op] as usize;
-                for ovc in ch * v + first_vc..ch * v + first_vc + w {
-                    if self.owner[ovc] != NONE {
-                        continue;
-                    }
-                    let dist = rr_distance(li, self.va_grant_ptr[ovc], n_ivc);
-                    if self.va_grant[ovc] == NONE {
-                        self.va_touched.push(ovc as u32);
-                    }
-                    if dist < self.va_grant_dist[ovc] {
-                        self.va_grant_dist[ovc] = dist;
-                        self.va_grant[ovc] = b as u32;
-                    }
-                }
-            }
-        }
-        // Accept: each input VC takes the granting output VC nearest after its pointer.
-        for &(_, b) in &reqs {
-            let b = b as usize;
-            let (start, glen, first_vc, w) = self.vc_candidates(b);
-            let mut best: Option<(u32, usize, usize)> = None;
-            for op in start..start + glen {
-                let ch = self.fab.op_chan[op] as usize;
-                for ovc in ch * v + first_vc..ch * v + first_vc + w {
-                    if self.va_grant[ovc] != b as u32 {
-                        continue;
-                    }
-                    let lo = ((op - op_lo) * v + ovc % v) as u32;
-                    let dist = rr_distance(lo, self.va_accept_ptr[b], n_ovc);
-                    if best.map_or(true, |(d, _, _)| dist < d) {
-                        best = Some((dist, op, ovc));
-                    }
-                }
-            }
-            let Some((_, op, ovc)) = best else { continue };
-            self.va_grant_ptr[ovc] = next_ptr(local_in(self, b), n_ivc);
-            let ovc_vc = self.split_by_vc(ovc as u32).1;
-            self.va_accept_ptr[b] = next_ptr(((op - op_lo) * v + ovc_vc) as u32, n_ovc);
-            self.owner[ovc] = b as u32;
-            self.out_op[b] = op as u32;
-            self.out_ovc[b] = ovc as u32;
-            self.state[b] = ACTIVE;
-            self.ready[b] = now + self.cfg.vc_alloc_delay as u64;
-        }
-        for &ovc in &self.va_touched {
-            self.va_grant[ovc as usize] = NONE;
-            self.va_grant_dist[ovc as usize] = u32::MAX;
-        }
-        self.va_touched.clear();
-        self.va_scratch = reqs;
-    }
-
-    /// Switch allocation by one iteration of iSLIP (BookSim's default): every ready VC
-    /// requests its output; each output grants the requesting input next after its pointer,
-    /// each input accepts the granting output next after its pointer, and only accepted
-    /// grants move the pointers. With age arbitration the oldest packet wins both steps.
-    fn islip_allocate(&mut self, r: usize, now: u64, collected: bool) {
-        let v = self.fab.vcs;
-        let ip_lo = self.fab.in_base[r] as usize;
-        let ip_hi = self.fab.in_base[r + 1] as usize;
-        let op_lo = self.fab.out_base[r] as usize;
-        let n_in = (ip_hi - ip_lo) as u32;
-        let n_out = (self.fab.out_base[r + 1] as usize - op_lo) as u32;
-        let mut reqs = std::mem::take(&mut self.sa_reqs);
-        if !collected {
-            reqs.clear();
-        }
-        // Only a non-empty VC can send; the scan is this router step's (lengths have not
-        // changed since it was taken).
-        for &bit in self.scan.iter().filter(|_| !collected) {
-            let (ip, vc) = self.split_by_vc(bit);
-            let held = self.in_hold[ip];
-            {
-                if held != u16::MAX && held as usize != vc {
-                    continue;
-                }
-                let b = bit as usize;
-                if !self.can_send(b, now) {
-                    continue;
-                }
-                let op = self.out_op[b];
-                if self.hold && self.out_hold[op as usize] != NONE && self.out_hold[op as usize] != ip as u32 {
-                    continue;
-                }
-                reqs.push((ip as u32, vc as u16, op));
-            }
-        }
-        if reqs.is_empty() {
-            self.sa_reqs = reqs;
-            return;
-        }
-        if let [(ip, vc, op)] = reqs[..] {
-            // One request (most router steps below saturation): its output grants it and its
-            // input accepts, whatever the pointers; they move as in the general case below.
-            let (ip, op) = (ip as usize, op as usize);
-            self.sa_out_ptr[op] = (ip - ip_lo) as u32 + 1;
-            self.acc_ptr[ip] = (op - op_lo) as u32 + 1;
-            self.sa_in_ptr[ip] = next_ptr(vc as u32, v as u32) as u16;
-            self.sa_reqs = reqs;
-            self.traverse(r, ip, vc as usize, op, now);
-            return;
-        }
-        // Grant.
-        for &(ip, vc, op) in &reqs {
-            let (ip, op) = (ip as usize, op as usize);
-            let dist = rr_distance((ip - ip_lo) as u32, self.sa_out_ptr[op], n_in);
-            let b = ip * v + vc as usize;
-            let key = self.priority(self.front(b).packet, dist);
-            if self.best_ip[op] == NONE {
-                self.touched.push(op as u32);
-            }
-            if key < self.best_key[op] {
-                self.best_key[op] = key;
-                self.best_ip[op] = ip as u32;
-            }
-        }
-        // Accept.
-        let mut accepted_ips = std::mem::take(&mut self.accepted_ips);
-        accepted_ips.clear();
-        for &op in &self.touched {
-            let op = op as usize;
-            let ip = self.best_ip[op] as usize;
-            let dist = rr_distance((op - op_lo) as u32, self.acc_ptr[ip], n_out);
-            let key = if self.age { (self.best_key[op] & !0xffff) | dist as u64 } else { dist as u64 };
-            if self.acc_op[ip] == NONE {
-                accepted_ips.push(ip as u32);
-            }
-            if key < self.acc_key[ip] {
-                self.acc_key[ip] = key;
-                self.acc_op[ip] = op as u32;
-            }
-        }
-        for &op in &self.touched {
-            self.best_ip[op as usize] = NONE;
-            self.best_key[op as usize] = u64::MAX;
-        }
-        self.touched.clear();
-        // The accepted input's VC for that output, round-robin (or oldest), then traverse.
-        for &ip in &accepted_ips {
-            let ip = ip as usize;
-            let op = self.acc_op[ip];
-            self.acc_op[ip] = NONE;
-            self.acc_key[ip] = u64::MAX;
-            let start = self.sa_in_ptr[ip] as usize;
-            let mut best: Option<(u64, u16)> = None;
-            for &(rip, vc, rop) in &reqs {
-                if rip as usize != ip || rop != op {
-                    continue;
-                }
-                let b = ip * v + vc as usize;
-                let dist = rr_distance(vc as u32, start as u32, v as u32);
-                let key = self.priority(self.front(b).packet, dist);
-                if best.map_or(true, |(k, _)| key < k) {
-                    best = Some((key, vc));
-                }
-            }
-            let (_, vc) = best.expect("an accepted input has a request for its output");
-            let op = op as usize;
-            self.sa_out_ptr[op] = (ip - ip_lo) as u32 + 1;
-            self.acc_ptr[ip] = (op - op_lo) as u32 + 1;
-            self.sa_in_ptr[ip] = next_ptr(vc as u32, v as u32) as u16;
-            self.traverse(r, ip, vc as usize, op, now);
-        }
-        self.accepted_ips = accepted_ips;
-        self.sa_reqs = reqs;
-    }
-
-    /// Whether input VC `b` has a flit that may cross the switch now: allocated, arrived,
-    /// past the VC-allocation delay, and with credit downstream (a whole packet's for VCT).
-    #[inline]
-    fn can_send(&self, b: usize, now: u64) -> bool {
-        if self.state[b] != ACTIVE || self.len[b] == 0 {
-            return false;
-        }
-        let f = self.front(b);
-        if f.arrive > now || (f.seq == 0 && self.ready[b] > now) {
-            return false;
-        }
-        let need = if self.vct && f.seq == 0 { self.packets[f.packet as usize].size } else { 1 };
-        self.credits[self.out_ovc[b] as usize] >= need
-    }
-
-    /// Route the head flit of input VC `b`: output port group and VC class. False on error.
-    fn route(&mut self, r: usize, ip: usize, b: usize, packet: u32) -> bool {
-        let pk = self.packets[packet as usize];
-        let in_port = self.fab.ip_topo_port[ip];
-        let (port, forced_cls) = if self.booksim_torus.is_some() {
-            let (p, c) = self.booksim_torus_route(r, in_port, packet);
-            (p, Some(c))
-        } else {
-            (self.routes.out_port(r, pk.dst as usize), None)
-        };
-        let node = self.topo.switches()[r];
-        let g = self.fab.grp_base[r] as usize + port as usize;
-        if port == NO_PORT || g >= self.fab.grp_base[r + 1] as usize || self.fab.grp_len[g] == 0 {
-            let dst = self.topo.hosts()[pk.dst as usize];
-            self.error = Some(NetweaveError::Routing(format!(
-                "switch {} has no route to {} (port {port})",
-                self.topo.label(node),
-                self.topo.label(dst)
-            )));
-            return false;
-        }
-        if self.per_destination {
-            self.route_grp[b] = g as u32;
-            self.route_cls[b] = self.vc_class_of(pk.src, pk.dst) as u16;
-            return true;
-        }
-        if let Some(cls) = forced_cls {
-            self.route_grp[b] = g as u32;
-            self.route_cls[b] = cls;
-            return true;
-        }
-        let cls_in = (b % self.fab.vcs) / self.fab.class_width;
-        let cls = self.routes.vc_policy().change(r, in_port, port).apply(cls_in as u8) as usize;
-        if cls >= self.fab.routing_vcs {
-            self.error = Some(NetweaveError::Routing(format!(
-                "switch {} moves a packet to VC {cls}, beyond the routing's {} VCs",
-                self.topo.label(node),
-                self.fab.routing_vcs
-            )));
-            return false;
-        }
-        self.route_grp[b] = g as u32;
-        self.route_cls[b] = cls as u16;
-        true
-    }
-
-    /// Move the front flit of input VC (`ip`, `vc`) through output port `op`.
-    fn traverse(&mut self, _r: usize, ip: usize, vc: usize, op: usize, now: u64) {
-        let v = self.fab.vcs;
-        let in_ch = self.fab.ip_chan[ip] as usize;
-        let b = ip * v + vc;
-        let cap = self.fab.buf;
-        let f = self.flits[b * cap + self.head[b] as usize];
-        self.head[b] = ring_slot(self.head[b], 1, cap) as u16;
-        self.len[b] -= 1;
-        if self.len[b] == 0 {
-            self.nonempty[b / 64] &= !(1 << (b % 64));
-        }
-        let r_in = self.fab.ch_dst_router[in_ch] as usize;
-        self.buffered[r_in] -= 1;
-        self.moved += 1;
-        // The freed slot's credit goes back upstream, to the output VC that feeds this buffer.
-        let back = now + (self.cfg.credit_delay + self.fab.ch_lat[in_ch]) as u64;
-        self.schedule_credit((in_ch * v + vc) as u32, back);
-
-        let pk = &mut self.packets[f.packet as usize];
-        if f.seq == 0 {
-            pk.hops += 1;
-        }
-        let tail = f.seq + 1 == pk.size;
-        let out_ch = self.fab.op_chan[op] as usize;
-        let ovc = self.out_ovc[b] as usize;
-        let arrive = now + (self.cfg.sw_alloc_delay + self.cfg.st_final_delay) as u64 + self.fab.ch_lat[out_ch] as u64;
-        if self.fab.ch_dst_router[out_ch] == NONE {
-            self.flits_in_network -= 1;
-            self.ejected_flits += 1;
-            if tail {
-                // The host retires the tail one cycle after it arrives.
-                let s = ((arrive + 1) & self.wheel_mask) as usize;
-                self.delivery_wheel[s].push(f.packet);
-            }
-        } else {
-            self.credits[ovc] -= 1;
-            self.push_flit(ovc, Flit { arrive, packet: f.packet, seq: f.seq });
-        }
-        if self.hold {
-            self.out_hold[op] = if tail { NONE } else { ip as u32 };
-            self.in_hold[ip] = if tail { u16::MAX } else { vc as u16 };
-        }
-        if tail {
-            self.owner[ovc] = NONE;
-            self.state[b] = IDLE;
-            self.out_op[b] = NONE;
-            self.out_ovc[b] = NONE;
         }
     }
 
@@ -1291,6 +889,14 @@ impl<'a> Sim<'a> {
             None => Ok(()),
         }
     }
+}
+
+/// SplitMix64's finaliser: a well-mixed 64-bit hash of `z`.
+fn mix64(z: u64) -> u64 {
+    let z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    let z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
 }
 
 /// Geometric gap (≥ 1) between Bernoulli(p) successes.

@@ -40,6 +40,7 @@ pub mod batch;
 pub mod config;
 pub mod engine;
 pub mod open_loop;
+mod router;
 
 use crate::traffic::synthetic::{self, SyntheticPattern};
 pub use batch::{run_batch, BatchResult};
@@ -170,6 +171,10 @@ pub fn sweep(
         .map(|(i, &rate)| {
             let mut c = cfg.clone();
             c.injection_rate = rate;
+            // The points already run side by side; unless told otherwise, one thread each.
+            if c.threads == 0 {
+                c.threads = 1;
+            }
             c.validate()?;
             let r = run_open_loop(topo, routes, &c, &p, &|_| {});
             done(i);

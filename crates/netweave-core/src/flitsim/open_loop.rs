@@ -131,7 +131,7 @@ impl Workload for OpenLoop {
                     measured,
                     message: NONE,
                     is_reply: false,
-                    partition: 0,
+                    uid: 0,
                 });
                 if measured {
                     self.outstanding_measured += 1;

@@ -131,10 +131,11 @@ fn booksim_torus_routes_bitcomp_with_its_dateline_classes() {
         (7, plus, 1),
     ];
     for (src, port, class) in expected {
-        let p = sim.alloc_packet(engine::Packet { src, dst: 7 - src, size: 4, ..Default::default() });
-        assert_eq!(sim.booksim_torus_route(src as usize, 1, p), (port, class), "source {src}");
-        // Arriving on the minus port (from the plus neighbour), a packet keeps going minus.
-        let arrived_from_plus = sim.booksim_torus_route(src as usize, plus, p);
+        let bt = sim.booksim_torus.as_ref().unwrap();
+        assert_eq!(bt.route(0, src as usize, 1, 7 - src, 0, 0), (port, class), "source {src}");
+        // Arriving on the minus port (from the plus neighbour), a packet keeps going minus, in
+        // the class it entered the dimension with.
+        let arrived_from_plus = bt.route(0, src as usize, plus, 7 - src, 0, class as u8);
         assert_eq!(arrived_from_plus, (minus, class), "source {src} in transit");
     }
 }
@@ -303,5 +304,54 @@ fn one_vc_per_destination_keeps_every_destination_apart() {
     let sim = engine::Sim::new(&t, &r, &c).unwrap();
     for dst in [1u32, 5, 8] {
         assert_eq!(sim.vc_class_of(0, dst), dst as usize);
+    }
+}
+
+/// Every result field of `cfg` on `topo`/`routes` with 1, 2 and 3 threads: they must be equal.
+fn same_with_any_thread_count(topo: &Topology, routes: &RoutingTable, base: &SimConfig, label: &str) {
+    let run = |threads: &str| {
+        let mut c = base.clone();
+        c.set("threads", threads).unwrap();
+        simulate(topo, routes, &c, None, &|_| {}).unwrap()
+    };
+    let one = run("1");
+    for threads in ["2", "3"] {
+        assert_eq!(run(threads), one, "{label}: {threads} threads differ from one");
+    }
+}
+
+#[test]
+fn threads_do_not_change_results() {
+    use crate::routing::{route, Engine, RouteOptions};
+    use crate::topology::dragonfly::{dragonfly, GlobalArrangement};
+    use crate::topology::fat_tree::k_ary_n_tree;
+    let open = |extra: &[(&str, &str)]| {
+        let mut pairs = vec![("injection_rate", "0.03"), ("packet_size", "4"), ("sample_period", "300"), ("max_samples", "4")];
+        pairs.extend_from_slice(extra);
+        cfg(&pairs)
+    };
+    let batch = |extra: &[(&str, &str)]| {
+        let mut pairs = vec![("sim_type", "batch"), ("message_flits", "6"), ("packet_size", "3")];
+        pairs.extend_from_slice(extra);
+        cfg(&pairs)
+    };
+    // A torus with BookSim's dim_order (its coin-flip ties and dateline classes) and a mesh with
+    // the table's DOR, open-loop and batch.
+    for (family, mode) in [("torus", "open"), ("torus", "batch"), ("mesh", "open"), ("mesh", "batch")] {
+        // An even k: BookSim's torus routing meets ties (distance k/2) and flips its coin.
+        let shape = [("topology", family), ("k", "6"), ("n", "2"), ("num_vcs", "2")];
+        let c = if mode == "open" { open(&shape) } else { batch(&shape) };
+        let (t, r) = build_network(&c).unwrap();
+        same_with_any_thread_count(&t, &r, &c, &format!("{family} {mode}"));
+    }
+    // A fat-tree with d-mod-k and a dragonfly with Nue.
+    let ft = k_ary_n_tree(4, 2).unwrap();
+    let ft_routes = route(&ft, Engine::DModK, &RouteOptions::default()).unwrap();
+    let df = dragonfly(4, 2, 2, None, GlobalArrangement::Absolute).unwrap();
+    let df_routes = route(&df, Engine::Nue, &RouteOptions { max_vcs: 4, ..RouteOptions::default() }).unwrap();
+    for (t, r, name) in [(&ft, &ft_routes, "fat-tree dmodk"), (&df, &df_routes, "dragonfly nue")] {
+        let vcs = r.vc_policy().num_vcs.max(1).to_string();
+        same_with_any_thread_count(t, r, &open(&[("num_vcs", &vcs)]), &format!("{name} open"));
+        same_with_any_thread_count(t, r, &batch(&[("num_vcs", &vcs)]), &format!("{name} batch"));
     }
 }
