@@ -92,6 +92,18 @@ def test_cli_sweep(tmp_path):
     assert [p["injection_rate"] for p in out["sweep"]["points"]] == [0.01, 0.02]
 
 
+def test_cli_threads_give_the_same_result(tmp_path):
+    # An 8x8 torus with BookSim's dim_order (ties at distance 4 flip a coin): one, two and three
+    # threads stepping its routers give the same statistics, field for field.
+    cfg = write_config(tmp_path, 'topology = "torus"\nk = 8\nn = 2\npacket_size = 4\ninjection_rate = 0.03\n'
+                                 'sample_period = 400\n')
+    runs = [json.loads(run_cli("simulate", "flit", str(cfg), "--threads", t, "--json").stdout)["result"]
+            for t in ("1", "2", "3")]
+    assert runs[0]["packet_latency"]["count"] > 0
+    assert runs[1] == runs[0] and runs[2] == runs[0]
+    assert run_cli("simulate", "flit", str(cfg), "--threads", "-1", check=False).returncode == 2
+
+
 MPIRUN = shutil.which("mpirun")
 MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", "OMPI_MCA_rmaps_base_oversubscribe": "1",
            "COLUMNS": "200"}
