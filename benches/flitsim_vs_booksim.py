@@ -75,9 +75,10 @@ def run_booksim(binary: str, cfg: dict) -> dict:
 
 
 def run_ours(cfg: dict) -> dict:
+    """One run on one thread (BookSim has one; cycles per CPU second compare single cores)."""
     cpu = time.process_time()
     wall = time.perf_counter()
-    r = fs.simulate(cfg)
+    r = fs.simulate({**cfg, "threads": 1})
     return {
         "latency": r["packet_latency"]["avg"] if r["packet_latency"]["count"] else None,
         "accepted": r["accepted_flits"],
