@@ -19,7 +19,6 @@ second of each simulator, and their ratio (target: at least 10x). Memory: peak R
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import resource
