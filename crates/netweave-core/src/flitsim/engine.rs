@@ -368,6 +368,9 @@ pub(crate) trait Workload {
 
 /// Simulation state.
 pub(crate) struct Sim<'a> {
+    /// Threads for workers 1.. (none with one worker). First, so that dropping a Sim (also while
+    /// unwinding) joins them before the arrays they step are freed.
+    pool: Option<Pool>,
     pub fab: Fabric,
     pub topo: &'a Topology,
     routes: &'a RoutingTable,
@@ -416,8 +419,6 @@ pub(crate) struct Sim<'a> {
     /// Router workers: one per thread, each stepping the routers of its share (`part_of`).
     workers: Vec<Worker>,
     part_of: Vec<u32>,
-    /// Threads for workers 1.. (none with one worker).
-    pool: Option<Pool>,
     // activity
     buffered: Vec<u32>,
     active: Vec<u32>,
