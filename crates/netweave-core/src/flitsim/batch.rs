@@ -496,7 +496,7 @@ mod tests {
         let topo = mesh(&[4, 4], 1).unwrap();
         let routes = route(&topo, Engine::Dor, &RouteOptions::default()).unwrap();
         let mut cfg = SimConfig::default();
-        for (k, v) in [("sim_type", "batch"), ("packet_size", "17")] {
+        for (k, v) in [("sim_type", "batch"), ("packet_size", "17"), ("threads", "1")] {
             cfg.set(k, v).unwrap();
         }
         (topo, routes, cfg)

@@ -4,8 +4,11 @@
 use super::*;
 use crate::scenario::build_network;
 
+/// A config from `pairs`, on one thread unless they say otherwise: the tests run side by side,
+/// and a simulation's helper threads spin.
 fn cfg(pairs: &[(&str, &str)]) -> SimConfig {
     let mut c = SimConfig::default();
+    c.threads = 1;
     for (k, v) in pairs {
         c.set(k, v).unwrap();
     }
