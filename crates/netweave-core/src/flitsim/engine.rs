@@ -11,11 +11,12 @@
 //! - an *output VC* `channel·V + vc` sits at the sending end: its owner (the input VC holding
 //!   it, or a host) and the credits it has left.
 //!
-//! A flit granted the switch is written straight into the downstream buffer, stamped with the
-//! cycle it arrives; credits guarantee the room, and the downstream router ignores it until
+//! A flit granted the switch goes to the downstream buffer at the end of the cycle, stamped with
+//! the cycle it arrives; credits guarantee the room, and the downstream router ignores it until
 //! then. Credits and deliveries travel on two small timing wheels. Only routers holding flits
-//! are visited, and a router's step reads and writes nothing another router reads in the same
-//! cycle, so the visiting order cannot change the result.
+//! are visited, by one or more workers (`router.rs`); a router's step reads and
+//! writes nothing another router touches in the same cycle, so neither the visiting order nor
+//! the split among threads can change the result.
 //!
 //! Pipeline (BookSim's IQ router with one-cycle stages): a head flit arriving in cycle `t` is
 //! routed in `t`, may win VC allocation from `t + routing_delay`, then switch allocation
@@ -676,7 +677,7 @@ impl<'a> Sim<'a> {
 
     /// Every router holding flits takes its step, each worker its share on its own thread;
     /// then what they did to other routers, hosts and upstream ports is applied, worker by
-    /// worker (see [`router`](super::router) for why the split cannot change the outcome).
+    /// worker (`router.rs` says why the split cannot change the outcome).
     fn step_routers(&mut self, now: u64) {
         std::mem::swap(&mut self.active, &mut self.next_active);
         self.next_active.clear();
