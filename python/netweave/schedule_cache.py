@@ -9,11 +9,13 @@ the host set, the fabric and the options.
 
 >>> import tempfile
 >>> from netweave import topology
->>> cache = ScheduleCache(tempfile.mkdtemp())
+>>> scratch = tempfile.TemporaryDirectory()
+>>> cache = ScheduleCache(scratch.name)
 >>> tree = topology.multi_cluster("a:3,b:3")
 >>> dag, summary, hit = cache.contention_free(tree, "alltoall", 4096)
 >>> hit, cache.contention_free(tree, "alltoall", 4096)[2]
 (False, True)
+>>> scratch.cleanup()
 """
 
 from __future__ import annotations
