@@ -70,7 +70,16 @@ def main() -> int:
     ap.add_argument("--overhead-only", action="store_true", help="skip the schedules-against-native tables")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
-    tmp = Path(tempfile.mkdtemp(prefix="nw-mpibench-"))
+    with tempfile.TemporaryDirectory(prefix="nw-mpibench-") as scratch:
+        results = measure(args, Path(scratch))
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "mpi_runtime.json").write_text(json.dumps(results, indent=1))
+    return 0
+
+
+def measure(args: argparse.Namespace, tmp: Path) -> list[dict]:
+    """Every table's rows, the schedules written under `tmp`."""
     results = []
     for impl in args.impls.split(","):
         for transport in args.transports.split(","):
@@ -118,10 +127,7 @@ def main() -> int:
                     results.append(row)
                     cells = "  ".join(f"{k[:-3]} {v:10.1f}" for k, v in row.items() if k.endswith("_us"))
                     print(f"{impl:8} {transport:4} {n:3} ranks {size:>8} B  {cells}", flush=True)
-    if args.out:
-        args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "mpi_runtime.json").write_text(json.dumps(results, indent=1))
-    return 0
+    return results
 
 
 if __name__ == "__main__":
