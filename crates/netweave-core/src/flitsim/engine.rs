@@ -311,34 +311,32 @@ pub(crate) struct BookSimTorus {
 
 impl BookSimTorus {
     /// The decision at router `r` for the head of packet `uid` to host `dst`, arriving on
-    /// `in_port` in class `class_in`: (topology port, VC class). A tie takes a direction by a coin that is a
-    /// hash of the seed, the packet and the router, so it does not depend on the order routers
-    /// are visited in.
+    /// `in_port` in class `class_in`: (topology port, VC class). A tie takes a direction by a
+    /// coin that is a hash of the seed, the packet and the router, so it does not depend on the
+    /// order routers are visited in.
     pub(crate) fn route(&self, seed: u64, r: usize, in_port: Port, dst: u32, uid: u64, class_in: u8) -> (Port, u16) {
-        let bt = self;
-        let h = bt.host_ports.max(1);
+        let h = self.host_ports.max(1);
         let (dst_router, local) = (dst / h, dst % h);
-        let n = bt.dims.len();
-        let Some(d) = (0..n).find(|&d| bt.coords[r * n + d] != bt.coords[dst_router as usize * n + d]) else {
+        let n = self.dims.len();
+        let Some(d) = (0..n).find(|&d| self.coords[r * n + d] != self.coords[dst_router as usize * n + d]) else {
             return ((local + 1) as Port, ANY_CLASS);
         };
-        let hp = bt.host_ports as Port;
+        let hp = self.host_ports as Port;
         let in_dim = if in_port > hp { Some(((in_port - hp - 1) / 2) as usize) } else { None };
         if in_dim == Some(d) {
             // Keep going the same way: a + port always meets the neighbour's − port.
             let out = if (in_port - hp - 1) % 2 == 0 { in_port + 1 } else { in_port - 1 };
             return (out, class_in as u16);
         }
-        let k = bt.dims[d] as i64;
-        let cur = bt.coords[r * n + d] as i64;
-        let dest = bt.coords[dst_router as usize * n + d] as i64;
+        let k = self.dims[d] as i64;
+        let cur = self.coords[r * n + d] as i64;
+        let dest = self.coords[dst_router as usize * n + d] as i64;
         let dist2 = k - 2 * ((dest - cur + k) % k);
         let coin = || mix64(seed ^ mix64(uid ^ mix64(r as u64))) & 1 == 1;
         let plus = dist2 > 0 || (dist2 == 0 && coin());
         let partition = u8::from(cur > dest);
         (hp + 2 * d as Port + if plus { 1 } else { 2 }, partition as u16)
     }
-
 }
 
 /// Route class meaning "any VC" (ejection under [`BookSimTorus`]).
