@@ -471,12 +471,7 @@ impl<'a> RouterCtx<'a> {
             let local = (ip - ip_lo) as u32;
             let dist = rr_distance(local, self.sa_out_ptr[op], n_in);
             let key = self.priority(self.front(b).packet, dist);
-            if self.best_ip[op] == NONE {
-                self.touched.push(op as u32);
-            }
-            if key < self.best_key[op] {
-                self.best_key[op] = key;
-                self.best_ip[op] = ip as u32;
+            if self.request_output(op, ip, key) {
                 self.best_vc[op] = vc;
             }
         }
@@ -654,13 +649,7 @@ impl<'a> RouterCtx<'a> {
             let dist = rr_distance((ip - ip_lo) as u32, self.sa_out_ptr[op], n_in);
             let b = ip * v + vc as usize;
             let key = self.priority(self.front(b).packet, dist);
-            if self.best_ip[op] == NONE {
-                self.touched.push(op as u32);
-            }
-            if key < self.best_key[op] {
-                self.best_key[op] = key;
-                self.best_ip[op] = ip as u32;
-            }
+            self.request_output(op, ip, key);
         }
         // Accept.
         let mut accepted_ips = std::mem::take(&mut self.accepted_ips);
@@ -711,6 +700,22 @@ impl<'a> RouterCtx<'a> {
         }
         self.accepted_ips = accepted_ips;
         self.sa_reqs = reqs;
+    }
+
+    /// Input `ip` asks output `op` with priority `key` (lower wins); true if it leads so far.
+    /// The output's first request this step puts it on the `touched` list to be reset.
+    #[inline]
+    fn request_output(&mut self, op: usize, ip: usize, key: u64) -> bool {
+        if self.best_ip[op] == NONE {
+            self.touched.push(op as u32);
+        }
+        if key < self.best_key[op] {
+            self.best_key[op] = key;
+            self.best_ip[op] = ip as u32;
+            true
+        } else {
+            false
+        }
     }
 
     /// Whether input VC `b` has a flit that may cross the switch now: allocated, arrived,
