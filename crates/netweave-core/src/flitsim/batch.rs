@@ -298,6 +298,18 @@ pub fn run_batch(
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<BatchResult> {
     schedule.check_fits(topo)?;
+    batch_on(&mut super::new_sim(topo, routes, cfg)?, schedule, flits_of, progress)
+}
+
+/// [`run_batch`] on a simulator already built (and perhaps [distributed](Sim::distribute)).
+pub(crate) fn batch_on(
+    sim: &mut Sim,
+    schedule: &Schedule,
+    flits_of: &dyn Fn(u64) -> u32,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<BatchResult> {
+    let (topo, cfg) = (sim.topo, sim.cfg.clone());
+    schedule.check_fits(topo)?;
     let hosts = topo.num_hosts();
     let placement = schedule.placement();
     let num_phases = schedule.num_phases().max(1);
@@ -326,7 +338,7 @@ pub fn run_batch(
         current_phase += 1;
     }
     let phases = PhaseState { num_phases, recv_left, phase_left, current_phase };
-    drive(topo, routes, cfg, msgs, &per_host, phases, (Csr::default(), Csr::default()), progress)
+    drive(sim, msgs, &per_host, phases, (Csr::default(), Csr::default()), progress)
 }
 
 /// Run the task graph `graph` to completion (see the [module docs](self)); the result also
@@ -343,6 +355,18 @@ pub fn run_dag(
     flits_of: &dyn Fn(u64) -> u32,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<BatchResult> {
+    graph.check_fits(topo)?;
+    dag_on(&mut super::new_sim(topo, routes, cfg)?, graph, flits_of, progress)
+}
+
+/// [`run_dag`] on a simulator already built (and perhaps [distributed](Sim::distribute)).
+pub(crate) fn dag_on(
+    sim: &mut Sim,
+    graph: &TaskGraph,
+    flits_of: &dyn Fn(u64) -> u32,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<BatchResult> {
+    let (topo, cfg) = (sim.topo, sim.cfg.clone());
     graph.check_fits(topo)?;
     if cfg.batch_sync != BatchSync::None {
         return crate::invalid!("a task graph carries its own order: batch_sync must be none for a DAG run");
@@ -382,8 +406,7 @@ pub fn run_dag(
         msgs.push(msg);
     }
     let phases = PhaseState { num_phases: 1, recv_left: Vec::new(), phase_left: vec![0], current_phase: 1 };
-    let mut r =
-        drive(topo, routes, cfg, msgs, &per_host, phases, (Csr::of(&after_sent), Csr::of(&after_arrival)), progress)?;
+    let mut r = drive(sim, msgs, &per_host, phases, (Csr::of(&after_sent), Csr::of(&after_arrival)), progress)?;
     r.messages = tasks.len() as u64;
     Ok(r)
 }
@@ -397,19 +420,16 @@ struct PhaseState {
 }
 
 /// Simulate `msgs` (queued per sending host in `per_host` order) until all have completed.
-#[allow(clippy::too_many_arguments)]
 fn drive(
-    topo: &Topology,
-    routes: &RoutingTable,
-    cfg: &SimConfig,
+    sim: &mut Sim,
     msgs: Vec<Msg>,
     per_host: &[Vec<u32>],
     phases: PhaseState,
     (after_sent, after_arrival): (Csr, Csr),
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<BatchResult> {
-    let mut sim = super::new_sim(topo, routes, cfg)?;
-    let hosts = topo.num_hosts();
+    let cfg = &sim.cfg.clone();
+    let hosts = sim.topo.num_hosts();
     let total_flits: u64 = msgs.iter().map(|m| m.flits as u64).sum();
     let track_tasks = !after_sent.base.is_empty();
     let host_lists = Csr::of(per_host);
@@ -445,10 +465,10 @@ fn drive(
         if sim.now % 10_000 == 0 {
             progress(sim.now);
         }
-        if sim.flits_in_network == 0 && sim.now - sim.last_progress > cfg.deadlock_cycles as u64 {
+        if let Some(cycle) = sim.watchdog_fired().filter(|_| sim.flits_in_network == 0) {
             return Err(NetweaveError::Schedule(format!(
-                "batch stalled at cycle {}: {} messages can never start (their sync condition is never met)",
-                sim.now, w.remaining
+                "batch stalled at cycle {cycle}: {} messages can never start (their sync condition is never met)",
+                w.remaining
             )));
         }
         if sim.now >= cfg.max_cycles {

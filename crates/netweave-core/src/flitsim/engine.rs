@@ -34,7 +34,8 @@ use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use super::config::{Arbitration, SimConfig, SwAllocator, Switching};
-use super::router::{step_routers, Fixed, Pool, RouterState, Shared, Worker};
+use super::partition::{self, Broadcast, Exchange, Mail, PartitionReport};
+use super::router::{step_routers, Fixed, Outbox, Pool, RouterState, Shared, Worker};
 use crate::error::{NetweaveError, Result};
 use crate::routing::RoutingTable;
 use crate::topology::structure::LatticeShape;
@@ -109,7 +110,7 @@ pub(crate) struct Fabric {
     pub buf: usize,
     pub ch_dst_router: Vec<u32>,
     ch_dst_host: Vec<u32>,
-    ch_src_router: Vec<u32>,
+    pub ch_src_router: Vec<u32>,
     ch_src_host: Vec<u32>,
     pub ch_lat: Vec<u32>,
     /// Global input-port id at the receiving router ([`NONE`] for ejection channels).
@@ -445,6 +446,21 @@ pub(crate) struct Sim<'a> {
     pub(crate) booksim_torus: Option<BookSimTorus>,
     /// One VC per destination host (`vc_per_destination`).
     per_destination: bool,
+    /// This process's share of a run split over ranks ([`partition`]), if it is one.
+    dist: Option<Dist>,
+}
+
+/// A rank's side of a partitioned run: whose routers are whose, and the mail not yet sent.
+struct Dist {
+    link: Box<dyn Exchange>,
+    me: u32,
+    rank_of: Vec<u32>,
+    lookahead: u64,
+    /// Effects of cycles before this one have been exchanged.
+    synced_to: u64,
+    mail: Vec<Mail>,
+    all: Broadcast,
+    report: PartitionReport,
 }
 
 /// `(local − ptr) mod n`, the round-robin distance of `local` from pointer `ptr`, without a
@@ -561,6 +577,7 @@ impl<'a> Sim<'a> {
             hold: cfg.hold_switch_for_packet,
             booksim_torus: None,
             per_destination: cfg.vc_per_destination,
+            dist: None,
             rng: ChaCha8Rng::seed_from_u64(cfg.seed),
             now: 0,
             fab,
@@ -614,6 +631,11 @@ impl<'a> Sim<'a> {
     /// Number of injection port slots of `host`.
     pub fn host_slots(&self, host: usize) -> std::ops::Range<usize> {
         self.fab.host_inj_base[host] as usize..self.fab.host_inj_base[host + 1] as usize
+    }
+
+    /// Whether this process steps router `r` (every router in a one-process run).
+    fn owns(&self, r: u32) -> bool {
+        self.dist.as_ref().map_or(true, |d| d.rank_of[r as usize] == d.me)
     }
 
     fn activate(&mut self, r: u32) {
@@ -671,6 +693,9 @@ impl<'a> Sim<'a> {
             self.moved = 0;
         }
         self.now = now + 1;
+        if self.dist.as_ref().is_some_and(|d| self.now - d.synced_to >= d.lookahead) {
+            self.exchange();
+        }
     }
 
     /// Every router holding flits takes its step, each worker its share on its own thread;
@@ -736,24 +761,17 @@ impl<'a> Sim<'a> {
             None => step_routers(&fixed, state, &mut self.workers[0], now),
         }
         let mut workers = std::mem::take(&mut self.workers);
+        let mut dist = self.dist.take();
         let mut error: Option<(usize, NetweaveError)> = None;
         for w in &mut workers {
             let out = &mut w.out;
-            for &(ovc, flit) in &out.pushes {
-                self.push_flit(ovc as usize, flit);
-            }
-            for &(ovc, at) in &out.credits {
-                self.credit_wheel[(at & self.wheel_mask) as usize].push(ovc);
-            }
-            for &(at, packet, hops) in &out.deliveries {
-                self.delivery_wheel[(at & self.wheel_mask) as usize].push((packet, hops));
+            match dist.as_mut() {
+                None => self.apply_outbox(out),
+                Some(d) => self.apply_or_mail(out, d, now),
             }
             for &r in &out.busy {
                 self.activate(r);
             }
-            self.moved += out.moved;
-            self.flits_in_network -= out.ejected;
-            self.ejected_flits += out.ejected;
             if let Some((r, e)) = out.error.take() {
                 if error.as_ref().map_or(true, |(at, _)| r < *at) {
                     error = Some((r, e));
@@ -761,8 +779,225 @@ impl<'a> Sim<'a> {
             }
         }
         self.workers = workers;
-        if let Some((_, e)) = error {
-            self.error = Some(e);
+        match (error, dist.as_mut()) {
+            (None, _) => {}
+            (Some((_, e)), None) => self.error = Some(e),
+            // Every rank must stop on the same cycle: the error waits for the exchange.
+            (Some((r, e)), Some(d)) => {
+                if d.all.error.as_ref().map_or(true, |(at, _)| (r as u32) < *at) {
+                    d.all.error = Some((r as u32, error_text(&e)));
+                }
+            }
+        }
+        self.dist = dist;
+    }
+
+    /// A worker's effects in a one-process run: everything lands here.
+    fn apply_outbox(&mut self, out: &Outbox) {
+        for &(ovc, flit) in &out.pushes {
+            self.push_flit(ovc as usize, flit);
+        }
+        for &(ovc, at) in &out.credits {
+            self.credit_wheel[(at & self.wheel_mask) as usize].push(ovc);
+        }
+        for &(at, packet, hops) in &out.deliveries {
+            self.delivery_wheel[(at & self.wheel_mask) as usize].push((packet, hops));
+        }
+        self.moved += out.moved;
+        self.flits_in_network -= out.ejected;
+        self.ejected_flits += out.ejected;
+    }
+
+    /// A worker's effects in a partitioned run: what concerns this rank's routers or the host
+    /// side lands here; flits and credits for other ranks' routers go into their mail; tails,
+    /// host credits, movement and ejections go to every rank.
+    fn apply_or_mail(&mut self, out: &Outbox, d: &mut Dist, now: u64) {
+        let v = self.fab.vcs as u32;
+        for &(ovc, flit) in &out.pushes {
+            let r = self.fab.ch_dst_router[(ovc / v) as usize];
+            match d.rank_of[r as usize] {
+                k if k == d.me => self.push_flit(ovc as usize, flit),
+                k => partition::put_push(&mut d.mail[k as usize].pushes, ovc, &flit),
+            }
+        }
+        for &(ovc, at) in &out.credits {
+            let up = self.fab.ch_src_router[(ovc / v) as usize];
+            if up == NONE {
+                partition::put_credit(&mut d.all.credits, ovc, at);
+            } else if d.rank_of[up as usize] != d.me {
+                partition::put_credit(&mut d.mail[d.rank_of[up as usize] as usize].credits, ovc, at);
+                continue;
+            }
+            self.credit_wheel[(at & self.wheel_mask) as usize].push(ovc);
+        }
+        for &(at, packet, hops) in &out.deliveries {
+            partition::put_delivery(&mut d.all.deliveries, at, packet, hops);
+            self.delivery_wheel[(at & self.wheel_mask) as usize].push((packet, hops));
+        }
+        if out.moved > 0 {
+            d.all.last_moved = now;
+        }
+        self.moved += out.moved;
+        d.all.ejected += out.ejected;
+        self.flits_in_network -= out.ejected;
+        self.ejected_flits += out.ejected;
+    }
+
+    /// Split this run over the ranks `link` connects: this process steps only its own routers
+    /// and swaps effects with the others every `lookahead` cycles. Call before the first step.
+    pub fn distribute(&mut self, link: Box<dyn Exchange>) -> Result<()> {
+        let (me, ranks) = (link.rank(), link.ranks());
+        if me >= ranks {
+            return crate::invalid!("rank {me} of {ranks}: ranks are numbered from 0");
+        }
+        // Checked on every rank before the first exchange, so a refusal stops them all.
+        if ranks > self.fab.num_routers.max(1) {
+            return crate::invalid!("{ranks} ranks for {} routers: use at most one rank per router", self.fab.num_routers);
+        }
+        // Rank 0 splits and tells the others: METIS's random state is process-wide, so ranks
+        // that each ran it could disagree (threads as ranks do).
+        let mut link = link;
+        let rank_of = if me == 0 {
+            let rank_of = partition::partition_routers(&self.fab, ranks, self.cfg.seed)?;
+            let bytes: Vec<u8> = rank_of.iter().flat_map(|k| k.to_le_bytes()).collect();
+            link.exchange(vec![bytes; ranks])?;
+            rank_of
+        } else {
+            let got = link.exchange(vec![Vec::new(); ranks])?.swap_remove(0);
+            let rank_of: Vec<u32> = got.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())).collect();
+            if rank_of.len() != self.fab.num_routers || rank_of.iter().any(|&k| k as usize >= ranks) {
+                return crate::invalid!("rank 0 split a different network: every rank must run the same config");
+            }
+            rank_of
+        };
+        let (sw, st, cd) = (self.cfg.sw_alloc_delay as u64, self.cfg.st_final_delay as u64, self.cfg.credit_delay as u64);
+        // The soonest another rank needs a step's effect: a flit or credit over a cut channel,
+        // a credit back to a host (every rank injects), a tail's retirement (every rank counts).
+        let mut lookahead = u64::MAX;
+        let (mut cut, mut switch_channels) = (0, 0);
+        for c in 0..self.fab.num_channels() {
+            let lat = self.fab.ch_lat[c] as u64;
+            let (a, b) = (self.fab.ch_src_router[c], self.fab.ch_dst_router[c]);
+            if a != NONE && b != NONE {
+                switch_channels += 1;
+                if rank_of[a as usize] != rank_of[b as usize] {
+                    cut += 1;
+                    lookahead = lookahead.min(sw + st + lat).min(cd + lat);
+                }
+            } else if a == NONE {
+                lookahead = lookahead.min(cd + lat);
+            } else {
+                lookahead = lookahead.min(sw + st + lat + 1);
+            }
+        }
+        let lookahead = lookahead.clamp(1, self.wheel_mask);
+        let mut routers = vec![0; ranks];
+        for &k in &rank_of {
+            routers[k as usize] += 1;
+        }
+        let own: Vec<usize> = (0..self.fab.num_routers).filter(|&r| rank_of[r] == me as u32).collect();
+        let threads = self.cfg.worker_threads().min(own.len().max(1));
+        for (i, &r) in own.iter().enumerate() {
+            self.part_of[r] = (i * threads / own.len()) as u32;
+        }
+        self.pool = None;
+        self.workers = (0..threads).map(|_| Worker::default()).collect();
+        self.pool = (threads > 1).then(|| Pool::new(threads - 1));
+        self.dist = Some(Dist {
+            link,
+            me: me as u32,
+            rank_of,
+            lookahead,
+            synced_to: self.now,
+            mail: (0..ranks).map(|_| Mail::default()).collect(),
+            all: Broadcast { last_moved: u64::MAX, ..Broadcast::default() },
+            report: PartitionReport {
+                ranks,
+                routers,
+                cut_channels: cut,
+                switch_channels,
+                lookahead,
+                exchanges: 0,
+                bytes_sent: 0,
+            },
+        });
+        Ok(())
+    }
+
+    /// The partition and mail figures of a partitioned run (None for a one-process run).
+    pub fn partition_report(&self) -> Option<PartitionReport> {
+        self.dist.as_ref().map(|d| d.report.clone())
+    }
+
+    /// Bring every rank's effects up to now, so the flit counters are the whole run's; a
+    /// collective in a partitioned run (every rank calls it on the same cycle), nothing otherwise.
+    pub fn sync(&mut self) {
+        if self.dist.as_ref().is_some_and(|d| d.synced_to < self.now) {
+            self.exchange();
+        }
+    }
+
+    /// Swap the window's mail with every rank and apply what came in.
+    fn exchange(&mut self) {
+        let Some(mut d) = self.dist.take() else { return };
+        let me = d.me as usize;
+        let letters: Vec<Vec<u8>> = (0..d.mail.len())
+            .map(|k| if k == me { Vec::new() } else { partition::seal(&d.all, &d.mail[k]) })
+            .collect();
+        d.report.exchanges += 1;
+        d.report.bytes_sent += letters.iter().map(|l| l.len() as u64).sum::<u64>();
+        let mut first_error = d.all.error.take();
+        for m in &mut d.mail {
+            m.pushes.clear();
+            m.credits.clear();
+        }
+        d.all.deliveries.clear();
+        d.all.credits.clear();
+        d.all.last_moved = u64::MAX;
+        d.all.ejected = 0;
+        match d.link.exchange(letters) {
+            Err(e) => self.error = self.error.take().or(Some(e)),
+            Ok(got) => {
+                for (k, bytes) in got.iter().enumerate().filter(|&(k, _)| k != me) {
+                    match partition::open(bytes, k) {
+                        Err(e) => self.error = self.error.take().or(Some(e)),
+                        Ok(letter) => {
+                            self.take_letter(&letter);
+                            if let Some((r, text)) = letter.error {
+                                if first_error.as_ref().map_or(true, |(at, _)| r < *at) {
+                                    first_error = Some((r, text));
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        if let Some((_, text)) = first_error {
+            self.error = self.error.take().or(Some(NetweaveError::Routing(text)));
+        }
+        d.synced_to = self.now;
+        self.dist = Some(d);
+    }
+
+    /// Apply another rank's letter: its flits, credits, tails and counters.
+    fn take_letter(&mut self, l: &partition::Letter) {
+        if l.last_moved != u64::MAX {
+            self.last_progress = self.last_progress.max(l.last_moved);
+        }
+        self.flits_in_network -= l.ejected;
+        self.ejected_flits += l.ejected;
+        for r in l.deliveries.chunks_exact(partition::DELIVERY_BYTES) {
+            let (at, packet, hops) = partition::read_delivery(r);
+            self.delivery_wheel[(at & self.wheel_mask) as usize].push((packet, hops));
+        }
+        for r in l.credits.chunks_exact(partition::CREDIT_BYTES).chain(l.own_credits.chunks_exact(partition::CREDIT_BYTES)) {
+            let (ovc, at) = partition::read_credit(r);
+            self.credit_wheel[(at & self.wheel_mask) as usize].push(ovc);
+        }
+        for r in l.pushes.chunks_exact(partition::PUSH_BYTES) {
+            let (ovc, flit) = partition::read_push(r);
+            self.push_flit(ovc as usize, flit);
         }
     }
 
@@ -826,7 +1061,10 @@ impl<'a> Sim<'a> {
                     self.packets[p as usize].itime = now;
                 }
                 let arrive = (now + self.fab.ch_lat[ch] as u64) as u32;
-                self.push_flit(ovc, Flit { arrive, packet: p, seq, hops: 0, class: 0 });
+                // Every rank injects alike; the flit lands only where its router is stepped.
+                if self.owns(self.fab.ch_dst_router[ch]) {
+                    self.push_flit(ovc, Flit { arrive, packet: p, seq, hops: 0, class: 0 });
+                }
                 self.flits_in_network += 1;
                 self.moved += 1;
                 if seq + 1 == pk.size {
@@ -840,43 +1078,79 @@ impl<'a> Sim<'a> {
         }
     }
 
-    /// One line naming the blocked channels (for the deadlock report).
-    pub fn blocked_channels(&self, limit: usize) -> (usize, String) {
+    /// Blocked input VCs — switch-to-switch channels first (they show the cycle; host links
+    /// only back up), then by VC — as (order, text), the first `limit`, and how many there are.
+    fn blocked_here(&self, limit: usize) -> (usize, Vec<(u64, String)>) {
         let v = self.fab.vcs;
-        let mut parts = Vec::new();
-        let mut count = 0;
-        // Switch-to-switch channels first: they show the cycle; host links only back up.
         let chan = |b: usize| self.fab.ip_chan[b / v] as usize;
-        let switch_first = (0..self.len.len())
-            .filter(|&b| self.fab.ch_src_router[chan(b)] != NONE)
-            .chain((0..self.len.len()).filter(|&b| self.fab.ch_src_router[chan(b)] == NONE));
-        for b in switch_first {
-            if self.len[b] == 0 {
-                continue;
-            }
-            count += 1;
-            if parts.len() < limit {
-                let ch = self.fab.ch_topo[chan(b)];
-                let (a, z) = self.topo.channel_ends(ch);
-                parts.push(format!(
+        let mut found: Vec<(u64, usize)> = (0..self.len.len())
+            .filter(|&b| self.len[b] > 0)
+            .map(|b| ((u64::from(self.fab.ch_src_router[chan(b)] == NONE) << 63) | b as u64, b))
+            .collect();
+        let count = found.len();
+        found.sort_unstable();
+        found.truncate(limit);
+        let parts = found
+            .into_iter()
+            .map(|(order, b)| {
+                let (a, z) = self.topo.channel_ends(self.fab.ch_topo[chan(b)]);
+                let text = format!(
                     "{}->{} vc {} ({} flits)",
                     self.topo.label(a.node),
                     self.topo.label(z.node),
                     b % v,
                     self.len[b]
-                ));
+                );
+                (order, text)
+            })
+            .collect();
+        (count, parts)
+    }
+
+    /// One line naming the blocked channels (for the deadlock report); in a partitioned run a
+    /// collective that gathers every rank's.
+    pub fn blocked_channels(&mut self, limit: usize) -> Result<(usize, String)> {
+        let (mut count, mut parts) = self.blocked_here(limit);
+        if let Some(d) = self.dist.as_mut() {
+            let mut mine = (count as u64).to_le_bytes().to_vec();
+            for (order, text) in &parts {
+                mine.extend_from_slice(&order.to_le_bytes());
+                mine.extend_from_slice(&(text.len() as u32).to_le_bytes());
+                mine.extend_from_slice(text.as_bytes());
             }
+            let ranks = d.mail.len();
+            for (k, theirs) in d.link.exchange(vec![mine; ranks])?.into_iter().enumerate() {
+                if k != d.me as usize {
+                    let (c, p) = read_blocked(&theirs)
+                        .ok_or_else(|| NetweaveError::InvalidParameter(format!("malformed deadlock report from rank {k}")))?;
+                    count += c;
+                    parts.extend(p);
+                }
+            }
+            parts.sort();
+            parts.truncate(limit);
         }
-        (count, parts.join(", "))
+        Ok((count, parts.into_iter().map(|(_, t)| t).collect::<Vec<_>>().join(", ")))
+    }
+
+    /// The cycle the watchdog fired at — `deadlock_cycles` after the last flit moved — once
+    /// that is known: every cycle in a one-process run, at exchanges in a partitioned one
+    /// (where nothing moving since means nothing changed, so the verdict is the same).
+    pub fn watchdog_fired(&self) -> Option<u64> {
+        if self.dist.as_ref().is_some_and(|d| d.synced_to < self.now) {
+            return None;
+        }
+        let limit = self.cfg.deadlock_cycles as u64;
+        (self.now - self.last_progress > limit).then_some(self.last_progress + limit + 1)
     }
 
     /// Check the watchdog; an error if nothing moved for `deadlock_cycles` with flits in flight.
-    pub fn check_deadlock(&self) -> Result<()> {
-        if self.flits_in_network > 0 && self.now - self.last_progress > self.cfg.deadlock_cycles as u64 {
-            let (count, list) = self.blocked_channels(6);
+    pub fn check_deadlock(&mut self) -> Result<()> {
+        if let Some(cycle) = self.watchdog_fired().filter(|_| self.flits_in_network > 0) {
+            let (count, list) = self.blocked_channels(6)?;
             return Err(NetweaveError::Routing(format!(
-                "deadlock: no flit moved for {} cycles (cycle {}) with {} flits in flight; {count} blocked VCs: {list}",
-                self.cfg.deadlock_cycles, self.now, self.flits_in_network
+                "deadlock: no flit moved for {} cycles (cycle {cycle}) with {} flits in flight; {count} blocked VCs: {list}",
+                self.cfg.deadlock_cycles, self.flits_in_network
             )));
         }
         Ok(())
@@ -889,6 +1163,27 @@ impl<'a> Sim<'a> {
             None => Ok(()),
         }
     }
+}
+
+/// The text of a router error, to be raised again on every rank.
+fn error_text(e: &NetweaveError) -> String {
+    match e {
+        NetweaveError::Routing(text) => text.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// A rank's blocked-VC report: its count, then (order, text) entries.
+fn read_blocked(b: &[u8]) -> Option<(usize, Vec<(u64, String)>)> {
+    let count = u64::from_le_bytes(b.get(..8)?.try_into().ok()?) as usize;
+    let (mut at, mut parts) = (8, Vec::new());
+    while at < b.len() {
+        let order = u64::from_le_bytes(b.get(at..at + 8)?.try_into().ok()?);
+        let len = u32::from_le_bytes(b.get(at + 8..at + 12)?.try_into().ok()?) as usize;
+        parts.push((order, String::from_utf8_lossy(b.get(at + 12..at + 12 + len)?).into_owned()));
+        at += 12 + len;
+    }
+    Some((count, parts))
 }
 
 /// SplitMix64's finaliser: a well-mixed 64-bit hash of `z`.

@@ -34,18 +34,21 @@ use crate::error::{NetweaveError, Result};
 use crate::routing::RoutingTable;
 use crate::topology::structure::LatticeShape;
 use crate::topology::Topology;
+use crate::traffic::dag::TaskGraph;
 use crate::traffic::{Message, Schedule};
 
 pub mod batch;
 pub mod config;
 pub mod engine;
 pub mod open_loop;
+pub mod partition;
 mod router;
 
 use crate::traffic::synthetic::{self, SyntheticPattern};
 pub use batch::{run_batch, BatchResult};
 pub use config::{Arbitration, BatchSync, SimConfig, SimType, SwAllocator, Switching};
 pub use open_loop::{run_open_loop, LatencyStats, OpenLoopResult};
+pub use partition::{Exchange, PartitionReport};
 
 /// Result of [`simulate`]: open-loop statistics or a batch completion.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -112,6 +115,15 @@ pub fn schedule_of(topo: &Topology, cfg: &SimConfig) -> Result<Schedule> {
     }
 }
 
+/// What a run simulates: the config's own workload (open loop, or its batch schedule), a
+/// given schedule, or a task graph (batch runs; bytes count flits).
+#[derive(Clone, Copy)]
+pub enum Job<'w> {
+    Config,
+    Schedule(&'w Schedule),
+    Dag(&'w TaskGraph),
+}
+
 /// Run what `cfg.sim_type` asks for. Batch runs use `schedule`, or the config's built-in one;
 /// a schedule's `bytes` count flits.
 pub fn simulate(
@@ -122,22 +134,63 @@ pub fn simulate(
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<SimResult> {
     cfg.validate()?;
-    match cfg.sim_type {
-        SimType::Batch => {
-            let built;
-            let s = match schedule {
-                Some(s) => s,
-                None => {
-                    built = schedule_of(topo, cfg)?;
-                    &built
-                }
-            };
-            let flits_of = |b: u64| b.min(u32::MAX as u64) as u32;
-            Ok(SimResult::Batch(run_batch(topo, routes, cfg, s, &flits_of, progress)?))
+    let job = schedule.map_or(Job::Config, Job::Schedule);
+    run_job(&mut new_sim(topo, routes, cfg)?, job, progress)
+}
+
+/// [`simulate`] split over the ranks `link` connects ([`partition`]): every rank calls it with
+/// the same arguments, steps its share of the routers, and returns the whole run's result —
+/// bit for bit [`simulate`]'s, whatever the number of ranks — with its partition report.
+///
+/// ```
+/// use netweave_core::flitsim::{partition::local_group, simulate, simulate_partitioned, Job, SimConfig};
+/// use netweave_core::scenario::build_network;
+/// let mut cfg = SimConfig::default();
+/// for (k, v) in [("k", "4"), ("injection_rate", "0.05"), ("sample_period", "200"), ("threads", "1")] {
+///     cfg.set(k, v).unwrap();
+/// }
+/// let (topo, routes) = build_network(&cfg).unwrap();
+/// let whole = simulate(&topo, &routes, &cfg, None, &|_| {}).unwrap();
+/// let runs: Vec<_> = std::thread::scope(|s| {
+///     let ranks: Vec<_> = local_group(2).into_iter().map(|link| {
+///         let (topo, routes, cfg) = (&topo, &routes, &cfg);
+///         s.spawn(move || simulate_partitioned(topo, routes, cfg, Job::Config, Box::new(link), &|_| {}).unwrap())
+///     }).collect();
+///     ranks.into_iter().map(|r| r.join().unwrap()).collect()
+/// });
+/// assert!(runs.iter().all(|(result, _)| *result == whole));
+/// assert_eq!(runs[0].1.ranks, 2);
+/// ```
+pub fn simulate_partitioned(
+    topo: &Topology,
+    routes: &RoutingTable,
+    cfg: &SimConfig,
+    job: Job,
+    link: Box<dyn Exchange>,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<(SimResult, PartitionReport)> {
+    cfg.validate()?;
+    let mut sim = new_sim(topo, routes, cfg)?;
+    sim.distribute(link)?;
+    let result = run_job(&mut sim, job, progress)?;
+    Ok((result, sim.partition_report().expect("a distributed run has a report")))
+}
+
+/// The run `job` on a built simulator.
+fn run_job(sim: &mut engine::Sim, job: Job, progress: &(dyn Fn(u64) + Sync)) -> Result<SimResult> {
+    let flits_of = |b: u64| b.min(u32::MAX as u64) as u32;
+    let cfg = sim.cfg.clone();
+    match (job, cfg.sim_type) {
+        (Job::Dag(graph), SimType::Batch) => Ok(SimResult::Batch(batch::dag_on(sim, graph, &flits_of, progress)?)),
+        (Job::Dag(_), _) => crate::invalid!("a task graph runs in batch mode: set sim_type = \"batch\""),
+        (Job::Schedule(s), SimType::Batch) => Ok(SimResult::Batch(batch::batch_on(sim, s, &flits_of, progress)?)),
+        (Job::Config, SimType::Batch) => {
+            let s = schedule_of(sim.topo, &cfg)?;
+            Ok(SimResult::Batch(batch::batch_on(sim, &s, &flits_of, progress)?))
         }
         _ => {
-            let p = pattern_of(topo, cfg)?;
-            Ok(SimResult::OpenLoop(run_open_loop(topo, routes, cfg, &p, progress)?))
+            let p = pattern_of(sim.topo, &cfg)?;
+            Ok(SimResult::OpenLoop(open_loop::open_loop_on(sim, &p, progress)?))
         }
     }
 }

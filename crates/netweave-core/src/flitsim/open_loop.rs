@@ -182,8 +182,17 @@ pub fn run_open_loop(
     pattern: &SyntheticPattern,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<OpenLoopResult> {
-    let mut sim = super::new_sim(topo, routes, cfg)?;
-    let n = topo.num_hosts();
+    open_loop_on(&mut super::new_sim(topo, routes, cfg)?, pattern, progress)
+}
+
+/// [`run_open_loop`] on a simulator already built (and perhaps [distributed](Sim::distribute)).
+pub(crate) fn open_loop_on(
+    sim: &mut Sim,
+    pattern: &SyntheticPattern,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<OpenLoopResult> {
+    let cfg = &sim.cfg.clone();
+    let n = sim.topo.num_hosts();
     let rate = cfg.packet_rate();
     let mut w = OpenLoop {
         pattern: pattern.clone(),
@@ -228,6 +237,8 @@ pub fn run_open_loop(
             sim.take_error()?;
             sim.check_deadlock()?;
         }
+        // The statistics read below must count every rank's ejections.
+        sim.sync();
         progress(sim.now);
         let cur_latency = w.plat.stats().avg;
         let accepted = (sim.ejected_flits - w.flits_at_reset) as f64 / (sim.now - reset_time) as f64 / n as f64;
@@ -292,7 +303,7 @@ pub fn run_open_loop(
         saturated = true;
     }
     if saturated {
-        deadlock_or_saturation(&mut sim, &mut w)?;
+        deadlock_or_saturation(sim, &mut w)?;
     }
     let hops = w.hops.stats().avg;
     Ok(OpenLoopResult {
@@ -317,6 +328,7 @@ pub fn run_open_loop(
 fn deadlock_or_saturation(sim: &mut Sim, w: &mut OpenLoop) -> Result<()> {
     let mark = sim.now;
     loop {
+        sim.sync();
         if sim.flits_in_network == 0 || sim.last_progress >= mark {
             return Ok(());
         }

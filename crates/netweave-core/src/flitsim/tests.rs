@@ -310,8 +310,34 @@ fn one_vc_per_destination_keeps_every_destination_apart() {
     }
 }
 
-/// Every result field of `cfg` on `topo`/`routes` with 1, 2 and 3 threads: they must be equal.
-fn same_with_any_thread_count(topo: &Topology, routes: &RoutingTable, base: &SimConfig, label: &str) {
+/// `cfg` on `topo`/`routes` split over `ranks` thread-ranks: every rank's result, with the
+/// partition report of rank 0, or the first error.
+fn run_split(
+    topo: &Topology,
+    routes: &RoutingTable,
+    c: &SimConfig,
+    ranks: usize,
+) -> crate::error::Result<(Vec<SimResult>, PartitionReport)> {
+    let runs: Vec<_> = std::thread::scope(|s| {
+        let handles: Vec<_> = partition::local_group(ranks)
+            .into_iter()
+            .map(|link| s.spawn(move || simulate_partitioned(topo, routes, c, Job::Config, Box::new(link), &|_| {})))
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let mut results = Vec::new();
+    let mut report = None;
+    for run in runs {
+        let (r, rep) = run?;
+        results.push(r);
+        report.get_or_insert(rep);
+    }
+    Ok((results, report.unwrap()))
+}
+
+/// Every result field of `cfg` on `topo`/`routes` with 1, 2 and 3 threads, and split over 2
+/// and 3 ranks: they must be equal.
+fn same_with_any_split(topo: &Topology, routes: &RoutingTable, base: &SimConfig, label: &str) {
     let run = |threads: &str| {
         let mut c = base.clone();
         c.set("threads", threads).unwrap();
@@ -321,10 +347,17 @@ fn same_with_any_thread_count(topo: &Topology, routes: &RoutingTable, base: &Sim
     for threads in ["2", "3"] {
         assert_eq!(run(threads), one, "{label}: {threads} threads differ from one");
     }
+    for ranks in [2, 3] {
+        let (results, report) = run_split(topo, routes, base, ranks).unwrap_or_else(|e| panic!("{label}, {ranks} ranks: {e}"));
+        assert!(report.cut_channels > 0 && report.exchanges > 0, "{label}: {report:?}");
+        for (k, r) in results.iter().enumerate() {
+            assert_eq!(*r, one, "{label}: rank {k} of {ranks} differs from the one-process run");
+        }
+    }
 }
 
 #[test]
-fn threads_do_not_change_results() {
+fn threads_and_ranks_do_not_change_results() {
     use crate::routing::{route, Engine, RouteOptions};
     use crate::topology::dragonfly::{dragonfly, GlobalArrangement};
     use crate::topology::fat_tree::k_ary_n_tree;
@@ -345,7 +378,7 @@ fn threads_do_not_change_results() {
         let shape = [("topology", family), ("k", "6"), ("n", "2"), ("num_vcs", "2")];
         let c = if mode == "open" { open(&shape) } else { batch(&shape) };
         let (t, r) = build_network(&c).unwrap();
-        same_with_any_thread_count(&t, &r, &c, &format!("{family} {mode}"));
+        same_with_any_split(&t, &r, &c, &format!("{family} {mode}"));
     }
     // A fat-tree with d-mod-k and a dragonfly with Nue.
     let ft = k_ary_n_tree(4, 2).unwrap();
@@ -354,7 +387,96 @@ fn threads_do_not_change_results() {
     let df_routes = route(&df, Engine::Nue, &RouteOptions { max_vcs: 4, ..RouteOptions::default() }).unwrap();
     for (t, r, name) in [(&ft, &ft_routes, "fat-tree dmodk"), (&df, &df_routes, "dragonfly nue")] {
         let vcs = r.vc_policy().num_vcs.max(1).to_string();
-        same_with_any_thread_count(t, r, &open(&[("num_vcs", &vcs)]), &format!("{name} open"));
-        same_with_any_thread_count(t, r, &batch(&[("num_vcs", &vcs)]), &format!("{name} batch"));
+        same_with_any_split(t, r, &open(&[("num_vcs", &vcs)]), &format!("{name} open"));
+        same_with_any_split(t, r, &batch(&[("num_vcs", &vcs)]), &format!("{name} batch"));
     }
+}
+
+#[test]
+fn ranks_run_windows_as_long_as_the_links_allow() {
+    // Long links and a credit delay give a lookahead of 3 cycles (a credit back to a host:
+    // 1 + 2); the ranks swap mail every third cycle and still agree with the one-process run.
+    for mode in ["latency", "batch"] {
+        let c = cfg(&[
+            ("topology", "mesh"),
+            ("k", "5"),
+            ("n", "2"),
+            ("channel_latency", "4"),
+            ("host_channel_latency", "2"),
+            ("credit_delay", "1"),
+            ("injection_rate", "0.04"),
+            ("packet_size", "4"),
+            ("sample_period", "300"),
+            ("max_samples", "4"),
+            ("sim_type", mode),
+            ("message_flits", "9"),
+        ]);
+        let (t, r) = build_network(&c).unwrap();
+        let one = simulate(&t, &r, &c, None, &|_| {}).unwrap();
+        let (results, report) = run_split(&t, &r, &c, 3).unwrap();
+        assert_eq!(report.lookahead, 3, "{mode}");
+        let cycles = match &one {
+            SimResult::OpenLoop(o) => o.cycles,
+            SimResult::Batch(b) => b.completion_cycles,
+        };
+        // One exchange per window, plus the syncs at sample ends and the drain.
+        assert!(report.exchanges >= cycles / 3 && report.exchanges < cycles / 2, "{mode}: {report:?} over {cycles}");
+        assert!(results.iter().all(|x| *x == one), "{mode}");
+    }
+}
+
+#[test]
+fn a_deadlock_split_over_ranks_is_reported_as_in_one_process() {
+    // A torus on minhop with one VC far past saturation deadlocks; every rank stops with the
+    // one-process run's message, the same cycle and the same blocked channels.
+    let c = cfg(&[
+        ("topology", "torus"),
+        ("k", "4"),
+        ("n", "2"),
+        ("num_vcs", "1"),
+        ("routing_function", "minhop"),
+        ("packet_size", "8"),
+        ("vc_buf_size", "4"),
+        ("injection_rate", "0.4"),
+        ("deadlock_cycles", "300"),
+    ]);
+    let (t, r) = build_network(&c).unwrap();
+    let one = simulate(&t, &r, &c, None, &|_| {}).unwrap_err().to_string();
+    assert!(one.contains("deadlock") && one.contains("blocked VCs"), "{one}");
+    for ranks in [2, 3] {
+        let runs: Vec<_> = std::thread::scope(|s| {
+            let handles: Vec<_> = partition::local_group(ranks)
+                .into_iter()
+                .map(|link| {
+                    let (t, r, c) = (&t, &r, &c);
+                    s.spawn(move || simulate_partitioned(t, r, c, Job::Config, Box::new(link), &|_| {}))
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        for run in runs {
+            assert_eq!(run.unwrap_err().to_string(), one, "{ranks} ranks");
+        }
+    }
+}
+
+#[test]
+fn a_rank_that_leaves_stops_the_others_with_its_name() {
+    let c = cfg(&[("k", "4"), ("injection_rate", "0.05"), ("sample_period", "200")]);
+    let (t, r) = build_network(&c).unwrap();
+    let mut group = partition::local_group(3);
+    drop(group.pop()); // rank 2 never runs
+    let errors: Vec<String> = std::thread::scope(|s| {
+        let handles: Vec<_> = group
+            .into_iter()
+            .map(|link| {
+                let (t, r, c) = (&t, &r, &c);
+                s.spawn(move || simulate_partitioned(t, r, c, Job::Config, Box::new(link), &|_| {}).unwrap_err().to_string())
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    // Whoever finds rank 2 gone stops, and the other then finds that one gone.
+    assert!(errors.iter().all(|e| e.contains("left the simulation")), "{errors:?}");
+    assert!(errors.iter().any(|e| e.contains("rank 2 left")), "{errors:?}");
 }

@@ -1,0 +1,292 @@
+//! One simulation over several processes (MPI ranks, or threads standing in for them): the
+//! routers are split among the ranks, each rank steps only its own, and what a step does to
+//! another rank's routers travels as mail.
+//!
+//! The split follows the threaded engine's (`router.rs`): a router step writes only its own
+//! router's state and leaves flits for downstream buffers, credits for upstream output VCs and
+//! tails for hosts in an outbox. A flit or credit crossing to another rank's router goes into
+//! that rank's mail; tails and the flit counters go to every rank. The host side — packet
+//! generation, injection, the workload and its statistics — is small beside the routers and
+//! runs on every rank alike, so every rank holds the same packets and reaches the same
+//! verdicts; credits for injection channels therefore go to every rank too.
+//!
+//! Ranks exchange mail every `lookahead` cycles (conservative synchronisation): the fewest
+//! cycles between a step and the first cycle another rank needs its effect — a flit's or
+//! credit's trip over a cut channel, a credit's trip back to a host, a tail's retirement.
+//! Effects are applied at the exchange instead of at the end of their own cycle; a flit
+//! waits in its buffer unseen until the cycle it arrives in and a credit sits on the timing
+//! wheel until it is due, so the run is bit-identical to the one-process run whatever the
+//! partition. The driver forces an exchange ([`Sim::sync`](super::engine::Sim::sync)) before
+//! reading the flit counters; the watchdog reasons back from the last known movement.
+//!
+//! ```
+//! use netweave_core::flitsim::partition::{local_group, Exchange};
+//! let mut ranks = local_group(2);
+//! let b = ranks.pop().unwrap();
+//! let peer = std::thread::spawn(move || { let mut b = b; b.exchange(vec![b"to 0".to_vec(), vec![]]).unwrap() });
+//! let got = ranks[0].exchange(vec![vec![], b"to 1".to_vec()]).unwrap();
+//! assert_eq!(got[1], b"to 0");
+//! assert_eq!(peer.join().unwrap()[0], b"to 1");
+//! ```
+
+use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
+use std::time::Duration;
+
+use super::engine::{Fabric, Flit, NONE};
+use crate::error::{NetweaveError, Result};
+
+/// How ranks swap mail: a collective every rank calls the same number of times.
+pub trait Exchange: Send {
+    /// This process's rank, `0..ranks()`.
+    fn rank(&self) -> usize;
+    fn ranks(&self) -> usize;
+    /// Send `out[k]` to rank `k` (`out[rank()]` is ignored) and return what each rank sent this
+    /// one, `[k]` from rank `k`. A rank that has gone away is an error naming it.
+    fn exchange(&mut self, out: Vec<Vec<u8>>) -> Result<Vec<Vec<u8>>>;
+}
+
+/// Ranks as threads of one process (tests, and a stand-in for MPI): one channel per ordered
+/// pair, so rounds never mix.
+pub struct LocalExchange {
+    rank: usize,
+    to: Vec<Option<Sender<Vec<u8>>>>,
+    from: Vec<Option<Receiver<Vec<u8>>>>,
+}
+
+/// `n` connected [`LocalExchange`]s, rank `k` at index `k`.
+pub fn local_group(n: usize) -> Vec<LocalExchange> {
+    let mut group: Vec<LocalExchange> = (0..n)
+        .map(|rank| LocalExchange {
+            rank,
+            to: (0..n).map(|_| None).collect(),
+            from: (0..n).map(|_| None).collect(),
+        })
+        .collect();
+    for a in 0..n {
+        for b in 0..n {
+            if a != b {
+                let (tx, rx) = channel();
+                group[a].to[b] = Some(tx);
+                group[b].from[a] = Some(rx);
+            }
+        }
+    }
+    group
+}
+
+/// How long a thread-rank waits for a peer before calling it stuck: far longer than any
+/// exchange takes, short enough that a test fails instead of hanging.
+const LOCAL_PEER_TIMEOUT: Duration = Duration::from_secs(120);
+
+impl Exchange for LocalExchange {
+    fn rank(&self) -> usize {
+        self.rank
+    }
+    fn ranks(&self) -> usize {
+        self.to.len()
+    }
+    fn exchange(&mut self, mut out: Vec<Vec<u8>>) -> Result<Vec<Vec<u8>>> {
+        let gone = |k: usize| NetweaveError::InvalidParameter(format!("rank {k} left the simulation"));
+        for (k, tx) in self.to.iter().enumerate() {
+            if let Some(tx) = tx {
+                tx.send(std::mem::take(&mut out[k])).map_err(|_| gone(k))?;
+            }
+        }
+        let mut got = vec![Vec::new(); self.ranks()];
+        for (k, rx) in self.from.iter().enumerate() {
+            if let Some(rx) = rx {
+                got[k] = rx.recv_timeout(LOCAL_PEER_TIMEOUT).map_err(|e| match e {
+                    RecvTimeoutError::Timeout => {
+                        NetweaveError::InvalidParameter(format!("rank {k} sent nothing for two minutes"))
+                    }
+                    RecvTimeoutError::Disconnected => gone(k),
+                })?;
+            }
+        }
+        Ok(got)
+    }
+}
+
+/// Rank of every router: METIS's k-way partition of the router graph (channels as edges,
+/// routers weighted by their ports), which cuts few channels; ids in blocks when METIS cannot
+/// split so small a graph. Any split gives the same results, only the mail volume differs.
+pub(crate) fn partition_routers(fab: &Fabric, ranks: usize, seed: u64) -> Result<Vec<u32>> {
+    let n = fab.num_routers;
+    if ranks == 0 {
+        return crate::invalid!("a partitioned run needs at least one rank");
+    }
+    if ranks > n.max(1) {
+        return crate::invalid!("{ranks} ranks for {n} routers: use at most one rank per router");
+    }
+    let blocks = || (0..n).map(|r| (r * ranks / n) as u32).collect::<Vec<u32>>();
+    if ranks == 1 || n < 4 * ranks {
+        return Ok(blocks());
+    }
+    let mut adj: Vec<Vec<(u32, metis::Idx)>> = vec![Vec::new(); n];
+    for c in 0..fab.num_channels() {
+        let (a, b) = (fab.ch_src_router[c], fab.ch_dst_router[c]);
+        if a == NONE || b == NONE || a == b {
+            continue;
+        }
+        // Both directions, each weighted one: a link in both ways weighs two.
+        for (u, v) in [(a, b), (b, a)] {
+            match adj[u as usize].iter_mut().find(|e| e.0 == v) {
+                Some(e) => e.1 += 1,
+                None => adj[u as usize].push((v, 1)),
+            }
+        }
+    }
+    let mut xadj: Vec<metis::Idx> = vec![0];
+    let (mut adjncy, mut adjwgt) = (Vec::new(), Vec::new());
+    for list in &mut adj {
+        list.sort_unstable();
+        for &(v, w) in list.iter() {
+            adjncy.push(v as metis::Idx);
+            adjwgt.push(w);
+        }
+        xadj.push(adjncy.len() as metis::Idx);
+    }
+    // A router's work grows with its ports (input VCs scanned, flits crossing).
+    let vwgt: Vec<metis::Idx> = (0..n).map(|r| (fab.in_base[r + 1] - fab.in_base[r]).max(1) as metis::Idx).collect();
+    let mut part = vec![0 as metis::Idx; n];
+    let split = metis::Graph::new(1, ranks as metis::Idx, &xadj, &adjncy)
+        .map(|g| g.set_vwgt(&vwgt).set_adjwgt(&adjwgt).set_option(metis::option::Seed((seed & 0x7fff_ffff) as metis::Idx)))
+        .ok()
+        .and_then(|g| g.part_kway(&mut part).ok());
+    if split.is_none() {
+        return Ok(blocks());
+    }
+    Ok(part.into_iter().map(|p| p as u32).collect())
+}
+
+/// What a rank learnt of a run's partition and mail, for the report.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct PartitionReport {
+    pub ranks: usize,
+    pub routers: Vec<usize>,
+    /// Switch-to-switch channels whose ends are on different ranks, and all of them.
+    pub cut_channels: usize,
+    pub switch_channels: usize,
+    /// Cycles between exchanges.
+    pub lookahead: u64,
+    pub exchanges: u64,
+    /// Bytes this rank sent, all exchanges together.
+    pub bytes_sent: u64,
+}
+
+/// Mail from one rank to another for one window, flat little-endian records.
+#[derive(Default)]
+pub(crate) struct Mail {
+    pub pushes: Vec<u8>,
+    pub credits: Vec<u8>,
+}
+
+/// What goes to every rank: tails, movement, ejections and the first router error.
+#[derive(Default)]
+pub(crate) struct Broadcast {
+    pub deliveries: Vec<u8>,
+    pub credits: Vec<u8>,
+    /// Last cycle one of this rank's routers moved a flit, or `u64::MAX` (none this window).
+    pub last_moved: u64,
+    pub ejected: u64,
+    pub error: Option<(u32, String)>,
+}
+
+pub(crate) const PUSH_BYTES: usize = 17;
+pub(crate) const CREDIT_BYTES: usize = 12;
+pub(crate) const DELIVERY_BYTES: usize = 14;
+
+pub(crate) fn put_push(buf: &mut Vec<u8>, ovc: u32, f: &Flit) {
+    buf.extend_from_slice(&ovc.to_le_bytes());
+    buf.extend_from_slice(&f.arrive.to_le_bytes());
+    buf.extend_from_slice(&f.packet.to_le_bytes());
+    buf.extend_from_slice(&f.seq.to_le_bytes());
+    buf.extend_from_slice(&f.hops.to_le_bytes());
+    buf.push(f.class);
+}
+
+pub(crate) fn put_credit(buf: &mut Vec<u8>, ovc: u32, at: u64) {
+    buf.extend_from_slice(&ovc.to_le_bytes());
+    buf.extend_from_slice(&at.to_le_bytes());
+}
+
+pub(crate) fn put_delivery(buf: &mut Vec<u8>, at: u64, packet: u32, hops: u16) {
+    buf.extend_from_slice(&at.to_le_bytes());
+    buf.extend_from_slice(&packet.to_le_bytes());
+    buf.extend_from_slice(&hops.to_le_bytes());
+}
+
+/// A rank's letter to one peer: its broadcast part, then the mail for that peer.
+pub(crate) fn seal(all: &Broadcast, mail: &Mail) -> Vec<u8> {
+    let mut b = Vec::with_capacity(48 + all.deliveries.len() + all.credits.len() + mail.pushes.len() + mail.credits.len());
+    b.extend_from_slice(&all.last_moved.to_le_bytes());
+    b.extend_from_slice(&all.ejected.to_le_bytes());
+    for part in [&all.deliveries, &all.credits, &mail.pushes, &mail.credits] {
+        b.extend_from_slice(&(part.len() as u32).to_le_bytes());
+        b.extend_from_slice(part);
+    }
+    match &all.error {
+        Some((router, text)) => {
+            b.extend_from_slice(&router.to_le_bytes());
+            b.extend_from_slice(text.as_bytes());
+        }
+        None => b.extend_from_slice(&NONE.to_le_bytes()),
+    }
+    b
+}
+
+/// A letter read back: the same fields, borrowed.
+pub(crate) struct Letter<'m> {
+    pub last_moved: u64,
+    pub ejected: u64,
+    pub deliveries: &'m [u8],
+    pub credits: &'m [u8],
+    pub pushes: &'m [u8],
+    pub own_credits: &'m [u8],
+    pub error: Option<(u32, String)>,
+}
+
+fn malformed(from: usize) -> NetweaveError {
+    NetweaveError::InvalidParameter(format!("malformed mail from rank {from}: ranks run different netweave builds?"))
+}
+
+pub(crate) fn open(b: &[u8], from: usize) -> Result<Letter<'_>> {
+    let mut at = 0usize;
+    let mut take = |n: usize| -> Result<&[u8]> {
+        let s = b.get(at..at + n).ok_or_else(|| malformed(from))?;
+        at += n;
+        Ok(s)
+    };
+    let last_moved = u64::from_le_bytes(take(8)?.try_into().unwrap());
+    let ejected = u64::from_le_bytes(take(8)?.try_into().unwrap());
+    let mut parts = [&b[..0]; 4];
+    for (part, record) in parts.iter_mut().zip([DELIVERY_BYTES, CREDIT_BYTES, PUSH_BYTES, CREDIT_BYTES]) {
+        let len = u32::from_le_bytes(take(4)?.try_into().unwrap()) as usize;
+        *part = take(len)?;
+        if len % record != 0 {
+            return Err(malformed(from));
+        }
+    }
+    let router = u32::from_le_bytes(take(4)?.try_into().unwrap());
+    let error = (router != NONE).then(|| (router, String::from_utf8_lossy(&b[at..]).into_owned()));
+    let [deliveries, credits, pushes, own_credits] = parts;
+    Ok(Letter { last_moved, ejected, deliveries, credits, pushes, own_credits, error })
+}
+
+pub(crate) fn read_push(r: &[u8]) -> (u32, Flit) {
+    let u32_at = |i: usize| u32::from_le_bytes(r[i..i + 4].try_into().unwrap());
+    let u16_at = |i: usize| u16::from_le_bytes(r[i..i + 2].try_into().unwrap());
+    (u32_at(0), Flit { arrive: u32_at(4), packet: u32_at(8), seq: u16_at(12), hops: u16_at(14), class: r[16] })
+}
+
+pub(crate) fn read_credit(r: &[u8]) -> (u32, u64) {
+    (u32::from_le_bytes(r[0..4].try_into().unwrap()), u64::from_le_bytes(r[4..12].try_into().unwrap()))
+}
+
+pub(crate) fn read_delivery(r: &[u8]) -> (u64, u32, u16) {
+    (
+        u64::from_le_bytes(r[0..8].try_into().unwrap()),
+        u32::from_le_bytes(r[8..12].try_into().unwrap()),
+        u16::from_le_bytes(r[12..14].try_into().unwrap()),
+    )
+}
