@@ -231,3 +231,90 @@ def test_reproduce_a2at_with_the_flit_model(tmp_path):
     e3 = {(r["topology"], r["algorithm"]): r["cycles"] for r in rows if r["experiment"] == "E3"}
     e3r = {(r["topology"], r["algorithm"]): r["cycles"] for r in rows if r["experiment"] == "E3r"}
     assert e3.keys() == e3r.keys() and all(e3r[c] <= e3[c] for c in e3)
+
+
+# The cases every process of an MPI job runs split, and this process runs whole: a torus with
+# BookSim's dim_order (coin-flip ties at k = 6), a mesh with the table's DOR, a fat-tree with
+# d-mod-k and a dragonfly with Nue, each open-loop and batch.
+SPLIT_CASES_SCRIPT = '''
+import json, sys
+from netweave import flitsim, routing, topology
+
+def cases():
+    open_loop = {"injection_rate": 0.03, "packet_size": 4, "sample_period": 300, "max_samples": 4}
+    batch = {"sim_type": "batch", "message_flits": 6, "packet_size": 3}
+    ft = topology.k_ary_n_tree(4, 2)
+    df = topology.dragonfly(4, 2, 2)
+    nets = [("torus dim_order", {"topology": "torus", "k": 6, "n": 2, "num_vcs": 2}, None),
+            ("mesh dor", {"topology": "mesh", "k": 6, "n": 2, "num_vcs": 2}, None),
+            ("fat-tree dmodk", {"num_vcs": 1}, routing.route(ft, "dmodk", vcs=1)),
+            ("dragonfly nue", {"num_vcs": 4}, routing.route(df, "nue", vcs=4))]
+    for name, net, routes in nets:
+        for mode, extra in (("open", open_loop), ("batch", batch)):
+            yield f"{name} {mode}", {**net, **extra}, routes
+
+def run(mpi):
+    out = {}
+    for label, cfg, routes in cases():
+        if mpi:
+            result, part = flitsim.simulate_mpi(cfg, routes=routes)
+            assert part["exchanges"] > 0 and sum(part["routers"]) > 0, part
+        else:
+            result = flitsim.simulate({**cfg, "threads": 1}, routes=routes)
+        out[label] = result
+    return out
+
+if __name__ == "__main__":
+    mpi = sys.argv[1] == "mpi"
+    out = run(mpi)
+    if not mpi:
+        print(json.dumps(out))
+    else:
+        from mpi4py import MPI
+        every = MPI.COMM_WORLD.gather(out, root=0)
+        if MPI.COMM_WORLD.Get_rank() == 0:
+            print(json.dumps(every))
+'''
+
+
+@needs_mpirun
+def test_a_run_split_over_mpi_ranks_is_the_one_process_run(tmp_path):
+    # Every rank of 2 and 3 returns the one-process result, field for field, for all eight cases.
+    script = tmp_path / "split.py"
+    script.write_text(SPLIT_CASES_SCRIPT)
+    whole = json.loads(subprocess.run([str(BIN / "python"), str(script), "one"], capture_output=True, text=True,
+                                      check=True, timeout=300).stdout)
+    assert len(whole) == 8 and all(r["mode"] == ("batch" if "batch" in k else "open_loop") for k, r in whole.items())
+    for ranks in (2, 3):
+        every = json.loads(_mpirun(str(BIN / "python"), str(script), "mpi", np_=ranks).stdout)
+        assert len(every) == ranks
+        for rank, out in enumerate(every):
+            for label, result in whole.items():
+                assert out[label] == result, f"{label}: rank {rank} of {ranks}"
+
+
+@needs_mpirun
+def test_cli_mpi_run_reports_its_partition_and_the_same_result(tmp_path):
+    cfg = write_config(tmp_path, 'topology = "torus"\nk = 8\nn = 2\npacket_size = 4\ninjection_rate = 0.03\n'
+                                 'sample_period = 400\n')
+    local = json.loads(run_cli("simulate", "flit", str(cfg), "--threads", "1", "--json").stdout)
+    split = json.loads(_mpirun(str(BIN / "netweave"), "simulate", "flit", str(cfg), "--mpi", "--json", np_=3).stdout)
+    assert split["result"] == local["result"]
+    part = split["partition"]
+    assert part["ranks"] == 3 and sum(part["routers"]) == 64 and min(part["routers"]) >= 20
+    # METIS cuts an 8x8 torus into three with far fewer than the 256 channels a random split cuts
+    # two thirds of.
+    assert 0 < part["cut_channels"] < 256 // 3 and part["lookahead"] == 1
+    assert part["exchanges"] >= local["result"]["cycles"] and part["bytes_sent"] > 0
+
+
+@needs_mpirun
+def test_cli_mpi_run_names_a_deadlock_on_every_rank(tmp_path):
+    cfg = write_config(tmp_path, 'topology = "torus"\nk = 4\nn = 2\nnum_vcs = 1\nrouting_function = "minhop"\n'
+                       'packet_size = 8\nvc_buf_size = 4\ninjection_rate = 0.4\n')
+    one = run_cli("simulate", "flit", str(cfg), "--json", check=False)
+    proc = subprocess.run([MPIRUN, "-n", "2", "--oversubscribe", str(BIN / "netweave"), "simulate", "flit", str(cfg),
+                           "--mpi", "--json"], capture_output=True, text=True, timeout=300, env={**os.environ, **MPI_ENV})
+    assert proc.returncode != 0 and proc.stdout == ""
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error: ")]
+    assert one.stderr.strip() in errors and "blocked VCs" in one.stderr

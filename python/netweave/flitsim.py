@@ -97,6 +97,36 @@ def simulate(
     return _core.flitsim_simulate(settings(config, overrides), routes, schedule, progress)
 
 
+def simulate_mpi(
+    config: Config,
+    overrides: Optional[Mapping[str, Any]] = None,
+    comm: Any = None,
+    routes: Optional[_core.RoutingTable] = None,
+    schedule: Optional[Union[_core.Schedule, _core.TaskGraph]] = None,
+    progress: Optional[Callable[[int], None]] = None,
+) -> tuple[dict, dict]:
+    """One run split over the processes of an MPI job (every process calls this alike, e.g.
+    under ``mpirun -n 4``): each steps its share of the routers — METIS's partition of the
+    router graph — and they swap flits, credits and tails every `lookahead` cycles through
+    `comm` (default ``MPI.COMM_WORLD``). Returns ``(result, partition)`` on every process; the
+    result is :func:`simulate`'s, bit for bit, and `partition` gives ranks, routers per rank,
+    cut channels, lookahead, exchanges and the bytes this process sent. Each process steps its
+    routers on one thread unless ``threads`` says otherwise."""
+    if comm is None:
+        try:
+            from mpi4py import MPI
+        except ImportError:
+            raise ConfigError("an MPI run needs mpi4py (pip install -r requirements-dev.txt)") from None
+        comm = MPI.COMM_WORLD
+    pairs = settings(config, overrides)
+    if not any(k == "threads" for k, _ in pairs):
+        pairs.append(("threads", "1"))  # the processes already share the cores
+    graph = schedule if isinstance(schedule, _core.TaskGraph) else None
+    plain = None if graph is not None else schedule
+    return _core.flitsim_simulate_partitioned(pairs, comm.Get_rank(), comm.Get_size(), comm.alltoall, routes, plain,
+                                              graph, progress)
+
+
 def sweep(
     config: Config,
     rates: Iterable[float],

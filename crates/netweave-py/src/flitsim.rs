@@ -1,7 +1,9 @@
 //! Flit-level simulation: config keys, one run, load sweeps.
 
-use netweave_core::flitsim::{self, SimConfig};
+use netweave_core::error::NetweaveError;
+use netweave_core::flitsim::{self, Exchange, Job, SimConfig};
 use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyList};
 
 use crate::flowsim::PyTaskGraph;
 use crate::routing::PyRoutingTable;
@@ -92,6 +94,76 @@ fn flitsim_simulate_dag(
     to_py(py, &result)
 }
 
+/// The ranks' mail carried by a Python callable: `swap(list of bytes, one per rank)` returns
+/// what each rank sent this one (mpi4py's `comm.alltoall`).
+struct PyExchange {
+    rank: usize,
+    ranks: usize,
+    swap: PyObject,
+}
+
+impl Exchange for PyExchange {
+    fn rank(&self) -> usize {
+        self.rank
+    }
+    fn ranks(&self) -> usize {
+        self.ranks
+    }
+    fn exchange(&mut self, out: Vec<Vec<u8>>) -> netweave_core::error::Result<Vec<Vec<u8>>> {
+        Python::with_gil(|py| -> PyResult<Vec<Vec<u8>>> {
+            let letters = PyList::new(py, out.iter().map(|b| PyBytes::new(py, b)))?;
+            let got = self.swap.call1(py, (letters,))?;
+            let got = got.bind(py);
+            let mut back = Vec::with_capacity(self.ranks);
+            for item in got.try_iter()? {
+                back.push(item?.downcast::<PyBytes>()?.as_bytes().to_vec());
+            }
+            Ok(back)
+        })
+        .map_err(|e| NetweaveError::InvalidParameter(format!("exchange between ranks failed: {e}")))
+        .and_then(|back| {
+            if back.len() == self.ranks {
+                Ok(back)
+            } else {
+                Err(NetweaveError::InvalidParameter(format!("exchange returned {} letters for {} ranks", back.len(), self.ranks)))
+            }
+        })
+    }
+}
+
+/// One run of `settings` split over `ranks` processes, this one rank `rank`; `swap` carries
+/// their mail (every rank calls this with the same arguments). `schedule` is a `Schedule` or a
+/// `TaskGraph`. Returns `(result, partition report)`; the result is the one-process run's.
+#[pyfunction]
+#[pyo3(signature = (settings, rank, ranks, swap, routes=None, schedule=None, graph=None, progress=None))]
+#[allow(clippy::too_many_arguments)]
+fn flitsim_simulate_partitioned(
+    py: Python<'_>,
+    settings: Vec<(String, String)>,
+    rank: usize,
+    ranks: usize,
+    swap: PyObject,
+    routes: Option<PyRef<'_, PyRoutingTable>>,
+    schedule: Option<PyRef<'_, PySchedule>>,
+    graph: Option<PyRef<'_, PyTaskGraph>>,
+    progress: Option<PyObject>,
+) -> PyResult<(PyObject, PyObject)> {
+    let cfg = config(settings)?;
+    let (topo, table) = network(&cfg, routes.as_deref(), py)?;
+    let sched = schedule.map(|s| s.inner.clone());
+    let dag = graph.map(|g| g.inner.clone());
+    let job = match (&sched, &dag) {
+        (_, Some(g)) => Job::Dag(g),
+        (Some(s), None) => Job::Schedule(s),
+        (None, None) => Job::Config,
+    };
+    let link = Box::new(PyExchange { rank, ranks, swap });
+    let (result, report) = py
+        .allow_threads(|| flitsim::simulate_partitioned(&topo, &table, &cfg, job, link, &|c| call_progress(&progress, c)))
+        .map_err(err)?;
+    Ok((to_py(py, &result)?, to_py(py, &report)?))
+}
+
 /// Open-loop runs of `settings` at every rate of `rates`, in parallel; `progress(i)` as load
 /// `i` finishes.
 #[pyfunction]
@@ -124,6 +196,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         wrap_pyfunction!(flitsim_keys, m)?,
         wrap_pyfunction!(flitsim_simulate, m)?,
         wrap_pyfunction!(flitsim_simulate_dag, m)?,
+        wrap_pyfunction!(flitsim_simulate_partitioned, m)?,
         wrap_pyfunction!(flitsim_sweep, m)?,
         wrap_pyfunction!(flitsim_network, m)?,
     ] {

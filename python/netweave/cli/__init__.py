@@ -49,7 +49,9 @@ app.add_typer(mpi.app, name="mpi")
 def main() -> None:
     """Entry point: run the app, turning input errors into one line and exit code 2."""
     _hoist_quiet(sys.argv)
-    if tasks.mpi_processes() > 1 and _command(sys.argv) not in _SPMD_COMMANDS:
+    # Every process of an SPMD run says its own errors: mpirun may stop the others first.
+    spmd = _command(sys.argv) in _SPMD_COMMANDS or "--mpi" in sys.argv
+    if tasks.mpi_processes() > 1 and not spmd:
         # Under mpirun: process 0 runs the command, the others run the tasks it spreads.
         with tasks.spread_over_mpi() as leader:
             if leader:
@@ -58,7 +60,8 @@ def main() -> None:
     _run()
 
 
-#: Commands whose processes cooperate by themselves under mpirun (`map --mpi`).
+#: Commands whose processes cooperate by themselves under mpirun (`map --mpi`; with `--mpi`,
+#: `simulate flit` too).
 _SPMD_COMMANDS = {"map"}
 
 

@@ -155,6 +155,9 @@ def flit(
     threads: Optional[int] = typer.Option(None, "--threads", min=0,
                                           help="Threads stepping the routers (0: every core, the default; a sweep's "
                                                "points take one each). The results are the same for every count."),
+    mpi: bool = typer.Option(False, "--mpi", help="Split this one run over the processes of the MPI job it was "
+                                                    "started in (mpirun -n P netweave simulate flit CONFIG --mpi); "
+                                                    "the results are the one-process run's."),
     as_json: bool = JsonOpt,
 ) -> None:
     """Cycle-accurate flit-level simulation of the network a config describes."""
@@ -165,6 +168,11 @@ def flit(
     if threads is not None:
         overrides["threads"] = threads
     net = flitsim.network(base, overrides)
+    if mpi:
+        if sweep:
+            raise UserError("--mpi splits one run; a --sweep under mpirun already spreads its loads (drop --mpi)")
+        _flit_over_mpi(base, overrides, net, as_json)
+        return
     if sweep:
         _, rates = _parse_sweep(sweep)
         with progress(f"simulating {len(rates)} loads", len(rates), silent=as_json) as steps:
@@ -190,6 +198,41 @@ def flit(
             + (f"saturated from injection_rate {sat:g}" if sat is not None else "no swept load saturated")
         )
     elif result["mode"] == "batch":
+        _print_batch(result, console)
+    else:
+        _print_open([result], console)
+
+
+def _flit_over_mpi(base: dict, overrides: dict, net: dict, as_json: bool) -> None:
+    """Every process of the job runs its share; process 0 reports, with the partition."""
+    try:
+        from mpi4py import MPI
+    except ImportError:
+        raise UserError("--mpi needs mpi4py (pip install -r requirements-dev.txt)") from None
+    comm = MPI.COMM_WORLD
+    root = comm.Get_rank() == 0
+    with progress(f"simulating on {comm.Get_size()} processes", silent=as_json or not root) as steps:
+        result, part = flitsim.simulate_mpi(
+            base, overrides, comm,
+            progress=lambda c: steps.update(completed=c, description=f"simulating, cycle {c:,}") if root else None)
+    sent = comm.gather(part["bytes_sent"], root=0)
+    if not root:
+        return
+    part = {**part, "bytes_sent": sum(sent)}
+    if as_json:
+        print(json.dumps({"network": net, "result": result, "partition": part}, indent=2))
+        return
+    console = Console()
+    console.print(
+        f"{net['topology']}: {net['hosts']} hosts, {net['routers']} routers, "
+        f"routing {net['routing']} ({net['routing_vcs']} VC classes)"
+    )
+    console.print(
+        f"split over {part['ranks']} processes ({', '.join(map(str, part['routers']))} routers): "
+        f"{part['cut_channels']} of {part['switch_channels']} switch channels cut, lookahead {part['lookahead']} "
+        f"cycles, {part['exchanges']:,} exchanges, {part['bytes_sent'] / 1e6:.1f} MB sent"
+    )
+    if result["mode"] == "batch":
         _print_batch(result, console)
     else:
         _print_open([result], console)
