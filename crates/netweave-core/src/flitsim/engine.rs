@@ -427,6 +427,9 @@ pub(crate) struct Sim<'a> {
     // wheels
     wheel_mask: u64,
     credit_wheel: Vec<Vec<u32>>,
+    /// Routers to wake when a flit reaches their buffer (those not holding the switch sleep
+    /// while all their flits are on links).
+    wake_wheel: Vec<Vec<u32>>,
     /// Tails due at their host: (packet, routers crossed).
     delivery_wheel: Vec<Vec<(u32, u16)>>,
     // packets
@@ -557,6 +560,7 @@ impl<'a> Sim<'a> {
             in_active: vec![false; r],
             wheel_mask: wheel as u64 - 1,
             credit_wheel: vec![Vec::new(); wheel],
+            wake_wheel: vec![Vec::new(); wheel],
             delivery_wheel: vec![Vec::new(); wheel],
             packets: Vec::new(),
             free_packets: Vec::new(),
@@ -657,7 +661,11 @@ impl<'a> Sim<'a> {
         let bit = self.fab.nonempty_bit(r as usize, b);
         self.nonempty[bit / 64] |= 1 << (bit % 64);
         self.buffered[r as usize] += 1;
-        self.activate(r);
+        if self.hold {
+            self.activate(r);
+        } else {
+            self.wake_wheel[(flit.arrive as u64 & self.wheel_mask) as usize].push(r);
+        }
     }
 
     /// One simulated cycle. The workload is asked for packets; deliveries are reported to it.
@@ -702,6 +710,13 @@ impl<'a> Sim<'a> {
     /// then what they did to other routers, hosts and upstream ports is applied, worker by
     /// worker (`router.rs` says why the split cannot change the outcome).
     fn step_routers(&mut self, now: u64) {
+        let slot = (now & self.wheel_mask) as usize;
+        let mut waking = std::mem::take(&mut self.wake_wheel[slot]);
+        for &r in &waking {
+            self.activate(r);
+        }
+        waking.clear();
+        self.wake_wheel[slot] = waking;
         std::mem::swap(&mut self.active, &mut self.next_active);
         self.next_active.clear();
         for w in &mut self.workers {

@@ -173,7 +173,11 @@ pub(crate) fn step_routers(fixed: &Fixed, state: RouterState, worker: &mut Worke
                 ctx.out.error = Some((r, e));
             }
         }
-        if ctx.buffered[r] > 0 {
+        // A router whose flits are all still on their links sleeps until the first arrives
+        // (the engine wakes it then); holding the switch needs every cycle's step, as it
+        // releases a hold whose next flit is not there.
+        let busy = if ctx.hold { ctx.buffered[r] > 0 } else { ctx.holds_arrived_flit(now + 1) };
+        if busy {
             ctx.out.busy.push(r as u32);
         }
     }
@@ -304,6 +308,12 @@ impl<'a> RouterCtx<'a> {
     #[inline]
     fn front(&self, b: usize) -> Flit {
         self.flits[b * self.fab.buf + self.head[b] as usize]
+    }
+
+    /// Whether a buffer this step found non-empty still holds a flit that is there by `t`
+    /// (a step adds no flit to its own router, so those are all the buffers with flits).
+    fn holds_arrived_flit(&self, t: u64) -> bool {
+        self.scan.iter().any(|&b| self.len[b as usize] > 0 && self.front(b as usize).arrived(t))
     }
 
     fn priority(&self, packet: u32, rr_distance: u32) -> u64 {
