@@ -364,6 +364,11 @@ pub(crate) trait Workload {
     fn delivered(&mut self, sim: &mut Sim, d: Delivery);
     /// Whether host `host` might have a packet to start (cheap filter, asked for an idle port slot).
     fn host_has_work(&self, host: usize) -> bool;
+    /// Whether the workload calls [`Sim::wake_host`] whenever it gives a host work, so that
+    /// injection visits only awake hosts (else it visits every host every cycle).
+    fn wakes_hosts(&self) -> bool {
+        false
+    }
 }
 
 /// Simulation state.
@@ -437,6 +442,8 @@ pub(crate) struct Sim<'a> {
     free_packets: Vec<u32>,
     next_uid: u64,
     pub hosts: HostPorts,
+    /// A bit per host that may have something to inject (see [`Workload::wakes_hosts`]).
+    awake: Vec<u64>,
     // counters
     pub flits_in_network: u64,
     pub moved: u64,
@@ -571,6 +578,7 @@ impl<'a> Sim<'a> {
                 ovc: vec![NONE; slots],
                 last_vc: vec![u16::MAX; slots],
             },
+            awake: vec![0; fab.num_hosts.div_ceil(64)],
             flits_in_network: 0,
             moved: 0,
             last_progress: 0,
@@ -1018,9 +1026,43 @@ impl<'a> Sim<'a> {
         }
     }
 
+    /// Hosts start and continue their packets, in host order. A workload that wakes its hosts
+    /// ([`Workload::wakes_hosts`]) has only the awake ones visited: a host sleeps once its
+    /// slots are empty and it has no work, which is all a visit would find.
     fn inject<W: Workload>(&mut self, w: &mut W, now: u64) {
+        if !w.wakes_hosts() {
+            for h in 0..self.fab.num_hosts {
+                self.inject_host(w, h, now);
+                if self.error.is_some() {
+                    return;
+                }
+            }
+            return;
+        }
+        for word in 0..self.awake.len() {
+            let mut bits = self.awake[word];
+            while bits != 0 {
+                let h = word * 64 + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                if !self.inject_host(w, h, now) {
+                    self.awake[word] &= !(1 << (h % 64));
+                }
+                if self.error.is_some() {
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Host `h` wakes: it has work for [`inject`](Self::inject) to find.
+    pub fn wake_host(&mut self, h: usize) {
+        self.awake[h / 64] |= 1 << (h % 64);
+    }
+
+    /// Host `h`'s injection this cycle; whether it still has a packet under way or work.
+    fn inject_host<W: Workload>(&mut self, w: &mut W, h: usize, now: u64) -> bool {
         let v = self.fab.vcs;
-        for h in 0..self.fab.num_hosts {
+        {
             for s in self.host_slots(h) {
                 if self.hosts.packet[s] == NONE {
                     // A slot between packets asks the workload only when it may have one.
@@ -1045,7 +1087,7 @@ impl<'a> Sim<'a> {
                             "injection VC {cls} of pair {} -> {} is outside the routing's {} VCs",
                             pk.src, pk.dst, self.fab.routing_vcs
                         )));
-                        return;
+                        return false;
                     }
                     // BookSim's torus routing lets a packet enter on any VC.
                     let (base, width) = if self.booksim_torus.is_some() {
@@ -1093,6 +1135,7 @@ impl<'a> Sim<'a> {
                 }
             }
         }
+        self.host_slots(h).any(|s| self.hosts.packet[s] != NONE) || w.host_has_work(h)
     }
 
     /// Blocked input VCs — switch-to-switch channels first (they show the cycle; host links

@@ -9,6 +9,9 @@
 //! three periods in a row or `max_samples` periods passed; then it drains the measured
 //! packets. An average latency above `latency_thres` ends the run as saturated.
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
 use serde::Serialize;
 
 use super::config::{SimConfig, SimType};
@@ -88,7 +91,8 @@ struct OpenLoop {
     pattern: SyntheticPattern,
     rate: f64,
     size: u16,
-    next_gen: Vec<u64>,
+    /// (cycle, host) of every host's next packet, soonest first.
+    next_gen: BinaryHeap<Reverse<(u64, u32)>>,
     queues: Vec<PacketQueue>,
     phase: Phase,
     plat: Acc,
@@ -117,8 +121,14 @@ impl OpenLoop {
 
 impl Workload for OpenLoop {
     fn generate(&mut self, sim: &mut Sim, now: u64) {
-        for h in 0..self.next_gen.len() {
-            while self.next_gen[h] <= now {
+        // Hosts due now, in host order (the order they draw from the random stream in).
+        while let Some(&Reverse((due, h))) = self.next_gen.peek() {
+            if due > now {
+                break;
+            }
+            self.next_gen.pop();
+            let h = h as usize;
+            {
                 let dst = self.pattern.dest(h as u32, &mut sim.rng);
                 let measured = self.phase == Phase::Running;
                 let p = sim.alloc_packet(Packet {
@@ -141,8 +151,9 @@ impl Workload for OpenLoop {
                     self.pending_hosts += 1;
                 }
                 self.queues[h].push_back(p);
+                sim.wake_host(h);
                 let gap = geometric_gap(&mut sim.rng, self.rate);
-                self.next_gen[h] = now.saturating_add(gap);
+                self.next_gen.push(Reverse((now.saturating_add(gap), h as u32)));
             }
         }
     }
@@ -172,6 +183,10 @@ impl Workload for OpenLoop {
     fn host_has_work(&self, host: usize) -> bool {
         !self.queues[host].is_empty()
     }
+
+    fn wakes_hosts(&self) -> bool {
+        true
+    }
 }
 
 /// Run one open-loop simulation; `progress(cycle)` is called every sample period.
@@ -198,7 +213,7 @@ pub(crate) fn open_loop_on(
         pattern: pattern.clone(),
         rate,
         size: cfg.packet_size as u16,
-        next_gen: Vec::with_capacity(n),
+        next_gen: BinaryHeap::with_capacity(n),
         queues: vec![PacketQueue::new(); n],
         phase: Phase::WarmingUp,
         plat: Acc::default(),
@@ -209,9 +224,9 @@ pub(crate) fn open_loop_on(
         flits_at_reset: 0,
         pending_hosts: 0,
     };
-    for _ in 0..n {
+    for h in 0..n {
         let g = geometric_gap(&mut sim.rng, rate) - 1;
-        w.next_gen.push(g);
+        w.next_gen.push(Reverse((g, h as u32)));
     }
     let measure_latency = cfg.sim_type == SimType::Latency;
     let period = cfg.sample_period as u64;
