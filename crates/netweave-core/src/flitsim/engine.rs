@@ -49,10 +49,11 @@ pub(crate) const IDLE: u8 = 0;
 pub(crate) const VC_ALLOC: u8 = 1;
 pub(crate) const ACTIVE: u8 = 2;
 
-/// One flit in a buffer: its packet, its index in the packet, the cycle it is there (low 32
-/// bits), the routers it has crossed and, on a head under BookSim's torus routing, the VC class
-/// its packet keeps in the current dimension. What changes hop by hop travels in the flit, so a
-/// router step never writes the packet record another router may be reading.
+/// One flit in a buffer: its packet, its index in the packet (and whether it is the last), the
+/// cycle it is there (low 32 bits), the routers it has crossed and, on a head under BookSim's
+/// torus routing, the VC class its packet keeps in the current dimension. What changes hop by
+/// hop travels in the flit, so a router step never writes the packet record another router may
+/// be reading.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Flit {
     pub arrive: u32,
@@ -60,6 +61,7 @@ pub(crate) struct Flit {
     pub seq: u16,
     pub hops: u16,
     pub class: u8,
+    pub tail: bool,
 }
 
 impl Flit {
@@ -136,6 +138,17 @@ pub(crate) struct Fabric {
     /// Router r's non-empty-VC bits are words `ne_word[r]..ne_word[r + 1]` of the bitset: whole
     /// words per router, so threads stepping different routers never write one word.
     pub ne_word: Vec<u32>,
+    /// Where each channel's flits land, for the hot path of [`Sim::push_flit`].
+    into: Vec<Landing>,
+}
+
+/// The receiving end of a sim channel: its VC `vc` is input VC `first_vc + vc` of `router`,
+/// whose non-empty bit is `first_bit + vc` (unused for ejection channels).
+#[derive(Clone, Copy, Debug, Default)]
+struct Landing {
+    first_vc: u32,
+    router: u32,
+    first_bit: u32,
 }
 
 impl Fabric {
@@ -190,6 +203,7 @@ impl Fabric {
             host_inj: Vec::new(),
             vc_shift: u32::MAX,
             ne_word: Vec::new(),
+            into: Vec::new(),
         };
         // Sim channels: every topology channel, replicated `ports` times when one end is a host.
         let end_of = |node| {
@@ -269,6 +283,15 @@ impl Fabric {
             let bits = (f.in_base[r + 1] - f.in_base[r]) as usize * vcs;
             f.ne_word.push(f.ne_word[r] + bits.div_ceil(64) as u32);
         }
+        f.into = (0..f.num_channels())
+            .map(|c| match f.ch_dst_router[c] {
+                NONE => Landing::default(),
+                r => {
+                    let first_vc = f.ch_ip[c] * vcs as u32;
+                    Landing { first_vc, router: r, first_bit: f.nonempty_bit(r as usize, first_vc as usize) as u32 }
+                }
+            })
+            .collect();
         Ok(f)
     }
 
@@ -661,12 +684,13 @@ impl<'a> Sim<'a> {
     fn push_flit(&mut self, ovc: usize, flit: Flit) {
         let cap = self.fab.buf;
         let (ch, vc) = self.fab.split_by_vc(ovc as u32);
-        let b = self.fab.ch_ip[ch] as usize * self.fab.vcs + vc;
+        let to = self.fab.into[ch];
+        let b = to.first_vc as usize + vc;
         let slot = ring_slot(self.head[b], self.len[b] as usize, cap);
         self.flits[b * cap + slot] = flit;
         self.len[b] += 1;
-        let r = self.fab.ch_dst_router[ch];
-        let bit = self.fab.nonempty_bit(r as usize, b);
+        let r = to.router;
+        let bit = to.first_bit as usize + vc;
         self.nonempty[bit / 64] |= 1 << (bit % 64);
         self.buffered[r as usize] += 1;
         if self.hold {
@@ -1122,7 +1146,8 @@ impl<'a> Sim<'a> {
                 let arrive = (now + self.fab.ch_lat[ch] as u64) as u32;
                 // Every rank injects alike; the flit lands only where its router is stepped.
                 if self.owns(self.fab.ch_dst_router[ch]) {
-                    self.push_flit(ovc, Flit { arrive, packet: p, seq, hops: 0, class: 0 });
+                    let tail = seq + 1 == pk.size;
+                    self.push_flit(ovc, Flit { arrive, packet: p, seq, hops: 0, class: 0, tail });
                 }
                 self.flits_in_network += 1;
                 self.moved += 1;

@@ -192,7 +192,7 @@ pub(crate) struct Broadcast {
     pub error: Option<(u32, String)>,
 }
 
-pub(crate) const PUSH_BYTES: usize = 17;
+pub(crate) const PUSH_BYTES: usize = 18;
 pub(crate) const CREDIT_BYTES: usize = 12;
 pub(crate) const DELIVERY_BYTES: usize = 14;
 
@@ -203,6 +203,7 @@ pub(crate) fn put_push(buf: &mut Vec<u8>, ovc: u32, f: &Flit) {
     buf.extend_from_slice(&f.seq.to_le_bytes());
     buf.extend_from_slice(&f.hops.to_le_bytes());
     buf.push(f.class);
+    buf.push(u8::from(f.tail));
 }
 
 pub(crate) fn put_credit(buf: &mut Vec<u8>, ovc: u32, at: u64) {
@@ -276,7 +277,8 @@ pub(crate) fn open(b: &[u8], from: usize) -> Result<Letter<'_>> {
 pub(crate) fn read_push(r: &[u8]) -> (u32, Flit) {
     let u32_at = |i: usize| u32::from_le_bytes(r[i..i + 4].try_into().unwrap());
     let u16_at = |i: usize| u16::from_le_bytes(r[i..i + 2].try_into().unwrap());
-    (u32_at(0), Flit { arrive: u32_at(4), packet: u32_at(8), seq: u16_at(12), hops: u16_at(14), class: r[16] })
+    let flit = Flit { arrive: u32_at(4), packet: u32_at(8), seq: u16_at(12), hops: u16_at(14), class: r[16], tail: r[17] != 0 };
+    (u32_at(0), flit)
 }
 
 pub(crate) fn read_credit(r: &[u8]) -> (u32, u64) {

@@ -809,7 +809,7 @@ impl<'a> RouterCtx<'a> {
         let back = now + (self.cfg.credit_delay + self.fab.ch_lat[in_ch]) as u64;
         self.out.credits.push(((in_ch * v + vc) as u32, back));
 
-        let tail = f.seq + 1 == self.packets[f.packet as usize].size;
+        let tail = f.tail;
         let hops = f.hops + 1;
         let out_ch = self.fab.op_chan[op] as usize;
         let ovc = self.out_ovc[b] as usize;
@@ -824,7 +824,7 @@ impl<'a> RouterCtx<'a> {
             self.credits[ovc] -= 1;
             // A head carries the class its packet keeps in this dimension (BookSim's torus).
             let class = self.route_cls[b] as u8;
-            let flit = Flit { arrive: arrive as u32, packet: f.packet, seq: f.seq, hops, class };
+            let flit = Flit { arrive: arrive as u32, hops, class, ..f };
             self.out.pushes.push((ovc as u32, flit));
         }
         if self.hold {
