@@ -56,8 +56,7 @@ def split_run(cfg: dict, ranks: int, script: Path) -> dict:
     mpirun = shutil.which("mpirun")
     if mpirun is None:
         raise SystemExit("mpirun not found: `make setup` installs Open MPI")
-    # One BLAS thread: an idle OpenBLAS pool spinning beside each rank steals its core.
-    env = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", "OPENBLAS_NUM_THREADS": "1"}
+    env = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
     proc = subprocess.run([mpirun, "-n", str(ranks), "--oversubscribe", "--bind-to", "none", sys.executable,
                            str(script), json.dumps(cfg)], capture_output=True, text=True, env=env, timeout=3600)
     if proc.returncode != 0:

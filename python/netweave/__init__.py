@@ -14,8 +14,14 @@ The engine is Rust (``netweave._core``); this package adds file handling, networ
 conversion, reports and the ``netweave`` command line.
 """
 
-from netweave._core import NetweaveError, ProjectivePlane, RoutingTable, Schedule, TaskGraph, Topology
-from netweave import analysis, flitsim, flowsim, mapping, routing, topology, traffic
+import os
+
+# numpy serves only small array arithmetic here; its BLAS thread pool, idling in a spin beside
+# the simulators' own threads (and MPI ranks), would take their cores. Set before numpy loads.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+from netweave._core import NetweaveError, ProjectivePlane, RoutingTable, Schedule, TaskGraph, Topology  # noqa: E402
+from netweave import analysis, flitsim, flowsim, mapping, routing, topology, traffic  # noqa: E402
 
 __version__ = "0.1.0"
 
