@@ -40,6 +40,7 @@ use crate::traffic::{Message, Schedule};
 pub mod batch;
 pub mod config;
 pub mod engine;
+mod fabric;
 pub mod open_loop;
 pub mod partition;
 mod router;

@@ -16,8 +16,8 @@
 //! Effects are applied at the exchange instead of at the end of their own cycle; a flit
 //! waits in its buffer unseen until the cycle it arrives in and a credit sits on the timing
 //! wheel until it is due, so the run is bit-identical to the one-process run whatever the
-//! partition. The driver forces an exchange ([`Sim::sync`](super::engine::Sim::sync)) before
-//! reading the flit counters; the watchdog reasons back from the last known movement.
+//! partition. The driver forces an exchange (`Sim::sync`) before reading the flit counters;
+//! the watchdog reasons back from the last known movement.
 //!
 //! ```
 //! use netweave_core::flitsim::partition::{local_group, Exchange};
@@ -291,4 +291,25 @@ pub(crate) fn read_delivery(r: &[u8]) -> (u64, u32, u16) {
         u32::from_le_bytes(r[8..12].try_into().unwrap()),
         u16::from_le_bytes(r[12..14].try_into().unwrap()),
     )
+}
+
+/// The text of a router error, to be raised again on every rank.
+pub(crate) fn error_text(e: &NetweaveError) -> String {
+    match e {
+        NetweaveError::Routing(text) => text.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// A rank's blocked-VC report: its count, then (order, text) entries.
+pub(crate) fn read_blocked(b: &[u8]) -> Option<(usize, Vec<(u64, String)>)> {
+    let count = u64::from_le_bytes(b.get(..8)?.try_into().ok()?) as usize;
+    let (mut at, mut parts) = (8, Vec::new());
+    while at < b.len() {
+        let order = u64::from_le_bytes(b.get(at..at + 8)?.try_into().ok()?);
+        let len = u32::from_le_bytes(b.get(at + 8..at + 12)?.try_into().ok()?) as usize;
+        parts.push((order, String::from_utf8_lossy(b.get(at + 12..at + 12 + len)?).into_owned()));
+        at += 12 + len;
+    }
+    Some((count, parts))
 }
