@@ -13,10 +13,12 @@
 //!
 //! A flit granted the switch goes to the downstream buffer at the end of the cycle, stamped with
 //! the cycle it arrives; credits guarantee the room, and the downstream router ignores it until
-//! then. Credits and deliveries travel on two small timing wheels. Only routers holding flits
-//! are visited, by one or more workers (`router.rs`); a router's step reads and
-//! writes nothing another router touches in the same cycle, so neither the visiting order nor
-//! the split among threads can change the result.
+//! then. Credits and deliveries travel on two small timing wheels, and a third wakes a router
+//! in the cycle a flit reaches it: only routers holding an arrived flit are visited, by one or
+//! more workers (`router.rs`); a router's step reads and writes nothing another router touches
+//! in the same cycle, so neither the visiting order nor the split among threads — or among
+//! processes (`partition.rs`) — can change the result. The network's static arrays are in
+//! `fabric.rs`.
 //!
 //! Pipeline (BookSim's IQ router with one-cycle stages): a head flit arriving in cycle `t` is
 //! routed in `t`, may win VC allocation from `t + routing_delay`, then switch allocation
