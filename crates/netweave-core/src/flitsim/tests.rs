@@ -480,3 +480,32 @@ fn a_rank_that_leaves_stops_the_others_with_its_name() {
     assert!(errors.iter().all(|e| e.contains("left the simulation")), "{errors:?}");
     assert!(errors.iter().any(|e| e.contains("rank 2 left")), "{errors:?}");
 }
+
+#[test]
+fn a_task_graph_split_over_ranks_is_the_one_process_run() {
+    use crate::traffic::dag::{Dependency, TaskGraph};
+    // A gather to host 0 and the release back, each task waiting for what its sender receives.
+    let c = cfg(&[("topology", "mesh"), ("k", "4"), ("n", "2"), ("sim_type", "batch"), ("packet_size", "5")]);
+    let (t, r) = build_network(&c).unwrap();
+    let mut g = TaskGraph::new("gather-release", 16);
+    let gathered: Vec<_> = (1..16u32)
+        .map(|s| (g.add_task(Message { src: s, dst: 0, bytes: 12 }, &[]).unwrap(), Dependency::Complete))
+        .collect();
+    for d in 1..16u32 {
+        g.add_task(Message { src: 0, dst: d, bytes: 7 }, &gathered).unwrap();
+    }
+    let one = SimResult::Batch(batch::run_dag(&t, &r, &c, &g, &|b| b as u32, &|_| {}).unwrap());
+    let runs: Vec<_> = std::thread::scope(|s| {
+        let handles: Vec<_> = partition::local_group(3)
+            .into_iter()
+            .map(|link| {
+                let (t, r, c, g) = (&t, &r, &c, &g);
+                s.spawn(move || simulate_partitioned(t, r, c, Job::Dag(g), Box::new(link), &|_| {}).unwrap().0)
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let SimResult::Batch(b) = &one else { panic!("not a batch") };
+    assert_eq!(b.task_finish.len(), 30);
+    assert!(runs.iter().all(|x| *x == one));
+}
