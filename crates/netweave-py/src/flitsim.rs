@@ -125,7 +125,11 @@ impl Exchange for PyExchange {
             if back.len() == self.ranks {
                 Ok(back)
             } else {
-                Err(NetweaveError::InvalidParameter(format!("exchange returned {} letters for {} ranks", back.len(), self.ranks)))
+                Err(NetweaveError::InvalidParameter(format!(
+                    "exchange returned {} letters for {} ranks",
+                    back.len(),
+                    self.ranks
+                )))
             }
         })
     }
@@ -159,7 +163,9 @@ fn flitsim_simulate_partitioned(
     };
     let link = Box::new(PyExchange { rank, ranks, swap });
     let (result, report) = py
-        .allow_threads(|| flitsim::simulate_partitioned(&topo, &table, &cfg, job, link, &|c| call_progress(&progress, c)))
+        .allow_threads(|| {
+            flitsim::simulate_partitioned(&topo, &table, &cfg, job, link, &|c| call_progress(&progress, c))
+        })
         .map_err(err)?;
     Ok((to_py(py, &result)?, to_py(py, &report)?))
 }

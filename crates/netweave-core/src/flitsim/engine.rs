@@ -36,7 +36,7 @@ use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use super::config::{Arbitration, SimConfig, SwAllocator, Switching};
-pub(crate) use super::fabric::{BookSimTorus, Fabric, ANY_CLASS};
+use super::fabric::{BookSimTorus, Fabric};
 use super::partition::{self, error_text, read_blocked, Broadcast, Exchange, Mail, PartitionReport};
 use super::router::{step_routers, Fixed, Outbox, Pool, RouterState, Shared, Worker};
 use crate::error::{NetweaveError, Result};
@@ -567,8 +567,10 @@ impl<'a> Sim<'a> {
             (Some((_, e)), None) => self.error = Some(e),
             // Every rank must stop on the same cycle: the error waits for the exchange.
             (Some((r, e)), Some(d)) => {
-                if d.all.error.as_ref().map_or(true, |(at, _)| (r as u32) < *at) {
-                    d.all.error = Some((r as u32, error_text(&e)));
+                // The earliest wins, as in one process (a window spans cycles).
+                let key = (now, r as u32);
+                if d.all.error.as_ref().map_or(true, |(at, _)| key < *at) {
+                    d.all.error = Some((key, error_text(&e)));
                 }
             }
         }
@@ -635,7 +637,10 @@ impl<'a> Sim<'a> {
         }
         // Checked on every rank before the first exchange, so a refusal stops them all.
         if ranks > self.fab.num_routers.max(1) {
-            return crate::invalid!("{ranks} ranks for {} routers: use at most one rank per router", self.fab.num_routers);
+            return crate::invalid!(
+                "{ranks} ranks for {} routers: use at most one rank per router",
+                self.fab.num_routers
+            );
         }
         // Rank 0 splits and tells the others: METIS's random state is process-wide, so ranks
         // that each ran it could disagree (threads as ranks do).
@@ -653,7 +658,8 @@ impl<'a> Sim<'a> {
             }
             rank_of
         };
-        let (sw, st, cd) = (self.cfg.sw_alloc_delay as u64, self.cfg.st_final_delay as u64, self.cfg.credit_delay as u64);
+        let (sw, st, cd) =
+            (self.cfg.sw_alloc_delay as u64, self.cfg.st_final_delay as u64, self.cfg.credit_delay as u64);
         // The soonest another rank needs a step's effect: a flit or credit over a cut channel,
         // a credit back to a host (every rank injects), a tail's retirement (every rank counts).
         let mut lookahead = u64::MAX;
@@ -724,9 +730,8 @@ impl<'a> Sim<'a> {
     fn exchange(&mut self) {
         let Some(mut d) = self.dist.take() else { return };
         let me = d.me as usize;
-        let letters: Vec<Vec<u8>> = (0..d.mail.len())
-            .map(|k| if k == me { Vec::new() } else { partition::seal(&d.all, &d.mail[k]) })
-            .collect();
+        let letters: Vec<Vec<u8>> =
+            (0..d.mail.len()).map(|k| if k == me { Vec::new() } else { partition::seal(&d.all, &d.mail[k]) }).collect();
         d.report.exchanges += 1;
         d.report.bytes_sent += letters.iter().map(|l| l.len() as u64).sum::<u64>();
         let mut first_error = d.all.error.take();
@@ -748,9 +753,9 @@ impl<'a> Sim<'a> {
                         Err(e) => self.error = self.error.take().or(Some(e)),
                         Ok(letter) => {
                             self.take_letter(&letter);
-                            if let Some((r, text)) = letter.error {
-                                if first_error.as_ref().map_or(true, |(at, _)| r < *at) {
-                                    first_error = Some((r, text));
+                            if let Some((key, text)) = letter.error {
+                                if first_error.as_ref().map_or(true, |(at, _)| key < *at) {
+                                    first_error = Some((key, text));
                                 }
                             }
                         }
@@ -776,7 +781,9 @@ impl<'a> Sim<'a> {
             let (at, packet, hops) = partition::read_delivery(r);
             self.delivery_wheel[(at & self.wheel_mask) as usize].push((packet, hops));
         }
-        for r in l.credits.chunks_exact(partition::CREDIT_BYTES).chain(l.own_credits.chunks_exact(partition::CREDIT_BYTES)) {
+        for r in
+            l.credits.chunks_exact(partition::CREDIT_BYTES).chain(l.own_credits.chunks_exact(partition::CREDIT_BYTES))
+        {
             let (ovc, at) = partition::read_credit(r);
             self.credit_wheel[(at & self.wheel_mask) as usize].push(ovc);
         }
@@ -942,8 +949,9 @@ impl<'a> Sim<'a> {
             let ranks = d.mail.len();
             for (k, theirs) in d.link.exchange(vec![mine; ranks])?.into_iter().enumerate() {
                 if k != d.me as usize {
-                    let (c, p) = read_blocked(&theirs)
-                        .ok_or_else(|| NetweaveError::InvalidParameter(format!("malformed deadlock report from rank {k}")))?;
+                    let (c, p) = read_blocked(&theirs).ok_or_else(|| {
+                        NetweaveError::InvalidParameter(format!("malformed deadlock report from rank {k}"))
+                    })?;
                     count += c;
                     parts.extend(p);
                 }

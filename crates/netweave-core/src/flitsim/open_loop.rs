@@ -352,4 +352,3 @@ fn deadlock_or_saturation(sim: &mut Sim, w: &mut OpenLoop) -> Result<()> {
         sim.check_deadlock()?;
     }
 }
-

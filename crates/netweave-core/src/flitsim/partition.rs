@@ -32,7 +32,8 @@
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
 use std::time::Duration;
 
-use super::engine::{Fabric, Flit, NONE};
+use super::engine::{Flit, NONE};
+use super::fabric::Fabric;
 use crate::error::{NetweaveError, Result};
 
 /// How ranks swap mail: a collective every rank calls the same number of times.
@@ -56,11 +57,7 @@ pub struct LocalExchange {
 /// `n` connected [`LocalExchange`]s, rank `k` at index `k`.
 pub fn local_group(n: usize) -> Vec<LocalExchange> {
     let mut group: Vec<LocalExchange> = (0..n)
-        .map(|rank| LocalExchange {
-            rank,
-            to: (0..n).map(|_| None).collect(),
-            from: (0..n).map(|_| None).collect(),
-        })
+        .map(|rank| LocalExchange { rank, to: (0..n).map(|_| None).collect(), from: (0..n).map(|_| None).collect() })
         .collect();
     for a in 0..n {
         for b in 0..n {
@@ -150,7 +147,9 @@ pub(crate) fn partition_routers(fab: &Fabric, ranks: usize, seed: u64) -> Result
     let vwgt: Vec<metis::Idx> = (0..n).map(|r| (fab.in_base[r + 1] - fab.in_base[r]).max(1) as metis::Idx).collect();
     let mut part = vec![0 as metis::Idx; n];
     let split = metis::Graph::new(1, ranks as metis::Idx, &xadj, &adjncy)
-        .map(|g| g.set_vwgt(&vwgt).set_adjwgt(&adjwgt).set_option(metis::option::Seed((seed & 0x7fff_ffff) as metis::Idx)))
+        .map(|g| {
+            g.set_vwgt(&vwgt).set_adjwgt(&adjwgt).set_option(metis::option::Seed((seed & 0x7fff_ffff) as metis::Idx))
+        })
         .ok()
         .and_then(|g| g.part_kway(&mut part).ok());
     if split.is_none() {
@@ -189,7 +188,8 @@ pub(crate) struct Broadcast {
     /// Last cycle one of this rank's routers moved a flit, or `u64::MAX` (none this window).
     pub last_moved: u64,
     pub ejected: u64,
-    pub error: Option<(u32, String)>,
+    /// The earliest (cycle, router) error of this rank's steps, and its text.
+    pub error: Option<((u64, u32), String)>,
 }
 
 pub(crate) const PUSH_BYTES: usize = 18;
@@ -219,7 +219,8 @@ pub(crate) fn put_delivery(buf: &mut Vec<u8>, at: u64, packet: u32, hops: u16) {
 
 /// A rank's letter to one peer: its broadcast part, then the mail for that peer.
 pub(crate) fn seal(all: &Broadcast, mail: &Mail) -> Vec<u8> {
-    let mut b = Vec::with_capacity(48 + all.deliveries.len() + all.credits.len() + mail.pushes.len() + mail.credits.len());
+    let mut b =
+        Vec::with_capacity(48 + all.deliveries.len() + all.credits.len() + mail.pushes.len() + mail.credits.len());
     b.extend_from_slice(&all.last_moved.to_le_bytes());
     b.extend_from_slice(&all.ejected.to_le_bytes());
     for part in [&all.deliveries, &all.credits, &mail.pushes, &mail.credits] {
@@ -227,8 +228,9 @@ pub(crate) fn seal(all: &Broadcast, mail: &Mail) -> Vec<u8> {
         b.extend_from_slice(part);
     }
     match &all.error {
-        Some((router, text)) => {
+        Some(((cycle, router), text)) => {
             b.extend_from_slice(&router.to_le_bytes());
+            b.extend_from_slice(&cycle.to_le_bytes());
             b.extend_from_slice(text.as_bytes());
         }
         None => b.extend_from_slice(&NONE.to_le_bytes()),
@@ -244,7 +246,7 @@ pub(crate) struct Letter<'m> {
     pub credits: &'m [u8],
     pub pushes: &'m [u8],
     pub own_credits: &'m [u8],
-    pub error: Option<(u32, String)>,
+    pub error: Option<((u64, u32), String)>,
 }
 
 fn malformed(from: usize) -> NetweaveError {
@@ -269,7 +271,12 @@ pub(crate) fn open(b: &[u8], from: usize) -> Result<Letter<'_>> {
         }
     }
     let router = u32::from_le_bytes(take(4)?.try_into().unwrap());
-    let error = (router != NONE).then(|| (router, String::from_utf8_lossy(&b[at..]).into_owned()));
+    let error = if router == NONE {
+        None
+    } else {
+        let cycle = u64::from_le_bytes(take(8)?.try_into().unwrap());
+        Some(((cycle, router), String::from_utf8_lossy(&b[at..]).into_owned()))
+    };
     let [deliveries, credits, pushes, own_credits] = parts;
     Ok(Letter { last_moved, ejected, deliveries, credits, pushes, own_credits, error })
 }
@@ -277,7 +284,14 @@ pub(crate) fn open(b: &[u8], from: usize) -> Result<Letter<'_>> {
 pub(crate) fn read_push(r: &[u8]) -> (u32, Flit) {
     let u32_at = |i: usize| u32::from_le_bytes(r[i..i + 4].try_into().unwrap());
     let u16_at = |i: usize| u16::from_le_bytes(r[i..i + 2].try_into().unwrap());
-    let flit = Flit { arrive: u32_at(4), packet: u32_at(8), seq: u16_at(12), hops: u16_at(14), class: r[16], tail: r[17] != 0 };
+    let flit = Flit {
+        arrive: u32_at(4),
+        packet: u32_at(8),
+        seq: u16_at(12),
+        hops: u16_at(14),
+        class: r[16],
+        tail: r[17] != 0,
+    };
     (u32_at(0), flit)
 }
 

@@ -14,9 +14,8 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use super::config::SimConfig;
-use super::engine::{
-    next_ptr, ring_slot, rr_distance, BookSimTorus, Fabric, Flit, Packet, ACTIVE, ANY_CLASS, IDLE, NONE, VC_ALLOC,
-};
+use super::engine::{next_ptr, ring_slot, rr_distance, Flit, Packet, ACTIVE, IDLE, NONE, VC_ALLOC};
+use super::fabric::{BookSimTorus, Fabric, ANY_CLASS};
 use crate::error::NetweaveError;
 use crate::routing::{RoutingTable, NO_PORT};
 use crate::topology::Topology;
@@ -838,7 +837,6 @@ impl<'a> RouterCtx<'a> {
             self.out_ovc[b] = NONE;
         }
     }
-
 }
 
 /// Helper threads that step their workers' routers every cycle. A cycle lasts microseconds, too

@@ -348,7 +348,8 @@ fn same_with_any_split(topo: &Topology, routes: &RoutingTable, base: &SimConfig,
         assert_eq!(run(threads), one, "{label}: {threads} threads differ from one");
     }
     for ranks in [2, 3] {
-        let (results, report) = run_split(topo, routes, base, ranks).unwrap_or_else(|e| panic!("{label}, {ranks} ranks: {e}"));
+        let (results, report) =
+            run_split(topo, routes, base, ranks).unwrap_or_else(|e| panic!("{label}, {ranks} ranks: {e}"));
         assert!(report.cut_channels > 0 && report.exchanges > 0, "{label}: {report:?}");
         for (k, r) in results.iter().enumerate() {
             assert_eq!(*r, one, "{label}: rank {k} of {ranks} differs from the one-process run");
@@ -362,7 +363,8 @@ fn threads_and_ranks_do_not_change_results() {
     use crate::topology::dragonfly::{dragonfly, GlobalArrangement};
     use crate::topology::fat_tree::k_ary_n_tree;
     let open = |extra: &[(&str, &str)]| {
-        let mut pairs = vec![("injection_rate", "0.03"), ("packet_size", "4"), ("sample_period", "300"), ("max_samples", "4")];
+        let mut pairs =
+            vec![("injection_rate", "0.03"), ("packet_size", "4"), ("sample_period", "300"), ("max_samples", "4")];
         pairs.extend_from_slice(extra);
         cfg(&pairs)
     };
@@ -471,7 +473,9 @@ fn a_rank_that_leaves_stops_the_others_with_its_name() {
             .into_iter()
             .map(|link| {
                 let (t, r, c) = (&t, &r, &c);
-                s.spawn(move || simulate_partitioned(t, r, c, Job::Config, Box::new(link), &|_| {}).unwrap_err().to_string())
+                s.spawn(move || {
+                    simulate_partitioned(t, r, c, Job::Config, Box::new(link), &|_| {}).unwrap_err().to_string()
+                })
             })
             .collect();
         handles.into_iter().map(|h| h.join().unwrap()).collect()
