@@ -316,5 +316,5 @@ def test_cli_mpi_run_names_a_deadlock_on_every_rank(tmp_path):
     proc = subprocess.run([MPIRUN, "-n", "2", "--oversubscribe", str(BIN / "netweave"), "simulate", "flit", str(cfg),
                            "--mpi", "--json"], capture_output=True, text=True, timeout=300, env={**os.environ, **MPI_ENV})
     assert proc.returncode != 0 and proc.stdout == ""
-    errors = [line for line in proc.stderr.splitlines() if line.startswith("error: ")]
-    assert one.stderr.strip() in errors and "blocked VCs" in one.stderr
+    # Each rank writes the one-process run's message (mpirun interleaves their lines).
+    assert "blocked VCs" in one.stderr and one.stderr.strip() in proc.stderr

@@ -49,7 +49,7 @@ app.add_typer(mpi.app, name="mpi")
 def main() -> None:
     """Entry point: run the app, turning input errors into one line and exit code 2."""
     _hoist_quiet(sys.argv)
-    # Every process of an SPMD run says its own errors: mpirun may stop the others first.
+    # `map --mpi` and `simulate flit --mpi` run on every process, which cooperate themselves.
     spmd = _command(sys.argv) in _SPMD_COMMANDS or "--mpi" in sys.argv
     if tasks.mpi_processes() > 1 and not spmd:
         # Under mpirun: process 0 runs the command, the others run the tasks it spreads.
@@ -107,8 +107,10 @@ def _hoist_quiet(argv: list[str]) -> None:
 
 
 def _fail(message: str) -> None:
-    # Plain print, not rich: the message must stay on one line whatever the terminal width.
-    print(f"error: {message}", file=sys.stderr)
+    # Plain text, not rich: the message must stay on one line whatever the terminal width. One
+    # write, so processes of an MPI job sharing stderr cannot split each other's lines.
+    sys.stderr.write(f"error: {message}\n")
+    sys.stderr.flush()
     sys.exit(2)
 
 
