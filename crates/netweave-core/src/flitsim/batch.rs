@@ -297,7 +297,6 @@ pub fn run_batch(
     flits_of: &dyn Fn(u64) -> u32,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<BatchResult> {
-    schedule.check_fits(topo)?;
     batch_on(&mut super::new_sim(topo, routes, cfg)?, schedule, flits_of, progress)
 }
 
@@ -355,7 +354,6 @@ pub fn run_dag(
     flits_of: &dyn Fn(u64) -> u32,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<BatchResult> {
-    graph.check_fits(topo)?;
     dag_on(&mut super::new_sim(topo, routes, cfg)?, graph, flits_of, progress)
 }
 

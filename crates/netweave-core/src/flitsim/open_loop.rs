@@ -128,33 +128,31 @@ impl Workload for OpenLoop {
             }
             self.next_gen.pop();
             let h = h as usize;
-            {
-                let dst = self.pattern.dest(h as u32, &mut sim.rng);
-                let measured = self.phase == Phase::Running;
-                let p = sim.alloc_packet(Packet {
-                    src: h as u32,
-                    dst,
-                    size: self.size,
-                    hops: 0,
-                    ctime: now,
-                    itime: now,
-                    measured,
-                    message: NONE,
-                    is_reply: false,
-                    uid: 0,
-                });
-                if measured {
-                    self.outstanding_measured += 1;
-                    self.outstanding_ctime += now as u128;
-                }
-                if self.queues[h].is_empty() {
-                    self.pending_hosts += 1;
-                }
-                self.queues[h].push_back(p);
-                sim.wake_host(h);
-                let gap = geometric_gap(&mut sim.rng, self.rate);
-                self.next_gen.push(Reverse((now.saturating_add(gap), h as u32)));
+            let dst = self.pattern.dest(h as u32, &mut sim.rng);
+            let measured = self.phase == Phase::Running;
+            let p = sim.alloc_packet(Packet {
+                src: h as u32,
+                dst,
+                size: self.size,
+                hops: 0,
+                ctime: now,
+                itime: now,
+                measured,
+                message: NONE,
+                is_reply: false,
+                uid: 0,
+            });
+            if measured {
+                self.outstanding_measured += 1;
+                self.outstanding_ctime += now as u128;
             }
+            if self.queues[h].is_empty() {
+                self.pending_hosts += 1;
+            }
+            self.queues[h].push_back(p);
+            sim.wake_host(h);
+            let gap = geometric_gap(&mut sim.rng, self.rate);
+            self.next_gen.push(Reverse((now.saturating_add(gap), h as u32)));
         }
     }
 
