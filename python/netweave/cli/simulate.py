@@ -186,10 +186,7 @@ def flit(
         print(json.dumps(out, indent=2))
         return
     console = Console()
-    console.print(
-        f"{net['topology']}: {net['hosts']} hosts, {net['routers']} routers, "
-        f"routing {net['routing']} ({net['routing_vcs']} VC classes)"
-    )
+    _print_network(net, console)
     if sweep:
         _print_open(result["points"], console)
         sat = result["saturation_rate"]
@@ -201,6 +198,13 @@ def flit(
         _print_batch(result, console)
     else:
         _print_open([result], console)
+
+
+def _print_network(net: dict, console: Console) -> None:
+    console.print(
+        f"{net['topology']}: {net['hosts']} hosts, {net['routers']} routers, "
+        f"routing {net['routing']} ({net['routing_vcs']} VC classes)"
+    )
 
 
 def _flit_over_mpi(base: dict, overrides: dict, net: dict, as_json: bool) -> None:
@@ -223,10 +227,7 @@ def _flit_over_mpi(base: dict, overrides: dict, net: dict, as_json: bool) -> Non
         print(json.dumps({"network": net, "result": result, "partition": part}, indent=2))
         return
     console = Console()
-    console.print(
-        f"{net['topology']}: {net['hosts']} hosts, {net['routers']} routers, "
-        f"routing {net['routing']} ({net['routing_vcs']} VC classes)"
-    )
+    _print_network(net, console)
     console.print(
         f"split over {part['ranks']} processes ({', '.join(map(str, part['routers']))} routers): "
         f"{part['cut_channels']} of {part['switch_channels']} switch channels cut, lookahead {part['lookahead']} "

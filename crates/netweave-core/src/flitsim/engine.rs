@@ -646,7 +646,7 @@ impl<'a> Sim<'a> {
         // that each ran it could disagree (threads as ranks do).
         let mut link = link;
         let rank_of = if me == 0 {
-            let rank_of = partition::partition_routers(&self.fab, ranks, self.cfg.seed)?;
+            let rank_of = partition::partition_routers(&self.fab, ranks, self.cfg.seed);
             let bytes: Vec<u8> = rank_of.iter().flat_map(|k| k.to_le_bytes()).collect();
             link.exchange(vec![bytes; ranks])?;
             rank_of

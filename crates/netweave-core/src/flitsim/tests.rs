@@ -318,21 +318,31 @@ fn run_split(
     c: &SimConfig,
     ranks: usize,
 ) -> crate::error::Result<(Vec<SimResult>, PartitionReport)> {
-    let runs: Vec<_> = std::thread::scope(|s| {
-        let handles: Vec<_> = partition::local_group(ranks)
-            .into_iter()
-            .map(|link| s.spawn(move || simulate_partitioned(topo, routes, c, Job::Config, Box::new(link), &|_| {})))
-            .collect();
-        handles.into_iter().map(|h| h.join().unwrap()).collect()
-    });
     let mut results = Vec::new();
     let mut report = None;
-    for run in runs {
+    for run in run_ranks(topo, routes, c, Job::Config, partition::local_group(ranks)) {
         let (r, rep) = run?;
         results.push(r);
         report.get_or_insert(rep);
     }
     Ok((results, report.unwrap()))
+}
+
+/// `job` split over the thread-ranks `group`, each on its own thread: every rank's outcome.
+fn run_ranks(
+    topo: &Topology,
+    routes: &RoutingTable,
+    c: &SimConfig,
+    job: Job,
+    group: Vec<partition::LocalExchange>,
+) -> Vec<crate::error::Result<(SimResult, PartitionReport)>> {
+    std::thread::scope(|s| {
+        let handles: Vec<_> = group
+            .into_iter()
+            .map(|link| s.spawn(move || simulate_partitioned(topo, routes, c, job, Box::new(link), &|_| {})))
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    })
 }
 
 /// Every result field of `cfg` on `topo`/`routes` with 1, 2 and 3 threads, and split over 2
@@ -446,17 +456,7 @@ fn a_deadlock_split_over_ranks_is_reported_as_in_one_process() {
     let one = simulate(&t, &r, &c, None, &|_| {}).unwrap_err().to_string();
     assert!(one.contains("deadlock") && one.contains("blocked VCs"), "{one}");
     for ranks in [2, 3] {
-        let runs: Vec<_> = std::thread::scope(|s| {
-            let handles: Vec<_> = partition::local_group(ranks)
-                .into_iter()
-                .map(|link| {
-                    let (t, r, c) = (&t, &r, &c);
-                    s.spawn(move || simulate_partitioned(t, r, c, Job::Config, Box::new(link), &|_| {}))
-                })
-                .collect();
-            handles.into_iter().map(|h| h.join().unwrap()).collect()
-        });
-        for run in runs {
+        for run in run_ranks(&t, &r, &c, Job::Config, partition::local_group(ranks)) {
             assert_eq!(run.unwrap_err().to_string(), one, "{ranks} ranks");
         }
     }
@@ -468,18 +468,8 @@ fn a_rank_that_leaves_stops_the_others_with_its_name() {
     let (t, r) = build_network(&c).unwrap();
     let mut group = partition::local_group(3);
     drop(group.pop()); // rank 2 never runs
-    let errors: Vec<String> = std::thread::scope(|s| {
-        let handles: Vec<_> = group
-            .into_iter()
-            .map(|link| {
-                let (t, r, c) = (&t, &r, &c);
-                s.spawn(move || {
-                    simulate_partitioned(t, r, c, Job::Config, Box::new(link), &|_| {}).unwrap_err().to_string()
-                })
-            })
-            .collect();
-        handles.into_iter().map(|h| h.join().unwrap()).collect()
-    });
+    let errors: Vec<String> =
+        run_ranks(&t, &r, &c, Job::Config, group).into_iter().map(|run| run.unwrap_err().to_string()).collect();
     // Whoever finds rank 2 gone stops, and the other then finds that one gone.
     assert!(errors.iter().all(|e| e.contains("left the simulation")), "{errors:?}");
     assert!(errors.iter().any(|e| e.contains("rank 2 left")), "{errors:?}");
@@ -499,17 +489,8 @@ fn a_task_graph_split_over_ranks_is_the_one_process_run() {
         g.add_task(Message { src: 0, dst: d, bytes: 7 }, &gathered).unwrap();
     }
     let one = SimResult::Batch(batch::run_dag(&t, &r, &c, &g, &|b| b as u32, &|_| {}).unwrap());
-    let runs: Vec<_> = std::thread::scope(|s| {
-        let handles: Vec<_> = partition::local_group(3)
-            .into_iter()
-            .map(|link| {
-                let (t, r, c, g) = (&t, &r, &c, &g);
-                s.spawn(move || simulate_partitioned(t, r, c, Job::Dag(g), Box::new(link), &|_| {}).unwrap().0)
-            })
-            .collect();
-        handles.into_iter().map(|h| h.join().unwrap()).collect()
-    });
+    let runs = run_ranks(&t, &r, &c, Job::Dag(&g), partition::local_group(3));
     let SimResult::Batch(b) = &one else { panic!("not a batch") };
     assert_eq!(b.task_finish.len(), 30);
-    assert!(runs.iter().all(|x| *x == one));
+    assert!(runs.into_iter().all(|run| run.unwrap().0 == one));
 }
