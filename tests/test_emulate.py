@@ -34,6 +34,20 @@ def _measure(topo, engine, workload, name, **kw):
     return result
 
 
+def _proved(topo, engine, workload, name, attempts=3, **kw):
+    """A measurement whose byte-counter proof is conclusive. TCP retransmits when a starved
+    machine delays ACKs past its timeout, which makes a proof inconclusive (bytes above the
+    routed ones, with the retransmissions counted); such a run is measured again. A violation
+    without losses fails at once: that would be a route the fabric did not take."""
+    for attempt in range(attempts):
+        result = _measure(topo, engine, workload, f"{name[:10]}{attempt}", **kw)
+        proof = result["routing_proof"]
+        if proof["ok"]:
+            return result
+        assert proof["inconclusive"], (proof["losses"], proof["violations"][:3])
+    pytest.fail(f"{attempts} runs lost packets or retransmitted: {proof['losses']}, {proof['violations'][:3]}")
+
+
 @pytest.mark.parametrize("fabric,engine", [
     (lambda: topology.mesh([4, 4]), "dor"),
     (lambda: topology.k_ary_n_tree(2, 3), "dmodk"),
@@ -46,9 +60,8 @@ def test_byte_counters_prove_the_fabric_routes_by_the_table(fabric, engine, name
     # route taken the wrong way round would show. A deep buffer keeps both free of losses.
     for i, workload in enumerate((traffic.alltoall(n, 65536, "shift"),
                                   traffic.build("gather", "linear", num_ranks=n, bytes=200_000, root=n // 2 + 1))):
-        result = _measure(topo, engine, workload, f"{name[:11]}{i}", scale=0.005, buffer=16 << 20)
+        result = _proved(topo, engine, workload, f"{name[:9]}{i}", scale=0.005, buffer=16 << 20)
         proof = result["routing_proof"]
-        assert proof["ok"], proof["violations"][:3]
         assert 0 <= proof["overhead"] < emulate.DATA_OVERHEAD + emulate.ACK_SHARE
         # Independently of the proof's own arithmetic: the flow simulator's bytes per channel.
         routes = routing.route(topo, engine)
@@ -84,8 +97,7 @@ def test_a_contention_free_dag_with_relays_runs_on_an_emulated_tree(name):
     tree = topology.multi_cluster("a:4,b:4")
     dag, summary = traffic.contention_free(tree, "gather", 20_000, root=5)
     assert summary["relayed_tasks"] > 0
-    result = _measure(tree, "updown", dag, name, scale=0.05)
-    assert result["routing_proof"]["ok"]
+    result = _proved(tree, "updown", dag, name, scale=0.05)
     assert result["run"]["syncs"] > 0
 
 
