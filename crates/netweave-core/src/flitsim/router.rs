@@ -641,15 +641,18 @@ impl<'a> RouterCtx<'a> {
             self.sa_reqs = reqs;
             return;
         }
-        if let [(ip, vc, op)] = reqs[..] {
-            // One request (most router steps below saturation): its output grants it and its
-            // input accepts, whatever the pointers; they move as in the general case below.
-            let (ip, op) = (ip as usize, op as usize);
-            self.sa_out_ptr[op] = (ip - ip_lo) as u32 + 1;
-            self.acc_ptr[ip] = (op - op_lo) as u32 + 1;
-            self.sa_in_ptr[ip] = next_ptr(vc as u32, v as u32) as u16;
+        if without_conflicts(&reqs) {
+            // Every input asks for a different output (most router steps below saturation):
+            // each output grants its one request and each input accepts, whatever the pointers;
+            // they move as in the general case below.
+            for &(ip, vc, op) in &reqs {
+                let (ip, op) = (ip as usize, op as usize);
+                self.sa_out_ptr[op] = (ip - ip_lo) as u32 + 1;
+                self.acc_ptr[ip] = (op - op_lo) as u32 + 1;
+                self.sa_in_ptr[ip] = next_ptr(vc as u32, v as u32) as u16;
+                self.traverse(r, ip, vc as usize, op, now);
+            }
             self.sa_reqs = reqs;
-            self.traverse(r, ip, vc as usize, op, now);
             return;
         }
         // Grant.
@@ -837,6 +840,13 @@ impl<'a> RouterCtx<'a> {
             self.out_ovc[b] = NONE;
         }
     }
+}
+
+/// Whether switch requests (input, VC, output) come from different inputs and go to different
+/// outputs, so that iSLIP grants and accepts them all.
+#[inline]
+fn without_conflicts(reqs: &[(u32, u16, u32)]) -> bool {
+    reqs.iter().enumerate().all(|(i, &(ip, _, op))| reqs[..i].iter().all(|&(ip2, _, op2)| ip2 != ip && op2 != op))
 }
 
 /// Helper threads that step their workers' routers every cycle. A cycle lasts microseconds, too
