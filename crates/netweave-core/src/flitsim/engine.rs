@@ -38,7 +38,7 @@ use rand_chacha::ChaCha8Rng;
 use super::config::{Arbitration, SimConfig, SwAllocator, Switching};
 use super::fabric::{BookSimTorus, Fabric};
 use super::partition::{self, error_text, read_blocked, Broadcast, Exchange, Mail, PartitionReport};
-use super::router::{step_routers, Fixed, Outbox, Pool, RouterState, Shared, Worker};
+use super::router::{land_flit, step_routers, Fixed, Landing, Outbox, Pool, RouterState, Shared, Worker};
 use crate::error::{NetweaveError, Result};
 use crate::routing::RoutingTable;
 use crate::topology::Topology;
@@ -418,17 +418,8 @@ impl<'a> Sim<'a> {
 
     /// Write flit into the input buffer fed by output VC `ovc` (channel·V + vc).
     fn push_flit(&mut self, ovc: usize, flit: Flit) {
-        let cap = self.fab.buf;
-        let (ch, vc) = self.fab.split_by_vc(ovc as u32);
-        let to = self.fab.into[ch];
-        let b = to.first_vc as usize + vc;
-        let slot = ring_slot(self.head[b], self.len[b] as usize, cap);
-        self.flits[b * cap + slot] = flit;
-        self.len[b] += 1;
-        let r = to.router;
-        let bit = to.first_bit as usize + vc;
-        self.nonempty[bit / 64] |= 1 << (bit % 64);
-        self.buffered[r as usize] += 1;
+        let mut state = self.router_state(false);
+        let r = land_flit(&self.fab, &mut state, ovc, flit);
         if self.hold {
             self.activate(r);
         } else {
@@ -474,27 +465,17 @@ impl<'a> Sim<'a> {
         }
     }
 
-    /// Every router holding flits takes its step, each worker its share on its own thread;
-    /// then what they did to other routers, hosts and upstream ports is applied, worker by
-    /// worker (`router.rs` says why the split cannot change the outcome).
-    fn step_routers(&mut self, now: u64) {
-        let slot = (now & self.wheel_mask) as usize;
-        let mut waking = std::mem::take(&mut self.wake_wheel[slot]);
-        for &r in &waking {
-            self.activate(r);
-        }
-        waking.clear();
-        self.wake_wheel[slot] = waking;
-        std::mem::swap(&mut self.active, &mut self.next_active);
-        self.next_active.clear();
-        for w in &mut self.workers {
-            w.routers.clear();
-        }
-        for &r in &self.active {
-            self.in_active[r as usize] = false;
-            self.workers[self.part_of[r as usize] as usize].routers.push(r);
-        }
-        let state = RouterState {
+    /// The router-owned arrays as the router steps share them; with `land`, the wheels too,
+    /// for effects to land at once ([`Landing`]).
+    #[inline]
+    fn router_state(&mut self, land: bool) -> RouterState {
+        let landing = land.then(|| Landing {
+            wheel_mask: self.wheel_mask,
+            credit_wheel: Shared::of(&mut self.credit_wheel),
+            wake_wheel: Shared::of(&mut self.wake_wheel),
+            delivery_wheel: Shared::of(&mut self.delivery_wheel),
+        });
+        RouterState {
             flits: Shared::of(&mut self.flits),
             head: Shared::of(&mut self.head),
             len: Shared::of(&mut self.len),
@@ -524,7 +505,32 @@ impl<'a> Sim<'a> {
             va_grant_dist: Shared::of(&mut self.va_grant_dist),
             nonempty: Shared::of(&mut self.nonempty),
             buffered: Shared::of(&mut self.buffered),
-        };
+            landing,
+        }
+    }
+
+    /// Every router holding flits takes its step, each worker its share on its own thread;
+    /// then what they did to other routers, hosts and upstream ports is applied, worker by
+    /// worker (`router.rs` says why the split cannot change the outcome).
+    fn step_routers(&mut self, now: u64) {
+        let slot = (now & self.wheel_mask) as usize;
+        let mut waking = std::mem::take(&mut self.wake_wheel[slot]);
+        for &r in &waking {
+            self.activate(r);
+        }
+        waking.clear();
+        self.wake_wheel[slot] = waking;
+        std::mem::swap(&mut self.active, &mut self.next_active);
+        self.next_active.clear();
+        for w in &mut self.workers {
+            w.routers.clear();
+        }
+        for &r in &self.active {
+            self.in_active[r as usize] = false;
+            self.workers[self.part_of[r as usize] as usize].routers.push(r);
+        }
+        // One worker in one process lands its effects at once; otherwise they wait in outboxes.
+        let state = self.router_state(self.pool.is_none() && self.dist.is_none());
         let fixed = Fixed {
             fab: &self.fab,
             topo: self.topo,

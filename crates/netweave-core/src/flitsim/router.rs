@@ -92,6 +92,36 @@ impl Outbox {
     }
 }
 
+/// The engine's wheels, for a router step to land its effects in at once. Used when one
+/// worker steps every router of a one-process run: nothing else runs then, and a flit or
+/// credit a step sends is due next cycle at the earliest (every delay and latency is at least
+/// one cycle), so no router can see it this cycle, whichever order they step in.
+#[derive(Clone, Copy)]
+pub(crate) struct Landing {
+    pub wheel_mask: u64,
+    pub credit_wheel: Shared<Vec<u32>>,
+    pub wake_wheel: Shared<Vec<u32>>,
+    pub delivery_wheel: Shared<Vec<(u32, u16)>>,
+}
+
+/// Write `flit` at the back of the input buffer fed by output VC `ovc` (channel·V + vc) and
+/// mark the buffer non-empty; returns the router it is in. Shared by the engine (applying
+/// outboxes, injecting) and by router steps that land their effects at once.
+#[inline]
+pub(crate) fn land_flit(fab: &Fabric, s: &mut RouterState, ovc: usize, flit: Flit) -> u32 {
+    let cap = fab.buf;
+    let (ch, vc) = fab.split_by_vc(ovc as u32);
+    let to = fab.into[ch];
+    let b = to.first_vc as usize + vc;
+    let slot = ring_slot(s.head[b], s.len[b] as usize, cap);
+    s.flits[b * cap + slot] = flit;
+    s.len[b] += 1;
+    let bit = to.first_bit as usize + vc;
+    s.nonempty[bit / 64] |= 1 << (bit % 64);
+    s.buffered[to.router as usize] += 1;
+    to.router
+}
+
 /// One worker: the routers it steps this cycle, its scratch and its outbox.
 #[derive(Default)]
 pub(crate) struct Worker {
@@ -158,6 +188,8 @@ pub(crate) struct RouterState {
     pub va_grant_dist: Shared<u32>,
     pub nonempty: Shared<u64>,
     pub buffered: Shared<u32>,
+    /// Where effects land at once, instead of the worker's outbox (see [`Landing`]).
+    pub landing: Option<Landing>,
 }
 
 /// Step every router of `worker` in cycle `now`; effects on other routers go to its outbox.
@@ -228,6 +260,8 @@ struct RouterCtx<'a> {
     va_grant_dist: Shared<u32>,
     nonempty: Shared<u64>,
     buffered: Shared<u32>,
+    landing: Option<Landing>,
+    all: RouterState,
     touched: Vec<u32>,
     sa_reqs: Vec<(u32, u16, u32)>,
     accepted_ips: Vec<u32>,
@@ -282,6 +316,8 @@ impl<'a> RouterCtx<'a> {
             va_grant_dist: s.va_grant_dist,
             nonempty: s.nonempty,
             buffered: s.buffered,
+            landing: s.landing,
+            all: s,
             touched: scratch.touched,
             sa_reqs: scratch.sa_reqs,
             accepted_ips: scratch.accepted_ips,
@@ -809,7 +845,11 @@ impl<'a> RouterCtx<'a> {
         self.out.moved += 1;
         // The freed slot's credit goes back upstream, to the output VC that feeds this buffer.
         let back = now + (self.cfg.credit_delay + self.fab.ch_lat[in_ch]) as u64;
-        self.out.credits.push(((in_ch * v + vc) as u32, back));
+        let credit = (in_ch * v + vc) as u32;
+        match self.landing {
+            Some(mut l) => l.credit_wheel[(back & l.wheel_mask) as usize].push(credit),
+            None => self.out.credits.push((credit, back)),
+        }
 
         let tail = f.tail;
         let hops = f.hops + 1;
@@ -820,14 +860,27 @@ impl<'a> RouterCtx<'a> {
             self.out.ejected += 1;
             if tail {
                 // The host retires the tail one cycle after it arrives.
-                self.out.deliveries.push((arrive + 1, f.packet, hops));
+                match self.landing {
+                    Some(mut l) => l.delivery_wheel[((arrive + 1) & l.wheel_mask) as usize].push((f.packet, hops)),
+                    None => self.out.deliveries.push((arrive + 1, f.packet, hops)),
+                }
             }
         } else {
             self.credits[ovc] -= 1;
             // A head carries the class its packet keeps in this dimension (BookSim's torus).
             let class = self.route_cls[b] as u8;
             let flit = Flit { arrive: arrive as u32, hops, class, ..f };
-            self.out.pushes.push((ovc as u32, flit));
+            match self.landing {
+                Some(mut l) => {
+                    let to = land_flit(self.fab, &mut self.all, ovc, flit);
+                    if self.hold {
+                        self.out.busy.push(to);
+                    } else {
+                        l.wake_wheel[(arrive & l.wheel_mask) as usize].push(to);
+                    }
+                }
+                None => self.out.pushes.push((ovc as u32, flit)),
+            }
         }
         if self.hold {
             self.out_hold[op] = if tail { NONE } else { ip as u32 };
