@@ -185,15 +185,16 @@ pub(crate) struct Sim<'a> {
     part_of: Vec<u32>,
     // activity
     buffered: Vec<u32>,
-    active: Vec<u32>,
-    next_active: Vec<u32>,
-    in_active: Vec<bool>,
+    /// Routers to step next cycle, a bit each (`active_words` words): a bitset rather than a
+    /// list, so that waking a router twice costs nothing and they step in id order.
+    next_active: Vec<u64>,
+    active_words: usize,
     // wheels
     wheel_mask: u64,
     credit_wheel: Vec<Vec<u32>>,
     /// Routers to wake when a flit reaches their buffer (those not holding the switch sleep
-    /// while all their flits are on links).
-    wake_wheel: Vec<Vec<u32>>,
+    /// while all their flits are on links): a router bitset per slot, slot after slot.
+    wake_wheel: Vec<u64>,
     /// Tails due at their host: (packet, routers crossed).
     delivery_wheel: Vec<Vec<(u32, u16)>>,
     // packets
@@ -321,12 +322,11 @@ impl<'a> Sim<'a> {
             part_of: (0..r).map(|x| (x * threads / r.max(1)) as u32).collect(),
             pool: (threads > 1).then(|| Pool::new(threads - 1)),
             buffered: vec![0; r],
-            active: Vec::with_capacity(r),
-            next_active: Vec::with_capacity(r),
-            in_active: vec![false; r],
+            next_active: vec![0; r.div_ceil(64)],
+            active_words: r.div_ceil(64),
             wheel_mask: wheel as u64 - 1,
             credit_wheel: vec![Vec::new(); wheel],
-            wake_wheel: vec![Vec::new(); wheel],
+            wake_wheel: vec![0; wheel * r.div_ceil(64)],
             delivery_wheel: vec![Vec::new(); wheel],
             packets: Vec::new(),
             free_packets: Vec::new(),
@@ -410,10 +410,7 @@ impl<'a> Sim<'a> {
     }
 
     fn activate(&mut self, r: u32) {
-        if !self.in_active[r as usize] {
-            self.in_active[r as usize] = true;
-            self.next_active.push(r);
-        }
+        self.next_active[r as usize / 64] |= 1 << (r % 64);
     }
 
     /// Write flit into the input buffer fed by output VC `ovc` (channel·V + vc).
@@ -423,7 +420,8 @@ impl<'a> Sim<'a> {
         if self.hold {
             self.activate(r);
         } else {
-            self.wake_wheel[(flit.arrive as u64 & self.wheel_mask) as usize].push(r);
+            let slot = (flit.arrive as u64 & self.wheel_mask) as usize;
+            self.wake_wheel[slot * self.active_words + r as usize / 64] |= 1 << (r % 64);
         }
     }
 
@@ -473,6 +471,8 @@ impl<'a> Sim<'a> {
             wheel_mask: self.wheel_mask,
             credit_wheel: Shared::of(&mut self.credit_wheel),
             wake_wheel: Shared::of(&mut self.wake_wheel),
+            words: self.active_words,
+            next_active: Shared::of(&mut self.next_active),
             delivery_wheel: Shared::of(&mut self.delivery_wheel),
         });
         RouterState {
@@ -514,20 +514,17 @@ impl<'a> Sim<'a> {
     /// worker (`router.rs` says why the split cannot change the outcome).
     fn step_routers(&mut self, now: u64) {
         let slot = (now & self.wheel_mask) as usize;
-        let mut waking = std::mem::take(&mut self.wake_wheel[slot]);
-        for &r in &waking {
-            self.activate(r);
-        }
-        waking.clear();
-        self.wake_wheel[slot] = waking;
-        std::mem::swap(&mut self.active, &mut self.next_active);
-        self.next_active.clear();
         for w in &mut self.workers {
             w.routers.clear();
         }
-        for &r in &self.active {
-            self.in_active[r as usize] = false;
-            self.workers[self.part_of[r as usize] as usize].routers.push(r);
+        let waking = &mut self.wake_wheel[slot * self.active_words..(slot + 1) * self.active_words];
+        for (word, (busy, woken)) in self.next_active.iter_mut().zip(waking).enumerate() {
+            let mut bits = std::mem::take(busy) | std::mem::take(woken);
+            while bits != 0 {
+                let r = word * 64 + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                self.workers[self.part_of[r] as usize].routers.push(r as u32);
+            }
         }
         // One worker in one process lands its effects at once; otherwise they wait in outboxes.
         let state = self.router_state(self.pool.is_none() && self.dist.is_none());

@@ -100,7 +100,11 @@ impl Outbox {
 pub(crate) struct Landing {
     pub wheel_mask: u64,
     pub credit_wheel: Shared<Vec<u32>>,
-    pub wake_wheel: Shared<Vec<u32>>,
+    /// A router bitset of `words` words per slot (the engine's `wake_wheel`).
+    pub wake_wheel: Shared<u64>,
+    pub words: usize,
+    /// Routers to step next cycle (the engine's `next_active`).
+    pub next_active: Shared<u64>,
     pub delivery_wheel: Shared<Vec<(u32, u16)>>,
 }
 
@@ -209,7 +213,10 @@ pub(crate) fn step_routers(fixed: &Fixed, state: RouterState, worker: &mut Worke
         // releases a hold whose next flit is not there.
         let busy = if ctx.hold { ctx.buffered[r] > 0 } else { ctx.holds_arrived_flit(now + 1) };
         if busy {
-            ctx.out.busy.push(r as u32);
+            match ctx.landing {
+                Some(mut l) => l.next_active[r / 64] |= 1 << (r % 64),
+                None => ctx.out.busy.push(r as u32),
+            }
         }
     }
     worker.scratch = ctx.scratch_back();
@@ -873,10 +880,11 @@ impl<'a> RouterCtx<'a> {
             match self.landing {
                 Some(mut l) => {
                     let to = land_flit(self.fab, &mut self.all, ovc, flit);
+                    let to = to as usize;
                     if self.hold {
-                        self.out.busy.push(to);
+                        l.next_active[to / 64] |= 1 << (to % 64);
                     } else {
-                        l.wake_wheel[(arrive & l.wheel_mask) as usize].push(to);
+                        l.wake_wheel[(arrive & l.wheel_mask) as usize * l.words + to / 64] |= 1 << (to % 64);
                     }
                 }
                 None => self.out.pushes.push((ovc as u32, flit)),
