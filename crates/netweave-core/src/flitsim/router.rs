@@ -213,8 +213,8 @@ pub(crate) fn step_routers(fixed: &Fixed, state: RouterState, worker: &mut Worke
         // releases a hold whose next flit is not there.
         let busy = if ctx.hold { ctx.buffered[r] > 0 } else { ctx.holds_arrived_flit(now + 1) };
         if busy {
-            match ctx.landing {
-                Some(mut l) => l.next_active[r / 64] |= 1 << (r % 64),
+            match ctx.landing.as_mut() {
+                Some(l) => l.next_active[r / 64] |= 1 << (r % 64),
                 None => ctx.out.busy.push(r as u32),
             }
         }
@@ -238,6 +238,10 @@ struct RouterCtx<'a> {
     islip: bool,
     vc_islip: bool,
     per_destination: bool,
+    /// iSLIP's switch requests are gathered in the route/VC pass when nothing between there
+    /// and switch allocation can change them: no held connections to release, and a VC that
+    /// wins VC allocation now is not ready to send before next cycle.
+    collect_requests: bool,
     flits: Shared<Flit>,
     head: Shared<u16>,
     len: Shared<u16>,
@@ -294,6 +298,7 @@ impl<'a> RouterCtx<'a> {
             islip: f.islip,
             vc_islip: f.vc_islip,
             per_destination: f.per_destination,
+            collect_requests: f.islip && !f.hold && f.cfg.vc_alloc_delay > 0,
             flits: s.flits,
             head: s.head,
             len: s.len,
@@ -374,13 +379,8 @@ impl<'a> RouterCtx<'a> {
         // Route computation and VC allocation requests.
         self.va_scratch.clear();
         let n_ivc = ((ip_hi - ip_lo) * v) as u32;
-        let mut scan = std::mem::take(&mut self.scan);
-        self.nonempty_inputs(r, &mut scan);
-        self.scan = scan;
-        // iSLIP's switch requests are gathered in this same pass when nothing between here and
-        // switch allocation can change them: no held connections to release, and a VC that
-        // wins VC allocation now is not ready to send before next cycle.
-        let collect = self.islip && !self.hold && self.cfg.vc_alloc_delay > 0;
+        nonempty_inputs(self.fab, &self.nonempty, r, &mut self.scan);
+        let collect = self.collect_requests;
         self.sa_reqs.clear();
         for i in 0..self.scan.len() {
             let b = self.scan[i] as usize;
@@ -545,21 +545,6 @@ impl<'a> RouterCtx<'a> {
     #[inline]
     fn split_by_vc(&self, x: u32) -> (usize, usize) {
         self.fab.split_by_vc(x)
-    }
-
-    /// Router `r`'s non-empty input VCs (`ip·V + vc`), ascending, into `out`.
-    fn nonempty_inputs(&self, r: usize, out: &mut Vec<u32>) {
-        out.clear();
-        let first = self.fab.in_base[r] as usize * self.fab.vcs;
-        let (lo, hi) = (self.fab.ne_word[r] as usize, self.fab.ne_word[r + 1] as usize);
-        for word in lo..hi {
-            let mut bits = self.nonempty[word];
-            let base = first + (word - lo) * 64;
-            while bits != 0 {
-                out.push((base + bits.trailing_zeros() as usize) as u32);
-                bits &= bits - 1;
-            }
-        }
     }
 
     /// The free output VCs input VC `b` may take: (global output port, first VC, VC count).
@@ -853,8 +838,8 @@ impl<'a> RouterCtx<'a> {
         // The freed slot's credit goes back upstream, to the output VC that feeds this buffer.
         let back = now + (self.cfg.credit_delay + self.fab.ch_lat[in_ch]) as u64;
         let credit = (in_ch * v + vc) as u32;
-        match self.landing {
-            Some(mut l) => l.credit_wheel[(back & l.wheel_mask) as usize].push(credit),
+        match self.landing.as_mut() {
+            Some(l) => l.credit_wheel[(back & l.wheel_mask) as usize].push(credit),
             None => self.out.credits.push((credit, back)),
         }
 
@@ -867,8 +852,8 @@ impl<'a> RouterCtx<'a> {
             self.out.ejected += 1;
             if tail {
                 // The host retires the tail one cycle after it arrives.
-                match self.landing {
-                    Some(mut l) => l.delivery_wheel[((arrive + 1) & l.wheel_mask) as usize].push((f.packet, hops)),
+                match self.landing.as_mut() {
+                    Some(l) => l.delivery_wheel[((arrive + 1) & l.wheel_mask) as usize].push((f.packet, hops)),
                     None => self.out.deliveries.push((arrive + 1, f.packet, hops)),
                 }
             }
@@ -877,8 +862,8 @@ impl<'a> RouterCtx<'a> {
             // A head carries the class its packet keeps in this dimension (BookSim's torus).
             let class = self.route_cls[b] as u8;
             let flit = Flit { arrive: arrive as u32, hops, class, ..f };
-            match self.landing {
-                Some(mut l) => {
+            match self.landing.as_mut() {
+                Some(l) => {
                     let to = land_flit(self.fab, &mut self.all, ovc, flit);
                     let to = to as usize;
                     if self.hold {
@@ -899,6 +884,21 @@ impl<'a> RouterCtx<'a> {
             self.state[b] = IDLE;
             self.out_op[b] = NONE;
             self.out_ovc[b] = NONE;
+        }
+    }
+}
+
+/// Router `r`'s non-empty input VCs (`ip·V + vc`), ascending, into `out`.
+fn nonempty_inputs(fab: &Fabric, nonempty: &Shared<u64>, r: usize, out: &mut Vec<u32>) {
+    out.clear();
+    let first = fab.in_base[r] as usize * fab.vcs;
+    let (lo, hi) = (fab.ne_word[r] as usize, fab.ne_word[r + 1] as usize);
+    for word in lo..hi {
+        let mut bits = nonempty[word];
+        let base = first + (word - lo) * 64;
+        while bits != 0 {
+            out.push((base + bits.trailing_zeros() as usize) as u32);
+            bits &= bits - 1;
         }
     }
 }
