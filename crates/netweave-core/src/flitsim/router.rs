@@ -388,6 +388,19 @@ impl<'a> RouterCtx<'a> {
         let n_ivc = ((ip_hi - ip_lo) * v) as u32;
         nonempty_inputs(self.fab, &self.nonempty, r, &mut self.scan);
         let collect = self.collect_requests;
+        if let [b] = self.scan[..] {
+            // One buffer with flits, already holding an output VC (the body of a packet
+            // streaming through, most steps below saturation): its request, if it can send,
+            // is the only one, and iSLIP grants it (as below, without the bookkeeping).
+            let b = b as usize;
+            if collect && self.state[b] == ACTIVE {
+                if self.can_send(b, now) {
+                    let (ip, vc) = self.split_by_vc(b as u32);
+                    self.grant(r, ip, vc, self.out_op[b] as usize, now);
+                }
+                return;
+            }
+        }
         self.sa_reqs.clear();
         for i in 0..self.scan.len() {
             let b = self.scan[i] as usize;
@@ -681,11 +694,7 @@ impl<'a> RouterCtx<'a> {
             // each output grants its one request and each input accepts, whatever the pointers;
             // they move as in the general case below.
             for &(ip, vc, op) in &reqs {
-                let (ip, op) = (ip as usize, op as usize);
-                self.sa_out_ptr[op] = (ip - ip_lo) as u32 + 1;
-                self.acc_ptr[ip] = (op - op_lo) as u32 + 1;
-                self.sa_in_ptr[ip] = next_ptr(vc as u32, v as u32) as u16;
-                self.traverse(r, ip, vc as usize, op, now);
+                self.grant(r, ip as usize, vc as usize, op as usize, now);
             }
             self.sa_reqs = reqs;
             return;
@@ -747,6 +756,19 @@ impl<'a> RouterCtx<'a> {
         }
         self.accepted_ips = accepted_ips;
         self.sa_reqs = reqs;
+    }
+
+    /// iSLIP's outcome for a request no other request competes with: output `op` grants input
+    /// `ip`, which accepts; both pointers and the input's VC pointer move past the winners, and
+    /// the flit crosses.
+    #[inline]
+    fn grant(&mut self, r: usize, ip: usize, vc: usize, op: usize, now: u64) {
+        let ip_lo = self.fab.in_base[r] as usize;
+        let op_lo = self.fab.out_base[r] as usize;
+        self.sa_out_ptr[op] = (ip - ip_lo) as u32 + 1;
+        self.acc_ptr[ip] = (op - op_lo) as u32 + 1;
+        self.sa_in_ptr[ip] = next_ptr(vc as u32, self.fab.vcs as u32) as u16;
+        self.traverse(r, ip, vc, op, now);
     }
 
     /// Input `ip` asks output `op` with priority `key` (lower wins); true if it leads so far.
