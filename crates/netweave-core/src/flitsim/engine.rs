@@ -38,7 +38,7 @@ use rand_chacha::ChaCha8Rng;
 use super::config::{Arbitration, SimConfig, SwAllocator, Switching};
 use super::fabric::{BookSimTorus, Fabric};
 use super::partition::{self, error_text, read_blocked, Broadcast, Exchange, Mail, PartitionReport};
-use super::router::{land_flit, step_routers, Fixed, Landing, Outbox, Pool, RouterState, Shared, Worker};
+use super::router::{land_flit, step_routers, Fixed, Outbox, Pool, RouterState, Shared, Wheels, Worker};
 use crate::error::{NetweaveError, Result};
 use crate::routing::RoutingTable;
 use crate::topology::Topology;
@@ -153,6 +153,8 @@ pub(crate) struct Sim<'a> {
     out_ovc: Vec<u32>,
     // output VCs
     owner: Vec<u32>,
+    /// Flit slot the next flit through each output VC lands in ([`land_flit`]).
+    write_at: Vec<u32>,
     credits: Vec<u16>,
     // arbitration
     va_ptr: Vec<u32>,
@@ -184,7 +186,6 @@ pub(crate) struct Sim<'a> {
     workers: Vec<Worker>,
     part_of: Vec<u32>,
     // activity
-    buffered: Vec<u32>,
     /// Routers to step next cycle, a bit each (`active_words` words): a bitset rather than a
     /// list, so that waking a router twice costs nothing and they step in id order.
     next_active: Vec<u64>,
@@ -273,6 +274,12 @@ impl<'a> Sim<'a> {
         let v = fab.vcs;
         let nb = nch * v;
         let ivcs = fab.ip_chan.len() * v;
+        if ivcs * fab.buf > u32::MAX as usize {
+            return crate::invalid!(
+                "{ivcs} input VCs of {} flits are more flit slots than this simulator indexes (2³²)",
+                fab.buf
+            );
+        }
         let max_delay = (cfg.sw_alloc_delay + cfg.st_final_delay + cfg.credit_delay + fab.max_latency() + 4) as u64;
         let wheel = max_delay.next_power_of_two() as usize;
         let mut credits = vec![cfg.vc_buf_size as u16; nb];
@@ -297,6 +304,12 @@ impl<'a> Sim<'a> {
             out_op: vec![NONE; ivcs],
             out_ovc: vec![NONE; ivcs],
             owner: vec![NONE; nb],
+            write_at: (0..nb)
+                .map(|o| match fab.ch_dst_router[o / v] {
+                    NONE => 0, // into a host: nothing lands in a buffer
+                    _ => ((fab.into[o / v].first_vc as usize + o % v) * fab.buf) as u32,
+                })
+                .collect(),
             credits,
             va_ptr: vec![0; r],
             sa_in_ptr: vec![0; num_ips],
@@ -321,7 +334,6 @@ impl<'a> Sim<'a> {
             // Contiguous shares of router ids: neighbours in a lattice mostly stay together.
             part_of: (0..r).map(|x| (x * threads / r.max(1)) as u32).collect(),
             pool: (threads > 1).then(|| Pool::new(threads - 1)),
-            buffered: vec![0; r],
             next_active: vec![0; r.div_ceil(64)],
             active_words: r.div_ceil(64),
             wheel_mask: wheel as u64 - 1,
@@ -464,10 +476,10 @@ impl<'a> Sim<'a> {
     }
 
     /// The router-owned arrays as the router steps share them; with `land`, the wheels too,
-    /// for effects to land at once ([`Landing`]).
+    /// for effects to land at once ([`Wheels`]).
     #[inline]
     fn router_state(&mut self, land: bool) -> RouterState {
-        let landing = land.then(|| Landing {
+        let wheels = land.then(|| Wheels {
             wheel_mask: self.wheel_mask,
             credit_wheel: Shared::of(&mut self.credit_wheel),
             wake_wheel: Shared::of(&mut self.wake_wheel),
@@ -504,8 +516,8 @@ impl<'a> Sim<'a> {
             va_grant: Shared::of(&mut self.va_grant),
             va_grant_dist: Shared::of(&mut self.va_grant_dist),
             nonempty: Shared::of(&mut self.nonempty),
-            buffered: Shared::of(&mut self.buffered),
-            landing,
+            write_at: Shared::of(&mut self.write_at),
+            wheels,
         }
     }
 

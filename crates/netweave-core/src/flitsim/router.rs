@@ -104,7 +104,7 @@ impl Outbox {
 /// credit a step sends is due next cycle at the earliest (every delay and latency is at least
 /// one cycle), so no router can see it this cycle, whichever order they step in.
 #[derive(Clone, Copy)]
-pub(crate) struct Landing {
+pub(crate) struct Wheels {
     pub wheel_mask: u64,
     pub credit_wheel: Shared<Vec<u32>>,
     /// A router bitset of `words` words per slot (the engine's `wake_wheel`).
@@ -120,16 +120,17 @@ pub(crate) struct Landing {
 /// outboxes, injecting) and by router steps that land their effects at once.
 #[inline]
 pub(crate) fn land_flit(fab: &Fabric, s: &mut RouterState, ovc: usize, flit: Flit) -> u32 {
-    let cap = fab.buf;
+    // Where the flit goes is kept per output VC, so the store does not wait for the buffer's
+    // head and length.
+    let at = s.write_at[ovc] as usize;
+    s.flits[at] = flit;
     let (ch, vc) = fab.split_by_vc(ovc as u32);
     let to = fab.into[ch];
     let b = to.first_vc as usize + vc;
-    let slot = ring_slot(s.head[b], s.len[b] as usize, cap);
-    s.flits[b * cap + slot] = flit;
+    s.write_at[ovc] = if at + 1 == (b + 1) * fab.buf { b * fab.buf } else { at + 1 } as u32;
     s.len[b] += 1;
     let bit = to.first_bit as usize + vc;
     s.nonempty[bit / 64] |= 1 << (bit % 64);
-    s.buffered[to.router as usize] += 1;
     to.router
 }
 
@@ -198,9 +199,10 @@ pub(crate) struct RouterState {
     pub va_grant: Shared<u32>,
     pub va_grant_dist: Shared<u32>,
     pub nonempty: Shared<u64>,
-    pub buffered: Shared<u32>,
-    /// Where effects land at once, instead of the worker's outbox (see [`Landing`]).
-    pub landing: Option<Landing>,
+    /// Per output VC, the flit slot its next flit lands in (the back of the buffer it feeds).
+    pub write_at: Shared<u32>,
+    /// Where effects land at once, instead of the worker's outbox (see [`Wheels`]).
+    pub wheels: Option<Wheels>,
 }
 
 /// Step every router of `worker` in cycle `now`; effects on other routers go to its outbox.
@@ -218,9 +220,9 @@ pub(crate) fn step_routers(fixed: &Fixed, state: RouterState, worker: &mut Worke
         // A router whose flits are all still on their links sleeps until the first arrives
         // (the engine wakes it then); holding the switch needs every cycle's step, as it
         // releases a hold whose next flit is not there.
-        let busy = if ctx.hold { ctx.buffered[r] > 0 } else { ctx.holds_arrived_flit(now + 1) };
+        let busy = if ctx.hold { ctx.holds_flits(r) } else { ctx.holds_arrived_flit(now + 1) };
         if busy {
-            match ctx.landing.as_mut() {
+            match ctx.wheels.as_mut() {
                 Some(l) => l.next_active[r / 64] |= 1 << (r % 64),
                 None => ctx.out.busy.push(r as u32),
             }
@@ -277,8 +279,7 @@ struct RouterCtx<'a> {
     va_grant: Shared<u32>,
     va_grant_dist: Shared<u32>,
     nonempty: Shared<u64>,
-    buffered: Shared<u32>,
-    landing: Option<Landing>,
+    wheels: Option<Wheels>,
     all: RouterState,
     touched: Vec<u32>,
     sa_reqs: Vec<(u32, u16, u32)>,
@@ -334,8 +335,7 @@ impl<'a> RouterCtx<'a> {
             va_grant: s.va_grant,
             va_grant_dist: s.va_grant_dist,
             nonempty: s.nonempty,
-            buffered: s.buffered,
-            landing: s.landing,
+            wheels: s.wheels,
             all: s,
             touched: scratch.touched,
             sa_reqs: scratch.sa_reqs,
@@ -362,6 +362,11 @@ impl<'a> RouterCtx<'a> {
     #[inline]
     fn front(&self, b: usize) -> Flit {
         self.flits[b * self.fab.buf + self.head[b] as usize]
+    }
+
+    /// Whether router `r` has a flit in any of its buffers.
+    fn holds_flits(&self, r: usize) -> bool {
+        (self.fab.ne_word[r] as usize..self.fab.ne_word[r + 1] as usize).any(|w| self.nonempty[w] != 0)
     }
 
     /// Whether a buffer this step found non-empty still holds a flit that is there by `t`
@@ -862,12 +867,11 @@ impl<'a> RouterCtx<'a> {
             let bit = self.fab.nonempty_bit(r, b);
             self.nonempty[bit / 64] &= !(1 << (bit % 64));
         }
-        self.buffered[r] -= 1;
         self.out.moved += 1;
         // The freed slot's credit goes back upstream, to the output VC that feeds this buffer.
         let back = now + (self.cfg.credit_delay + self.fab.ch_lat[in_ch]) as u64;
         let credit = (in_ch * v + vc) as u32;
-        match self.landing.as_mut() {
+        match self.wheels.as_mut() {
             Some(l) => l.credit_wheel[(back & l.wheel_mask) as usize].push(credit),
             None => self.out.credits.push((credit, back)),
         }
@@ -881,7 +885,7 @@ impl<'a> RouterCtx<'a> {
             self.out.ejected += 1;
             if tail {
                 // The host retires the tail one cycle after it arrives.
-                match self.landing.as_mut() {
+                match self.wheels.as_mut() {
                     Some(l) => l.delivery_wheel[((arrive + 1) & l.wheel_mask) as usize].push((f.packet, hops)),
                     None => self.out.deliveries.push((arrive + 1, f.packet, hops)),
                 }
@@ -891,7 +895,7 @@ impl<'a> RouterCtx<'a> {
             // A head carries the class its packet keeps in this dimension (BookSim's torus).
             let class = self.route_cls[b] as u8;
             let flit = Flit { arrive: arrive as u32, hops, class, ..f };
-            match self.landing.as_mut() {
+            match self.wheels.as_mut() {
                 Some(l) => {
                     let to = land_flit(self.fab, &mut self.all, ovc, flit);
                     let to = to as usize;
