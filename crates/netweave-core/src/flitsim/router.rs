@@ -4,8 +4,11 @@
 //! Each router reads and writes only its own input VCs, input and output ports and output VCs;
 //! what it does to other routers (flits into their buffers, credits back upstream, tails to
 //! hosts) goes into its worker's [`Outbox`], which the engine applies after every router has
-//! stepped. Nothing a router reads can change during a cycle, so however the routers are split
-//! among threads, and in whatever order they step, a cycle has the same outcome.
+//! stepped — or, when one worker steps them all in one process, straight into the engine's
+//! buffers and [`Wheels`], as none of it is due before the next cycle. Nothing a router acts
+//! on can change during a cycle (a flit that lands mid-cycle has not arrived), so however the
+//! routers are split among threads, and in whatever order they step, a cycle has the same
+//! outcome.
 
 use std::cell::UnsafeCell;
 use std::ops::{Index, IndexMut};
@@ -223,7 +226,7 @@ pub(crate) fn step_routers(fixed: &Fixed, state: RouterState, worker: &mut Worke
         let busy = if ctx.hold { ctx.holds_flits(r) } else { ctx.holds_arrived_flit(now + 1) };
         if busy {
             match ctx.wheels.as_mut() {
-                Some(l) => l.next_active[r / 64] |= 1 << (r % 64),
+                Some(w) => w.next_active[r / 64] |= 1 << (r % 64),
                 None => ctx.out.busy.push(r as u32),
             }
         }
@@ -280,6 +283,7 @@ struct RouterCtx<'a> {
     va_grant_dist: Shared<u32>,
     nonempty: Shared<u64>,
     wheels: Option<Wheels>,
+    /// The same shared arrays as one value, for [`land_flit`].
     all: RouterState,
     touched: Vec<u32>,
     sa_reqs: Vec<(u32, u16, u32)>,
@@ -872,7 +876,7 @@ impl<'a> RouterCtx<'a> {
         let back = now + (self.cfg.credit_delay + self.fab.ch_lat[in_ch]) as u64;
         let credit = (in_ch * v + vc) as u32;
         match self.wheels.as_mut() {
-            Some(l) => l.credit_wheel[(back & l.wheel_mask) as usize].push(credit),
+            Some(w) => w.credit_wheel[(back & w.wheel_mask) as usize].push(credit),
             None => self.out.credits.push((credit, back)),
         }
 
@@ -886,7 +890,7 @@ impl<'a> RouterCtx<'a> {
             if tail {
                 // The host retires the tail one cycle after it arrives.
                 match self.wheels.as_mut() {
-                    Some(l) => l.delivery_wheel[((arrive + 1) & l.wheel_mask) as usize].push((f.packet, hops)),
+                    Some(w) => w.delivery_wheel[((arrive + 1) & w.wheel_mask) as usize].push((f.packet, hops)),
                     None => self.out.deliveries.push((arrive + 1, f.packet, hops)),
                 }
             }
@@ -896,13 +900,13 @@ impl<'a> RouterCtx<'a> {
             let class = self.route_cls[b] as u8;
             let flit = Flit { arrive: arrive as u32, hops, class, ..f };
             match self.wheels.as_mut() {
-                Some(l) => {
+                Some(w) => {
                     let to = land_flit(self.fab, &mut self.all, ovc, flit);
                     let to = to as usize;
                     if self.hold {
-                        l.next_active[to / 64] |= 1 << (to % 64);
+                        w.next_active[to / 64] |= 1 << (to % 64);
                     } else {
-                        l.wake_wheel[(arrive & l.wheel_mask) as usize * l.words + to / 64] |= 1 << (to % 64);
+                        w.wake_wheel[(arrive & w.wheel_mask) as usize * w.words + to / 64] |= 1 << (to % 64);
                     }
                 }
                 None => self.out.pushes.push((ovc as u32, flit)),
