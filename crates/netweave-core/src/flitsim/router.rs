@@ -231,7 +231,7 @@ pub(crate) fn step_routers(fixed: &Fixed, state: RouterState, worker: &mut Worke
             }
         }
     }
-    worker.scratch = ctx.scratch_back();
+    worker.scratch = ctx.scratch;
     worker.out = ctx.out;
 }
 
@@ -254,43 +254,11 @@ struct RouterCtx<'a> {
     /// and switch allocation can change them: no held connections to release, and a VC that
     /// wins VC allocation now is not ready to send before next cycle.
     collect_requests: bool,
-    flits: Shared<Flit>,
-    head: Shared<u16>,
-    len: Shared<u16>,
-    state: Shared<u8>,
-    ready: Shared<u64>,
-    route_grp: Shared<u32>,
-    route_cls: Shared<u16>,
-    out_op: Shared<u32>,
-    out_ovc: Shared<u32>,
-    owner: Shared<u32>,
-    credits: Shared<u16>,
-    va_ptr: Shared<u32>,
-    sa_in_ptr: Shared<u16>,
-    sa_out_ptr: Shared<u32>,
-    ovc_rr: Shared<u16>,
-    in_hold: Shared<u16>,
-    out_hold: Shared<u32>,
-    best_ip: Shared<u32>,
-    best_key: Shared<u64>,
-    best_vc: Shared<u16>,
-    acc_ptr: Shared<u32>,
-    acc_op: Shared<u32>,
-    acc_key: Shared<u64>,
-    va_grant_ptr: Shared<u32>,
-    va_accept_ptr: Shared<u32>,
-    va_grant: Shared<u32>,
-    va_grant_dist: Shared<u32>,
-    nonempty: Shared<u64>,
+    /// Where effects land at once, instead of `out` (see [`Wheels`]).
     wheels: Option<Wheels>,
-    /// The same shared arrays as one value, for [`land_flit`].
-    all: RouterState,
-    touched: Vec<u32>,
-    sa_reqs: Vec<(u32, u16, u32)>,
-    accepted_ips: Vec<u32>,
-    va_scratch: Vec<(u64, u32)>,
-    va_touched: Vec<u32>,
-    scan: Vec<u32>,
+    /// The shared router arrays (their `wheels` moved to the field above).
+    s: RouterState,
+    scratch: Scratch,
     out: Outbox,
     error: Option<NetweaveError>,
 }
@@ -311,72 +279,28 @@ impl<'a> RouterCtx<'a> {
             vc_islip: f.vc_islip,
             per_destination: f.per_destination,
             collect_requests: f.islip && !f.hold && f.cfg.vc_alloc_delay > 0,
-            flits: s.flits,
-            head: s.head,
-            len: s.len,
-            state: s.state,
-            ready: s.ready,
-            route_grp: s.route_grp,
-            route_cls: s.route_cls,
-            out_op: s.out_op,
-            out_ovc: s.out_ovc,
-            owner: s.owner,
-            credits: s.credits,
-            va_ptr: s.va_ptr,
-            sa_in_ptr: s.sa_in_ptr,
-            sa_out_ptr: s.sa_out_ptr,
-            ovc_rr: s.ovc_rr,
-            in_hold: s.in_hold,
-            out_hold: s.out_hold,
-            best_ip: s.best_ip,
-            best_key: s.best_key,
-            best_vc: s.best_vc,
-            acc_ptr: s.acc_ptr,
-            acc_op: s.acc_op,
-            acc_key: s.acc_key,
-            va_grant_ptr: s.va_grant_ptr,
-            va_accept_ptr: s.va_accept_ptr,
-            va_grant: s.va_grant,
-            va_grant_dist: s.va_grant_dist,
-            nonempty: s.nonempty,
             wheels: s.wheels,
-            all: s,
-            touched: scratch.touched,
-            sa_reqs: scratch.sa_reqs,
-            accepted_ips: scratch.accepted_ips,
-            va_scratch: scratch.va_scratch,
-            va_touched: scratch.va_touched,
-            scan: scratch.scan,
+            s: RouterState { wheels: None, ..s },
+            scratch,
             out,
             error: None,
         }
     }
 
-    fn scratch_back(&mut self) -> Scratch {
-        Scratch {
-            touched: std::mem::take(&mut self.touched),
-            sa_reqs: std::mem::take(&mut self.sa_reqs),
-            accepted_ips: std::mem::take(&mut self.accepted_ips),
-            va_scratch: std::mem::take(&mut self.va_scratch),
-            va_touched: std::mem::take(&mut self.va_touched),
-            scan: std::mem::take(&mut self.scan),
-        }
-    }
-
     #[inline]
     fn front(&self, b: usize) -> Flit {
-        self.flits[b * self.fab.buf + self.head[b] as usize]
+        self.s.flits[b * self.fab.buf + self.s.head[b] as usize]
     }
 
     /// Whether router `r` has a flit in any of its buffers.
     fn holds_flits(&self, r: usize) -> bool {
-        (self.fab.ne_word[r] as usize..self.fab.ne_word[r + 1] as usize).any(|w| self.nonempty[w] != 0)
+        (self.fab.ne_word[r] as usize..self.fab.ne_word[r + 1] as usize).any(|w| self.s.nonempty[w] != 0)
     }
 
     /// Whether a buffer this step found non-empty still holds a flit that is there by `t`
     /// (a step adds no flit to its own router, so those are all the buffers with flits).
     fn holds_arrived_flit(&self, t: u64) -> bool {
-        self.scan.iter().any(|&b| self.len[b as usize] > 0 && self.front(b as usize).arrived(t))
+        self.scratch.scan.iter().any(|&b| self.s.len[b as usize] > 0 && self.front(b as usize).arrived(t))
     }
 
     fn priority(&self, packet: u32, rr_distance: u32) -> u64 {
@@ -393,29 +317,29 @@ impl<'a> RouterCtx<'a> {
         let ip_hi = self.fab.in_base[r + 1] as usize;
 
         // Route computation and VC allocation requests.
-        self.va_scratch.clear();
+        self.scratch.va_scratch.clear();
         let n_ivc = ((ip_hi - ip_lo) * v) as u32;
-        nonempty_inputs(self.fab, &self.nonempty, r, &mut self.scan);
+        nonempty_inputs(self.fab, &self.s.nonempty, r, &mut self.scratch.scan);
         let collect = self.collect_requests;
-        if let [b] = self.scan[..] {
+        if let [b] = self.scratch.scan[..] {
             // One buffer with flits, already holding an output VC (the body of a packet
             // streaming through, most steps below saturation): its request, if it can send,
             // is the only one, and iSLIP grants it (as below, without the bookkeeping).
             let b = b as usize;
-            if collect && self.state[b] == ACTIVE {
+            if collect && self.s.state[b] == ACTIVE {
                 if self.can_send(b, now) {
                     let (ip, vc) = self.split_by_vc(b as u32);
-                    self.grant(r, ip, vc, self.out_op[b] as usize, now);
+                    self.grant(r, ip, vc, self.s.out_op[b] as usize, now);
                 }
                 return;
             }
         }
-        self.sa_reqs.clear();
-        for i in 0..self.scan.len() {
-            let b = self.scan[i] as usize;
+        self.scratch.sa_reqs.clear();
+        for i in 0..self.scratch.scan.len() {
+            let b = self.scratch.scan[i] as usize;
             let (ip, vc) = self.split_by_vc(b as u32);
             {
-                match self.state[b] {
+                match self.s.state[b] {
                     IDLE => {
                         let f = self.front(b);
                         if !f.arrived(now) {
@@ -428,39 +352,39 @@ impl<'a> RouterCtx<'a> {
                         if !self.route(r, ip, b, f) {
                             return;
                         }
-                        self.state[b] = VC_ALLOC;
-                        self.ready[b] = now + self.cfg.routing_delay as u64;
+                        self.s.state[b] = VC_ALLOC;
+                        self.s.ready[b] = now + self.cfg.routing_delay as u64;
                         if self.cfg.routing_delay == 0 {
                             let local = ((ip - ip_lo) * v + vc) as u32;
-                            let dist = rr_distance(local, self.va_ptr[r], n_ivc);
-                            self.va_scratch.push((self.priority(f.packet, dist), b as u32));
+                            let dist = rr_distance(local, self.s.va_ptr[r], n_ivc);
+                            self.scratch.va_scratch.push((self.priority(f.packet, dist), b as u32));
                         }
                     }
-                    VC_ALLOC if self.ready[b] <= now => {
+                    VC_ALLOC if self.s.ready[b] <= now => {
                         let local = ((ip - ip_lo) * v + vc) as u32;
-                        let dist = rr_distance(local, self.va_ptr[r], n_ivc);
+                        let dist = rr_distance(local, self.s.va_ptr[r], n_ivc);
                         let p = self.front(b).packet;
-                        self.va_scratch.push((self.priority(p, dist), b as u32));
+                        self.scratch.va_scratch.push((self.priority(p, dist), b as u32));
                     }
                     ACTIVE if collect && self.can_send(b, now) => {
-                        self.sa_reqs.push((ip as u32, vc as u16, self.out_op[b]));
+                        self.scratch.sa_reqs.push((ip as u32, vc as u16, self.s.out_op[b]));
                     }
                     _ => {}
                 }
             }
         }
-        if !self.va_scratch.is_empty() && self.vc_islip {
+        if !self.scratch.va_scratch.is_empty() && self.vc_islip {
             self.islip_vc_allocate(r, now);
-        } else if !self.va_scratch.is_empty() {
-            let mut reqs = std::mem::take(&mut self.va_scratch);
+        } else if !self.scratch.va_scratch.is_empty() {
+            let mut reqs = std::mem::take(&mut self.scratch.va_scratch);
             reqs.sort_unstable();
             let mut first_grant = None;
             for &(_, b) in &reqs {
                 let b = b as usize;
-                let g = self.route_grp[b] as usize;
+                let g = self.s.route_grp[b] as usize;
                 let start = self.fab.grp_start[g] as usize;
                 let glen = self.fab.grp_len[g] as usize;
-                let (cls, w) = match self.route_cls[b] {
+                let (cls, w) = match self.s.route_cls[b] {
                     ANY_CLASS => (0, v),
                     c => (c as usize, self.fab.class_width),
                 };
@@ -471,16 +395,16 @@ impl<'a> RouterCtx<'a> {
                     let op = start + (k + turn) % glen;
                     let ch = self.fab.op_chan[op] as usize;
                     // Round-robin over the output's VCs, so consecutive packets alternate.
-                    let first = self.ovc_rr[op] as usize;
+                    let first = self.s.ovc_rr[op] as usize;
                     for j in 0..w {
                         let ovc = ch * v + cls * w + (first + j) % w;
-                        if self.owner[ovc] == NONE {
-                            self.ovc_rr[op] = ((ovc % v - cls * w + 1) % w) as u16;
-                            self.owner[ovc] = b as u32;
-                            self.out_op[b] = op as u32;
-                            self.out_ovc[b] = ovc as u32;
-                            self.state[b] = ACTIVE;
-                            self.ready[b] = now + self.cfg.vc_alloc_delay as u64;
+                        if self.s.owner[ovc] == NONE {
+                            self.s.ovc_rr[op] = ((ovc % v - cls * w + 1) % w) as u16;
+                            self.s.owner[ovc] = b as u32;
+                            self.s.out_op[b] = op as u32;
+                            self.s.out_ovc[b] = ovc as u32;
+                            self.s.state[b] = ACTIVE;
+                            self.s.ready[b] = now + self.cfg.vc_alloc_delay as u64;
                             granted = true;
                             break 'search;
                         }
@@ -491,9 +415,9 @@ impl<'a> RouterCtx<'a> {
                 }
             }
             if let Some(local) = first_grant {
-                self.va_ptr[r] = next_ptr(local, n_ivc);
+                self.s.va_ptr[r] = next_ptr(local, n_ivc);
             }
-            self.va_scratch = reqs;
+            self.scratch.va_scratch = reqs;
         }
 
         // Switch allocation: each input picks one VC, each output one input.
@@ -502,17 +426,17 @@ impl<'a> RouterCtx<'a> {
             // As BookSim: a held connection is kept only while its VC can send this cycle;
             // otherwise it is released, so a stalled packet never blocks the other VCs.
             for ip in ip_lo..ip_hi {
-                let held = self.in_hold[ip];
+                let held = self.s.in_hold[ip];
                 if held == u16::MAX {
                     continue;
                 }
                 let b = ip * v + held as usize;
                 if !self.can_send(b, now) {
-                    let op = self.out_op[b];
-                    if op != NONE && self.out_hold[op as usize] == ip as u32 {
-                        self.out_hold[op as usize] = NONE;
+                    let op = self.s.out_op[b];
+                    if op != NONE && self.s.out_hold[op as usize] == ip as u32 {
+                        self.s.out_hold[op as usize] = NONE;
                     }
-                    self.in_hold[ip] = u16::MAX;
+                    self.s.in_hold[ip] = u16::MAX;
                 }
             }
         }
@@ -521,9 +445,9 @@ impl<'a> RouterCtx<'a> {
             return;
         }
         for ip in ip_lo..ip_hi {
-            let held = self.in_hold[ip];
+            let held = self.s.in_hold[ip];
             let mut pick: Option<(u64, u16)> = None;
-            let start = self.sa_in_ptr[ip] as usize;
+            let start = self.s.sa_in_ptr[ip] as usize;
             for k in 0..v {
                 let vc = (start + k) % v;
                 if held != u16::MAX && held as usize != vc {
@@ -533,8 +457,8 @@ impl<'a> RouterCtx<'a> {
                 if !self.can_send(b, now) {
                     continue;
                 }
-                let op = self.out_op[b] as usize;
-                if self.hold && self.out_hold[op] != NONE && self.out_hold[op] != ip as u32 {
+                let op = self.s.out_op[b] as usize;
+                if self.hold && self.s.out_hold[op] != NONE && self.s.out_hold[op] != ip as u32 {
                     continue;
                 }
                 let f = self.front(b);
@@ -548,27 +472,27 @@ impl<'a> RouterCtx<'a> {
             }
             let Some((_, vc)) = pick else { continue };
             let b = ip * v + vc as usize;
-            let op = self.out_op[b] as usize;
+            let op = self.s.out_op[b] as usize;
             let local = (ip - ip_lo) as u32;
-            let dist = rr_distance(local, self.sa_out_ptr[op], n_in);
+            let dist = rr_distance(local, self.s.sa_out_ptr[op], n_in);
             let key = self.priority(self.front(b).packet, dist);
             if self.request_output(op, ip, key) {
-                self.best_vc[op] = vc;
+                self.s.best_vc[op] = vc;
             }
         }
-        let touched = std::mem::take(&mut self.touched);
+        let touched = std::mem::take(&mut self.scratch.touched);
         for &op in &touched {
             let op = op as usize;
-            let ip = self.best_ip[op] as usize;
-            let vc = self.best_vc[op] as usize;
-            self.best_ip[op] = NONE;
-            self.best_key[op] = u64::MAX;
-            self.sa_out_ptr[op] = (ip - ip_lo) as u32 + 1;
-            self.sa_in_ptr[ip] = next_ptr(vc as u32, v as u32) as u16;
+            let ip = self.s.best_ip[op] as usize;
+            let vc = self.s.best_vc[op] as usize;
+            self.s.best_ip[op] = NONE;
+            self.s.best_key[op] = u64::MAX;
+            self.s.sa_out_ptr[op] = (ip - ip_lo) as u32 + 1;
+            self.s.sa_in_ptr[ip] = next_ptr(vc as u32, v as u32) as u16;
             self.traverse(r, ip, vc, op, now);
         }
-        self.touched = touched;
-        self.touched.clear();
+        self.scratch.touched = touched;
+        self.scratch.touched.clear();
     }
 
     #[inline]
@@ -579,8 +503,8 @@ impl<'a> RouterCtx<'a> {
     /// The free output VCs input VC `b` may take: (global output port, first VC, VC count).
     #[inline]
     fn vc_candidates(&self, b: usize) -> (usize, usize, usize, usize) {
-        let g = self.route_grp[b] as usize;
-        let (cls, w) = match self.route_cls[b] {
+        let g = self.s.route_grp[b] as usize;
+        let (cls, w) = match self.s.route_cls[b] {
             ANY_CLASS => (0, self.fab.vcs),
             c => (c as usize, self.fab.class_width),
         };
@@ -599,7 +523,7 @@ impl<'a> RouterCtx<'a> {
         let op_lo = self.fab.out_base[r] as usize;
         let n_ivc = ((self.fab.in_base[r + 1] as usize - ip_lo) * v) as u32;
         let n_ovc = ((self.fab.out_base[r + 1] as usize - op_lo) * v) as u32;
-        let reqs = std::mem::take(&mut self.va_scratch);
+        let reqs = std::mem::take(&mut self.scratch.va_scratch);
         let local_in = |_: &Self, b: usize| (b - ip_lo * v) as u32;
         // Grant: each free output VC picks the requesting input VC nearest after its pointer.
         for &(_, b) in &reqs {
@@ -609,16 +533,16 @@ impl<'a> RouterCtx<'a> {
             for op in start..start + glen {
                 let ch = self.fab.op_chan[op] as usize;
                 for ovc in ch * v + first_vc..ch * v + first_vc + w {
-                    if self.owner[ovc] != NONE {
+                    if self.s.owner[ovc] != NONE {
                         continue;
                     }
-                    let dist = rr_distance(li, self.va_grant_ptr[ovc], n_ivc);
-                    if self.va_grant[ovc] == NONE {
-                        self.va_touched.push(ovc as u32);
+                    let dist = rr_distance(li, self.s.va_grant_ptr[ovc], n_ivc);
+                    if self.s.va_grant[ovc] == NONE {
+                        self.scratch.va_touched.push(ovc as u32);
                     }
-                    if dist < self.va_grant_dist[ovc] {
-                        self.va_grant_dist[ovc] = dist;
-                        self.va_grant[ovc] = b as u32;
+                    if dist < self.s.va_grant_dist[ovc] {
+                        self.s.va_grant_dist[ovc] = dist;
+                        self.s.va_grant[ovc] = b as u32;
                     }
                 }
             }
@@ -631,32 +555,32 @@ impl<'a> RouterCtx<'a> {
             for op in start..start + glen {
                 let ch = self.fab.op_chan[op] as usize;
                 for ovc in ch * v + first_vc..ch * v + first_vc + w {
-                    if self.va_grant[ovc] != b as u32 {
+                    if self.s.va_grant[ovc] != b as u32 {
                         continue;
                     }
                     let lo = ((op - op_lo) * v + ovc % v) as u32;
-                    let dist = rr_distance(lo, self.va_accept_ptr[b], n_ovc);
+                    let dist = rr_distance(lo, self.s.va_accept_ptr[b], n_ovc);
                     if best.map_or(true, |(d, _, _)| dist < d) {
                         best = Some((dist, op, ovc));
                     }
                 }
             }
             let Some((_, op, ovc)) = best else { continue };
-            self.va_grant_ptr[ovc] = next_ptr(local_in(self, b), n_ivc);
+            self.s.va_grant_ptr[ovc] = next_ptr(local_in(self, b), n_ivc);
             let ovc_vc = self.split_by_vc(ovc as u32).1;
-            self.va_accept_ptr[b] = next_ptr(((op - op_lo) * v + ovc_vc) as u32, n_ovc);
-            self.owner[ovc] = b as u32;
-            self.out_op[b] = op as u32;
-            self.out_ovc[b] = ovc as u32;
-            self.state[b] = ACTIVE;
-            self.ready[b] = now + self.cfg.vc_alloc_delay as u64;
+            self.s.va_accept_ptr[b] = next_ptr(((op - op_lo) * v + ovc_vc) as u32, n_ovc);
+            self.s.owner[ovc] = b as u32;
+            self.s.out_op[b] = op as u32;
+            self.s.out_ovc[b] = ovc as u32;
+            self.s.state[b] = ACTIVE;
+            self.s.ready[b] = now + self.cfg.vc_alloc_delay as u64;
         }
-        for &ovc in &self.va_touched {
-            self.va_grant[ovc as usize] = NONE;
-            self.va_grant_dist[ovc as usize] = u32::MAX;
+        for &ovc in &self.scratch.va_touched {
+            self.s.va_grant[ovc as usize] = NONE;
+            self.s.va_grant_dist[ovc as usize] = u32::MAX;
         }
-        self.va_touched.clear();
-        self.va_scratch = reqs;
+        self.scratch.va_touched.clear();
+        self.scratch.va_scratch = reqs;
     }
 
     /// Switch allocation by one iteration of iSLIP (BookSim's default): every ready VC
@@ -670,15 +594,15 @@ impl<'a> RouterCtx<'a> {
         let op_lo = self.fab.out_base[r] as usize;
         let n_in = (ip_hi - ip_lo) as u32;
         let n_out = (self.fab.out_base[r + 1] as usize - op_lo) as u32;
-        let mut reqs = std::mem::take(&mut self.sa_reqs);
+        let mut reqs = std::mem::take(&mut self.scratch.sa_reqs);
         if !collected {
             reqs.clear();
         }
         // Only a non-empty VC can send; the scan is this router step's (lengths have not
         // changed since it was taken).
-        for &bit in self.scan.iter().filter(|_| !collected) {
+        for &bit in self.scratch.scan.iter().filter(|_| !collected) {
             let (ip, vc) = self.split_by_vc(bit);
-            let held = self.in_hold[ip];
+            let held = self.s.in_hold[ip];
             {
                 if held != u16::MAX && held as usize != vc {
                     continue;
@@ -687,15 +611,15 @@ impl<'a> RouterCtx<'a> {
                 if !self.can_send(b, now) {
                     continue;
                 }
-                let op = self.out_op[b];
-                if self.hold && self.out_hold[op as usize] != NONE && self.out_hold[op as usize] != ip as u32 {
+                let op = self.s.out_op[b];
+                if self.hold && self.s.out_hold[op as usize] != NONE && self.s.out_hold[op as usize] != ip as u32 {
                     continue;
                 }
                 reqs.push((ip as u32, vc as u16, op));
             }
         }
         if reqs.is_empty() {
-            self.sa_reqs = reqs;
+            self.scratch.sa_reqs = reqs;
             return;
         }
         if without_conflicts(&reqs) {
@@ -705,45 +629,45 @@ impl<'a> RouterCtx<'a> {
             for &(ip, vc, op) in &reqs {
                 self.grant(r, ip as usize, vc as usize, op as usize, now);
             }
-            self.sa_reqs = reqs;
+            self.scratch.sa_reqs = reqs;
             return;
         }
         // Grant.
         for &(ip, vc, op) in &reqs {
             let (ip, op) = (ip as usize, op as usize);
-            let dist = rr_distance((ip - ip_lo) as u32, self.sa_out_ptr[op], n_in);
+            let dist = rr_distance((ip - ip_lo) as u32, self.s.sa_out_ptr[op], n_in);
             let b = ip * v + vc as usize;
             let key = self.priority(self.front(b).packet, dist);
             self.request_output(op, ip, key);
         }
         // Accept.
-        let mut accepted_ips = std::mem::take(&mut self.accepted_ips);
+        let mut accepted_ips = std::mem::take(&mut self.scratch.accepted_ips);
         accepted_ips.clear();
-        for &op in &self.touched {
+        for &op in &self.scratch.touched {
             let op = op as usize;
-            let ip = self.best_ip[op] as usize;
-            let dist = rr_distance((op - op_lo) as u32, self.acc_ptr[ip], n_out);
-            let key = if self.age { (self.best_key[op] & !0xffff) | dist as u64 } else { dist as u64 };
-            if self.acc_op[ip] == NONE {
+            let ip = self.s.best_ip[op] as usize;
+            let dist = rr_distance((op - op_lo) as u32, self.s.acc_ptr[ip], n_out);
+            let key = if self.age { (self.s.best_key[op] & !0xffff) | dist as u64 } else { dist as u64 };
+            if self.s.acc_op[ip] == NONE {
                 accepted_ips.push(ip as u32);
             }
-            if key < self.acc_key[ip] {
-                self.acc_key[ip] = key;
-                self.acc_op[ip] = op as u32;
+            if key < self.s.acc_key[ip] {
+                self.s.acc_key[ip] = key;
+                self.s.acc_op[ip] = op as u32;
             }
         }
-        for &op in &self.touched {
-            self.best_ip[op as usize] = NONE;
-            self.best_key[op as usize] = u64::MAX;
+        for &op in &self.scratch.touched {
+            self.s.best_ip[op as usize] = NONE;
+            self.s.best_key[op as usize] = u64::MAX;
         }
-        self.touched.clear();
+        self.scratch.touched.clear();
         // The accepted input's VC for that output, round-robin (or oldest), then traverse.
         for &ip in &accepted_ips {
             let ip = ip as usize;
-            let op = self.acc_op[ip];
-            self.acc_op[ip] = NONE;
-            self.acc_key[ip] = u64::MAX;
-            let start = self.sa_in_ptr[ip] as usize;
+            let op = self.s.acc_op[ip];
+            self.s.acc_op[ip] = NONE;
+            self.s.acc_key[ip] = u64::MAX;
+            let start = self.s.sa_in_ptr[ip] as usize;
             let mut best: Option<(u64, u16)> = None;
             for &(rip, vc, rop) in &reqs {
                 if rip as usize != ip || rop != op {
@@ -758,13 +682,13 @@ impl<'a> RouterCtx<'a> {
             }
             let (_, vc) = best.expect("an accepted input has a request for its output");
             let op = op as usize;
-            self.sa_out_ptr[op] = (ip - ip_lo) as u32 + 1;
-            self.acc_ptr[ip] = (op - op_lo) as u32 + 1;
-            self.sa_in_ptr[ip] = next_ptr(vc as u32, v as u32) as u16;
+            self.s.sa_out_ptr[op] = (ip - ip_lo) as u32 + 1;
+            self.s.acc_ptr[ip] = (op - op_lo) as u32 + 1;
+            self.s.sa_in_ptr[ip] = next_ptr(vc as u32, v as u32) as u16;
             self.traverse(r, ip, vc as usize, op, now);
         }
-        self.accepted_ips = accepted_ips;
-        self.sa_reqs = reqs;
+        self.scratch.accepted_ips = accepted_ips;
+        self.scratch.sa_reqs = reqs;
     }
 
     /// iSLIP's outcome for a request no other request competes with: output `op` grants input
@@ -774,9 +698,9 @@ impl<'a> RouterCtx<'a> {
     fn grant(&mut self, r: usize, ip: usize, vc: usize, op: usize, now: u64) {
         let ip_lo = self.fab.in_base[r] as usize;
         let op_lo = self.fab.out_base[r] as usize;
-        self.sa_out_ptr[op] = (ip - ip_lo) as u32 + 1;
-        self.acc_ptr[ip] = (op - op_lo) as u32 + 1;
-        self.sa_in_ptr[ip] = next_ptr(vc as u32, self.fab.vcs as u32) as u16;
+        self.s.sa_out_ptr[op] = (ip - ip_lo) as u32 + 1;
+        self.s.acc_ptr[ip] = (op - op_lo) as u32 + 1;
+        self.s.sa_in_ptr[ip] = next_ptr(vc as u32, self.fab.vcs as u32) as u16;
         self.traverse(r, ip, vc, op, now);
     }
 
@@ -784,12 +708,12 @@ impl<'a> RouterCtx<'a> {
     /// The output's first request this step puts it on the `touched` list to be reset.
     #[inline]
     fn request_output(&mut self, op: usize, ip: usize, key: u64) -> bool {
-        if self.best_ip[op] == NONE {
-            self.touched.push(op as u32);
+        if self.s.best_ip[op] == NONE {
+            self.scratch.touched.push(op as u32);
         }
-        if key < self.best_key[op] {
-            self.best_key[op] = key;
-            self.best_ip[op] = ip as u32;
+        if key < self.s.best_key[op] {
+            self.s.best_key[op] = key;
+            self.s.best_ip[op] = ip as u32;
             true
         } else {
             false
@@ -800,15 +724,15 @@ impl<'a> RouterCtx<'a> {
     /// past the VC-allocation delay, and with credit downstream (a whole packet's for VCT).
     #[inline]
     fn can_send(&self, b: usize, now: u64) -> bool {
-        if self.state[b] != ACTIVE || self.len[b] == 0 {
+        if self.s.state[b] != ACTIVE || self.s.len[b] == 0 {
             return false;
         }
         let f = self.front(b);
-        if !f.arrived(now) || (f.seq == 0 && self.ready[b] > now) {
+        if !f.arrived(now) || (f.seq == 0 && self.s.ready[b] > now) {
             return false;
         }
         let need = if self.vct && f.seq == 0 { self.packets[f.packet as usize].size } else { 1 };
-        self.credits[self.out_ovc[b] as usize] >= need
+        self.s.credits[self.s.out_ovc[b] as usize] >= need
     }
 
     /// Route the head flit of input VC `b`: output port group and VC class. False on error.
@@ -834,13 +758,13 @@ impl<'a> RouterCtx<'a> {
             return false;
         }
         if self.per_destination {
-            self.route_grp[b] = g as u32;
-            self.route_cls[b] = pk.dst as u16;
+            self.s.route_grp[b] = g as u32;
+            self.s.route_cls[b] = pk.dst as u16;
             return true;
         }
         if let Some(cls) = forced_cls {
-            self.route_grp[b] = g as u32;
-            self.route_cls[b] = cls;
+            self.s.route_grp[b] = g as u32;
+            self.s.route_cls[b] = cls;
             return true;
         }
         let cls_in = (b % self.fab.vcs) / self.fab.class_width;
@@ -853,8 +777,8 @@ impl<'a> RouterCtx<'a> {
             )));
             return false;
         }
-        self.route_grp[b] = g as u32;
-        self.route_cls[b] = cls as u16;
+        self.s.route_grp[b] = g as u32;
+        self.s.route_cls[b] = cls as u16;
         true
     }
 
@@ -864,12 +788,12 @@ impl<'a> RouterCtx<'a> {
         let in_ch = self.fab.ip_chan[ip] as usize;
         let b = ip * v + vc;
         let cap = self.fab.buf;
-        let f = self.flits[b * cap + self.head[b] as usize];
-        self.head[b] = ring_slot(self.head[b], 1, cap) as u16;
-        self.len[b] -= 1;
-        if self.len[b] == 0 {
+        let f = self.s.flits[b * cap + self.s.head[b] as usize];
+        self.s.head[b] = ring_slot(self.s.head[b], 1, cap) as u16;
+        self.s.len[b] -= 1;
+        if self.s.len[b] == 0 {
             let bit = self.fab.nonempty_bit(r, b);
-            self.nonempty[bit / 64] &= !(1 << (bit % 64));
+            self.s.nonempty[bit / 64] &= !(1 << (bit % 64));
         }
         self.out.moved += 1;
         // The freed slot's credit goes back upstream, to the output VC that feeds this buffer.
@@ -883,7 +807,7 @@ impl<'a> RouterCtx<'a> {
         let tail = f.tail;
         let hops = f.hops + 1;
         let out_ch = self.fab.op_chan[op] as usize;
-        let ovc = self.out_ovc[b] as usize;
+        let ovc = self.s.out_ovc[b] as usize;
         let arrive = now + (self.cfg.sw_alloc_delay + self.cfg.st_final_delay) as u64 + self.fab.ch_lat[out_ch] as u64;
         if self.fab.ch_dst_router[out_ch] == NONE {
             self.out.ejected += 1;
@@ -895,13 +819,13 @@ impl<'a> RouterCtx<'a> {
                 }
             }
         } else {
-            self.credits[ovc] -= 1;
+            self.s.credits[ovc] -= 1;
             // A head carries the class its packet keeps in this dimension (BookSim's torus).
-            let class = self.route_cls[b] as u8;
+            let class = self.s.route_cls[b] as u8;
             let flit = Flit { arrive: arrive as u32, hops, class, ..f };
             match self.wheels.as_mut() {
                 Some(w) => {
-                    let to = land_flit(self.fab, &mut self.all, ovc, flit);
+                    let to = land_flit(self.fab, &mut self.s, ovc, flit);
                     let to = to as usize;
                     if self.hold {
                         w.next_active[to / 64] |= 1 << (to % 64);
@@ -913,14 +837,14 @@ impl<'a> RouterCtx<'a> {
             }
         }
         if self.hold {
-            self.out_hold[op] = if tail { NONE } else { ip as u32 };
-            self.in_hold[ip] = if tail { u16::MAX } else { vc as u16 };
+            self.s.out_hold[op] = if tail { NONE } else { ip as u32 };
+            self.s.in_hold[ip] = if tail { u16::MAX } else { vc as u16 };
         }
         if tail {
-            self.owner[ovc] = NONE;
-            self.state[b] = IDLE;
-            self.out_op[b] = NONE;
-            self.out_ovc[b] = NONE;
+            self.s.owner[ovc] = NONE;
+            self.s.state[b] = IDLE;
+            self.s.out_op[b] = NONE;
+            self.s.out_ovc[b] = NONE;
         }
     }
 }
