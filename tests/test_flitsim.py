@@ -132,10 +132,10 @@ def test_a_sweep_under_mpirun_equals_the_local_sweep(tmp_path):
 def test_tasks_under_mpirun_run_on_the_other_processes(tmp_path):
     script = tmp_path / "who.py"
     script.write_text(
-        "import time\nfrom mpi4py import MPI\nfrom netweave import tasks\n"
+        "import time\nfrom mpi4py import MPI\nfrom netweave import parallel\n"
         "def who(i):\n    time.sleep(0.05)\n    return i, MPI.COMM_WORLD.Get_rank()\n"
-        "with tasks.spread_over_mpi() as leader:\n"
-        "    if leader:\n        print(tasks.run_all(who, [(i,) for i in range(12)]))\n")
+        "with parallel.spread_over_mpi() as leader:\n"
+        "    if leader:\n        print(parallel.run_all(who, [(i,) for i in range(12)]))\n")
     out = eval(_mpirun(str(BIN / "python"), str(script)).stdout)
     assert [i for i, _ in out] == list(range(12))  # in order
     assert {rank for _, rank in out} == {1, 2}  # process 0 hands out, 1 and 2 work

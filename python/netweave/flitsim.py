@@ -21,7 +21,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Optional, Union
 
-from netweave import _core, tasks
+from netweave import _core, parallel
 
 #: ``{key: meaning}`` of every config key the simulator understands.
 KEYS: dict[str, str] = dict(_core.flitsim_keys())
@@ -136,17 +136,17 @@ def sweep(
 ) -> dict:
     """Open-loop runs at every injection rate, in parallel; marks saturated loads. Under
     ``mpirun`` (and without `routes`) the points are spread over the MPI job's processes as
-    independent tasks (:mod:`netweave.tasks`), with the same results. `progress(i)` hears of
+    independent tasks (:mod:`netweave.parallel`), with the same results. `progress(i)` hears of
     each finished point."""
     rates = list(rates)
-    if routes is not None or not tasks.using_mpi():
+    if routes is not None or not parallel.using_mpi():
         return _core.flitsim_sweep(settings(config, overrides), rates, routes, progress)
     if not rates:
         raise ConfigError("a sweep needs at least one injection rate")
     base = dict(settings(config, overrides))
     # Points run side by side, one thread each unless told otherwise (as the local sweep does).
     base.setdefault("threads", "1")
-    points = tasks.run_all(_open_loop_point, [(list({**base, "injection_rate": _text("injection_rate", r)}.items()),)
+    points = parallel.run_all(_open_loop_point, [(list({**base, "injection_rate": _text("injection_rate", r)}.items()),)
                                               for r in rates], on_done=progress)
     saturated = [p["injection_rate"] for p in points if p["saturated"]]
     return {"points": points, "saturation_rate": min(saturated) if saturated else None,

@@ -11,7 +11,7 @@ from typing import Optional
 
 import typer
 
-from netweave import tasks
+from netweave import parallel
 from netweave._core import NetweaveError
 from netweave.cli import analyze, common, emulate, mpi, plan, reproduce, route, run, schedule, simulate, topo
 from netweave.cli import map as map_cli
@@ -51,9 +51,9 @@ def main() -> None:
     _hoist_quiet(sys.argv)
     # `map --mpi` and `simulate flit --mpi` run on every process, which cooperate themselves.
     spmd = _command(sys.argv) in _SPMD_COMMANDS or "--mpi" in sys.argv
-    if tasks.mpi_processes() > 1 and not spmd:
+    if parallel.mpi_processes() > 1 and not spmd:
         # Under mpirun: process 0 runs the command, the others run the tasks it spreads.
-        with tasks.spread_over_mpi() as leader:
+        with parallel.spread_over_mpi() as leader:
             if leader:
                 _run()
         return

@@ -29,7 +29,7 @@ import json
 from pathlib import Path
 from typing import Any, Callable
 
-from netweave import flitsim, routing, tasks, topology, traffic
+from netweave import flitsim, parallel, routing, topology, traffic
 from netweave.reproduce.a2at import table1
 
 #: Flits per message (one packet), as in the paper's BookSim runs.
@@ -104,7 +104,7 @@ def simulate_case(k: int, kind: str, algo: str, nct: int, buffer: int, local_syn
         # Table 2: "round-robin, per-packet arbitration" — a granted packet keeps its switch
         # connection to its tail (while it can send), so messages are not interleaved flit by flit.
         "hold_switch_for_packet": 1,
-        # The cases run side by side (tasks.run_all), one thread each.
+        # The cases run side by side (parallel.run_all), one thread each.
         "threads": 1,
         **(SHORT_PIPELINE_KEYS if short_pipeline else {}),
     }
@@ -135,7 +135,7 @@ def case_row(k: int, case: tuple) -> dict[str, Any]:
 def run(out_dir: Path, sides: tuple[int, ...] = (5, 7, 9), progress: Callable[[str], None] = lambda _: None,
         workers: int = 2) -> dict[str, Any]:
     """Run every case for every side (in `workers` threads, or over the processes of an MPI
-    job when started by ``mpirun``: :mod:`netweave.tasks`), write the files, return the figures."""
+    job when started by ``mpirun``: :mod:`netweave.parallel`), write the files, return the figures."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     jobs = [(k, case) for k in sides for case in CASES] + [(k, case) for k in e4_sides(sides) for case in e4_cases()]
@@ -144,7 +144,7 @@ def run(out_dir: Path, sides: tuple[int, ...] = (5, 7, 9), progress: Callable[[s
         k, (exp, kind, algo, nct, buffer, sync, _) = jobs[i]
         progress(f"{exp} {k}x{k} {kind} {algo} NCT{nct} buffer {buffer}{' sync' if sync else ''}")
 
-    rows = tasks.run_all(case_row, jobs, on_done=done, threads=workers)
+    rows = parallel.run_all(case_row, jobs, on_done=done, threads=workers)
     files = _write(out_dir, sides, rows)
     result = {"sides": list(sides), "figures": _figures(rows), "e4": _e4_figures(rows), "rows": rows, "files": files}
     (out_dir / "result_flit.json").write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")

@@ -51,7 +51,7 @@ from collections import deque
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from netweave import _core, flitsim, routing, tasks, topology, traffic
+from netweave import _core, flitsim, parallel, routing, topology, traffic
 
 #: Bytes per flit and header+tail flits per packet (RHiNET-2).
 FLIT_BYTES = 8
@@ -225,7 +225,7 @@ def sim_config(routes: _core.RoutingTable) -> dict[str, Any]:
         "sim_type": "batch", "routing_function": routes.engine, "num_vcs": routes.num_vcs, "vct": 1, "vc_buf_size": VC_BUFFER_FLITS,
         "packet_size": data_flits(MAX_DATA_BYTES), "channel_latency": 1, "host_channel_latency": 1,
         "request_reply": 1, "reply_size": REPLY_FLITS,
-        "threads": 1,  # the runs go side by side (tasks.run_all), one thread each
+        "threads": 1,  # the runs go side by side (parallel.run_all), one thread each
     }
 
 
@@ -359,9 +359,9 @@ def run(out_dir: Path, quick: bool = False, progress: Callable[[str], None] = la
                                   "avg_hops": m["avg_hops"], "max_hops": m["max_hops"],
                                   "non_minimal_pairs": m["non_minimal_pairs"], "path_diversity": m["path_diversity"]})
 
-    # Independent runs: threads here, or the processes of an MPI job (netweave.tasks).
+    # Independent runs: threads here, or the processes of an MPI job (netweave.parallel).
     jobs = [(*seeds, *key, pat, size, repeats) for key in routes for pat in PATTERNS for size in sizes]
-    bw_rows = tasks.run_all(bandwidth_row, jobs, threads=workers,
+    bw_rows = parallel.run_all(bandwidth_row, jobs, threads=workers,
                             on_done=lambda i: progress("bandwidth {} {} {} {} {} B".format(*jobs[i][2:7])))
 
     # Fig. 8 and Fig. 10 on the mesh with e-cube: host 0 of switch 0 to host 1 of switch (x, y).
@@ -377,7 +377,7 @@ def run(out_dir: Path, quick: bool = False, progress: Callable[[str], None] = la
         progress(f"2 hosts over {h + 1} switches")
 
     barrier_jobs = [(*seeds, tn, rn, seed) for tn in topo_names for rn in routings_for(tn, quick) for seed in range(lists)]
-    bar_rows = tasks.run_all(barrier_row, barrier_jobs, threads=workers,
+    bar_rows = parallel.run_all(barrier_row, barrier_jobs, threads=workers,
                              on_done=lambda i: progress("barrier {} {} list {}".format(*barrier_jobs[i][2:])))
 
     figures = _figures(bw_rows, hop_rows, bar_rows, topo_names)

@@ -1,6 +1,6 @@
-"""Independent tasks run where there is room: across the processes of an MPI job when the
-command was started by ``mpirun`` (through mpi4py.futures), across this machine's cores
-otherwise. Every task is a deterministic function of its inputs, so the results are the same
+"""Parallel work from Python, the one place that uses MPI for it: independent tasks run where
+there is room — across the processes of an MPI job when the command was started by ``mpirun``
+(through mpi4py.futures), across this machine's cores otherwise. Every task is a deterministic function of its inputs, so the results are the same
 either way, in input order.
 
 Under ``mpirun -np P`` (P ≥ 2) the CLI runs its command on process 0 only
