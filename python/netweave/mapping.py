@@ -23,7 +23,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from netweave import _core
+from netweave import _core, files
 from netweave._core import Annealer, MapNetwork, NetweaveError, Pattern
 
 __all__ = [
@@ -55,9 +55,8 @@ def load_pattern(source: str | Path, num_ranks: Optional[int] = None) -> Pattern
 
 
 def save_pattern(pattern: Pattern, path: str | Path) -> Path:
-    """Write a pattern as CSV (``.csv``) or JSON (anything else), aggregated."""
-    _core.save_pattern(pattern, Path(path))
-    return Path(path)
+    """Write a pattern as CSV (``.csv``) or JSON (anything else), aggregated, atomically."""
+    return files.write_with(path, lambda partial: _core.save_pattern(pattern, partial))
 
 
 def network(topology, routes, slots_per_host: int = 1) -> MapNetwork:
@@ -349,9 +348,7 @@ def format_map(net: MapNetwork, host_of_rank, fmt: str, hostnames: Optional[list
 def write_map(net: MapNetwork, host_of_rank, path: str | Path, fmt: str, hostnames=None, meta=None) -> Path:
     """Write a map file: Open MPI ``rankfile``, Fujitsu ``vcoord``, Cray ``mpich``
     (MPICH_RANK_ORDER) or netweave ``json``."""
-    path = Path(path)
-    path.write_text(format_map(net, host_of_rank, fmt, hostnames, meta))
-    return path
+    return files.write_text(path, format_map(net, host_of_rank, fmt, hostnames, meta))
 
 
 def read_map(net: MapNetwork, path: str | Path, fmt: str = "json", hostnames=None) -> np.ndarray:
@@ -379,7 +376,7 @@ def plot_trace(traces: dict[str, list], path: str | Path, title: str = "cost ver
     ax.grid(True, alpha=0.3)
     ax.legend()
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    files.savefig(fig, path, dpi=120)
     plt.close(fig)
     return Path(path)
 
@@ -405,6 +402,6 @@ def plot_link_histogram(loads: dict[str, np.ndarray], path: str | Path,
     ax.set_title(title)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    files.savefig(fig, path, dpi=120)
     plt.close(fig)
     return Path(path)

@@ -46,12 +46,11 @@ def default_engine(topology: _core.Topology) -> str:
 
 
 def save(routes: _core.RoutingTable, path, format: str = "json"):
-    """Write a routes file: ``json`` (netweave routes) or ``lft`` (OpenSM opensm-lfts.dump)."""
-    from pathlib import Path
+    """Write a routes file atomically (:mod:`netweave.files`): ``json`` (netweave routes) or
+    ``lft`` (OpenSM opensm-lfts.dump)."""
+    from netweave import files
 
-    path = Path(path)
-    path.write_text(_core.write_routes(routes, format))
-    return path
+    return files.write_text(path, _core.write_routes(routes, format))
 
 
 def save_lft(routes: _core.RoutingTable, path):

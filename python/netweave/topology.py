@@ -19,7 +19,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from netweave import _core
+from netweave import _core, files
 from netweave._core import ProjectivePlane, Topology
 
 latin_square_fat_tree = _core.latin_square_fat_tree
@@ -101,14 +101,12 @@ def load(path: str | Path, format: str | None = None) -> Topology:
 
 
 def save(topo: Topology, path: str | Path, format: str | None = None) -> Path:
-    """Write a topology file; the format comes from the extension unless given."""
+    """Write a topology file atomically (:mod:`netweave.files`); the format comes from the
+    extension unless given."""
     path = Path(path)
     fmt = format or _core.format_from_path(str(path))
-    text = topo.to_text(fmt)
-    if path.parent != Path(""):
-        path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-    return path
+    files.check_file(path)
+    return files.write_text(path, topo.to_text(fmt))
 
 
 def info(topo: Topology) -> dict[str, Any]:

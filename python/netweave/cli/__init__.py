@@ -11,7 +11,7 @@ from typing import Optional
 
 import typer
 
-from netweave import parallel
+from netweave import files, parallel
 from netweave._core import NetweaveError
 from netweave.cli import analyze, common, emulate, mpi, plan, reproduce, route, run, schedule, simulate, topo
 from netweave.cli import map as map_cli
@@ -29,8 +29,11 @@ app = typer.Typer(
 def _global_options(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress display (never shown on a pipe or with --json "
                                "anyway); accepted after the command too."),
+    mkdir: bool = typer.Option(False, "--mkdir", help="Create missing parent directories of output files and "
+                               "directories (refused otherwise); accepted after the command too."),
 ) -> None:
     common.quiet = quiet
+    files.make_parents = mkdir
 
 
 app.add_typer(topo.app, name="topo")
@@ -46,18 +49,20 @@ app.add_typer(emulate.app, name="emulate")
 app.add_typer(mpi.app, name="mpi")
 
 
-def main() -> None:
-    """Entry point: run the app, turning input errors into one line and exit code 2."""
-    _hoist_quiet(sys.argv)
+def main(argv: Optional[list[str]] = None) -> None:
+    """Entry point: run the app on `argv` (the words after ``netweave``; default the process's
+    own), turning input errors into one line and exit code 2."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    _hoist_global_flags(argv)
     # `map --mpi` and `simulate flit --mpi` run on every process, which cooperate themselves.
-    spmd = _command(sys.argv) in _SPMD_COMMANDS or "--mpi" in sys.argv
+    spmd = _command(argv) in _SPMD_COMMANDS or "--mpi" in argv
     if parallel.mpi_processes() > 1 and not spmd:
         # Under mpirun: process 0 runs the command, the others run the tasks it spreads.
         with parallel.spread_over_mpi() as leader:
             if leader:
-                _run()
+                _run(argv)
         return
-    _run()
+    _run(argv)
 
 
 #: Commands whose processes cooperate by themselves under mpirun (`map --mpi`; with `--mpi`,
@@ -66,14 +71,14 @@ _SPMD_COMMANDS = {"map"}
 
 
 def _command(argv: list[str]) -> Optional[str]:
-    return next((w for w in argv[1:] if not w.startswith("-")), None)
+    return next((w for w in argv if not w.startswith("-")), None)
 
 
-def _run() -> None:
+def _run(argv: list[str]) -> None:
     """Run the command line, turning input errors into one line and exit code 2."""
     try:
         # Not standalone: usage errors come back as exceptions instead of a multi-line panel.
-        code = app(standalone_mode=False)
+        code = app(args=argv, prog_name="netweave", standalone_mode=False)
         if isinstance(code, int) and code:  # a command ended with typer.Exit(code)
             sys.exit(code)
     except typer.TyperException as e:  # unknown command, missing or malformed option
@@ -89,21 +94,46 @@ def _run() -> None:
         sys.exit(130)
     except (NetweaveError, UserError) as e:
         _fail(str(e))
-    except OverflowError:
-        _fail("a number is out of range for this parameter (sizes are 32-bit, seeds 64-bit)")
+    # A safety net: each command checks its input and says what is wrong with it, but whatever
+    # slips through still ends as one line, never a traceback.
+    except OverflowError as e:
+        _fail(f"a number is out of range: {e}" if str(e) else "a number is out of range (sizes are 32-bit, seeds 64-bit)")
     except OSError as e:
-        _fail(f"{e.strerror or e}: {e.filename}" if e.filename else str(e))
+        _fail(_os_error(e))
+    except UnicodeDecodeError as e:
+        _fail(f"input is not UTF-8 text (byte {e.start}: {e.object[e.start:e.start + 1]!r})")
+    except MemoryError:
+        _fail("out of memory: the input is too large for this machine")
+    except RecursionError:
+        _fail("the input is nested too deeply")
+    except ValueError as e:
+        _fail(str(e).splitlines()[0] if str(e) else "invalid value")
 
 
-def _hoist_quiet(argv: list[str]) -> None:
-    """Move ``--quiet``/``-q`` given after the command to the front, where the option lives, so
-    ``netweave plan --quiet`` works; words after ``--`` belong to another program."""
+def _os_error(e: OSError) -> str:
+    """``PATH: reason`` (ripgrep's form), naming both paths of a failed copy or rename."""
+    reason = e.strerror or str(e)
+    if e.filename is None:
+        return reason
+    if getattr(e, "filename2", None):
+        return f"{e.filename} -> {e.filename2}: {reason}"
+    return f"{e.filename}: {reason}"
+
+
+#: Options of the `netweave` group that may also be given after the command.
+_GLOBAL_FLAGS = {"--quiet": "--quiet", "-q": "--quiet", "--mkdir": "--mkdir"}
+
+
+def _hoist_global_flags(argv: list[str]) -> None:
+    """Move ``--quiet``/``-q`` and ``--mkdir`` given after the command to the front of `argv`
+    (the words after ``netweave``), where the options live, so ``netweave plan --quiet`` works;
+    words after ``--`` belong to another program."""
     end = argv.index("--") if "--" in argv else len(argv)
-    flags = [i for i in range(1, end) if argv[i] in ("--quiet", "-q")]
-    for i in reversed(flags):
+    found = [i for i in range(end) if argv[i] in _GLOBAL_FLAGS]
+    names = sorted({_GLOBAL_FLAGS[argv[i]] for i in found})
+    for i in reversed(found):
         del argv[i]
-    if flags:
-        argv.insert(1, "--quiet")
+    argv[0:0] = names
 
 
 def _fail(message: str) -> None:
