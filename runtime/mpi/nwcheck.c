@@ -3,10 +3,13 @@
  * communicator, with MPI_IN_PLACE where MPI allows it.
  *
  *   nwcheck --collective alltoall|allgather|gather [--counts 0,1,7,1000] [--root R]
- *           [--types byte,int,double,contig,vector] [--split] [--inter] [--in-place] [--seed S]
+ *           [--types byte,int,double,contig,vector] [--split] [--inter] [--in-place] [--mixed] [--seed S]
  *
  * `vector` is a strided, non-contiguous type (2 ints, stride 2); --inter also runs all-to-all
- * and allgather on an inter-communicator joining the two halves of the split.
+ * and allgather on an inter-communicator joining the two halves of the split. --mixed gives
+ * ranks different but matching layouts, as MPI allows: with `vector`, even ranks pass twice the
+ * count of MPI_INT instead (the same type signature, contiguous), so a gather's root may take its
+ * own block in place while the others send a strided vector.
  *
  * Each case calls MPI_<collective> (which the preloaded library may run with a schedule) and
  * PMPI_<collective> (always the MPI library's own) on the same random input and compares every
@@ -43,7 +46,7 @@ int main(int argc, char **argv) {
     MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
     enum coll c = ALLTOALL;
     char counts[256] = "0,1,7,1000";
-    int root = 0, split = 0, in_place = 0, inter = 0;
+    int root = 0, split = 0, in_place = 0, inter = 0, mixed = 0;
     char type_list[64] = "byte,int,double,contig";
     uint64_t seed = 1;
     for (int i = 1; i < argc; i++) {
@@ -51,6 +54,7 @@ int main(int argc, char **argv) {
         if (!strcmp(a, "--split")) split = 1;
         else if (!strcmp(a, "--inter")) inter = split = 1;
         else if (!strcmp(a, "--in-place")) in_place = 1;
+        else if (!strcmp(a, "--mixed")) mixed = 1;
         else if (!strcmp(a, "--collective") && ++i) c = !strcmp(v, "allgather") ? ALLGATHER : !strcmp(v, "gather") ? GATHER : ALLTOALL;
         else if (!strcmp(a, "--counts") && ++i) snprintf(counts, sizeof counts, "%s", v);
         else if (!strcmp(a, "--root") && ++i) root = atoi(v);
@@ -88,13 +92,16 @@ int main(int argc, char **argv) {
         int r = root % n;
         for (int ti = 0; ti < 5; ti++) {
             if (!strstr(type_list, type_keys[ti])) continue;
+            /* --mixed: the even ranks' vector is the same signature laid out contiguously */
+            int as_ints = mixed && ti == 4 && rank % 2 == 0;
+            MPI_Datatype type = as_ints ? MPI_INT : types[ti];
             MPI_Aint lb, extent;
-            MPI_Type_get_extent(types[ti], &lb, &extent);
+            MPI_Type_get_extent(type, &lb, &extent);
             int size = (int)extent; /* buffers span the extent; a strided type leaves gaps */
             char list[256], *save = NULL;
             snprintf(list, sizeof list, "%s", counts);
             for (char *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-                long count = atol(tok);
+                long count = atol(tok) * (as_ints ? 2 : 1);
                 size_t block = (size_t)count * (size_t)size, blocks = c == ALLTOALL ? (size_t)n : 1;
                 size_t in_bytes = block * blocks, out_bytes = block * (size_t)n;
                 unsigned char *in = malloc(in_bytes + 1), *a = malloc(out_bytes + 1), *b = malloc(out_bytes + 1);
@@ -112,7 +119,7 @@ int main(int argc, char **argv) {
                             else if (c == ALLGATHER || rank == r) memcpy(out[pm] + block * (size_t)(c == ALLGATHER ? rank : r), in, block);
                             if (inplace) send = MPI_IN_PLACE;
                         }
-                        call(c, pm, send, (int)count, types[ti], out[pm], r, comm);
+                        call(c, pm, send, (int)count, type, out[pm], r, comm);
                     }
                     cases++;
                     int differs = (c != GATHER || rank == r) && memcmp(a, b, out_bytes) != 0;

@@ -14,16 +14,23 @@
  * Phases schedules run on the executors of core/collective.c; paper 004's task DAGs (all-to-all
  * and gather) on the executor core of core/exec.c, with tasks pointed into the user's buffers.
  *
- * A call uses a schedule when the file is for that collective (and root) on a communicator of
- * its size, the communicator is an intra-communicator and the datatypes are contiguous on the
- * calling rank; otherwise the native collective runs. A corrupt file is one error line and an
- * abort, at MPI_Init (a single file) or at first use (a directory).
+ * One decision per communicator: whether a collective runs a schedule or the native algorithm
+ * is agreed by every rank of the communicator once (an allreduce of the local verdicts at the
+ * first call, cached in a communicator attribute), and depends afterwards only on what MPI
+ * requires to be alike on every rank (the root). Everything that may legally differ between
+ * ranks — contiguous or strided datatypes, MPI_IN_PLACE at a gather's root — is handled on the
+ * rank itself (a strided buffer is packed and unpacked around the schedule), so no legal mix of
+ * arguments can make some ranks run the schedule and others the native collective.
+ *
+ * Errors (a corrupt file, a failed transfer) go through the communicator's error handler: with
+ * MPI_ERRORS_ARE_FATAL the job aborts, with MPI_ERRORS_RETURN the call returns the code, whose
+ * MPI_Error_string is netweave's one-line reason.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <mpi.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -34,11 +41,19 @@
 #include "transport_mpi.h"
 
 int netweave_mpi_use(const char *path);
+int netweave_mpi_ran(const char *collective, long *scheduled, long *native, const char **why);
 
 enum { COLL_ALLTOALL, COLL_ALLGATHER, COLL_GATHER, NCOLL };
 static const char *const coll_name[NCOLL] = {"alltoall", "allgather", "gather"};
 static const char *const call_name[NCOLL] = {"MPI_Alltoall", "MPI_Allgather", "MPI_Gather"};
 static const uint32_t coll_code[NCOLL] = {NWS_ALLTOALL, NWS_ALLGATHER, NWS_GATHER};
+
+/* A local verdict, ordered so the minimum over ranks is the communicator's: any rank that
+ * failed makes every rank report the error, any rank that cannot use the schedule makes every
+ * rank run the native collective. */
+enum { VERDICT_ERROR = 0, VERDICT_NATIVE = 1, VERDICT_SCHEDULE = 2 };
+
+#define WHY_LEN 5120
 
 static struct {
     int on;           /* a schedule path is set */
@@ -49,14 +64,18 @@ static struct {
     int verbose;
     unsigned generation; /* bumped by netweave_mpi_use: cached choices are stale */
     int keyval;
-} g = {.executor = -1, .keyval = MPI_KEYVAL_INVALID};
+    int error_code;   /* netweave's MPI error code; its string is the last failure's reason */
+    /* What ran since the last netweave_mpi_use, per collective (nwbench reports it). */
+    long scheduled[NCOLL], native[NCOLL];
+    char why[NCOLL][WHY_LEN];
+} g = {.executor = -1, .keyval = MPI_KEYVAL_INVALID, .error_code = MPI_ERR_OTHER};
 
 typedef struct {
     unsigned generation;
     int usable;        /* 1: run the plan or the DAG; 0: native */
     int is_dag;
     int root_warned;   /* the "wrong root" line was printed */
-    int type_warned;   /* the "datatype" line was printed */
+    char why[WHY_LEN]; /* why the native collective runs (agreed over the communicator) */
     nws_phases sched;  /* phases: this rank's share and its plan */
     nw_plan *plan;
     nws_dag dag;       /* task DAG as generated, and scaled to the last call's block size */
@@ -80,20 +99,32 @@ static void say(MPI_Comm comm, const char *fmt, const char *a, const char *b) {
     fputc('\n', stderr);
 }
 
-static void die(MPI_Comm comm, const char *what, const char *why) {
-    fprintf(stderr, "netweave: %s: %s\n", what, why);
+/* Report a failure through `comm`'s error handler: the reason goes to stderr as one line and
+ * becomes the error string of netweave's error code; MPI_ERRORS_ARE_FATAL then aborts the job,
+ * MPI_ERRORS_RETURN (or a user's handler that returns) gives the code back to the caller. */
+static int fail(MPI_Comm comm, const char *what, const char *why) {
+    char text[MPI_MAX_ERROR_STRING];
+    snprintf(text, sizeof text, "netweave: %s: %s", what, why);
+    fprintf(stderr, "%s\n", text);
     fflush(stderr);
-    /* MPICH's launcher stops forwarding output once an abort reaches it: give it a moment to
-       pass this line on first (measured lost under load without the pause). */
-    nanosleep(&(struct timespec){0, 200 * 1000000}, NULL);
-    PMPI_Abort(comm, 2);
+    if (g.error_code != MPI_ERR_OTHER) PMPI_Add_error_string(g.error_code, text);
+    PMPI_Comm_call_errhandler(comm, g.error_code);
+    return g.error_code;
 }
 
-static void drop_choice(choice *c) {
+/* Free what `c` loaded from its file (the decision and its reason stay). */
+static void unload(choice *c) {
     nw_plan_free(c->plan);
     nws_phases_free(&c->sched);
     nws_dag_free(&c->dag);
     free(c->scaled);
+    c->plan = NULL, c->scaled = NULL, c->scaled_for = 0, c->is_dag = 0;
+    memset(&c->sched, 0, sizeof c->sched);
+    memset(&c->dag, 0, sizeof c->dag);
+}
+
+static void drop_choice(choice *c) {
+    unload(c);
     memset(c, 0, sizeof *c);
 }
 
@@ -107,24 +138,28 @@ static int delete_state(MPI_Comm comm, int keyval, void *value, void *extra) {
     return MPI_SUCCESS;
 }
 
-/* Read the settings; check a single schedule file now, so a corrupt one fails at MPI_Init. */
+/* Read the settings; check a single schedule file now, so a corrupt one fails at MPI_Init.
+ * A bad setting is reported through MPI_COMM_WORLD's error handler (fatal at this point). */
 static void setup(void) {
     const char *path = getenv("NETWEAVE_SCHEDULE");
     const char *ex = getenv("NETWEAVE_EXECUTOR"), *k = getenv("NETWEAVE_CONCURRENT_SENDS");
     const char *v = getenv("NETWEAVE_VERBOSE");
+    int error_class;
+    if (PMPI_Add_error_class(&error_class) == MPI_SUCCESS && PMPI_Add_error_code(error_class, &g.error_code) != MPI_SUCCESS)
+        g.error_code = MPI_ERR_OTHER;
     g.verbose = v && *v && strcmp(v, "0");
     if (ex && *ex) {
         if (!strcmp(ex, "auto")) g.executor = NWS_EXEC_AUTO;
         else if (!strcmp(ex, "sync")) g.executor = NWS_EXEC_SYNC;
         else if (!strcmp(ex, "async")) g.executor = NWS_EXEC_ASYNC;
         else if (!strcmp(ex, "local-sync")) g.executor = NWS_EXEC_LOCAL_SYNC;
-        else die(MPI_COMM_WORLD, "NETWEAVE_EXECUTOR", "must be auto, sync, async or local-sync");
+        else fail(MPI_COMM_WORLD, "NETWEAVE_EXECUTOR", "must be auto, sync, async or local-sync");
     }
     if (k && *k) {
         char *end;
         long n = strtol(k, &end, 10);
-        if (*end || n < 1 || n > 1 << 20) die(MPI_COMM_WORLD, "NETWEAVE_CONCURRENT_SENDS", "must be a positive integer");
-        g.concurrent = (uint32_t)n;
+        if (*end || n < 1 || n > 1 << 20) fail(MPI_COMM_WORLD, "NETWEAVE_CONCURRENT_SENDS", "must be a positive integer");
+        else g.concurrent = (uint32_t)n;
     }
     PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_state, &g.keyval, NULL);
     if (path && *path) netweave_mpi_use(path);
@@ -132,15 +167,21 @@ static void setup(void) {
 
 /* Switch every later call to the schedules at `path` (a file or a directory), or to the native
  * collectives with NULL. Collective over MPI_COMM_WORLD in spirit: call it on every rank. A bad
- * single file aborts with its reason. Returns 0. (nwbench uses it to time several schedules in
- * one run.) */
+ * single file is reported through MPI_COMM_WORLD's error handler; returns 0 or that error code.
+ * (nwbench uses it to time several schedules in one run.) */
 int netweave_mpi_use(const char *path) {
     g.generation++;
+    memset(g.scheduled, 0, sizeof g.scheduled);
+    memset(g.native, 0, sizeof g.native);
+    memset(g.why, 0, sizeof g.why);
     g.on = path && *path;
     if (!g.on) return 0;
     snprintf(g.path, sizeof g.path, "%s", path);
     struct stat sb;
-    if (stat(path, &sb)) die(MPI_COMM_WORLD, path, "no such schedule file or directory (NETWEAVE_SCHEDULE)");
+    if (stat(path, &sb)) {
+        g.on = 0;
+        return fail(MPI_COMM_WORLD, path, "no such schedule file or directory (NETWEAVE_SCHEDULE)");
+    }
     g.is_dir = S_ISDIR(sb.st_mode);
     if (!g.is_dir) {
         char err[512];
@@ -149,14 +190,31 @@ int netweave_mpi_use(const char *path) {
         int form = data ? nws_form(data, len, err, sizeof err) : -1;
         nws_phases s;
         nws_dag d;
-        if (form < 0 || (form == 0 && nws_phases_parse(data, len, 0, &s, err, sizeof err)) ||
-            (form == 1 && nws_dag_parse(data, len, &d, err, sizeof err)))
-            die(MPI_COMM_WORLD, path, err);
-        if (form == 0) nws_phases_free(&s);
-        else nws_dag_free(&d);
+        int bad = form < 0 || (form == 0 && nws_phases_parse(data, len, 0, &s, err, sizeof err)) ||
+                  (form == 1 && nws_dag_parse(data, len, &d, err, sizeof err));
+        if (!bad && form == 0) nws_phases_free(&s);
+        else if (!bad) nws_dag_free(&d);
         free(data);
+        if (bad) {
+            g.on = 0;
+            return fail(MPI_COMM_WORLD, path, err);
+        }
     }
     return 0;
+}
+
+/* How many calls of `collective` ran a schedule and how many the native algorithm since the last
+ * netweave_mpi_use, and the reason of the last native run (or ""). 0, or -1 for an unknown
+ * collective name. (nwbench reports it next to its timings.) */
+int netweave_mpi_ran(const char *collective, long *scheduled, long *native, const char **why) {
+    for (int i = 0; i < NCOLL; i++)
+        if (!strcmp(collective, coll_name[i])) {
+            *scheduled = g.scheduled[i];
+            *native = g.native[i];
+            *why = g.why[i];
+            return 0;
+        }
+    return -1;
 }
 
 int MPI_Init(int *argc, char ***argv) {
@@ -182,14 +240,16 @@ int MPI_Finalize(void) {
     return PMPI_Finalize();
 }
 
+/* The communicator's netweave state, made at its first covered call (collective: every rank
+ * of `comm` is in that call), or NULL when memory runs out. */
 static comm_state *state_of(MPI_Comm comm) {
     void *value;
     int found = 0;
     PMPI_Comm_get_attr(comm, g.keyval, &value, &found);
     if (found) return value;
     comm_state *st = calloc(1, sizeof *st);
-    if (!st) die(comm, "netweave", "out of memory");
-    PMPI_Comm_dup(comm, &st->comm); /* collective: every rank is in this call */
+    if (!st) return NULL;
+    PMPI_Comm_dup(comm, &st->comm);
     PMPI_Comm_set_errhandler(st->comm, MPI_ERRORS_RETURN);
     PMPI_Comm_rank(comm, &st->rank);
     PMPI_Comm_size(comm, &st->size);
@@ -197,9 +257,9 @@ static comm_state *state_of(MPI_Comm comm) {
     return st;
 }
 
-static uint64_t fnv(const char *text) {
+static uint64_t fnv(const void *data, size_t len) {
     uint64_t h = 0xcbf29ce484222325ull;
-    for (; *text; text++) h = (h ^ (unsigned char)*text) * 0x100000001b3ull;
+    for (const unsigned char *p = data; len--; p++) h = (h ^ *p) * 0x100000001b3ull;
     return h;
 }
 
@@ -210,8 +270,13 @@ static void check_placement(comm_state *st, MPI_Comm comm, const uint32_t *place
     char host[MPI_MAX_PROCESSOR_NAME + 1] = "";
     int len = 0;
     PMPI_Get_processor_name(host, &len);
-    uint64_t mine = fnv(host), *all = malloc(sizeof *all * (size_t)st->size);
-    if (!all) return;
+    uint64_t mine = fnv(host, strlen(host)), *all = malloc(sizeof *all * (size_t)st->size);
+    int have = all != NULL, everyone = 0;
+    PMPI_Allreduce(&have, &everyone, 1, MPI_INT, MPI_MIN, st->comm); /* all ranks take part, or none */
+    if (!everyone) {
+        free(all);
+        return;
+    }
     PMPI_Allgather(&mine, 1, MPI_UINT64_T, all, 1, MPI_UINT64_T, st->comm);
     int one_node = 1;
     for (int r = 1; r < st->size; r++) one_node &= all[r] == all[0];
@@ -230,12 +295,15 @@ static void check_placement(comm_state *st, MPI_Comm comm, const uint32_t *place
     free(all);
 }
 
-/* A task DAG (paper 004) for `which`: usable when it adds up to that collective on this size
- * and its tags fit the MPI library's; else `why` says why not. */
-static void dag_choice(comm_state *st, MPI_Comm comm, int which, choice *c, const char *path, const void *data,
-                       size_t len, char *why, size_t whylen) {
+/* This rank's verdict on a task DAG (paper 004) for `which`: usable when it adds up to that
+ * collective on this size and its tags fit the MPI library's; else `why` says why not. */
+static int dag_verdict(comm_state *st, int which, choice *c, const char *path, const void *data, size_t len,
+                       char *why, size_t whylen) {
     char err[512];
-    if (nws_dag_parse(data, len, &c->dag, err, sizeof err)) die(comm, path, err);
+    if (nws_dag_parse(data, len, &c->dag, err, sizeof err)) {
+        snprintf(why, whylen, "%s: %s", path, err);
+        return VERDICT_ERROR;
+    }
     int *tag_ub = NULL, found = 0;
     PMPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tag_ub, &found);
     if (c->dag.collective != coll_code[which] || !c->dag.block_bytes)
@@ -246,103 +314,174 @@ static void dag_choice(comm_state *st, MPI_Comm comm, int which, choice *c, cons
         snprintf(why, whylen, "%s has %u tasks, more than this MPI's tags can name", path, c->dag.ntasks);
     else if (!(c->scaled = malloc(sizeof *c->scaled * ((size_t)c->dag.ntasks + 1))))
         snprintf(why, whylen, "out of memory for %u tasks", c->dag.ntasks);
-    else {
-        c->usable = c->is_dag = 1;
-        if (g.verbose) say(comm, "%s runs '%s'", call_name[which], c->dag.name);
-        check_placement(st, comm, c->dag.placement, c->dag.name);
-    }
+    else
+        return c->is_dag = 1, VERDICT_SCHEDULE;
+    return VERDICT_NATIVE;
 }
 
-/* The schedule for collective `which` on this communicator, loaded once per generation; NULL
- * (native) with a verbose line saying why. Depends only on the file and the communicator's
- * size, so every rank decides alike. */
-static choice *schedule_for(comm_state *st, MPI_Comm comm, int which, int root) {
-    choice *c = &st->c[which];
+/* This rank's verdict on the schedule for `which` (loaded into `c`), and the file's hash. */
+static int local_verdict(comm_state *st, int which, choice *c, char *why, size_t whylen, uint64_t *hash) {
+    char path[4200], err[512];
+    if (g.is_dir) snprintf(path, sizeof path, "%s/%s-%d.nws", g.path, coll_name[which], st->size);
+    else snprintf(path, sizeof path, "%s", g.path);
+    struct stat sb;
+    if (g.is_dir && stat(path, &sb)) return snprintf(why, whylen, "no %s", path), VERDICT_NATIVE;
+    size_t len = 0;
+    unsigned char *data = nws_load(path, &len, err, sizeof err);
+    int form = data ? nws_form(data, len, err, sizeof err) : -1, verdict = VERDICT_NATIVE;
+    if (form < 0) {
+        snprintf(why, whylen, "%s: %s", path, err);
+        verdict = VERDICT_ERROR;
+    } else if (form == 1) {
+        verdict = dag_verdict(st, which, c, path, data, len, why, whylen);
+    } else if (nws_phases_parse(data, len, 0, &c->sched, err, sizeof err)) {
+        snprintf(why, whylen, "%s: %s", path, err);
+        verdict = VERDICT_ERROR;
+    } else if (c->sched.collective != coll_code[which]) {
+        snprintf(why, whylen, "%s is not a%s %s schedule", path, which == COLL_GATHER ? "" : "n", coll_name[which]);
+    } else if (c->sched.ranks != (uint32_t)st->size) {
+        snprintf(why, whylen, "%s is for %u ranks, the communicator has %d", path, c->sched.ranks, st->size);
+    } else {
+        nws_phases_free(&c->sched);
+        if (nws_phases_parse(data, len, (uint32_t)st->rank, &c->sched, err, sizeof err) ||
+            !(c->plan = nw_plan_build(&c->sched, err, sizeof err))) {
+            snprintf(why, whylen, "%s: %s", path, err);
+            verdict = VERDICT_ERROR;
+        } else {
+            verdict = VERDICT_SCHEDULE;
+        }
+    }
+    *hash = data ? fnv(data, len) : 0;
+    free(data);
+    return verdict;
+}
+
+/* The communicator's decision for collective `which`, made once per schedule generation: every
+ * rank's verdict is reduced to the least (error < native < schedule) and the reason of the
+ * lowest rank holding it is handed to all, so every rank decides alike even when their files
+ * or environments differ (ranks that read different schedule files run the native collective).
+ * Returns the agreed verdict; `c->why` holds the reason when it is not VERDICT_SCHEDULE. */
+static int decide(comm_state *st, MPI_Comm comm, int which, choice *c) {
+    char why[WHY_LEN] = "";
+    uint64_t hash = 0;
+    int verdict = local_verdict(st, which, c, why, sizeof why, &hash);
+    struct { int verdict, rank; } mine = {verdict, st->rank}, least;
+    uint64_t hashes[2] = {verdict == VERDICT_SCHEDULE ? hash : 0, verdict == VERDICT_SCHEDULE ? ~hash : ~0ull}, most[2];
+    int rc = PMPI_Allreduce(&mine, &least, 1, MPI_2INT, MPI_MINLOC, st->comm);
+    if (rc == MPI_SUCCESS) rc = PMPI_Allreduce(hashes, most, 2, MPI_UINT64_T, MPI_MAX, st->comm);
+    if (rc != MPI_SUCCESS) {
+        snprintf(c->why, sizeof c->why, "agreeing on the schedule failed");
+        return VERDICT_ERROR;
+    }
+    if (least.verdict == VERDICT_SCHEDULE && most[0] != ~most[1]) { /* max ≠ min: not one file */
+        least.verdict = VERDICT_NATIVE;
+        snprintf(why, sizeof why, "the ranks of this communicator read different schedule files");
+        least.rank = 0;
+    }
+    if (least.verdict != VERDICT_SCHEDULE) { /* everyone learns the deciding rank's reason */
+        if (least.rank != st->rank) why[0] = 0;
+        PMPI_Bcast(why, sizeof why, MPI_CHAR, least.rank, st->comm);
+        if (least.verdict == VERDICT_ERROR && verdict != VERDICT_ERROR)
+            snprintf(c->why, sizeof c->why, "rank %d cannot read the schedule: %.4000s", least.rank, why);
+        else snprintf(c->why, sizeof c->why, "%s", why);
+        unload(c);
+        if (least.verdict == VERDICT_NATIVE && g.verbose)
+            say(comm, "%s falls back to the native collective: %s", call_name[which], c->why);
+        return least.verdict;
+    }
+    c->usable = 1;
+    const char *name = c->is_dag ? c->dag.name : c->sched.name;
+    if (g.verbose) say(comm, "%s runs '%s'", call_name[which], name);
+    check_placement(st, comm, c->is_dag ? c->dag.placement : c->sched.placement, name);
+    return VERDICT_SCHEDULE;
+}
+
+/* Count a native run of `which` and remember why. */
+static void ran_native(int which, const char *why) {
+    g.native[which]++;
+    if (strcmp(g.why[which], why)) snprintf(g.why[which], sizeof g.why[which], "%s", why);
+}
+
+/* What a call of `which` on `comm` runs: 1 with `*out` the schedule, 0 for the native
+ * collective, or an MPI error code (already reported through the error handler) when the
+ * schedule cannot be read. Depends only on the file, the communicator and the root, so every
+ * rank decides alike. */
+static int chosen(MPI_Comm comm, int which, int root, comm_state **st, choice **out) {
+    if (!g.on) return 0;
+    int inter = 1;
+    if (PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS) return 0; /* the native call reports it */
+    if (inter) {
+        static int said[NCOLL];
+        if (g.verbose && !said[which]++)
+            fprintf(stderr, "netweave: %s falls back to the native collective: an inter-communicator\n", call_name[which]);
+        ran_native(which, "an inter-communicator");
+        return 0;
+    }
+    if (!(*st = state_of(comm))) return fail(comm, call_name[which], "out of memory for the communicator's state");
+    choice *c = &(*st)->c[which];
     if (c->generation != g.generation) {
         drop_choice(c);
         c->generation = g.generation;
-        char path[4200], err[512], why[4400] = "";
-        if (g.is_dir) snprintf(path, sizeof path, "%s/%s-%d.nws", g.path, coll_name[which], st->size);
-        else snprintf(path, sizeof path, "%s", g.path);
-        struct stat sb;
-        unsigned char *data = NULL;
-        size_t len = 0;
-        if (g.is_dir && stat(path, &sb)) {
-            snprintf(why, sizeof why, "no %s", path);
-        } else if (!(data = nws_load(path, &len, err, sizeof err)) || nws_form(data, len, err, sizeof err) < 0) {
-            die(comm, path, err);
-        } else if (nws_form(data, len, err, sizeof err) == 1) {
-            dag_choice(st, comm, which, c, path, data, len, why, sizeof why);
-        } else if (nws_phases_parse(data, len, 0, &c->sched, err, sizeof err)) {
-            die(comm, path, err);
-        } else if (c->sched.collective != coll_code[which]) {
-            snprintf(why, sizeof why, "%s is not a%s %s schedule", path, which == COLL_GATHER ? "" : "n", coll_name[which]);
-        } else if (c->sched.ranks != (uint32_t)st->size) {
-            snprintf(why, sizeof why, "%s is for %u ranks, the communicator has %d", path, c->sched.ranks, st->size);
-        } else {
-            nws_phases_free(&c->sched);
-            if (nws_phases_parse(data, len, (uint32_t)st->rank, &c->sched, err, sizeof err)) die(comm, path, err);
-            if (!(c->plan = nw_plan_build(&c->sched, err, sizeof err))) die(comm, path, err);
-            c->usable = 1;
-            if (g.verbose) say(comm, "%s runs '%s'", call_name[which], c->sched.name);
-            check_placement(st, comm, c->sched.placement, c->sched.name);
+        if (decide(*st, comm, which, c) == VERDICT_ERROR) {
+            c->generation = 0; /* asked again at the next call */
+            return fail(comm, call_name[which], c->why);
         }
-        free(data);
-        if (!c->usable && g.verbose) say(comm, "%s falls back to the native collective: %s", call_name[which], why);
     }
-    if (!c->usable) return NULL;
+    if (!c->usable) return ran_native(which, c->why), 0;
     uint32_t schedule_root = c->is_dag ? c->dag.root : c->sched.root;
     if (which == COLL_GATHER && schedule_root != (uint32_t)root) {
-        if (g.verbose && !c->root_warned) {
-            char r[64];
-            snprintf(r, sizeof r, "the schedule's root is %u, the call's %d", schedule_root, root);
-            say(comm, "%s falls back to the native collective: %s", call_name[which], r);
-            c->root_warned = 1;
-        }
-        return NULL;
+        char r[64];
+        snprintf(r, sizeof r, "the schedule's root is %u, the call's %d", schedule_root, root);
+        if (g.verbose && !c->root_warned) say(comm, "%s falls back to the native collective: %s", call_name[which], r);
+        c->root_warned = 1;
+        return ran_native(which, r), 0;
     }
-    return c;
+    g.scheduled[which]++;
+    *out = c;
+    return 1;
 }
 
-/* Bytes of `count` elements of `type` when they lie contiguously from the buffer start, else -1. */
-static long long contiguous_bytes(int count, MPI_Datatype type) {
+/* One side of a call's buffers: `count` elements of `type` from `buf`. A contiguous layout is
+ * used in place; any other (strided vectors, a lower bound) is packed into, or unpacked from, a
+ * contiguous copy, so each rank's choice of datatypes stays its own business. */
+typedef struct {
+    long long bytes; /* of one block: count × type size */
+    MPI_Aint extent; /* of one block in the user's buffer */
+    int contiguous;
+} layout;
+
+/* The layout of `count` elements of `type`; -1 when MPI rejects the type or the count. */
+static int layout_of(int count, MPI_Datatype type, layout *out) {
     int size;
     MPI_Aint lb, extent, true_lb, true_extent;
-    if (PMPI_Type_size(type, &size) != MPI_SUCCESS || PMPI_Type_get_extent(type, &lb, &extent) != MPI_SUCCESS ||
+    if (count < 0 || type == MPI_DATATYPE_NULL || PMPI_Type_size(type, &size) != MPI_SUCCESS ||
+        PMPI_Type_get_extent(type, &lb, &extent) != MPI_SUCCESS ||
         PMPI_Type_get_true_extent(type, &true_lb, &true_extent) != MPI_SUCCESS)
         return -1;
-    if (count < 0 || lb != 0 || true_lb != 0 || extent != size || true_extent != size) return -1;
-    return (long long)count * size;
+    out->bytes = (long long)count * size;
+    out->extent = (MPI_Aint)count * extent;
+    out->contiguous = lb == 0 && true_lb == 0 && extent == size && true_extent == size;
+    return 0;
 }
 
-/* Whether `comm` is an intra-communicator; when verbose, an inter-communicator is said once. */
-static int intra(MPI_Comm comm, int which) {
-    int inter = 1;
-    if (PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS) return 0; /* the native call reports it */
-    static int said[NCOLL];
-    if (inter && g.verbose && !said[which]++)
-        fprintf(stderr, "netweave: %s falls back to the native collective: an inter-communicator\n", call_name[which]);
-    return !inter;
+/* Pack `blocks` blocks of `count` × `type` at `buf` into a new contiguous buffer of `bytes`
+ * each; NULL with `*rc` set when it cannot. */
+static void *pack(const void *buf, int count, MPI_Datatype type, int blocks, long long bytes, MPI_Comm comm, int *rc) {
+    long long total = (long long)blocks * bytes, elements = (long long)blocks * count;
+    if (elements > INT_MAX || total > INT_MAX) return *rc = MPI_ERR_COUNT, NULL;
+    void *copy = malloc(total ? (size_t)total : 1);
+    if (!copy) return *rc = MPI_ERR_NO_MEM, NULL;
+    int position = 0;
+    *rc = PMPI_Pack(buf, (int)elements, type, copy, (int)total, &position, comm);
+    if (*rc == MPI_SUCCESS && position != total) *rc = MPI_ERR_TYPE; /* a packed form with headers: not raw bytes */
+    if (*rc != MPI_SUCCESS) return free(copy), NULL;
+    return copy;
 }
 
-/* The schedule a call of `which` on `comm` runs, or NULL for the native collective. */
-static choice *chosen(MPI_Comm comm, int which, int root, comm_state **st) {
-    if (!g.on || !intra(comm, which)) return NULL;
-    *st = state_of(comm);
-    return schedule_for(*st, comm, which, root);
+static int unpack(const void *copy, int count, MPI_Datatype type, int blocks, long long bytes, void *buf, MPI_Comm comm) {
+    int position = 0;
+    return PMPI_Unpack(copy, (int)((long long)blocks * bytes), &position, buf, blocks * count, type, comm);
 }
-
-/* Whether the schedule can address the call's buffers (`fits`); if not, the native collective
- * runs, said once per communicator when verbose. */
-static int buffers_fit(MPI_Comm comm, choice *c, int which, int fits) {
-    if (!fits && g.verbose && !c->type_warned) {
-        c->type_warned = 1;
-        say(comm, "%s falls back to the native collective: %s", call_name[which],
-            "a datatype is not contiguous, or send and receive sizes differ (on this rank)");
-    }
-    return fits;
-}
-
 /* Where tasks' bytes live during one DAG call. */
 typedef struct {
     const choice *c;
@@ -372,7 +511,7 @@ static uint8_t *dag_recv_data(void *arg, uint32_t t) {
     return mine ? d->recv + (size_t)origin * d->B + scale(d->c, task->offset, d->B) : NULL; /* else passing through */
 }
 
-static int run_dag(comm_state *st, choice *c, int which, const void *sendbuf, void *recvbuf, size_t B) {
+static int run_dag(MPI_Comm comm, comm_state *st, choice *c, int which, const void *sendbuf, void *recvbuf, size_t B) {
     if (c->scaled_for != B) { /* the DAG's bytes at this block size */
         for (uint32_t t = 0; t < c->dag.ntasks; t++) {
             c->scaled[t] = c->dag.tasks[t];
@@ -399,71 +538,143 @@ static int run_dag(comm_state *st, choice *c, int which, const void *sendbuf, vo
     nw_exec_free(&res);
     if (rc) {
         nw_mpi_transport_cancel(&st->tp);
-        die(st->comm, call_name[which], err);
+        return fail(comm, call_name[which], err);
     }
     return MPI_SUCCESS;
 }
 
-/* Run the chosen plan; a failure aborts with its reason (the peers fail fast with it). */
-static int run(comm_state *st, choice *c, int which, const void *sendbuf, void *recvbuf, size_t block_bytes) {
-    if (c->is_dag) return run_dag(st, c, which, sendbuf, recvbuf, block_bytes);
+/* Run the chosen plan on contiguous buffers of `block_bytes` per block; a failure (a peer
+ * died, a transfer failed) goes through `comm`'s error handler. */
+static int run(MPI_Comm comm, comm_state *st, choice *c, int which, const void *sendbuf, void *recvbuf,
+               size_t block_bytes) {
+    if (c->is_dag) return run_dag(comm, st, c, which, sendbuf, recvbuf, block_bytes);
     char err[512];
     nw_transport tp = nw_mpi_transport_start(&st->tp, st->comm, (uint32_t)st->rank, (uint32_t)st->size);
     nw_buffers b = {.sendbuf = sendbuf, .recvbuf = recvbuf, .block_bytes = block_bytes};
     uint32_t executor = g.executor >= 0 ? (uint32_t)g.executor : c->sched.executor;
     if (nw_plan_run(c->plan, &tp, &b, executor, g.concurrent, err, sizeof err)) {
         nw_mpi_transport_cancel(&st->tp);
-        die(st->comm, call_name[which], err);
+        return fail(comm, call_name[which], err);
     }
     return MPI_SUCCESS;
 }
 
+/* The contiguous areas a schedule runs on, with the copies made for layouts that are not. */
+typedef struct {
+    const void *send;
+    void *recv;
+    void *send_copy, *recv_copy; /* owned; recv_copy is unpacked into the user's buffer */
+} staging;
+
+/* Stage the send side: `blocks` blocks of `s` at `buf`, or (`in_place_copy`) a private copy of
+ * them when the schedule would overwrite them while it still reads them. 0 or an MPI code. */
+static int stage_send(staging *x, const void *buf, int count, MPI_Datatype type, const layout *s, int blocks,
+                      int in_place_copy, MPI_Comm comm) {
+    int rc = MPI_SUCCESS;
+    if (!s->contiguous) {
+        x->send = x->send_copy = pack(buf, count, type, blocks, s->bytes, comm, &rc);
+    } else if (in_place_copy) {
+        size_t total = (size_t)blocks * (size_t)s->bytes;
+        if ((x->send = x->send_copy = malloc(total))) memcpy(x->send_copy, buf, total);
+        else rc = MPI_ERR_NO_MEM;
+    } else {
+        x->send = buf;
+    }
+    return rc;
+}
+
+/* Stage the receive side of `blocks` blocks of `r` at `buf`. 0 or an MPI code. */
+static int stage_recv(staging *x, void *buf, const layout *r, int blocks) {
+    if (r->contiguous) return x->recv = buf, MPI_SUCCESS;
+    x->recv = x->recv_copy = malloc((size_t)blocks * (size_t)r->bytes);
+    return x->recv ? MPI_SUCCESS : MPI_ERR_NO_MEM;
+}
+
+/* Run the schedule on the staged buffers, unpack a strided receive buffer, free the copies. */
+static int run_staged(MPI_Comm comm, comm_state *st, choice *c, int which, staging *x, int rc, void *recvbuf,
+                      int recvcount, MPI_Datatype recvtype, long long B) {
+    if (rc != MPI_SUCCESS) {
+        char text[MPI_MAX_ERROR_STRING] = "";
+        int len = 0;
+        PMPI_Error_string(rc, text, &len);
+        rc = fail(comm, call_name[which], rc == MPI_ERR_NO_MEM ? "out of memory for a copy of a strided buffer" : text);
+    } else {
+        rc = run(comm, st, c, which, x->send, x->recv, (size_t)B);
+    }
+    if (rc == MPI_SUCCESS && x->recv_copy) rc = unpack(x->recv_copy, recvcount, recvtype, st->size, B, recvbuf, comm);
+    free(x->send_copy);
+    free(x->recv_copy);
+    return rc;
+}
+
+/* Arguments MPI rejects (or that no legal program passes) on this rank: the native collective
+ * runs and reports them as the MPI library does. */
+static void refused(int which) {
+    g.scheduled[which]--;
+    ran_native(which, "the call's arguments are not valid on some rank");
+}
+
 int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
                  MPI_Datatype recvtype, MPI_Comm comm) {
-    comm_state *st;
-    choice *c = chosen(comm, COLL_ALLTOALL, 0, &st);
-    if (!c) goto native;
-    long long rb = contiguous_bytes(recvcount, recvtype);
-    long long sb = sendbuf == MPI_IN_PLACE ? rb : contiguous_bytes(sendcount, sendtype);
-    if (!buffers_fit(comm, c, COLL_ALLTOALL, rb >= 0 && sb == rb)) goto native;
-    void *copy = NULL;
-    if (sendbuf == MPI_IN_PLACE && rb) { /* the schedule reads every block before it is overwritten: send from a copy */
-        if (!(copy = malloc((size_t)rb * (size_t)st->size))) goto native;
-        memcpy(copy, recvbuf, (size_t)rb * (size_t)st->size);
-        sendbuf = copy;
+    comm_state *st = NULL;
+    choice *c = NULL;
+    int use = chosen(comm, COLL_ALLTOALL, 0, &st, &c);
+    if (use != 1) return use ? use : PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+    int in_place = sendbuf == MPI_IN_PLACE;
+    layout r, s;
+    if (layout_of(recvcount, recvtype, &r) || (!in_place && (layout_of(sendcount, sendtype, &s) || s.bytes != r.bytes))) {
+        refused(COLL_ALLTOALL);
+        return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
     }
-    int rc = rb ? run(st, c, COLL_ALLTOALL, sendbuf, recvbuf, (size_t)rb) : MPI_SUCCESS;
-    free(copy);
-    return rc;
-native:
-    return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+    if (!r.bytes) return MPI_SUCCESS;
+    staging x = {0};
+    /* In place, the schedule reads every block before it is overwritten: it sends from a copy. */
+    int rc = in_place ? stage_send(&x, recvbuf, recvcount, recvtype, &r, st->size, 1, comm)
+                      : stage_send(&x, sendbuf, sendcount, sendtype, &s, st->size, 0, comm);
+    if (rc == MPI_SUCCESS) rc = stage_recv(&x, recvbuf, &r, st->size);
+    return run_staged(comm, st, c, COLL_ALLTOALL, &x, rc, recvbuf, recvcount, recvtype, r.bytes);
 }
 
 int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
                   MPI_Datatype recvtype, MPI_Comm comm) {
-    comm_state *st;
-    choice *c = chosen(comm, COLL_ALLGATHER, 0, &st);
-    if (!c) goto native;
-    long long rb = contiguous_bytes(recvcount, recvtype);
-    long long sb = sendbuf == MPI_IN_PLACE ? rb : contiguous_bytes(sendcount, sendtype);
-    if (!buffers_fit(comm, c, COLL_ALLGATHER, rb >= 0 && sb == rb)) goto native;
-    if (sendbuf == MPI_IN_PLACE) sendbuf = (char *)recvbuf + (size_t)rb * (size_t)st->rank;
-    return rb ? run(st, c, COLL_ALLGATHER, sendbuf, recvbuf, (size_t)rb) : MPI_SUCCESS;
-native:
-    return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+    comm_state *st = NULL;
+    choice *c = NULL;
+    int use = chosen(comm, COLL_ALLGATHER, 0, &st, &c);
+    if (use != 1) return use ? use : PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+    int in_place = sendbuf == MPI_IN_PLACE;
+    layout r, s;
+    if (layout_of(recvcount, recvtype, &r) || (!in_place && (layout_of(sendcount, sendtype, &s) || s.bytes != r.bytes))) {
+        refused(COLL_ALLGATHER);
+        return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+    }
+    if (!r.bytes) return MPI_SUCCESS;
+    staging x = {0};
+    /* In place, the rank's own block already sits in its slot of the receive buffer. */
+    int rc = in_place ? stage_send(&x, (char *)recvbuf + (MPI_Aint)st->rank * r.extent, recvcount, recvtype, &r, 1, 0, comm)
+                      : stage_send(&x, sendbuf, sendcount, sendtype, &s, 1, 0, comm);
+    if (rc == MPI_SUCCESS) rc = stage_recv(&x, recvbuf, &r, st->size);
+    return run_staged(comm, st, c, COLL_ALLGATHER, &x, rc, recvbuf, recvcount, recvtype, r.bytes);
 }
 
 int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
                MPI_Datatype recvtype, int root, MPI_Comm comm) {
-    comm_state *st;
-    choice *c = chosen(comm, COLL_GATHER, root, &st);
-    if (!c) goto native;
-    int at_root = st->rank == root;
-    long long rb = at_root ? contiguous_bytes(recvcount, recvtype) : 0;
-    long long sb = sendbuf == MPI_IN_PLACE ? rb : contiguous_bytes(sendcount, sendtype);
-    if (!buffers_fit(comm, c, COLL_GATHER, rb >= 0 && sb >= 0 && (!at_root || sb == rb))) goto native;
-    if (sendbuf == MPI_IN_PLACE) sendbuf = (char *)recvbuf + (size_t)rb * (size_t)root;
-    return sb ? run(st, c, COLL_GATHER, sendbuf, recvbuf, (size_t)sb) : MPI_SUCCESS;
-native:
-    return PMPI_Gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
+    comm_state *st = NULL;
+    choice *c = NULL;
+    int use = chosen(comm, COLL_GATHER, root, &st, &c);
+    if (use != 1) return use ? use : PMPI_Gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
+    /* The receive side means something at the root only; MPI_IN_PLACE is the root's alone. */
+    int at_root = st->rank == root, in_place = at_root && sendbuf == MPI_IN_PLACE;
+    layout r = {0}, s = {0};
+    if ((at_root && layout_of(recvcount, recvtype, &r)) || (!in_place && layout_of(sendcount, sendtype, &s)) ||
+        (at_root && !in_place && s.bytes != r.bytes)) {
+        refused(COLL_GATHER);
+        return PMPI_Gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
+    }
+    long long B = at_root ? r.bytes : s.bytes;
+    if (!B) return MPI_SUCCESS;
+    staging x = {0};
+    int rc = in_place ? stage_send(&x, (char *)recvbuf + (MPI_Aint)root * r.extent, recvcount, recvtype, &r, 1, 0, comm)
+                      : stage_send(&x, sendbuf, sendcount, sendtype, &s, 1, 0, comm);
+    if (rc == MPI_SUCCESS && at_root) rc = stage_recv(&x, recvbuf, &r, st->size);
+    return run_staged(comm, st, c, COLL_GATHER, &x, rc, recvbuf, recvcount, recvtype, B);
 }
