@@ -36,6 +36,7 @@ pub mod contention_free;
 pub mod dag;
 pub mod io;
 pub mod lsft;
+pub mod native_mpi;
 pub mod synthetic;
 
 use serde::{Deserialize, Serialize};
