@@ -21,12 +21,22 @@ import os
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from netweave._core import NetweaveError, ProjectivePlane, RoutingTable, Schedule, TaskGraph, Topology  # noqa: E402
+# The kinds of NetweaveError a caller can tell apart (all are NetweaveError, itself a ValueError).
+from netweave._core import FileError, InfeasibleError, ParameterError, ResourceLimitError  # noqa: E402
+
+#: ``netweave.Error`` is the base of every error netweave raises for bad input or limits.
+Error = NetweaveError
 from netweave import analysis, flitsim, flowsim, mapping, routing, topology, traffic  # noqa: E402
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "Error",
+    "FileError",
+    "InfeasibleError",
     "NetweaveError",
+    "ParameterError",
+    "ResourceLimitError",
     "ProjectivePlane",
     "RoutingTable",
     "Schedule",

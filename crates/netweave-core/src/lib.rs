@@ -16,15 +16,22 @@
 //! - [`analysis`]: exact per-phase link loads and the figures derived from them.
 //! - [`flowsim`]: flow-level simulation with max-min fair sharing: how long a schedule takes.
 //! - [`flitsim`]: cycle-accurate flit-level simulation (input-queued VC routers, credits).
+//!
+//! Beside the pipeline, every stage uses [`error`] (one error type, four kinds), [`budget`]
+//! (the memory budget checked before large allocations), [`checked`] (overflow-checked sizes
+//! and finite times) and [`input`] (size-limited, UTF-8-checked file reading).
 
 pub mod analysis;
+pub mod budget;
+pub mod checked;
 pub mod error;
 pub mod flitsim;
 pub mod flowsim;
+pub mod input;
 pub mod mapping;
 pub mod routing;
 pub mod scenario;
 pub mod topology;
 pub mod traffic;
 
-pub use error::{NetweaveError, Result};
+pub use error::{ErrorKind, NetweaveError, Result};

@@ -178,6 +178,17 @@ pub struct RoutingTable {
     vc: VcPolicy,
 }
 
+/// Refuse (before anything is allocated) a fabric whose forwarding tables would not fit the
+/// memory budget: one port per (switch, destination host), and the engines' working copies
+/// of it, so twice that.
+pub fn ensure_table_fits(topo: &Topology) -> Result<()> {
+    let entries = topo.num_switches() as u128 * topo.num_hosts() as u128;
+    crate::budget::ensure(
+        &format!("routing {} switches × {} hosts (forwarding tables and the engine's working copy)", topo.num_switches(), topo.num_hosts()),
+        entries * 2 * std::mem::size_of::<Port>() as u128,
+    )
+}
+
 impl RoutingTable {
     /// An empty table (every entry [`NO_PORT`]) sized for `topo`, with one VC.
     pub fn new(topo: &Topology, engine: impl Into<String>) -> Self {
@@ -450,6 +461,11 @@ pub fn route(topo: &Topology, engine: Engine, options: &RouteOptions) -> Result<
     if topo.num_switches() > 0 && options.root >= topo.num_switches() {
         return crate::invalid!("root switch {} does not exist (the fabric has {})", options.root, topo.num_switches());
     }
+    if topo.num_hosts() == 0 {
+        // Nothing to deliver: a table would be empty and vacuously "deadlock-free with 0 VCs".
+        return Err(NetweaveError::InvalidTopology(format!("the fabric '{}' has no hosts: there is nothing to route", topo.name())));
+    }
+    ensure_table_fits(topo)?;
     match engine {
         Engine::Shortest => minhop::shortest_with(topo, options.select),
         Engine::MinHop => minhop::shortest_path(topo),
