@@ -32,12 +32,14 @@ pub mod fat_tree;
 pub mod galois;
 pub mod grid;
 pub mod io;
+pub mod link_layer;
 pub mod lsft;
 pub mod metrics;
 pub mod plane;
 pub mod random;
 pub mod structure;
 
+use link_layer::Switching;
 use structure::Structure;
 
 /// Index of a node (host or switch) in a [`Topology`].
@@ -126,6 +128,8 @@ pub struct Topology {
     params: BTreeMap<String, serde_json::Value>,
     /// The typed shape, computed once at build time (see [`structure`]).
     structure: Structure,
+    /// Link layer and switch port buffer (see [`link_layer`]).
+    switching: Switching,
     kinds: Vec<NodeKind>,
     labels: Vec<String>,
     radix: Vec<Port>,
@@ -160,6 +164,15 @@ impl Topology {
     /// The typed shape: lattice, fat-tree, LSFT, tree of switches, dragonfly, … or generic.
     pub fn structure(&self) -> &Structure {
         &self.structure
+    }
+    /// Link layer and switch port buffer: whether a full port drops (Ethernet) or waits
+    /// (InfiniBand), and how many bytes it queues first.
+    pub fn switching(&self) -> &Switching {
+        &self.switching
+    }
+    /// State the link layer and port buffer (a generator's `--link-layer`/`--buffer`).
+    pub fn set_switching(&mut self, switching: Switching) {
+        self.switching = switching;
     }
     pub fn num_nodes(&self) -> usize {
         self.kinds.len()
@@ -273,6 +286,7 @@ impl Topology {
             family: self.family.clone(),
             params: self.params.clone(),
             structure: Some(self.structure.clone()),
+            switching: Some(self.switching),
             kinds: self.kinds.clone(),
             labels: self.labels.clone(),
             radix: self.radix.clone(),
@@ -294,6 +308,8 @@ pub struct TopologyBuilder {
     params: BTreeMap<String, serde_json::Value>,
     /// A structure stated outright (a file's); `None` derives it from family and params.
     structure: Option<Structure>,
+    /// Link layer and port buffer stated outright; `None` takes the structure's default.
+    switching: Option<Switching>,
     kinds: Vec<NodeKind>,
     labels: Vec<String>,
     radix: Vec<Port>,
@@ -322,6 +338,11 @@ impl TopologyBuilder {
     /// State the structure outright (file readers), instead of deriving it from the family.
     pub fn structure(&mut self, structure: Structure) -> &mut Self {
         self.structure = Some(structure);
+        self
+    }
+    /// State the link layer and port buffer outright, instead of the structure's default.
+    pub fn switching(&mut self, switching: Switching) -> &mut Self {
+        self.switching = Some(switching);
         self
     }
 
@@ -474,11 +495,13 @@ impl TopologyBuilder {
             Some(s) => s,
             None => Structure::from_family(&self.family, &self.params),
         };
+        let switching = self.switching.unwrap_or_else(|| Switching::default_for(&structure));
         Ok(Topology {
             name: self.name,
             family: self.family,
             params: self.params,
             structure,
+            switching,
             kinds: self.kinds,
             labels: self.labels,
             radix: self.radix,
@@ -533,7 +556,14 @@ pub(crate) fn check_capacity(family: &str, nodes: u64, links: u64, total_ports: 
             Port::MAX
         );
     }
-    Ok(())
+    // What a node (label, coordinates, kind, CSR offsets) and a link (two ends, two adjacency
+    // entries, its spec) take once built, with the builder's copies alongside.
+    const BYTES_PER_NODE: u128 = 160;
+    const BYTES_PER_LINK: u128 = 128;
+    crate::budget::ensure(
+        &format!("{family}: {nodes} nodes and {links} links"),
+        u128::from(nodes) * BYTES_PER_NODE + u128::from(links) * BYTES_PER_LINK,
+    )
 }
 
 /// Check a size parameter is at least `min`, with a message naming it.

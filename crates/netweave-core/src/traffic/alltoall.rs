@@ -21,6 +21,7 @@
 //! ```
 
 use super::{Collective, Delivery, Message, Schedule};
+use crate::checked;
 use crate::error::Result;
 
 fn need_ranks(algo: &str, n: u32) -> Result<()> {
@@ -43,6 +44,7 @@ fn from_send_lists(
     if nct == 0 {
         return crate::invalid!("{name}: NCT (concurrent sends) must be at least 1");
     }
+    super::ensure_fits(&name, u128::from(num_ranks) * u128::from(per_rank))?;
     let groups = per_rank.div_ceil(nct);
     let phases = (0..groups)
         .map(|g| {
@@ -104,13 +106,15 @@ pub fn bruck_step_blocks(num_ranks: u32, k: u32) -> u64 {
 pub fn bruck(num_ranks: u32, bytes: u64) -> Result<Schedule> {
     need_ranks("bruck", num_ranks)?;
     let steps = 32 - (num_ranks - 1).leading_zeros();
+    let name = format!("alltoall-bruck(N={num_ranks})");
+    super::ensure_fits(&name, u128::from(num_ranks) * u128::from(steps))?;
     let phases = (0..steps)
         .map(|k| {
-            let b = bytes.saturating_mul(bruck_step_blocks(num_ranks, k));
-            (0..num_ranks).map(|s| Message { src: s, dst: (s + (1 << k)) % num_ranks, bytes: b }).collect()
+            let b = checked::mul("--bytes", bytes, bruck_step_blocks(num_ranks, k))?;
+            Ok((0..num_ranks).map(|s| Message { src: s, dst: (s + (1 << k)) % num_ranks, bytes: b }).collect())
         })
-        .collect();
-    Ok(Schedule::from_phases(format!("alltoall-bruck(N={num_ranks})"), num_ranks, phases)?
+        .collect::<Result<_>>()?;
+    Ok(Schedule::from_phases(name, num_ranks, phases)?
         .with_collective(Collective::Alltoall, Delivery::Forwarded)
         .with_permutation_claim(true))
 }
@@ -169,6 +173,7 @@ fn from_offsets(name: String, dims: &[u32], offsets: &[Vec<i64>], bytes: u64, nc
     let (strides, n) = lattice(&name, dims)?;
     // Destination table: rank-major, offset-minor.
     let per = offsets.len();
+    super::ensure_fits(&name, u128::from(n) * per as u128)?;
     let mut table = vec![0u32; n as usize * per];
     for s in 0..n {
         for (k, o) in offsets.iter().enumerate() {

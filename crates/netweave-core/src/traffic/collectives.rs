@@ -18,6 +18,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use super::{Collective, Delivery, Message, Schedule};
+use crate::checked;
 use crate::error::Result;
 
 fn need_ranks(algo: &str, n: u32, min: u32) -> Result<()> {
@@ -43,8 +44,10 @@ fn forwarded(name: String, n: u32, phases: Vec<Vec<Message>>, collective: Collec
 pub fn allgather_ring(num_ranks: u32, bytes: u64) -> Result<Schedule> {
     need_ranks("ring allgather", num_ranks, 2)?;
     let n = num_ranks;
+    let name = format!("allgather-ring(N={n})");
+    super::ensure_fits(&name, u128::from(n) * u128::from(n - 1))?;
     let phases = (1..n).map(|_| (0..n).map(|s| Message { src: s, dst: (s + 1) % n, bytes }).collect()).collect();
-    forwarded(format!("allgather-ring(N={n})"), n, phases, Collective::Allgather)
+    forwarded(name, n, phases, Collective::Allgather)
 }
 
 /// Bruck allgather: ⌈log₂ N⌉ steps; in step `k` rank `S` sends the `min(2^k, N − 2^k)` blocks
@@ -52,14 +55,16 @@ pub fn allgather_ring(num_ranks: u32, bytes: u64) -> Result<Schedule> {
 pub fn allgather_bruck(num_ranks: u32, bytes: u64) -> Result<Schedule> {
     need_ranks("Bruck allgather", num_ranks, 2)?;
     let n = num_ranks;
+    let name = format!("allgather-bruck(N={n})");
+    super::ensure_fits(&name, u128::from(n) * u128::from(ceil_log2(n)))?;
     let phases = (0..ceil_log2(n))
         .map(|k| {
             let d = 1u32 << k;
-            let b = bytes.saturating_mul(u64::from(d.min(n - d)));
-            (0..n).map(|s| Message { src: s, dst: (s + n - d) % n, bytes: b }).collect()
+            let b = checked::mul("--bytes", bytes, u64::from(d.min(n - d)))?;
+            Ok((0..n).map(|s| Message { src: s, dst: (s + n - d) % n, bytes: b }).collect())
         })
-        .collect();
-    forwarded(format!("allgather-bruck(N={n})"), n, phases, Collective::Allgather)
+        .collect::<Result<_>>()?;
+    forwarded(name, n, phases, Collective::Allgather)
 }
 
 /// Recursive-doubling allgather: log₂ N steps; in step `k` ranks `S` and `S xor 2^k` exchange
@@ -72,13 +77,15 @@ pub fn allgather_recursive_doubling(num_ranks: u32, bytes: u64) -> Result<Schedu
             "recursive-doubling allgather needs a power-of-two number of ranks, got {n} (use bruck or ring)"
         );
     }
+    let name = format!("allgather-recursive-doubling(N={n})");
+    super::ensure_fits(&name, u128::from(n) * u128::from(ceil_log2(n)))?;
     let phases = (0..ceil_log2(n))
         .map(|k| {
-            let b = bytes.saturating_mul(1u64 << k);
-            (0..n).map(|s| Message { src: s, dst: s ^ (1 << k), bytes: b }).collect()
+            let b = checked::mul("--bytes", bytes, 1u64 << k)?;
+            Ok((0..n).map(|s| Message { src: s, dst: s ^ (1 << k), bytes: b }).collect())
         })
-        .collect();
-    forwarded(format!("allgather-recursive-doubling(N={n})"), n, phases, Collective::Allgather)
+        .collect::<Result<_>>()?;
+    forwarded(name, n, phases, Collective::Allgather)
 }
 
 fn check_root(algo: &str, n: u32, root: u32) -> Result<()> {
@@ -92,6 +99,7 @@ fn check_root(algo: &str, n: u32, root: u32) -> Result<()> {
 pub fn gather_linear(num_ranks: u32, bytes: u64, root: u32) -> Result<Schedule> {
     need_ranks("linear gather", num_ranks, 2)?;
     check_root("linear gather", num_ranks, root)?;
+    super::ensure_fits("linear gather", u128::from(num_ranks))?;
     let phase = (0..num_ranks).filter(|&s| s != root).map(|s| Message { src: s, dst: root, bytes }).collect();
     Ok(Schedule::from_phases(format!("gather-linear(N={num_ranks},root={root})"), num_ranks, vec![phase])?
         .with_collective(Collective::Gather { root }, Delivery::Direct))
@@ -103,23 +111,24 @@ pub fn gather_binomial(num_ranks: u32, bytes: u64, root: u32) -> Result<Schedule
     need_ranks("binomial gather", num_ranks, 2)?;
     check_root("binomial gather", num_ranks, root)?;
     let n = num_ranks;
+    super::ensure_fits("binomial gather", u128::from(n))?;
     let phases = (0..ceil_log2(n))
         .map(|k| {
             let d = 1u32 << k;
-            (d..n)
+            let mut p = (d..n)
                 .step_by(2 * d as usize)
-                .map(|r| Message {
-                    src: (r + root) % n,
-                    dst: (r - d + root) % n,
-                    bytes: bytes.saturating_mul(u64::from(d.min(n - r))),
+                .map(|r| {
+                    Ok(Message {
+                        src: (r + root) % n,
+                        dst: (r - d + root) % n,
+                        bytes: checked::mul("--bytes", bytes, u64::from(d.min(n - r)))?,
+                    })
                 })
-                .collect::<Vec<_>>()
-        })
-        .map(|mut p: Vec<Message>| {
+                .collect::<Result<Vec<_>>>()?;
             p.sort_by_key(|m| m.src);
-            p
+            Ok(p)
         })
-        .collect();
+        .collect::<Result<_>>()?;
     forwarded(format!("gather-binomial(N={n},root={root})"), n, phases, Collective::Gather { root })
 }
 
@@ -127,6 +136,7 @@ pub fn gather_binomial(num_ranks: u32, bytes: u64, root: u32) -> Result<Schedule
 pub fn barrier_dissemination(num_ranks: u32, bytes: u64) -> Result<Schedule> {
     need_ranks("dissemination barrier", num_ranks, 2)?;
     let n = num_ranks;
+    super::ensure_fits("dissemination barrier", u128::from(n) * u128::from(ceil_log2(n)))?;
     let phases = (0..ceil_log2(n))
         .map(|k| (0..n).map(|s| Message { src: s, dst: (s + (1 << k)) % n, bytes }).collect())
         .collect();
@@ -175,6 +185,7 @@ pub fn multicast_steps(list: &[u32]) -> Vec<Vec<(u32, u32)>> {
 pub fn barrier_multicast(num_ranks: u32, bytes: u64, root: u32, seed: u64) -> Result<Schedule> {
     need_ranks("multicast barrier", num_ranks, 2)?;
     check_root("multicast barrier", num_ranks, root)?;
+    super::ensure_fits("multicast barrier", 2 * u128::from(num_ranks))?;
     let steps = multicast_steps(&visiting_list(num_ranks, root, seed));
     let sorted = |mut p: Vec<Message>| {
         p.sort_by_key(|m| m.src);

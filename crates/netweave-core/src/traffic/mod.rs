@@ -192,16 +192,26 @@ impl Completeness {
     }
 }
 
+/// Refuse, before anything is built, a schedule of `messages` messages that would not fit the
+/// memory budget (its phases, the flat copy and the per-rank orders evaluators build).
+pub fn ensure_fits(name: &str, messages: u128) -> Result<()> {
+    let per_message = 3 * std::mem::size_of::<Message>() as u128;
+    crate::budget::ensure(&format!("{name} with {messages} messages"), messages.saturating_mul(per_message))
+}
+
 impl Schedule {
     /// Build from explicit phases; ranks are placed on hosts `0..num_ranks` until
     /// [`with_placement`](Self::with_placement) says otherwise. The schedule claims nothing
     /// ([`Collective::Custom`], direct delivery, no permutation claim, one send in flight)
     /// until [`with_collective`](Self::with_collective) and friends say otherwise.
     pub fn from_phases(name: impl Into<String>, num_ranks: u32, phases: Vec<Vec<Message>>) -> Result<Self> {
+        let name = name.into();
         let total: usize = phases.iter().map(Vec::len).sum();
         if total > u32::MAX as usize {
             return Err(NetweaveError::Schedule(format!("{total} messages exceed the 32-bit message index range")));
         }
+        // Every later figure (totals, loads, payloads) sums these: refuse here what would wrap.
+        crate::checked::total_bytes(&format!("--bytes: {name}"), phases.iter().flatten().map(|m| m.bytes))?;
         let mut messages = Vec::with_capacity(total);
         let mut phase_offsets = Vec::with_capacity(phases.len() + 1);
         phase_offsets.push(0);
@@ -218,7 +228,7 @@ impl Schedule {
             phase_offsets.push(messages.len() as u32);
         }
         Ok(Schedule {
-            name: name.into(),
+            name,
             num_ranks,
             placement: (0..num_ranks).collect(),
             messages,
@@ -236,10 +246,12 @@ impl Schedule {
         if num_ranks < 2 {
             return crate::invalid!("an all-to-all needs at least 2 ranks, got {num_ranks}");
         }
+        let name = format!("alltoall-shift(N={num_ranks})");
+        ensure_fits(&name, u128::from(num_ranks) * u128::from(num_ranks - 1))?;
         let phases = (1..num_ranks)
             .map(|i| (0..num_ranks).map(|s| Message { src: s, dst: (s + i) % num_ranks, bytes }).collect())
             .collect();
-        Ok(Self::from_phases(format!("alltoall-shift(N={num_ranks})"), num_ranks, phases)?
+        Ok(Self::from_phases(name, num_ranks, phases)?
             .with_collective(Collective::Alltoall, Delivery::Direct)
             .with_permutation_claim(true))
     }
@@ -343,6 +355,7 @@ impl Schedule {
     }
     /// Total bytes over all messages.
     pub fn total_bytes(&self) -> u64 {
+        // Cannot wrap: `from_phases` refused any schedule whose total does not fit.
         self.messages.iter().map(|m| m.bytes).sum()
     }
 
