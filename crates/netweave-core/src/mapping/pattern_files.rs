@@ -155,6 +155,9 @@ fn pattern_of((records, declared): Records, name: &str, num_ranks: Option<u32>) 
         None => u32::try_from(largest + 1)
             .map_err(|_| NetweaveError::InvalidParameter(format!("pattern '{name}' has too many ranks")))?,
     };
+    // Per-rank indexes (out and in offsets, the mapper's rank arrays) grow with the largest
+    // rank named, not with the file: refuse a rank number the memory budget cannot index.
+    crate::budget::ensure_items::<u64>(&format!("pattern '{name}' naming rank {}", n - 1), 4 * (u128::from(n) + 1))?;
     Pattern::from_messages(name, n, &messages)
 }
 
@@ -292,8 +295,7 @@ pub fn load(source: &str, num_ranks: Option<u32>) -> Result<Pattern> {
         let Some(format) = format else {
             return check_size(Pattern::from_schedule(&schedule_io::load(path)?)?, source, num_ranks);
         };
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| NetweaveError::InvalidParameter(format!("cannot read {source}: {e}")))?;
+        let text = crate::input::read_text(path)?;
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or(source);
         if format != PatternFormat::Json {
             return parse_text(&text, format, name, num_ranks);

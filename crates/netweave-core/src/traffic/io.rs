@@ -31,6 +31,7 @@ use super::blocks::{self, BlockLists};
 use super::dag::{Dependency, TaskGraph, TaskId};
 use super::{Collective, Delivery, Message, Schedule};
 use crate::error::{NetweaveError, Result};
+use crate::input;
 
 /// The `format` value of schedule JSON files.
 pub const JSON_FORMAT: &str = "netweave-schedule";
@@ -763,12 +764,9 @@ pub fn save_dag(g: &TaskGraph, path: &Path) -> Result<()> {
 
 /// Read a task DAG from `path` (format from the extension, as in [`save_dag`]).
 pub fn load_dag(path: &Path) -> Result<TaskGraph> {
-    let ext = extension(path)?;
-    let data = std::fs::read(path)
-        .map_err(|e| NetweaveError::InvalidParameter(format!("cannot read {}: {e}", path.display())))?;
-    match ext.as_str() {
-        "json" => TaskGraph::from_json(std::str::from_utf8(&data).map_err(|_| json_err(0, "the file is not UTF-8 text"))?),
-        _ => dag_from_binary(&data),
+    match extension(path)?.as_str() {
+        "json" => TaskGraph::from_json(&input::read_text(path)?),
+        _ => dag_from_binary(&input::read_binary(path, &MAGIC, "NWSCHED")?),
     }
 }
 
@@ -789,12 +787,9 @@ pub fn save_with(s: &Schedule, path: &Path, executor: ExecutorHint) -> Result<()
 
 /// Read a schedule from `path` (format from the extension, as in [`save`]).
 pub fn load(path: &Path) -> Result<Schedule> {
-    let ext = extension(path)?;
-    let data = std::fs::read(path)
-        .map_err(|e| NetweaveError::InvalidParameter(format!("cannot read {}: {e}", path.display())))?;
-    match ext.as_str() {
-        "json" => from_json(std::str::from_utf8(&data).map_err(|_| json_err(0, "the file is not UTF-8 text"))?),
-        _ => from_binary(&data),
+    match extension(path)?.as_str() {
+        "json" => from_json(&input::read_text(path)?),
+        _ => from_binary(&input::read_binary(path, &MAGIC, "NWSCHED")?),
     }
 }
 
