@@ -41,6 +41,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -48,7 +49,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from netweave import _core, flowsim, mpi, routing, runtime
+from netweave import _core, flowsim, mpi, processes, routing, runtime
 from netweave._core import NetweaveError, RoutingTable, Topology
 
 #: Where fabric state files live (tmpfs: a reboot forgets fabrics, as it forgets namespaces).
@@ -581,11 +582,13 @@ def measure(topo: Topology, routes: RoutingTable, workload, name: str, scale: fl
         warning = (f"at the predicted pace this run forwards {load / 1e9:.1f} Gbit/s over veth links, more than the "
                    f"{FORWARDING_BUDGET_BPS / 1e9:.0f} Gbit/s two cores keep up with: expect it to run slower than "
                    f"predicted; a lower --scale (now {scale:g}) keeps it within a few per cent")
-    fabric = up(topo, routes, name, scale=scale, buffer=buffer)
-    try:
-        result = run(fabric, graph, seed=seed, timeout=timeout, work_dir=work_dir)
-    finally:
-        down(name)
+    with processes.Job() as job:  # killed netweave: the guardian takes the fabric down
+        job.on_parent_death([sys.executable, "-c", f"from netweave import emulate; emulate.down({name!r})"])
+        fabric = up(topo, routes, name, scale=scale, buffer=buffer)
+        try:
+            result = run(fabric, graph, seed=seed, timeout=timeout, work_dir=work_dir)
+        finally:
+            down(name)
     proof = routing_proof(routes, graph, result["channel_bytes"], result["losses"]) if result["ok"] else None
     measured = result["makespan_s"]
     return {
@@ -674,28 +677,28 @@ def mpirun(fabric: Fabric, implementation: str, ranks: int, program: list[str],
     cmd = mpi_command(fabric, implementation, ranks, program, env, hosts)
     everything = [h["ns"] for h in fabric.state["hosts"]] + [fabric.state["mgmt_ns"]]
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=err, text=True)
-        start, complete_at, note = time.monotonic(), None, ""
-        while proc.poll() is None:
-            now = time.monotonic()
-            if complete_at is None and done_when is not None:
-                out.seek(0)
-                if done_when(out.read()):
-                    complete_at = now
-            if complete_at is not None and now - complete_at > grace:
-                note = (f"netweave emulate: ended the {implementation} run {grace:g} s after its output was complete "
-                        "(it did not exit: MPI_Finalize hung)\n")
-                break
-            if now - start > timeout:
+        with processes.Job() as job:  # launcher and ranks die with netweave, however it ends
+            proc = job.popen(cmd, stdout=out, stderr=err, text=True)
+            start, complete_at, note = time.monotonic(), None, ""
+            while proc.poll() is None:
+                now = time.monotonic()
+                if complete_at is None and done_when is not None:
+                    out.seek(0)
+                    if done_when(out.read()):
+                        complete_at = now
+                if complete_at is not None and now - complete_at > grace:
+                    note = (f"netweave emulate: ended the {implementation} run {grace:g} s after its output was "
+                            "complete (it did not exit: MPI_Finalize hung)\n")
+                    break
+                if now - start > timeout:
+                    _kill_inside(everything)
+                    job.stop()
+                    raise NetweaveError(f"{implementation} run on fabric '{fabric.name}' did not finish within {timeout:g} s")
+                time.sleep(0.1)
+            if note:
                 _kill_inside(everything)
-                proc.kill()
-                proc.wait()
-                raise NetweaveError(f"{implementation} run on fabric '{fabric.name}' did not finish within {timeout:g} s")
-            time.sleep(0.1)
-        if note:
-            _kill_inside(everything)
-            proc.kill()
-        code = proc.wait()
+                job.stop()
+            code = proc.wait()
         out.seek(0)
         err.seek(0)
         return subprocess.CompletedProcess(cmd, 0 if note else code, out.read(), err.read() + note)

@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from netweave import _core, runtime
+from netweave import _core, processes, runtime
 from netweave._core import NetweaveError
 
 #: Debian's MPI implementations, by their command suffix.
@@ -96,15 +95,17 @@ def command(implementation: str, ranks: int, program: Sequence[str], preload: bo
 
 
 def run(cmd: list[str], timeout: float) -> subprocess.CompletedProcess:
-    """Run an MPI command, output captured; after `timeout` seconds the whole process group is
-    killed (launcher and ranks) and the run fails with that reason."""
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
-        raise NetweaveError(f"{cmd[0]} did not finish within {timeout:g} s (every rank was killed)")
+    """Run an MPI command, output captured, as a :class:`netweave.processes.Job`: launcher and
+    ranks end with it — after `timeout` seconds (the run then fails with that reason), on
+    SIGINT/SIGTERM (forwarded first) or when netweave is killed."""
+    with processes.Job() as job:
+        proc = job.popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            job.stop()
+            proc.communicate()
+            raise NetweaveError(f"{cmd[0]} did not finish within {timeout:g} s (every rank was killed)")
     return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 

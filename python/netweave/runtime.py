@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional, Union
 
-from netweave import _core
+from netweave import _core, processes
 
 #: Where ``make setup`` builds the executor (overridable with ``NETWEAVE_RUNTIME_DIR``).
 _BUILD_DIR = Path(__file__).resolve().parents[2] / "runtime" / "build"
@@ -114,6 +114,7 @@ def run_local(
     out = Path(tempfile.mkdtemp(prefix="netweave-run-")) if scratch else Path(work_dir)
     out.mkdir(parents=True, exist_ok=True)
     procs: list[subprocess.Popen] = []
+    job = processes.Job().start()  # the ranks die with this process, however it ends
     try:
         schedule_path = out / "schedule.nws"
         graph.save(schedule_path)
@@ -147,8 +148,8 @@ def run_local(
             if placement is not None:
                 cmd = placement.prefixes[r] + cmd
             with open(out / f"stderr-{r}.txt", "wb") as err:
-                procs.append(subprocess.Popen(cmd, pass_fds=fds, stdin=subprocess.PIPE,
-                                              stdout=subprocess.PIPE, stderr=err))
+                procs.append(job.popen(cmd, pass_fds=fds, stdin=subprocess.PIPE,
+                                       stdout=subprocess.PIPE, stderr=err))
         for s in listeners:
             s.close()
         _start_together(procs)
@@ -156,10 +157,7 @@ def run_local(
         wall = time.monotonic() - started
         return _merge(graph, out, codes, order, wall)
     finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
+        job.close()  # stops whatever is still running
         if scratch:
             shutil.rmtree(out, ignore_errors=True)
 
