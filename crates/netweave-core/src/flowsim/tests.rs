@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::analysis::analyze;
+use crate::traffic::dag::Dependency;
 use crate::routing::{route, shortest_path, Engine, RouteOptions};
 use crate::topology::grid::{mesh, torus};
 use crate::topology::{LinkSpec, TopologyBuilder};
