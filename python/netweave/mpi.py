@@ -139,12 +139,30 @@ def bench(implementation: str, ranks: int, collective: str, schedules: Sequence[
           timeout: float = 600.0, env: Optional[dict[str, str]] = None,
           launcher_args: Sequence[str] = ()) -> dict[str, Any]:
     """Run `nwbench`: the native collective, then each schedule, in one MPI run. Returns its
-    JSON report (``results`` native; ``schedules``: ``[{schedule, results}]``)."""
+    JSON report (``results`` native; ``schedules``: ``[{schedule, results, ran, fell_back}]``,
+    where ``ran`` counts the calls that ran the schedule and those that fell back to the native
+    collective, with the library's reason, and ``fell_back`` says whether any did)."""
     program = nwbench_program(implementation, collective, sizes, reps, warmup, check, schedules)
     env = {**settings(executor=executor), **(env or {})}
     report = nwbench_report(run(command(implementation, ranks, program, env=env, launcher_args=launcher_args), timeout))
     report["implementation"] = implementation
+    for entry in report["schedules"]:
+        if "ran" in entry:
+            entry["fell_back"] = entry["ran"]["native"] > 0
     return report
+
+
+def fallbacks(report: dict[str, Any]) -> list[str]:
+    """One line per schedule of a :func:`bench` report that (partly) ran the native collective
+    instead, with the library's reason; empty when every timed call ran its schedule."""
+    lines = []
+    for entry in report.get("schedules", []):
+        ran = entry.get("ran")
+        if ran and ran["native"]:
+            share = "every call" if not ran["schedule"] else f"{ran['native']} of {ran['native'] + ran['schedule']} calls"
+            lines.append(f"{Path(entry['schedule']).name}: {share} ran the native {report['collective']}, not the "
+                         f"schedule ({ran['why']})")
+    return lines
 
 
 def plot_bench(report: dict[str, Any], path: Path) -> Path:

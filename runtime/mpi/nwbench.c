@@ -13,6 +13,11 @@
  * over ranks, and bytes/s per process (the bytes one rank sends per call / its average time).
  * --check fills every block with a pattern of (source, destination, size) and verifies every
  * received byte once per size, aborting with the first mismatch.
+ *
+ * Each schedule's entry also says what actually ran: "ran": {"schedule": calls that ran it,
+ * "native": calls that fell back to the native collective, "why": the library's reason} (as
+ * the library counts them on rank 0), so a schedule that does not apply — another size, root
+ * or collective — is never reported as if it had been timed.
  */
 #define _POSIX_C_SOURCE 200809L /* strdup, strtok_r */
 #include <dlfcn.h>
@@ -55,6 +60,16 @@ static int verify(const unsigned char *buf, enum coll c, int rank, int n, size_t
             }
         }
     return 0;
+}
+
+/* `text` as a JSON string: quotes, backslashes and control characters escaped. */
+static void json_string(const char *text) {
+    putchar('"');
+    for (const char *ch = text; *ch; ch++)
+        if (*ch == '"' || *ch == '\\') printf("\\%c", *ch);
+        else if ((unsigned char)*ch < 32) printf("\\u%04x", (unsigned char)*ch);
+        else putchar(*ch);
+    putchar('"');
 }
 
 static int call(enum coll c, const void *s, void *r, size_t bytes) {
@@ -174,10 +189,23 @@ int main(int argc, char **argv) {
     int rc = measure(c, rank, n, sizes, reps, warmup, check);
     if (rc) return rc;
     if (rank == 0) printf(", \"schedules\": [");
+    int (*ran)(const char *, long *, long *, const char **) = NULL;
+    if (use) *(void **)&ran = dlsym(RTLD_DEFAULT, "netweave_mpi_ran");
     for (int k = 0; k < nschedules; k++) {
         use(strcmp(schedules[k], "native") ? schedules[k] : NULL);
-        if (rank == 0) printf("%s{\"schedule\": \"%s\", \"results\": ", k ? ", " : "", schedules[k]);
+        if (rank == 0) {
+            printf("%s{\"schedule\": ", k ? ", " : "");
+            json_string(schedules[k]);
+            printf(", \"results\": ");
+        }
         if ((rc = measure(c, rank, n, sizes, reps, warmup, check))) return rc;
+        long scheduled = 0, native = 0;
+        const char *why = "";
+        if (rank == 0 && ran && strcmp(schedules[k], "native") && !ran(name, &scheduled, &native, &why)) {
+            printf(", \"ran\": {\"schedule\": %ld, \"native\": %ld, \"why\": ", scheduled, native);
+            json_string(why);
+            printf("}");
+        }
         if (rank == 0) printf("}");
     }
     if (use) use(NULL);

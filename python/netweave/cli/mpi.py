@@ -55,10 +55,15 @@ def bench_cmd(
     implementation: str = ImplOpt,
     executor: Optional[str] = ExecutorOpt,
     out: Optional[Path] = typer.Option(None, "--out", help="Write bench.json and bench.png here."),
+    strict: bool = typer.Option(False, "--strict", help="Fail (exit 2) when a schedule fell back to the native collective."),
     as_json: bool = JsonOpt,
 ) -> None:
     """Time the native collective and each SCHEDULE in one MPI run (IMB-style: min/avg/max over
-    ranks of each rank's average; every received byte checked once per size)."""
+    ranks of each rank's average; every received byte checked once per size).
+
+    A schedule that does not apply to the run (another -np, collective or root) runs the native
+    collective instead: its column is marked NATIVE, the JSON says ``"fell_back": true`` with
+    the library's reason, and a line on stderr says so; --strict makes that an error."""
     try:
         byte_sizes = [int(s) for s in sizes.split(",")]
     except ValueError:
@@ -66,6 +71,11 @@ def bench_cmd(
     with working(f"timing {collective} on {np_} ranks", as_json):
         report = mpi.bench(implementation, np_, collective, schedules or [], byte_sizes, reps, warmup,
                            executor=executor)
+    fell_back = mpi.fallbacks(report)
+    if strict and fell_back:
+        raise UserError(f"not timed: {fell_back[0]}")
+    for line in fell_back:
+        print(f"warning: {line}", file=sys.stderr)
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
         (out / "bench.json").write_text(json.dumps(report, indent=1))
@@ -74,7 +84,8 @@ def bench_cmd(
         print(json.dumps(report, indent=2))
         return
     print(f"{collective} on {np_} ranks, {report['library'][:60]}")
-    header = ["bytes", "native us"] + [Path(s["schedule"]).name + " us" for s in report["schedules"]]
+    header = ["bytes", "native us"] + [Path(s["schedule"]).name + (" NATIVE" if s.get("fell_back") else "") + " us"
+                                       for s in report["schedules"]]
     print("  ".join(f"{h:>18}" for h in header))
     for i, row in enumerate(report["results"]):
         cells = [row["bytes"], row["avg_s"] * 1e6] + [s["results"][i]["avg_s"] * 1e6 for s in report["schedules"]]
