@@ -3,13 +3,16 @@
  * communicator, with MPI_IN_PLACE where MPI allows it.
  *
  *   nwcheck --collective alltoall|allgather|gather [--counts 0,1,7,1000] [--root R]
- *           [--types byte,int,double,contig,vector] [--split] [--inter] [--in-place] [--mixed] [--seed S]
+ *           [--types byte,int,double,contig,vector] [--split] [--inter] [--in-place] [--mixed] [--errors-return] [--seed S]
  *
  * `vector` is a strided, non-contiguous type (2 ints, stride 2); --inter also runs all-to-all
  * and allgather on an inter-communicator joining the two halves of the split. --mixed gives
  * ranks different but matching layouts, as MPI allows: with `vector`, even ranks pass twice the
  * count of MPI_INT instead (the same type signature, contiguous), so a gather's root may take its
- * own block in place while the others send a strided vector.
+ * own block in place while the others send a strided vector. --errors-return sets
+ * MPI_ERRORS_RETURN on MPI_COMM_WORLD (communicators made from it inherit it): a collective that
+ * returns an error ends the checks, rank 0 adds "errors" and the first "error" string to its
+ * line, and the exit status is 4.
  *
  * Each case calls MPI_<collective> (which the preloaded library may run with a schedule) and
  * PMPI_<collective> (always the MPI library's own) on the same random input and compares every
@@ -46,7 +49,7 @@ int main(int argc, char **argv) {
     MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
     enum coll c = ALLTOALL;
     char counts[256] = "0,1,7,1000";
-    int root = 0, split = 0, in_place = 0, inter = 0, mixed = 0;
+    int root = 0, split = 0, in_place = 0, inter = 0, mixed = 0, errors_return = 0;
     char type_list[64] = "byte,int,double,contig";
     uint64_t seed = 1;
     for (int i = 1; i < argc; i++) {
@@ -55,6 +58,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--inter")) inter = split = 1;
         else if (!strcmp(a, "--in-place")) in_place = 1;
         else if (!strcmp(a, "--mixed")) mixed = 1;
+        else if (!strcmp(a, "--errors-return")) errors_return = 1;
         else if (!strcmp(a, "--collective") && ++i) c = !strcmp(v, "allgather") ? ALLGATHER : !strcmp(v, "gather") ? GATHER : ALLTOALL;
         else if (!strcmp(a, "--counts") && ++i) snprintf(counts, sizeof counts, "%s", v);
         else if (!strcmp(a, "--root") && ++i) root = atoi(v);
@@ -66,6 +70,9 @@ int main(int argc, char **argv) {
             return 2;
         }
     }
+    if (errors_return) MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    long errors = 0;
+    char error[MPI_MAX_ERROR_STRING] = "";
     MPI_Datatype contig, vector;
     MPI_Type_contiguous(3, MPI_INT, &contig);
     MPI_Type_commit(&contig);
@@ -119,7 +126,15 @@ int main(int argc, char **argv) {
                             else if (c == ALLGATHER || rank == r) memcpy(out[pm] + block * (size_t)(c == ALLGATHER ? rank : r), in, block);
                             if (inplace) send = MPI_IN_PLACE;
                         }
-                        call(c, pm, send, (int)count, type, out[pm], r, comm);
+                        int rc = call(c, pm, send, (int)count, type, out[pm], r, comm);
+                        if (rc != MPI_SUCCESS && !errors++) {
+                            int len = 0;
+                            MPI_Error_string(rc, error, &len);
+                        }
+                    }
+                    if (errors) { /* every rank returned the error: stop alike */
+                        free(in), free(a), free(b);
+                        goto done;
                     }
                     cases++;
                     int differs = (c != GATHER || rank == r) && memcmp(a, b, out_bytes) != 0;
@@ -135,13 +150,21 @@ int main(int argc, char **argv) {
             }
         }
     }
-    long total_bad = 0;
+done:;
+    long total_bad = 0, total_errors = 0;
     PMPI_Allreduce(&bad, &total_bad, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
-    if (!wrank) printf("{\"cases\": %ld, \"mismatches\": %ld}\n", cases, total_bad);
+    PMPI_Allreduce(&errors, &total_errors, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+    if (!wrank && !total_errors) printf("{\"cases\": %ld, \"mismatches\": %ld}\n", cases, total_bad);
+    if (!wrank && total_errors) { /* the error string is netweave's own line: no quotes or backslashes in the tests */
+        for (char *ch = error; *ch; ch++)
+            if (*ch == '"' || *ch == '\\' || (unsigned char)*ch < 32) *ch = ' ';
+        printf("{\"cases\": %ld, \"mismatches\": %ld, \"errors\": %ld, \"error\": \"%s\"}\n", cases, total_bad,
+               total_errors, error);
+    }
     if (comms[2] != MPI_COMM_NULL) MPI_Comm_free(&comms[2]);
     if (comms[1] != MPI_COMM_NULL) MPI_Comm_free(&comms[1]);
     MPI_Type_free(&contig);
     MPI_Type_free(&vector);
     MPI_Finalize();
-    return total_bad ? 1 : 0;
+    return total_errors ? 4 : total_bad ? 1 : 0;
 }

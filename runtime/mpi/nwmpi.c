@@ -75,6 +75,7 @@ typedef struct {
     int usable;        /* 1: run the plan or the DAG; 0: native */
     int is_dag;
     int root_warned;   /* the "wrong root" line was printed */
+    int decider;       /* the rank whose verdict (and reason) the communicator took */
     char why[WHY_LEN]; /* why the native collective runs (agreed over the communicator) */
     nws_phases sched;  /* phases: this rank's share and its plan */
     nw_plan *plan;
@@ -102,15 +103,19 @@ static void say(MPI_Comm comm, const char *fmt, const char *a, const char *b) {
 /* Report a failure through `comm`'s error handler: the reason goes to stderr as one line and
  * becomes the error string of netweave's error code; MPI_ERRORS_ARE_FATAL then aborts the job,
  * MPI_ERRORS_RETURN (or a user's handler that returns) gives the code back to the caller. */
-static int fail(MPI_Comm comm, const char *what, const char *why) {
+static int fail_quietly(MPI_Comm comm, const char *what, const char *why, int quietly) {
     char text[MPI_MAX_ERROR_STRING];
     snprintf(text, sizeof text, "netweave: %s: %s", what, why);
-    fprintf(stderr, "%s\n", text);
-    fflush(stderr);
+    if (!quietly) {
+        fprintf(stderr, "%s\n", text);
+        fflush(stderr);
+    }
     if (g.error_code != MPI_ERR_OTHER) PMPI_Add_error_string(g.error_code, text);
     PMPI_Comm_call_errhandler(comm, g.error_code);
     return g.error_code;
 }
+
+static int fail(MPI_Comm comm, const char *what, const char *why) { return fail_quietly(comm, what, why, 0); }
 
 /* Free what `c` loaded from its file (the decision and its reason stay). */
 static void unload(choice *c) {
@@ -378,6 +383,7 @@ static int decide(comm_state *st, MPI_Comm comm, int which, choice *c) {
         snprintf(why, sizeof why, "the ranks of this communicator read different schedule files");
         least.rank = 0;
     }
+    c->decider = least.rank;
     if (least.verdict != VERDICT_SCHEDULE) { /* everyone learns the deciding rank's reason */
         if (least.rank != st->rank) why[0] = 0;
         PMPI_Bcast(why, sizeof why, MPI_CHAR, least.rank, st->comm);
@@ -424,7 +430,7 @@ static int chosen(MPI_Comm comm, int which, int root, comm_state **st, choice **
         c->generation = g.generation;
         if (decide(*st, comm, which, c) == VERDICT_ERROR) {
             c->generation = 0; /* asked again at the next call */
-            return fail(comm, call_name[which], c->why);
+            return fail_quietly(comm, call_name[which], c->why, c->decider != (*st)->rank); /* said once */
         }
     }
     if (!c->usable) return ran_native(which, c->why), 0;
