@@ -44,6 +44,84 @@ def run_cmd(
     raise typer.Exit(proc.returncode)
 
 
+#: The topology-free algorithm `mpi schedules` writes per collective unless told otherwise:
+#: pairwise exchange, ring and binomial tree (each rank sends one block per phase).
+SCHEDULE_DEFAULTS = {"alltoall": "shift", "allgather": "ring", "gather": "binomial"}
+
+
+def parse_rank_counts(text: str) -> list[int]:
+    """Communicator sizes from ``8``, ``2-64`` or ``2,4,8-16``: each at least 1, in order, once."""
+    sizes: list[int] = []
+    for item in (t.strip() for t in text.split(",")):
+        low, dash, high = item.partition("-")
+        try:
+            first, last = (int(low), int(high)) if dash else (int(item), int(item))
+        except ValueError:
+            raise UserError(f"--ranks '{text}': use N, A-B or a comma list such as 2,4,8-16") from None
+        if first < 1 or last < first:
+            raise UserError(f"--ranks '{item}': communicator sizes start at 1 and a range runs upwards")
+        sizes += [n for n in range(first, last + 1) if n not in sizes]
+    return sizes
+
+
+@app.command("schedules")
+def schedules_cmd(
+    ranks: str = typer.Option(..., "--ranks", help="Communicator sizes: N, A-B or a comma list (2-64, 2,4,8-16)."),
+    out: Path = typer.Option(..., "--out", help="Directory to fill with <collective>-<ranks>.nws (NETWEAVE_SCHEDULE=DIR)."),
+    collectives: str = typer.Option("alltoall,allgather,gather", "--collectives", help="Which collectives, comma-separated."),
+    algo: list[str] = typer.Option([], "--algo", help="COLLECTIVE=ALGORITHM, a topology-free one (default: "
+                                   + ", ".join(f"{c}={a}" for c, a in SCHEDULE_DEFAULTS.items()) + "); repeatable."),
+    root: int = typer.Option(0, "--root", min=0, help="Root rank of the gather schedules (a call with another root runs the native gather)."),
+    executor: str = typer.Option("auto", "--executor", help="Executor the files ask the library for: auto, sync, async, local-sync."),
+    as_json: bool = JsonOpt,
+) -> None:
+    """Write a schedule directory for communicators of every size in --ranks: the library looks up
+    <collective>-<size>.nws there for each communicator, so one directory serves MPI_COMM_WORLD and
+    every split of it. Topology-free algorithms: rank r is process r."""
+    from netweave import files, traffic
+    from netweave._core import NetweaveError
+
+    sizes = parse_rank_counts(ranks)
+    chosen = dict(SCHEDULE_DEFAULTS)
+    for item in algo:
+        collective, eq, name = item.partition("=")
+        if not eq or collective not in SCHEDULE_DEFAULTS:
+            raise UserError(f"--algo '{item}': use COLLECTIVE=ALGORITHM with COLLECTIVE one of {', '.join(SCHEDULE_DEFAULTS)}")
+        chosen[collective] = name
+    wanted = [c.strip() for c in collectives.split(",") if c.strip()]
+    unknown = [c for c in wanted if c not in SCHEDULE_DEFAULTS]
+    if unknown or not wanted:
+        raise UserError(f"--collectives '{collectives}': choose among {', '.join(SCHEDULE_DEFAULTS)}")
+    if root >= min(sizes):
+        raise UserError(f"--root {root} is no rank of a {min(sizes)}-rank communicator (valid: 0..{min(sizes) - 1})")
+    names = [f"{c}-{n}.nws" for c in wanted for n in sizes]
+    files.check_dir(out, names)
+    written, skipped = [], []
+    with working(f"building {len(names)} schedules", as_json):
+        built = []
+        for collective in wanted:
+            for n in sizes:
+                try:
+                    extra = {"root": root} if collective == "gather" else {}
+                    built.append((f"{collective}-{n}.nws", traffic.build(collective, chosen[collective], num_ranks=n, **extra)))
+                except NetweaveError as e:
+                    skipped.append({"file": f"{collective}-{n}.nws", "reason": str(e)})
+        if not built:
+            raise UserError(f"no schedule could be built: {skipped[0]['reason']}")
+        files.ensure_dir(out, names)
+        for name, schedule in built:
+            traffic.save(schedule, out / name, executor)
+            written.append(name)
+    summary = {"directory": str(out), "algorithms": {c: chosen[c] for c in wanted}, "written": written, "skipped": skipped}
+    if as_json:
+        print(json.dumps(summary, indent=2, sort_keys=True))
+        return
+    print(f"wrote {len(written)} schedules into {out} ({', '.join(f'{c} {chosen[c]}' for c in wanted)}); "
+          f"use: netweave mpi run --schedule {out} …, or NETWEAVE_SCHEDULE={out}")
+    for s in skipped:
+        print(f"  no {s['file']}: {s['reason']} (that size runs the native collective)", file=sys.stderr)
+
+
 @app.command("bench")
 def bench_cmd(
     schedules: list[Path] = typer.Argument(None, metavar="SCHEDULE...", help="Schedule files (or directories) to time against native."),

@@ -28,8 +28,9 @@ def _parse_shape(text: Optional[str]) -> Optional[list[int]]:
 
 def schedule_cmd(
     collective: str = typer.Argument(..., metavar="COLLECTIVE", help="alltoall, allgather, gather, barrier, or tasks (contention-free over --tasks FILE)."),
-    topology_file: Path = typer.Argument(..., metavar="TOPO", help="Topology file."),
+    topology_file: Optional[Path] = typer.Argument(None, metavar="[TOPO]", help="Topology file (or --ranks N instead)."),
     algo: str = typer.Option(..., "--algo", help="Algorithm (see the table below)."),
+    ranks: Optional[int] = typer.Option(None, "--ranks", help="No topology: a communicator of N ranks, for topology-free algorithms (shift, bruck, ring, binomial, ...)."),
     output: Optional[Path] = typer.Option(None, "-o", "--output", help="Schedule file: .json or .nws (compact binary)."),
     hosts: str = typer.Option("all", "--hosts", help="Hosts of the job: 'all', '0-15,20', 'leaf:0-3' (fat-trees: whole leaves)."),
     order: str = typer.Option("listed", "--order", help="Rank order on the hosts: listed, cyclic (round-robin over leaves) or random (--seed)."),
@@ -52,10 +53,20 @@ def schedule_cmd(
     executor: str = typer.Option("auto", "--executor", help="Executor the .nws file asks the MPI runtime for: auto, sync, async, local-sync (phased schedules)."),
     as_json: bool = JsonOpt,
 ) -> None:
-    """Build a collective's schedule for a job on TOPO and check it (every pair once, data reaches every rank, permutation phases where claimed)."""
+    """Build a collective's schedule for a job on TOPO, or for --ranks N ranks, and check it (every pair once, data reaches every rank, permutation phases where claimed)."""
     if output is not None and output.suffix.lower() not in (".json", ".nws"):
         raise UserError(f"{output}: unknown schedule file extension (use .json or .nws)")
-    topo = topology.load(topology_file)
+    if (topology_file is None) == (ranks is None):
+        raise UserError("give a topology file or --ranks N (a communicator of N ranks), not both" if ranks is not None
+                        else "give a topology file, or --ranks N for a communicator of N ranks")
+    if ranks is not None:
+        if ranks < 1:
+            raise UserError(f"--ranks {ranks}: a communicator has at least one rank")
+        if hosts != "all" or order != "listed":
+            raise UserError("--hosts and --order place ranks on a topology; with --ranks, rank r is process r")
+        if algo == "contention-free":
+            raise UserError("--algo contention-free schedules a tree's links: it needs a topology file, not --ranks")
+    topo = topology.load(topology_file) if topology_file is not None else None
     if algo == "contention-free":
         options = dict(policy=policy or "min-sync", rule_b=rule_b or "ge", seed=seed or 0, relay=relay,
                        timing=timing or "sum", perturbation=perturb or 0.0, perturbation_seed=perturb_seed or 0)
@@ -67,8 +78,9 @@ def schedule_cmd(
     if given:
         raise UserError(f"{', '.join(given)} belong to --algo contention-free")
     with working(f"building {collective} {algo}", as_json):
+        job = dict(topology=topo, hosts=hosts, order=order) if topo is not None else dict(num_ranks=ranks)
         sched = traffic.build(
-            collective, algo, topology=topo, hosts=hosts, order=order, bytes=nbytes, nct=nct, root=root,
+            collective, algo, **job, bytes=nbytes, nct=nct, root=root,
             seed=seed, shape=_parse_shape(shape), k=k, m=m, rule=rule,
         )
         summary = traffic.summary(sched)
