@@ -9,6 +9,7 @@ byte; the library's verbose lines prove which schedule ran.
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -215,12 +216,108 @@ def test_without_a_schedule_the_library_changes_nothing(impl):
 
 @pytest.mark.parametrize("impl", IMPLS)
 @pytest.mark.parametrize("collective", ["alltoall", "allgather"])
-def test_strided_types_and_inter_communicators_run_natively_and_say_so(tmp_path, impl, collective):
+def test_strided_types_run_the_schedule_and_inter_communicators_say_they_do_not(tmp_path, impl, collective):
     algo = {"alltoall": "shift", "allgather": "ring"}[collective]
     d, _ = _directory(tmp_path, collective, algo, 6)
     proc = _check(impl, 6, collective, d, "--types", "int,vector", "--inter")
     assert _passed(proc)["mismatches"] == 0
     call = {"alltoall": "MPI_Alltoall", "allgather": "MPI_Allgather"}[collective]
-    assert f"{call} runs '" in proc.stderr  # MPI_INT on the intra-communicators
-    assert f"{call} falls back to the native collective: a datatype is not contiguous" in proc.stderr
+    assert f"{call} runs '" in proc.stderr  # the strided vector is packed around the schedule
+    assert "a datatype is not contiguous" not in proc.stderr
     assert f"{call} falls back to the native collective: an inter-communicator" in proc.stderr
+
+
+MIXED = [("alltoall", "bruck"), ("allgather", "ring"), ("gather", "binomial")]
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+@pytest.mark.parametrize("collective,algo", MIXED, ids=[c for c, _ in MIXED])
+def test_ranks_with_different_layouts_agree_and_never_hang(tmp_path, impl, collective, algo):
+    # MPI lets ranks describe the same bytes differently: here the even ranks pass MPI_INT and the
+    # odd ones a strided vector of the same signature, and a gather's root (rank 3, odd) takes its
+    # own block in place while others send strided vectors — the case that hung when each rank
+    # chose schedule or native on its own. 8 ranks, the world and both halves of a split.
+    directory, files = _directory(tmp_path, collective, algo, 8, root=3)
+    proc = _check(impl, 8, collective, directory, "--types", "byte,int,vector", "--mixed", "--in-place", "--split",
+                  "--root", "3", timeout=240)
+    report = _passed(proc)
+    assert report["mismatches"] == 0 and report["cases"] == 3 * 4 * 2 * 2  # types × counts × passes × comms
+    assert len(set(re.findall(r"runs '([^']+)'", proc.stderr))) == files
+    assert "falls back" not in proc.stderr, proc.stderr
+
+
+def _mpmd(impl: str, program: list[str], per_rank_env: list[dict[str, str]]) -> list[str]:
+    """One launch where rank r runs `program` with its own environment `per_rank_env[r]`."""
+    cmd = ["mpirun.openmpi", "--oversubscribe"] + (["--allow-run-as-root"] if os.geteuid() == 0 else []) \
+        if impl == "openmpi" else ["mpiexec.mpich"]
+    lib = str(mpi.library_path(impl))
+    for rank, env in enumerate(per_rank_env):
+        settings = " ".join(f"{k}={v}" for k, v in {"LD_PRELOAD": lib, **env}.items())
+        cmd += [":"] * (rank > 0) + ["-n", "1", "env", *settings.split(), *program]
+    return cmd
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_ranks_that_read_different_files_agree(tmp_path, impl):
+    # Rank 2 is given another (valid) schedule: every rank runs the native collective, and says why.
+    a, b = tmp_path / "a.nws", tmp_path / "b.nws"
+    traffic.save(traffic.build("alltoall", "bruck", num_ranks=4, bytes=8), a)
+    traffic.save(traffic.build("alltoall", "shift", num_ranks=4, bytes=8), b)
+    program = [str(mpi.program_path("nwcheck", impl)), "--types", "int", "--counts", "3"]
+    envs = [{"NETWEAVE_SCHEDULE": str(b if r == 2 else a), "NETWEAVE_VERBOSE": "1"} for r in range(4)]
+    proc = mpi.run(_mpmd(impl, program, envs), timeout=120)
+    assert _passed(proc)["mismatches"] == 0
+    assert "falls back to the native collective: the ranks of this communicator read different schedule files" \
+        in proc.stderr, proc.stderr
+    # Rank 1's file is corrupt: every rank returns the error (MPI_ERRORS_RETURN), none hangs.
+    bad = tmp_path / "bad.nws"
+    bad.write_bytes(a.read_bytes()[:-9])
+    envs = [{"NETWEAVE_SCHEDULE": str(tmp_path if r == 1 else tmp_path / "d")} for r in range(4)]
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "alltoall-4.nws").write_bytes(a.read_bytes())
+    (tmp_path / "alltoall-4.nws").write_bytes(bad.read_bytes())
+    proc = mpi.run(_mpmd(impl, program + ["--errors-return"], envs), timeout=120)
+    assert proc.returncode != 0
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert report["errors"] == 4 and report["cases"] == 0
+    assert "rank 1 cannot read the schedule" in report["error"] and "alltoall-4.nws" in report["error"], report
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_errors_go_through_the_communicators_error_handler(tmp_path, impl):
+    d = tmp_path / "dir"
+    d.mkdir()
+    (d / "allgather-4.nws").write_bytes(b"NWSCHED\0" + b"\0" * 32)
+    # MPI_ERRORS_RETURN: the call returns netweave's error code; its string is the reason.
+    proc = _check(impl, 4, "allgather", d, "--types", "int", "--errors-return", timeout=120)
+    assert proc.returncode != 0
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert report["errors"] == 4 and report["error"].startswith("netweave: MPI_Allgather: ")
+    assert "allgather-4.nws" in report["error"]
+    assert proc.stderr.count("netweave: MPI_Allgather: ") >= 1
+    # MPI_ERRORS_ARE_FATAL (the default): the job aborts, and the MPI library's own message
+    # carries the reason too.
+    proc = _check(impl, 4, "allgather", d, "--types", "int", timeout=120)
+    assert proc.returncode != 0 and "mismatches" not in proc.stdout
+    assert "allgather-4.nws" in proc.stderr and ("MPI_Comm_call_errhandler" in proc.stderr), proc.stderr[-2000:]
+
+
+def test_bench_marks_a_schedule_that_fell_back(tmp_path, cli):
+    ok, other = tmp_path / "a4.nws", tmp_path / "a6.nws"
+    traffic.save(traffic.build("alltoall", "bruck", num_ranks=4, bytes=8), ok)
+    traffic.save(traffic.build("alltoall", "bruck", num_ranks=6, bytes=8), other)
+    proc = cli("mpi", "bench", str(ok), str(other), "-np", "4", "--sizes", "1,64", "--reps", "2", "--warmup", "0",
+               "--mpi", "mpich", "--json")
+    report = json.loads(proc.stdout)
+    fine, wrong = report["schedules"]
+    assert fine["fell_back"] is False and fine["ran"]["native"] == 0 and fine["ran"]["schedule"] > 0
+    assert wrong["fell_back"] is True and wrong["ran"]["schedule"] == 0
+    assert "is for 6 ranks, the communicator has 4" in wrong["ran"]["why"]
+    assert "a6.nws: every call ran the native alltoall" in proc.stderr
+    table = cli("mpi", "bench", str(other), "-np", "4", "--sizes", "1", "--reps", "2", "--mpi", "mpich").stdout
+    assert "a6.nws NATIVE us" in table
+    # Another collective; and --strict refuses.
+    proc = cli("mpi", "bench", str(ok), "-np", "4", "--collective", "allgather", "--sizes", "1", "--reps", "2",
+               "--strict", check=False)
+    assert proc.returncode == 2 and "not timed: a4.nws" in proc.stderr and "not an allgather schedule" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
