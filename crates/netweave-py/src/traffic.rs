@@ -216,6 +216,15 @@ fn load_schedule(path: PathBuf) -> PyResult<PySchedule> {
     Ok(PySchedule { inner: io::load(&path).map_err(err)? })
 }
 
+/// Read a schedule file of either form: a `Schedule` (phases) or a `TaskGraph` (DAG).
+#[pyfunction]
+fn load_workload(py: Python<'_>, path: PathBuf) -> PyResult<PyObject> {
+    Ok(match io::load_workload(&path).map_err(err)? {
+        io::Workload::Phases(inner) => Py::new(py, PySchedule { inner })?.into_any(),
+        io::Workload::Dag(inner) => Py::new(py, crate::flowsim::PyTaskGraph { inner })?.into_any(),
+    })
+}
+
 fn wrap(s: netweave_core::Result<Schedule>) -> PyResult<PySchedule> {
     Ok(PySchedule { inner: s.map_err(err)? })
 }
@@ -490,6 +499,33 @@ fn concurrent_dag(
     Ok(crate::flowsim::PyTaskGraph { inner: graph.map_err(err)? })
 }
 
+/// The algorithm an MPI library (`openmpi`, `mpich`) runs by default for `collective` on
+/// `num_ranks` ranks with `bytes` per block, as a schedule on ranks `0..num_ranks` (gather to
+/// `root`): `(schedule, {library, label, algorithm, executor, concurrent_sends})`.
+#[pyfunction]
+#[pyo3(signature = (library, collective, num_ranks, bytes, root=0))]
+fn native_mpi(
+    py: Python<'_>,
+    library: &str,
+    collective: &str,
+    num_ranks: u32,
+    bytes: u64,
+    root: u32,
+) -> PyResult<(PySchedule, PyObject)> {
+    use netweave_core::traffic::native_mpi as native;
+    let lib = native::Library::from_name(library).map_err(err)?;
+    let algorithm = native::decide(lib, collective, num_ranks, bytes).map_err(err)?;
+    let schedule = native::schedule(lib, collective, num_ranks, bytes, root).map_err(err)?;
+    let info = pyo3::types::PyDict::new(py);
+    info.set_item("library", lib.name())?;
+    info.set_item("label", lib.label())?;
+    info.set_item("algorithm", algorithm)?;
+    let executor = io::ExecutorHint::ALL.iter().find(|(h, _)| *h == native::EXECUTOR).map(|(_, n)| *n);
+    info.set_item("executor", executor)?;
+    info.set_item("concurrent_sends", schedule.concurrent_sends())?;
+    Ok((PySchedule { inner: schedule }, info.into_any().unbind()))
+}
+
 /// Task policy names of the contention-free scheduler.
 #[pyfunction]
 fn contention_free_policies() -> Vec<&'static str> {
@@ -501,11 +537,13 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(contention_free_policies, m)?)?;
     m.add_function(wrap_pyfunction!(schedule_executors, m)?)?;
     m.add_function(wrap_pyfunction!(concurrent_dag, m)?)?;
+    m.add_function(wrap_pyfunction!(native_mpi, m)?)?;
     m.add_class::<PySchedule>()?;
     for f in [
         wrap_pyfunction!(shift_alltoall, m)?,
         wrap_pyfunction!(save_schedule, m)?,
         wrap_pyfunction!(load_schedule, m)?,
+        wrap_pyfunction!(load_workload, m)?,
         wrap_pyfunction!(a2at_offsets, m)?,
         wrap_pyfunction!(a2and_offsets, m)?,
         wrap_pyfunction!(a2at_theory, m)?,
