@@ -97,11 +97,13 @@ def test_plan_picks_a2at_over_shift_on_a_torus(tmp_path):
     unit = (1 << 20) * 8 / 100e9
     assert by_name["a2at"]["fluid_time_host_links_s"] == pytest.approx(40 * unit)
     assert by_name["shift"]["fluid_time_host_links_s"] == pytest.approx(42 * unit)
-    assert data["best"]["name"] in ("a2and", "a2at")
-    assert data["best"]["speedup_vs_shift"] == pytest.approx(42 / 40)
+    # netweave's own pick is the lattice schedule; whether the user's MPI beats it is the flow
+    # model's call (the report says so either way).
+    assert data["ours"]["name"] in ("a2and", "a2at")
+    assert data["ours"]["speedup_vs_shift"] == pytest.approx(42 / 40)
     assert "xor" in {s["name"] for s in data["skipped"]}  # 25 ranks: no power of two
     text = run_cli("plan", str(path)).stdout
-    assert "1.05x faster than shift" in text and "skipped" in text
+    assert "skipped" in text and f"ours: {data['ours']['name']}" in text
 
 
 def test_plan_lists_every_candidate_and_keeps_shift_when_nothing_beats_it():
@@ -111,10 +113,10 @@ def test_plan_lists_every_candidate_and_keeps_shift_when_nothing_beats_it():
     assert sorted(names) == sorted(netweave.traffic.algorithms("alltoall"))
     assert all(s["complete"] for s in data["schedules"])
     shift = data["schedules"][0]
-    best = data["best"]
-    assert best["fluid_time_host_links_s"] <= shift["fluid_time_host_links_s"] * (1 + 1e-9)
-    if best["name"] == "shift":
-        assert best["speedup_vs_shift"] == 1.0
+    ours = data["ours"]
+    fastest = min(r["predicted_time_s"] for r in data["schedules"] + data["dag_schedules"] if r["name"] != "concurrent")
+    assert ours["predicted_time_s"] <= fastest * (1 + plan.CONTENTION_FREE_MARGIN)
+    assert ours["predicted_time_s"] <= shift["predicted_time_s"] * (1 + plan.CONTENTION_FREE_MARGIN)
 
 
 def test_plan_never_picks_an_unproven_schedule(monkeypatch):
@@ -134,16 +136,21 @@ def test_plan_never_picks_an_unproven_schedule(monkeypatch):
     assert "INCOMPLETE" in "\n".join(report.summary_lines(data))
 
 
-def test_choose_prefers_the_baseline_on_ties():
-    def s(name, t, ratio=0.5, phases=10, complete=True):
-        return {"name": name, "fluid_time_host_links_s": t, "throughput_ratio": ratio, "phases": phases,
-                "complete": complete}
+def test_choose_prefers_the_baseline_on_ties_and_contention_free_within_the_margin():
+    def s(name, t, free=False, phases=10, complete=True):
+        return {"name": name, "predicted_time_s": t, "contention_free": free, "phases": phases, "complete": complete}
 
-    assert plan.choose([s("shift", 1.0), s("a2a", 1.0 - 1e-15)])["name"] == "shift"
+    assert plan.choose([s("shift", 1.0), s("a2a", 1.0 - 1e-12)])["name"] == "shift"
     assert plan.choose([s("shift", 1.0), s("fast", 0.5)])["name"] == "fast"
     assert plan.choose([s("shift", 1.0), s("fast", 0.5, complete=False)])["name"] == "shift"
-    assert plan.choose([s("shift", 1.0), s("free", 1.0, ratio=1.0)])["name"] == "free"
+    assert plan.choose([s("shift", 1.0), s("free", 1.0, free=True)])["name"] == "free"
     assert plan.choose([s("x", 1.0, complete=False)]) is None
+    # Within 2 %: the contention-free one, and the reason names the one it displaced.
+    pick = plan.choose([s("concurrent", 1.0), s("tree", 1.0 + plan.CONTENTION_FREE_MARGIN * 0.9, free=True)])
+    assert pick["name"] == "tree" and "contention-free" in pick["reason"] and "concurrent" in pick["reason"]
+    # Beyond it: the contended one stays.
+    assert plan.choose([s("concurrent", 1.0), s("tree", 1.0 + plan.CONTENTION_FREE_MARGIN * 1.5, free=True)])["name"] \
+        == "concurrent"
 
 
 def test_plan_on_lsft_picks_the_contention_free_lsft_schedule():
@@ -179,10 +186,10 @@ def test_plan_derives_the_lsft_sub_cluster_and_proves_it(tmp_path, k, m):
     assert part["complete"] and part["contention_free"] and part["throughput_ratio"] == 1.0
     assert part["flows"] == (3 * k * m) * (3 * k * m - 1)
     assert by_name["shift"]["flows"] == part["flows"]
-    assert data["best"]["fluid_time_host_links_s"] <= part["fluid_time_host_links_s"] * (1 + 1e-9)
+    assert data["ours"]["predicted_time_s"] <= part["predicted_time_s"] * (1 + 1e-9)
     if by_name["shift"]["max_congestion"] > 1:
-        assert data["best"]["name"] == "lsft-partial"
-        assert data["best"]["speedup_vs_shift"] > 1
+        assert data["ours"]["name"] == "lsft-partial"
+        assert data["ours"]["speedup_vs_shift"] > 1
     # The same job through the schedule command, with k and m given: the same analysis.
     sched = tmp_path / "part.json"
     run_cli("schedule", "alltoall", "--algo", "lsft-partial", "--k", str(k), "--m", str(m), str(path), "-o", str(sched))
@@ -252,7 +259,7 @@ def test_plan_out_writes_what_to_deploy(tmp_path):
     tables = lambda r: netweave._core.write_routes(r, "lft").split("\n", 1)[1]  # noqa: E731 (line 1 names the engine)
     assert tables(lft) == tables(routes)
     assert netweave.traffic.load(out / "alltoall-25.nws") == netweave.traffic.load(out / "alltoall-25.json")
-    report_best = json.loads((out / "report.json").read_text())["best"]["name"]
+    report_best = json.loads((out / "report.json").read_text())["ours"]["name"]
     # The .nws re-read equals the chosen schedule built afresh for the same job.
     (fresh,) = plan.candidates(topo, plan.DEFAULT_BYTES, only=report_best)
     assert netweave.traffic.load(out / "alltoall-25.nws") == fresh.schedule

@@ -18,10 +18,21 @@ The job is every host of the fabric unless ``hosts`` names some (``netweave plan
 Paper 000's sub-cluster schedule ``lsft-partial`` joins when that host set is exactly an
 (n, k, m) allocation of a Latin-square fat-tree — m servers on each leaf of an n x k rectangle
 of grid leaves: k and m are read off the host set (:func:`lsft_sub_cluster`).
+
+Every candidate is ranked by the time the flow model predicts for it, beside the bottleneck
+lower bound of the job's traffic (:func:`netweave.analysis.bottleneck_bound`) and its ratio
+to it: the phased schedules, paper 004's task DAGs (:func:`dag_candidates`: the
+contention-free one and Concurrent, everything at once), and what the user's MPI runs today
+(:func:`native_candidates`: Open MPI 4.1's and MPICH 4.0's default algorithm for the job's
+size, ``traffic::native_mpi``). :func:`choose` picks the fastest, preferring a contention-free
+candidate within :data:`CONTENTION_FREE_MARGIN` of it (on shallow-buffer Ethernet the
+contended one is the one that collapses), and says why. :func:`routing_for` prefers a routing
+that needs one virtual lane when it is minimal and as fast (:data:`ONE_LANE_MARGIN`).
 """
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional
@@ -33,8 +44,23 @@ from netweave._core import NetweaveError, Schedule, Topology
 #: Bytes each rank sends to each other rank in the default job (1 MiB).
 DEFAULT_BYTES = 1 << 20
 
-#: The baseline every candidate is compared with.
-BASELINE = "shift"
+#: The baseline every candidate is compared with, per collective.
+BASELINES = {"alltoall": "shift", "allgather": "ring", "gather": "linear"}
+#: The all-to-all's baseline (the usual MPI algorithm).
+BASELINE = BASELINES["alltoall"]
+#: Collectives a plan is made for.
+COLLECTIVES = tuple(BASELINES)
+
+#: A contention-free candidate this close (relative) to the fastest contended one is picked
+#: instead: the flow model shares links fairly, a shallow-buffer switch drops instead.
+CONTENTION_FREE_MARGIN = 0.02
+#: A one-lane routing this close (relative) to the suited engine's prediction is preferred:
+#: OpenSM installs its tables alone, no service levels or lane maps needed.
+ONE_LANE_MARGIN = 0.02
+#: The one-lane engine tried when the suited engine needs more lanes.
+ONE_LANE_ENGINE = "updown"
+#: The MPI libraries whose default algorithms join every plan (``traffic::native_mpi``).
+NATIVE_LIBRARIES = ("openmpi", "mpich")
 
 #: How the flow simulator runs each candidate to predict its time: every rank starts a phase
 #: once it has received all of the previous phase's messages (MPI's pairwise exchange).
@@ -43,7 +69,7 @@ PREDICT_EXECUTOR = "local-sync"
 
 @dataclass
 class Candidate:
-    """One all-to-all algorithm tried for the job: its schedule, or why it does not apply."""
+    """One algorithm tried for the job: its schedule, or why it does not apply."""
 
     name: str
     schedule: Optional[Schedule] = None
@@ -57,31 +83,38 @@ def candidates(
     order: str = "listed",
     seed: Optional[int] = None,
     only: Optional[str] = None,
+    collective: str = "alltoall",
+    root: int = 0,
 ) -> list[Candidate]:
-    """Every all-to-all of the traffic layer's table (or just the one named `only`), built for
-    the job — the hosts of `topo` named by `hosts` (all of them when omitted) in rank `order` —
-    shift first; the ones that do not fit the job carry the reason instead.
+    """Every `collective` of the traffic layer's table (or just the one named `only`), built
+    for the job — the hosts of `topo` named by `hosts` (all of them when omitted) in rank
+    `order`, gathering to rank `root` — baseline first; the ones that do not fit the job carry
+    the reason instead.
 
     ``lsft-partial`` needs the sub-cluster's k and m: they are derived from the job when its
     host set is exactly paper 000's (n, k, m) allocation (:func:`lsft_sub_cluster`), and the
     schedule uses the normative ``text`` move rule; any other job skips it."""
+    _check_collective(collective)
     sub_cluster = None
     placed = job_hosts(topo, hosts, order, seed)
     if hosts is not None:
         sub_cluster = lsft_sub_cluster(topo, placed)
     partial_leaves = sub_cluster is not None
-    names = traffic.algorithms("alltoall")
-    names = [BASELINE] + [n for n in names if n != BASELINE]
+    baseline = BASELINES[collective]
+    names = traffic.algorithms(collective)
+    names = [baseline] + [n for n in names if n != baseline]
     names = [n for n in names if only is None or n == only]
     out = []
     for name in names:
         if name == SUB_CLUSTER:
             out.append(_sub_cluster_candidate(topo, bytes_per_pair, sub_cluster))
             continue
+        takes = traffic.ALGORITHMS[(collective, name)].takes
         try:
             sched = traffic.build(
-                "alltoall", name, topology=topo, hosts=hosts, order=order, bytes=bytes_per_pair,
+                collective, name, topology=topo, hosts=hosts, order=order, bytes=bytes_per_pair,
                 seed=seed if order == "random" else None, allow_partial_leaves=partial_leaves,
+                root=root if "root" in takes else None,
             )
             out.append(Candidate(name, sched))
         except NetweaveError as e:
@@ -89,16 +122,35 @@ def candidates(
     return out
 
 
+def _check_collective(collective: str) -> None:
+    if collective not in BASELINES:
+        raise NetweaveError(f"plan makes alltoall, allgather or gather, not '{collective}'")
+
+
+def predict(routes: _core.RoutingTable, workload, executor: str, nct: int = 1,
+            calibration: Optional[Path] = None) -> dict[str, Any]:
+    """The flow model's prediction of `workload` (a schedule or a DAG) on `routes`: the one
+    place the plan asks it, so the fabric's calibration (``--calibration F``, from
+    ``netweave emulate calibrate``) reaches every candidate alike."""
+    if calibration is None:
+        return flowsim.simulate(routes, workload, executor=executor, nct=nct)
+    if "calibration" not in inspect.signature(flowsim.simulate).parameters:
+        raise NetweaveError("--calibration: this flow model takes no calibration file yet")
+    return flowsim.simulate(routes, workload, executor=executor, nct=nct, calibration=calibration)
+
+
 def write_artifacts(topo: Topology, routes: _core.RoutingTable, result: dict[str, Any], out_dir: Path,
                     hosts: Optional[str] = None, order: str = "listed", seed: Optional[int] = None,
                     placement: Optional["Placement"] = None,
                     built: Optional[list[Candidate]] = None) -> tuple[list[Path], list[tuple[str, str]]]:
     """The files a user deploys, beside the report in `out_dir`: the routing tables
-    (``routes.json``, and ``opensm-lfts.dump`` for ``opensm -R file -U``), the chosen all-to-all
-    as ``alltoall-<ranks>.nws`` (the name the MPI library looks up in a schedule directory; it
-    asks for the executor the flow model finds fastest for it) and ``.json``, the rank placement
-    as an Open MPI ``rankfile``, a Fujitsu ``vcoordfile`` and a Cray ``MPICH_RANK_ORDER`` when
-    `placement` is given, and ``README.md`` saying which command uses each file. `routes` are the
+    (``routes.json``, and ``opensm-lfts.dump`` for ``opensm -R file -U``), netweave's best
+    schedule for the job as ``<collective>-<ranks>.nws`` (the name the MPI library looks up in
+    a schedule directory; a phased schedule asks for the executor the flow model finds fastest
+    for it, a paper-004 DAG is written as its task graph) and, phased, as ``.json``; the rank
+    placement as an Open MPI ``rankfile``, a Fujitsu ``vcoordfile`` and a Cray
+    ``MPICH_RANK_ORDER`` when `placement` is given, and ``README.md`` saying which command uses
+    each file — and, when the user's own MPI is predicted fastest, that it is. `routes` are the
     tables the plan used, `built` the candidates it measured (rebuilt when omitted). Returns the
     files written, and each file's name with the use ``README.md`` gives it."""
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -111,30 +163,43 @@ def write_artifacts(topo: Topology, routes: _core.RoutingTable, result: dict[str
                      "`opensm -R file -U opensm-lfts.dump`"))
     except NetweaveError as e:
         uses.append(("(no opensm-lfts.dump)", f"these tables cannot be written for OpenSM: {e}"))
-    if result.get("best") is not None:
-        name = result["best"]["name"]
-        chosen = next((c for c in built or () if c.name == name), None)
-        if chosen is None:
-            (chosen,) = candidates(topo, result["job"]["bytes_per_pair"], hosts, order, seed, only=name)
-        # A contention-free phase schedule stays so only while its phases do not overlap; which
-        # executor keeps them apart best depends on the schedule (half-empty phases favour sync).
-        # The plan already predicted the chosen schedule with its own executor.
-        times = {ex: result["best"]["predicted_time_s"] if ex == PREDICT_EXECUTOR
-                 else flowsim.simulate(routes, chosen.schedule, executor=ex)["makespan_s"]
-                 for ex in _core.schedule_executors() if ex != "auto"}
-        executor = min(times, key=times.get)
-        ranks = chosen.schedule.num_ranks
-        nws = out_dir / f"alltoall-{ranks}.nws"
-        traffic.save(chosen.schedule, nws, executor=executor)
-        traffic.save(chosen.schedule, out_dir / f"alltoall-{ranks}.json")
-        written += [nws, out_dir / f"alltoall-{ranks}.json"]
-        uses.append((nws.name, f"{name} inside `MPI_Alltoall` of an unchanged program, any message size, with the "
-                     f"{executor} executor (flow model: " + ", ".join(f"{ex} {t * 1e3:.3f} ms" for ex, t in times.items())
-                     + f"): `netweave mpi run -np {ranks} --schedule {nws} -- ./your_program`, or `mpirun -np {ranks} "
-                     f"-x LD_PRELOAD=<netweave>/runtime/build/libnwmpi-openmpi.so -x NETWEAVE_SCHEDULE={nws} "
-                     "./your_program` (MPICH: `-env LD_PRELOAD … -env NETWEAVE_SCHEDULE …`)"))
-        uses.append((f"alltoall-{ranks}.json", "the same schedule as JSON: `netweave analyze`, `netweave simulate flow`, "
-                     "`netweave run`"))
+    job = result["job"]
+    collective, ranks = job["collective"], job["ranks"]
+    ours = result.get("ours")
+    if ours is not None:
+        name = ours["name"]
+        nws = out_dir / f"{collective}-{ranks}.nws"
+        verdict = _deploy_note(result)
+        program = (f"`netweave mpi run -np {ranks} --schedule {nws} -- ./your_program`, or `mpirun -np {ranks} "
+                   f"-x LD_PRELOAD=<netweave>/runtime/build/libnwmpi-openmpi.so -x NETWEAVE_SCHEDULE={nws} "
+                   "./your_program` (MPICH: `-env LD_PRELOAD … -env NETWEAVE_SCHEDULE …`)")
+        mpi_call = {"alltoall": "MPI_Alltoall", "allgather": "MPI_Allgather", "gather": "MPI_Gather"}[collective]
+        if ours["kind"] == "dag":
+            graph = _dag_workload(topo, name, collective, job["bytes_per_pair"], job.get("root", 0))
+            graph.save(nws)
+            written.append(nws)
+            uses.append((nws.name, f"{name} (paper 004 task DAG) inside `{mpi_call}` of an unchanged program at "
+                         f"{job['bytes_per_pair']} bytes per block{verdict}: " + program))
+        else:
+            chosen = next((c for c in built or () if c.name == name), None)
+            if chosen is None:
+                (chosen,) = candidates(topo, job["bytes_per_pair"], hosts, order, seed, only=name,
+                                       collective=collective, root=job.get("root", 0))
+            # A contention-free phase schedule stays so only while its phases do not overlap; which
+            # executor keeps them apart best depends on the schedule (half-empty phases favour sync).
+            # The plan already predicted the chosen schedule with its own executor.
+            times = {ex: ours["predicted_time_s"] if ex == PREDICT_EXECUTOR
+                     else predict(routes, chosen.schedule, ex, calibration=result["prediction"].get("calibration"))["makespan_s"]
+                     for ex in _core.schedule_executors() if ex != "auto"}
+            executor = min(times, key=times.get)
+            traffic.save(chosen.schedule, nws, executor=executor)
+            traffic.save(chosen.schedule, out_dir / f"{collective}-{ranks}.json")
+            written += [nws, out_dir / f"{collective}-{ranks}.json"]
+            uses.append((nws.name, f"{name} inside `{mpi_call}` of an unchanged program, any message size, with the "
+                         f"{executor} executor (flow model: " + ", ".join(f"{ex} {t * 1e3:.3f} ms" for ex, t in times.items())
+                         + f"){verdict}: " + program))
+            uses.append((f"{collective}-{ranks}.json", "the same schedule as JSON: `netweave analyze`, "
+                         "`netweave simulate flow`, `netweave run`"))
     if placement is not None:
         for fmt, file, use in (("rankfile", "rankfile", "Open MPI: `mpirun --rankfile rankfile ./your_program`"),
                                ("vcoord", "vcoordfile", "Fujitsu MPI: `mpiexec --vcoordfile vcoordfile ./your_program`"),
@@ -150,6 +215,15 @@ def write_artifacts(topo: Topology, routes: _core.RoutingTable, result: dict[str
                       "each line says what uses it.\n\n" + "".join(f"- `{f}`: {u}\n" for f, u in uses))
     written.append(readme)
     return written, uses
+
+
+def _deploy_note(result: dict[str, Any]) -> str:
+    """How the deployed schedule stands against the user's MPI, for README.md."""
+    best = result.get("best")
+    if best is not None and best["kind"] == "native":
+        return (f" — not recommended: the flow model predicts your MPI's own {best['label']} "
+                f"{best['algorithm']} faster ({best['predicted_time_s'] * 1e3:.3f} ms); keep it")
+    return ""
 
 
 #: Paper 000's sub-cluster schedule, whose k and m come from the job's host set.
@@ -208,6 +282,7 @@ def _measure(name: str, schedule: Schedule, loads: dict[str, Any]) -> dict[str, 
     worst = max(range(len(loads["phases"])), key=lambda p: loads["phases"][p]["max_load"], default=0)
     return {
         "name": name,
+        "kind": "phased",
         "schedule": schedule.name,
         "phases": schedule.num_phases,
         "messages": schedule.num_messages,
@@ -228,21 +303,73 @@ def _measure(name: str, schedule: Schedule, loads: dict[str, Any]) -> dict[str, 
     }
 
 
-#: Times closer than this (relative) count as equal: sums of per-phase times in floating point.
-TIME_TOLERANCE = 1e-9
+#: Times closer than this (relative) count as equal: the executors sum the same transfers in
+#: different orders.
+TIME_TOLERANCE = 1e-6
 
 
-def choose(measured: list[dict[str, Any]]) -> Optional[dict[str, Any]]:
-    """The best proven schedule: complete (its claims hold) and fastest in the lock-step model
-    with host links bound too (a rank's port is a link like any other); on equal time the more
-    contention-free, then the one with fewer phases (fewer synchronisations), then the earlier
-    in the list — so shift, listed first, stays unless another schedule really beats it."""
-    proven = [s for s in measured if s["complete"]]
+def choose(rows: list[dict[str, Any]]) -> Optional[dict[str, Any]]:
+    """The pick among every candidate row (phased, DAG, native): complete (its claims hold) and
+    fastest as the flow model predicts it; on equal time the contention-free one, then the one
+    with fewer phases (fewer synchronisations), then the earlier in the list — so the baseline,
+    listed first, stays unless another schedule really beats it. A contention-free candidate
+    within :data:`CONTENTION_FREE_MARGIN` of a contended pick replaces it. Returns the row
+    with ``reason``, one line saying why it was picked; None when nothing is proven."""
+    proven = [s for s in rows if s.get("complete", True)]
     if not proven:
         return None
-    fastest = min(s["fluid_time_host_links_s"] for s in proven)
-    tied = [s for s in proven if s["fluid_time_host_links_s"] <= fastest * (1 + TIME_TOLERANCE)]
-    return min(tied, key=lambda s: (-round(s["throughput_ratio"], 12), s["phases"], measured.index(s)))
+    fastest = min(s["predicted_time_s"] for s in proven)
+    tied = [s for s in proven if s["predicted_time_s"] <= fastest * (1 + TIME_TOLERANCE)]
+    pick = min(tied, key=lambda s: (not s.get("contention_free"), s.get("phases") or 0, rows.index(s)))
+    reason = "fastest predicted"
+    if not pick.get("contention_free"):
+        near = [s for s in proven if s.get("contention_free")
+                and s["predicted_time_s"] <= pick["predicted_time_s"] * (1 + CONTENTION_FREE_MARGIN)]
+        if near:
+            free = min(near, key=lambda s: (s["predicted_time_s"], rows.index(s)))
+            slower = free["predicted_time_s"] / pick["predicted_time_s"] - 1
+            reason = (f"contention-free and within {CONTENTION_FREE_MARGIN:.0%} of the fastest, {pick['name']} "
+                      f"({slower:+.1%}): no link carries two of its flows at once, so a shallow switch buffer "
+                      "never overflows where the flow model assumed fair sharing")
+            pick = free
+    return {**pick, "reason": reason}
+
+
+def routing_for(topo: Topology, engine: Optional[str] = None, bytes_per_pair: int = DEFAULT_BYTES,
+                hosts: Optional[str] = None, order: str = "listed", seed: Optional[int] = None,
+                calibration: Optional[Path] = None) -> tuple[_core.RoutingTable, str]:
+    """The plan's routing and one line saying why: `engine` when given; else the engine suited
+    to the fabric, unless it needs more than one virtual lane and up*/down* (one lane, what
+    OpenSM installs from a forwarding-table dump alone) is deadlock-free, minimal (no pair on a
+    longer path) and predicts the job's baseline all-to-all within :data:`ONE_LANE_MARGIN` of
+    it — then up*/down*."""
+    if engine is not None:
+        return routing.route(topo, engine), f"{engine}, as given"
+    suited = routing.default_engine(topo)
+    routes = routing.route(topo, suited)
+    lanes = routes.check()["vcs_used"]
+    if lanes <= 1:
+        return routes, f"{suited}, the engine suited to the fabric; it needs one lane"
+    keep = f"{suited} with {lanes} lanes, although one would be simpler to install: "
+    try:
+        one = routing.route(topo, ONE_LANE_ENGINE)
+    except NetweaveError as e:
+        return routes, keep + f"{ONE_LANE_ENGINE} does not route this fabric ({e})"
+    if not one.check()["deadlock_free"] or one.check()["vcs_used"] > 1:
+        return routes, keep + f"{ONE_LANE_ENGINE} is not deadlock-free in one lane here"
+    detour = one.metrics()["non_minimal_pairs"]
+    if detour:
+        return routes, keep + f"{ONE_LANE_ENGINE} is not minimal here ({detour:,} host pairs take a longer path)"
+    placed = job_hosts(topo, hosts, order, seed)
+    baseline = traffic.build("alltoall", BASELINE, num_ranks=len(placed), bytes=bytes_per_pair).with_placement(placed)
+    multi = predict(routes, baseline, PREDICT_EXECUTOR, calibration=calibration)["makespan_s"]
+    single = predict(one, baseline, PREDICT_EXECUTOR, calibration=calibration)["makespan_s"]
+    if single <= multi * (1 + ONE_LANE_MARGIN):
+        return one, (f"{ONE_LANE_ENGINE} in one lane instead of {suited}'s {lanes}: minimal, deadlock-free, and {BASELINE} "
+                     f"predicts {single * 1e3:.4g} ms against {multi * 1e3:.4g} ms (within {ONE_LANE_MARGIN:.0%}); "
+                     "OpenSM installs it from the forwarding tables alone")
+    return routes, keep + (f"{ONE_LANE_ENGINE} is minimal but {BASELINE} predicts {single / multi - 1:.1%} slower on it "
+                           f"({single * 1e3:.4g} ms against {multi * 1e3:.4g} ms)")
 
 
 def plan(
@@ -255,80 +382,151 @@ def plan(
     seed: int | None = None,
     routes: _core.RoutingTable | None = None,
     built: list[Candidate] | None = None,
+    collective: str = "alltoall",
+    root: int = 0,
+    calibration: Optional[Path] = None,
+    routing_note: Optional[str] = None,
 ) -> dict[str, Any]:
-    """Route `topo` (default: the built-in LSFT of order 3) with a deadlock-free engine suited
-    to it (or `engine`; or take `routes` already made), analyse every candidate all-to-all for
-    the job (those of :func:`candidates`, or `built` when already made for the same job) — the hosts named by `hosts` (all when omitted; syntax of ``netweave schedule
-    --hosts``) in rank `order` — and report each one with the best proven schedule against
-    shift. `progress` receives a short note before each step."""
+    """Route `topo` (default: the built-in LSFT of order 3) with a deadlock-free engine
+    (:func:`routing_for`, or `engine`; or take `routes` already made, with `routing_note`
+    saying why), predict every candidate `collective` for the job — phased ones of
+    :func:`candidates` (or `built` when already made for the same job), paper 004's DAGs and
+    the user's MPI — on the hosts named by `hosts` (all when omitted; syntax of ``netweave
+    schedule --hosts``) in rank `order`, each beside the traffic's bottleneck bound, and pick
+    the best (:func:`choose`). `calibration` is the fabric's flow-model parameters file.
+    `progress` receives a short note before each step."""
+    _check_collective(collective)
     note = progress or (lambda _msg: None)
     topo = topo if topo is not None else topology.example_cluster()
     if routes is None:
         note("routing")
-        routes = routing.route(topo, engine or routing.default_engine(topo))
+        routes, routing_note = routing_for(topo, engine, bytes_per_pair, hosts, order, seed, calibration)
     proof = routes.check()
     measured, skipped = [], []
     placed = job_hosts(topo, hosts, order, seed)
-    for cand in built if built is not None else candidates(topo, bytes_per_pair, hosts, order, seed):
+    if collective == "gather" and not 0 <= root < len(placed):
+        raise NetweaveError(f"--root {root} is not a rank of the job (0..{len(placed) - 1})")
+    for cand in built if built is not None else candidates(topo, bytes_per_pair, hosts, order, seed,
+                                                           collective=collective, root=root):
         if cand.schedule is None:
             skipped.append({"name": cand.name, "reason": cand.skipped})
             continue
         note(f"analysing {cand.name}")
         row = _measure(cand.name, cand.schedule, analysis.analyze(routes, cand.schedule))
         note(f"simulating {cand.name}")
-        flow = flowsim.simulate(routes, cand.schedule, executor=PREDICT_EXECUTOR)
+        flow = predict(routes, cand.schedule, PREDICT_EXECUTOR, calibration=calibration)
         row["predicted_time_s"] = flow["makespan_s"]
         row["throughput_per_server_mib_s"] = flow["throughput_per_server_mib_s"]
+        row["bound_s"] = analysis.bottleneck_bound(routes, cand.schedule)["seconds"]
         measured.append(row)
-    dags, dag_skipped = dag_candidates(topo, routes, bytes_per_pair, hosts, note)
-    skipped += dag_skipped
-    baseline = next((s for s in measured if s["name"] == BASELINE), None)
+    baseline_name = BASELINES[collective]
+    baseline = next((s for s in measured if s["name"] == baseline_name), None)
     if baseline is None:
-        reason = next(s["reason"] for s in skipped if s["name"] == BASELINE)
-        raise NetweaveError(f"the job has no {BASELINE} all-to-all to compare with: {reason}")
-    best = choose(measured)
+        reason = next((s["reason"] for s in skipped if s["name"] == baseline_name), "it was not built")
+        raise NetweaveError(f"the job has no {baseline_name} {collective} to compare with: {reason}")
+    dags, dag_skipped = dag_candidates(topo, routes, bytes_per_pair, hosts, note, collective, root, calibration)
+    skipped += dag_skipped
+    natives = native_candidates(routes, placed, bytes_per_pair, note, collective, root, calibration)
+    # The job's bound: its traffic sent directly, each block once to each rank that needs it
+    # (an allgather moves what an all-to-all of the same block size does); forwarding only adds.
+    direct = traffic.build("alltoall" if collective == "allgather" else collective, "linear", num_ranks=len(placed),
+                           bytes=bytes_per_pair, root=root if collective == "gather" else None).with_placement(placed)
+    bound = analysis.bottleneck_bound(routes, direct)
+    # The user's MPI first: on a tie, what the program already runs stays.
+    everything = natives + measured + dags
+    for row in everything:
+        row["bound_ratio"] = analysis.bound_ratio(row["predicted_time_s"], bound)
+    # Concurrent is ranked but not picked: it is what the native MPIs' linear algorithms do.
+    pickable = [r for r in everything if r.get("deployable", True)]
+    ours = choose([r for r in pickable if r["kind"] != "native"])
+    best = choose(pickable)
+    job = {"collective": collective, "ranks": len(placed), "hosts": hosts or "all", "bytes_per_pair": bytes_per_pair}
+    if collective == "gather":
+        job["root"] = root
     return {
         "topology": topology.info(topo),
-        "routing": {"engine": routes.engine, "vcs": proof["vcs_used"], "deadlock_free": proof["deadlock_free"]},
-        "job": {
-            "collective": "alltoall",
-            "ranks": len(placed),
-            "hosts": hosts or "all",
-            "bytes_per_pair": bytes_per_pair,
-        },
+        "routing": {"engine": routes.engine, "vcs": proof["vcs_used"], "deadlock_free": proof["deadlock_free"],
+                    "why": routing_note or f"{routes.engine}, as given"},
+        "job": job,
+        "bound": {k: bound[k] for k in ("seconds", "bytes", "describe")},
         "schedules": measured,
         "dag_schedules": dags,
+        "native": natives,
         "skipped": skipped,
-        "best": None if best is None else {
-            "name": best["name"],
-            "fluid_time_host_links_s": best["fluid_time_host_links_s"],
-            "throughput_ratio": best["throughput_ratio"],
-            "speedup_vs_shift": _speedup(baseline, best),
-            "predicted_time_s": best["predicted_time_s"],
-            "predicted_speedup_vs_shift": baseline["predicted_time_s"] / best["predicted_time_s"]
-            if best["predicted_time_s"] > 0
-            else None,
-        },
-        "prediction": {"model": "flow-level, max-min fair sharing, link latencies", "executor": PREDICT_EXECUTOR},
+        "ranking": [r["name"] for r in sorted(everything, key=lambda r: r["predicted_time_s"])],
+        "best": None if best is None else _summary(best, baseline),
+        "ours": None if ours is None else _summary(ours, baseline),
+        "today": _today(natives, ours),
+        "prediction": {"model": "flow-level, max-min fair sharing, link latencies", "executor": PREDICT_EXECUTOR,
+                       "calibration": None if calibration is None else str(calibration)},
+    }
+
+
+def _summary(row: dict[str, Any], baseline: dict[str, Any]) -> dict[str, Any]:
+    """What the report says of a pick: its times, against the baseline, and why it was picked."""
+    lockstep = row.get("fluid_time_host_links_s")
+    out = {
+        "name": row["name"],
+        "kind": row["kind"],
+        "reason": row["reason"],
+        "fluid_time_host_links_s": lockstep,
+        "throughput_ratio": row.get("throughput_ratio"),
+        "speedup_vs_shift": _speedup(baseline, row) if lockstep is not None else None,
+        "predicted_time_s": row["predicted_time_s"],
+        "predicted_speedup_vs_shift": baseline["predicted_time_s"] / row["predicted_time_s"]
+        if row["predicted_time_s"] > 0 else None,
+        "baseline": baseline["name"],
+        "bound_ratio": row["bound_ratio"],
+        "contention_free": bool(row.get("contention_free")),
+    }
+    if row["kind"] == "native":
+        out.update(label=row["label"], algorithm=row["algorithm"])
+    return out
+
+
+def _today(natives: list[dict[str, Any]], ours: Optional[dict[str, Any]]) -> Optional[dict[str, Any]]:
+    """"Your MPI today: X, ours: Y": each library's default against netweave's pick."""
+    if ours is None or not natives:
+        return None
+    return {
+        "ours": ours["name"],
+        "ours_s": ours["predicted_time_s"],
+        "libraries": [{"library": n["library"], "label": n["label"], "algorithm": n["algorithm"],
+                       "predicted_time_s": n["predicted_time_s"],
+                       "ours_speedup": n["predicted_time_s"] / ours["predicted_time_s"] if ours["predicted_time_s"] > 0
+                       else None} for n in natives],
     }
 
 
 #: Paper 004's schedule, offered where every host pair has one path (trees, Ethernet clusters).
 CONTENTION_FREE = "contention-free"
+#: Paper 004's baseline: every task at once, as an unscheduled MPI collective posts them.
+CONCURRENT = "concurrent"
+
+
+def _dag_workload(topo: Topology, name: str, collective: str, bytes_per_pair: int, root: int):
+    """The task DAG of `name` (contention-free or concurrent) for the whole fabric."""
+    if name == CONTENTION_FREE:
+        return traffic.contention_free(topo, collective, bytes_per_pair, root=root)[0]
+    return traffic.concurrent(topo, collective, bytes_per_pair, root=root)
 
 
 def dag_candidates(topo: Topology, routes, bytes_per_pair: int, hosts: Optional[str],
-                   note: Callable[[str], None]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Paper 004's contention-free all-to-all and its Concurrent baseline (everyone at once) as
-    task DAGs, each predicted by the flow simulator's DAG executor: ``(rows, skipped)``. They
-    are not phased, so the lock-step analysis does not apply; the plan sets their predicted
-    time beside the phased schedules'. Skipped, with the reason, on fabrics where some host
-    pair has several shortest paths and on jobs that are not the whole fabric."""
+                   note: Callable[[str], None], collective: str = "alltoall", root: int = 0,
+                   calibration: Optional[Path] = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Paper 004's contention-free `collective` (all-to-all or gather) and its Concurrent
+    baseline (everyone at once) as task DAGs, each predicted by the flow simulator's DAG
+    executor: ``(rows, skipped)``. They are not phased, so the lock-step analysis does not
+    apply; they are ranked by predicted time with the others. Skipped, with the reason, on
+    fabrics where some host pair has several shortest paths, on jobs that are not the whole
+    fabric and for allgather."""
+    if collective not in ("alltoall", "gather"):
+        return [], [{"name": CONTENTION_FREE, "reason": "paper 004 schedules gather and all-to-all only"}]
     if hosts is not None:
         return [], [{"name": CONTENTION_FREE, "reason": "it schedules every host of the fabric; drop --hosts"}]
     try:
         note(f"scheduling {CONTENTION_FREE}")
-        graph, summary = traffic.contention_free(topo, "alltoall", bytes_per_pair)
+        graph, summary = traffic.contention_free(topo, collective, bytes_per_pair, root=root)
     except NetweaveError as e:
         return [], [{"name": CONTENTION_FREE, "reason": str(e)}]
     rows = []
@@ -336,18 +534,64 @@ def dag_candidates(topo: Topology, routes, bytes_per_pair: int, hosts: Optional[
     # DAG sends one task at a time per host, as the thesis' engine does.
     everyone = max(topo.num_hosts - 1, 1)
     for name, dag, extra, nct in ((CONTENTION_FREE, graph, summary, 1),
-                                  ("concurrent", traffic.concurrent(topo, "alltoall", bytes_per_pair), {}, everyone)):
+                                  (CONCURRENT, traffic.concurrent(topo, collective, bytes_per_pair, root=root), {},
+                                   everyone)):
         note(f"simulating {name}")
-        flow = flowsim.simulate(routes, dag, executor="dag", nct=nct)
+        flow = predict(routes, dag, "dag", nct=nct, calibration=calibration)
         rows.append({
             "name": name,
+            "kind": "dag",
+            "complete": True,
+            "contention_free": name == CONTENTION_FREE,
+            # Concurrent is what an unscheduled MPI collective already does: a baseline, not advice.
+            "deployable": name == CONTENTION_FREE,
             "tasks": dag.num_tasks,
             "predicted_time_s": flow["makespan_s"],
             "throughput_per_server_mib_s": flow["throughput_per_server_mib_s"],
+            "bound_s": analysis.bottleneck_bound(routes, dag)["seconds"],
             "cost_model_s": extra.get("predicted_seconds"),
             "groups": extra.get("groups"),
         })
     return rows, []
+
+
+def native_candidates(routes, placed: list[int], bytes_per_pair: int, note: Callable[[str], None],
+                      collective: str = "alltoall", root: int = 0,
+                      calibration: Optional[Path] = None) -> list[dict[str, Any]]:
+    """What the user's MPI runs today: for each of :data:`NATIVE_LIBRARIES`, the algorithm its
+    default decision rule picks for the job's rank count and block size, as a schedule on the
+    job's hosts (``traffic::native_mpi``), predicted with the executor and sends in flight
+    that algorithm has (every request at once for the linear ones, one exchange per step for
+    pairwise, Bruck and the trees)."""
+    rows = []
+    for library in NATIVE_LIBRARIES:
+        sched, info = _core.native_mpi(library, collective, len(placed), bytes_per_pair, root)
+        sched = sched.with_placement(placed)
+        note(f"simulating {info['label']}'s {info['algorithm']}")
+        flow = predict(routes, sched, info["executor"], nct=info["concurrent_sends"], calibration=calibration)
+        rows.append({
+            "name": library,
+            "kind": "native",
+            "complete": True,
+            "contention_free": False,
+            "library": library,
+            "label": info["label"],
+            "algorithm": info["algorithm"],
+            "schedule": sched.name,
+            "phases": sched.num_phases,
+            "executor": info["executor"],
+            "concurrent_sends": info["concurrent_sends"],
+            "predicted_time_s": flow["makespan_s"],
+            "throughput_per_server_mib_s": flow["throughput_per_server_mib_s"],
+            "bound_s": analysis.bottleneck_bound(routes, sched)["seconds"],
+        })
+    return rows
+
+
+def native_schedule(library: str, collective: str, placed: list[int], bytes_per_pair: int, root: int = 0) -> Schedule:
+    """The schedule :func:`native_candidates` predicts for `library`, on the job's hosts."""
+    sched, _info = _core.native_mpi(library, collective, len(placed), bytes_per_pair, root)
+    return sched.with_placement(placed)
 
 
 def _speedup(baseline: dict[str, Any], best: dict[str, Any]) -> Optional[float]:

@@ -6,24 +6,27 @@ import csv
 import io
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 
-def _bytes(n: int) -> str:
+def format_bytes(n: int) -> str:
+    """`n` bytes in the largest unit that divides it (``16 KiB``)."""
     for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
         if n >= size and n % size == 0:
             return f"{n // size} {unit}"
     return f"{n} B"
 
 
-def _seconds(t: float) -> str:
+def format_seconds(t: float) -> str:
+    """A duration in s, ms, µs or ns, four significant digits."""
     for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
         if t >= scale:
             return f"{t / scale:.4g} {unit}"
     return f"{t / 1e-9:.4g} ns"
 
 
-def _size(n: float) -> str:
+def format_size(n: float) -> str:
+    """A byte count in the largest unit it reaches (``1.5 MiB``)."""
     for unit, size in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
         if n >= size:
             return f"{n / size:.4g} {unit}"
@@ -39,17 +42,17 @@ def analysis_lines(result: dict[str, Any]) -> list[str]:
         f"schedule    {s['name']}: {s['ranks']} ranks, {s['phases']} phases, {s['messages']} messages; {verdict}; {perm}",
         f"congestion  max {result['max_congestion']} flows on one link, {result['contended_links_total']} links "
         f"contended in some phase; throughput ratio {result['throughput_ratio']:.4f} (paper 000)",
-        f"fluid time  {_seconds(result['fluid_time_s'])} over switch links (paper 001), "
-        f"{_seconds(result['fluid_time_host_links_s'])} with host links",
-        f"costs       Σhops {result['sum_hops']}, hop-bytes {_size(result['hop_bytes'])}, max link "
-        f"{_size(result['max_link_bytes'])}, Σhops×max_link {result['hops_x_max_link']:.4g} (paper 003)",
+        f"fluid time  {format_seconds(result['fluid_time_s'])} over switch links (paper 001), "
+        f"{format_seconds(result['fluid_time_host_links_s'])} with host links",
+        f"costs       Σhops {result['sum_hops']}, hop-bytes {format_size(result['hop_bytes'])}, max link "
+        f"{format_size(result['max_link_bytes'])}, Σhops×max_link {result['hops_x_max_link']:.4g} (paper 003)",
     ]
     if result["contended_links"]:
         lines.append("most loaded links:")
         for link in result["contended_links"]:
             lines.append(
                 f"  {link['from_label']} -> {link['to_label']}: {link['max_load']} flows (phase {link['phase']}), "
-                f"contended in {link['contended_phases']} phases, {_size(link['bytes'])} in all"
+                f"contended in {link['contended_phases']} phases, {format_size(link['bytes'])} in all"
             )
     return lines
 
@@ -58,51 +61,114 @@ def summary_lines(plan: dict[str, Any]) -> list[str]:
     """The plan as short human-readable lines (shared by terminal and Markdown output)."""
     t = plan["topology"]
     job = plan["job"]
+    r = plan["routing"]
     lines = [
         f"topology  {t['name']}: {t['hosts']} hosts, {t['switches']} switches, {t['links']} links, "
         f"diameter {t['diameter']} switch hops",
-        f"routing   {plan['routing']['engine']} ({plan['routing']['vcs']} VC, "
-        f"{'deadlock-free' if plan['routing']['deadlock_free'] else 'CAN DEADLOCK'})",
-        f"job       {job['collective']} over {job['ranks']} ranks, {_bytes(job['bytes_per_pair'])} per pair",
-        "schedules lock-step time (paper 001), predicted time (flow simulation), throughput ratio (paper 000), "
-        "max link congestion:",
+        f"routing   {r['engine']} ({r['vcs']} VC, {'deadlock-free' if r['deadlock_free'] else 'CAN DEADLOCK'})"
+        + (f": {r['why']}" if r.get("why") else ""),
+        f"job       {job['collective']} over {job['ranks']} ranks, {format_bytes(job['bytes_per_pair'])} per "
+        + ("pair" if job["collective"] == "alltoall" else "block") + (f", root {job['root']}" if "root" in job else ""),
     ]
-    width = max((len(s["name"]) for s in plan["schedules"] + plan.get("dag_schedules", []) + plan.get("skipped", [])),
-                default=0)
-    for s in plan["schedules"]:
-        if not s["complete"]:
-            verdict = f"INCOMPLETE: {s['problem']}"
-        else:
-            verdict = "contention-free" if s["contention_free"] else "contended"
-        lines.append(
-            f"  {s['name']:<{width}}  {_seconds(s['fluid_time_host_links_s']):>10}  "
-            f"{_seconds(s['predicted_time_s']):>10}  ratio {s['throughput_ratio']:.4f}  "
-            f"congestion {s['max_congestion']:>3}  {s['phases']} phases, {verdict}"
-        )
-    for s in plan.get("dag_schedules", []):
-        how = (f"paper 004 DAG, {s['groups']} groups, cost model {_seconds(s['cost_model_s'])}"
-               if s["groups"] is not None else "DAG, every task at once")
-        lines.append(f"  {s['name']:<{width}}  {'-':>10}  {_seconds(s['predicted_time_s']):>10}  {s['tasks']} tasks, {how}")
+    bound = plan.get("bound")
+    if bound is not None:
+        lines.append(f"bound     {format_seconds(bound['seconds'])}: {bound['describe']} (no order of the job's messages "
+                     "finishes sooner)")
+    lines.append("candidates predicted time (flow simulation), its ratio to the bound; phased: lock-step time "
+                 "(paper 001), throughput ratio (paper 000), max link congestion:")
+    rows = candidate_rows(plan)
+    width = max((len(row["name"]) for row in rows), default=0)
+    width = max([width] + [len(s["name"]) for s in plan.get("skipped", [])])
+    for row in rows:
+        ratio = "-" if row["bound_ratio"] is None else f"{row['bound_ratio']:.2f}x"
+        lines.append(f"  {row['name']:<{width}}  {format_seconds(row['predicted']):>10}  {ratio:>7} bound  {row['detail']}")
     for s in plan.get("skipped", []):
         lines.append(f"  {s['name']:<{width}}  skipped: {s['reason']}")
     best = plan.get("best")
     if best is None:
         lines.append("best      no schedule could be proven complete")
     else:
-        speedup = best["speedup_vs_shift"]
-        if best["name"] == "shift":
-            versus = "no proven schedule beats it"
-        elif speedup is None:
-            versus = "no link time at all"
-        else:
-            versus = f"{speedup:.2f}x faster than shift"
-        lines.append(f"best      {best['name']}: {_seconds(best['fluid_time_host_links_s'])}, {versus}")
-        predicted = best["predicted_speedup_vs_shift"]
-        lines.append(
-            f"predicted {_seconds(best['predicted_time_s'])} by flow simulation ({plan['prediction']['executor']} "
-            f"executor)" + ("" if best["name"] == "shift" or predicted is None else f", {predicted:.2f}x faster than shift")
-        )
+        lines.append(f"best      {pick_text(best)}: {format_seconds(best['predicted_time_s'])} predicted "
+                     f"({plan['prediction']['executor'] if best['kind'] == 'phased' else 'its own'} executor), "
+                     f"{best['reason']}")
+        if best["kind"] == "phased" and best["name"] != best["baseline"] and best["speedup_vs_shift"]:
+            lines.append(f"          lock-step {format_seconds(best['fluid_time_host_links_s'])}, "
+                         f"{best['speedup_vs_shift']:.2f}x faster than {best['baseline']}")
+    today = today_line(plan)
+    if today:
+        lines.append(f"today     {today}")
+    return lines + verify_lines(plan)
+
+
+def verify_lines(plan: dict[str, Any]) -> list[str]:
+    """The --verify measurements: each candidate's prediction, measured time and ratio, then
+    the verdict on the pick; nothing when the plan was not verified."""
+    rows, summary = plan.get("verify"), plan.get("verify_summary")
+    if not rows or summary is None:
+        return []
+    lines = [f"verify    on the emulated fabric (links x {summary['scale']:.3g}, no link latency), slowest rank's mean "
+             "of nwbench's calls: predicted, measured, measured / predicted"]
+    width = max(len(r["name"]) for r in rows)
+    for r in rows:
+        measured = "-" if r["measured_s"] is None else format_seconds(r["measured_s"])
+        ratio = "-" if r["ratio"] is None else f"{r['ratio']:.2f}x"
+        extra = f"  {r['problem']}" if r.get("problem") else ""
+        lines.append(f"  {r['name']:<{width}}  {format_seconds(r['predicted_s']):>10}  {measured:>10}  {ratio:>6}{extra}")
+    if summary["pick_over_best"] is None:
+        lines.append(f"          the pick, {summary['pick']}, was not measured")
+    else:
+        verdict = "is" if summary["pick_is_best"] else "is NOT"
+        lines.append(f"          the pick, {summary['pick']}, {verdict} the measured best: {summary['measured_best']} "
+                     f"measured fastest, the pick took {summary['pick_over_best']:.2f}x its time")
     return lines
+
+
+def pick_text(pick: dict[str, Any]) -> str:
+    """A pick's name as a reader knows it: a native one as its library's algorithm."""
+    if pick["kind"] == "native":
+        return f"your MPI ({pick['label']}'s {pick['algorithm']})"
+    return pick["name"]
+
+
+def today_line(plan: dict[str, Any]) -> Optional[str]:
+    """"your MPI today: X (Open MPI's pairwise), ours: Y" — or None without natives."""
+    today = plan.get("today")
+    if not today:
+        return None
+    mpis = ", ".join(f"{format_seconds(n['predicted_time_s'])} ({n['label']}'s {n['algorithm']})"
+                     for n in today["libraries"])
+    against = ", ".join(f"{n['ours_speedup']:.2f}x {n['label'].rsplit(' ', 1)[0]}'s speed" if n["ours_speedup"] else "-"
+                        for n in today["libraries"])
+    return f"your MPI today: {mpis}; ours: {today['ours']} {format_seconds(today['ours_s'])} ({against})"
+
+
+def candidate_rows(plan: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every candidate of the plan, the user's MPI first, as rows shared by text and page:
+    ``name``, ``kind``, ``verdict``, ``predicted``, ``lockstep``, ``ratio``, ``congestion``,
+    ``size``, ``bound_ratio`` and a ``detail`` line."""
+    rows = []
+    for s in plan.get("native", []):
+        rows.append({"name": s["name"], "kind": "native", "verdict": "native", "predicted": s["predicted_time_s"],
+                     "lockstep": None, "ratio": None, "congestion": None, "size": f"{s['phases']} phases",
+                     "bound_ratio": s.get("bound_ratio"),
+                     "detail": f"your MPI today: {s['label']}'s {s['algorithm']} ({s['concurrent_sends']} in flight, "
+                               f"{s['executor']})"})
+    for s in plan["schedules"]:
+        verdict = "incomplete" if not s["complete"] else ("contention-free" if s["contention_free"] else "contended")
+        shown = f"INCOMPLETE: {s['problem']}" if verdict == "incomplete" else verdict
+        rows.append({"name": s["name"], "kind": "phased", "verdict": verdict, "predicted": s["predicted_time_s"],
+                     "lockstep": s["fluid_time_host_links_s"], "ratio": s["throughput_ratio"],
+                     "congestion": s["max_congestion"], "size": f"{s['phases']} phases",
+                     "bound_ratio": s.get("bound_ratio"),
+                     "detail": f"lock-step {format_seconds(s['fluid_time_host_links_s'])}, throughput ratio "
+                               f"{s['throughput_ratio']:.4f}, congestion {s['max_congestion']}, {s['phases']} phases, {shown}"})
+    for s in plan.get("dag_schedules", []):
+        how = (f"paper 004 DAG, {s['groups']} groups, cost model {format_seconds(s['cost_model_s'])}"
+               if s["groups"] is not None else "DAG, every task at once (paper 004's Concurrent)")
+        rows.append({"name": s["name"], "kind": "dag", "verdict": "dag", "predicted": s["predicted_time_s"],
+                     "lockstep": None, "ratio": None, "congestion": None, "size": f"{s['tasks']} tasks",
+                     "bound_ratio": s.get("bound_ratio"), "detail": f"{s['tasks']} tasks, {how}"})
+    return rows
 
 
 def to_text(plan: dict[str, Any]) -> str:

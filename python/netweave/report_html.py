@@ -30,7 +30,7 @@ from typing import Any, Optional, Sequence
 
 from netweave import analysis, drawing
 from netweave._core import RoutingTable, Topology
-from netweave.report import _bytes, _seconds, summary_lines
+from netweave.report import candidate_rows, format_bytes, format_seconds, pick_text, summary_lines, today_line
 
 _STYLE = """
 body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:0;color:#1d1d1f;background:#fafafa}
@@ -92,7 +92,8 @@ _SCRIPT = """
 })();
 """
 
-_VERDICT_COLOUR = {"contention-free": "#1a9850", "contended": "#f39c12", "incomplete": "#d7191c", "dag": "#4a6fa5"}
+_VERDICT_COLOUR = {"contention-free": "#1a9850", "contended": "#f39c12", "incomplete": "#d7191c", "dag": "#4a6fa5",
+                   "native": "#7b5ea7"}
 
 
 def plan_page(result: dict[str, Any], topo: Topology, routes: RoutingTable, built: Sequence[Any],
@@ -111,6 +112,8 @@ def plan_page(result: dict[str, Any], topo: Topology, routes: RoutingTable, buil
         _heat_section(result, fabric, routes, schedules, command),
         _routing_section(result, routes),
     ]
+    if result.get("verify"):
+        sections.insert(3, _verify_section(result, command))
     if placement is not None:
         sections.append(_placement_section(placement, fabric, topo))
     if files:
@@ -132,20 +135,22 @@ def _header(result: dict[str, Any]) -> str:
     t, job, best = result["topology"], result["job"], result.get("best")
     if best is None:
         verdict = "No schedule could be proven complete."
-    elif best["name"] == "shift":
-        verdict = f"shift stays: no proven schedule beats it ({_seconds(best['fluid_time_host_links_s'])} lock-step)."
     else:
-        speed = best["speedup_vs_shift"]
+        baseline = best["baseline"]
         predicted = best["predicted_speedup_vs_shift"]
-        verdict = (f"<b>{html.escape(best['name'])}</b>: {_seconds(best['fluid_time_host_links_s'])} lock-step"
-                   + (f", {speed:.2f}× faster than shift" if speed else "")
-                   + f"; predicted {_seconds(best['predicted_time_s'])}"
-                   + (f" ({predicted:.2f}× shift's)" if predicted else "") + ".")
-    lines = "".join(f"<li>{html.escape(line)}</li>" for line in summary_lines(result)[:3])
+        verdict = (f"<b>{html.escape(pick_text(best))}</b>: predicted {format_seconds(best['predicted_time_s'])}"
+                   + (f" ({predicted:.2f}× {html.escape(baseline)}'s speed)" if predicted and best["name"] != baseline
+                      else "")
+                   + f", {best['bound_ratio']:.2f}× the bound — {html.escape(best['reason'])}.")
+        today = today_line(result)
+        if today:
+            verdict += f"<br>{html.escape(today[0].upper() + today[1:])}."
+    lines = "".join(f"<li>{html.escape(line)}</li>" for line in summary_lines(result)[:4])
+    unit = "pair" if job["collective"] == "alltoall" else "block"
     return (f"<h1>netweave plan — {html.escape(t['name'])}</h1>"
             f"<p class='verdict' id='verdict'>{verdict}</p><ul>{lines}</ul>"
-            f"<p class='note'>{job['ranks']} ranks, {_bytes(job['bytes_per_pair'])} per pair; hosts: "
-            f"{html.escape(str(job['hosts']))}.</p>")
+            f"<p class='note'>{job['ranks']} ranks, {job['collective']}, {format_bytes(job['bytes_per_pair'])} per {unit}; "
+            f"hosts: {html.escape(str(job['hosts']))}.</p>")
 
 
 def _fabric_section(result: dict[str, Any], fabric: drawing.Drawing, topo: Topology) -> str:
@@ -159,23 +164,11 @@ def _fabric_section(result: dict[str, Any], fabric: drawing.Drawing, topo: Topol
             + _cmd("netweave topo info topology.json") + "</section>")
 
 
-def _candidate_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
-    rows = []
-    for s in result["schedules"]:
-        verdict = "incomplete" if not s["complete"] else ("contention-free" if s["contention_free"] else "contended")
-        rows.append({"name": s["name"], "verdict": verdict, "lockstep": s["fluid_time_host_links_s"],
-                     "predicted": s["predicted_time_s"], "ratio": s["throughput_ratio"],
-                     "congestion": s["max_congestion"], "size": f"{s['phases']} phases"})
-    for s in result.get("dag_schedules", []):
-        rows.append({"name": s["name"], "verdict": "dag", "lockstep": None, "predicted": s["predicted_time_s"],
-                     "ratio": None, "congestion": None, "size": f"{s['tasks']} tasks"})
-    return rows
-
-
 def _candidates_section(result: dict[str, Any], command: str) -> str:
-    rows = _candidate_rows(result)
+    rows = candidate_rows(result)
     best = (result.get("best") or {}).get("name")
-    shift = next((r["predicted"] for r in rows if r["name"] == "shift"), None)
+    baseline = (result.get("best") or {}).get("baseline", "shift")
+    shift = next((r["predicted"] for r in rows if r["name"] == baseline), None)
     top = max((r["predicted"] for r in rows), default=0) or 1.0
     label_w, bar_w, row_h = 150, 560, 24
     height = row_h * len(rows) + 40
@@ -188,39 +181,97 @@ def _candidates_section(result: dict[str, Any], command: str) -> str:
         bars.append(f"<text x='{label_w - 6}' y='{y + 15}' text-anchor='end' font-size='13' font-weight='{weight}'>"
                     f"{html.escape(r['name'])}</text><rect class='bar' x='{label_w}' y='{y + 3}' width='{w:.1f}' "
                     f"height='{row_h - 8}' fill='{colour}'><title>{html.escape(r['name'])}: predicted "
-                    f"{_seconds(r['predicted'])}</title></rect><text x='{label_w + w + 5:.1f}' y='{y + 15}' "
-                    f"font-size='12'>{_seconds(r['predicted'])}</text>")
+                    f"{format_seconds(r['predicted'])}</title></rect><text x='{label_w + w + 5:.1f}' y='{y + 15}' "
+                    f"font-size='12'>{format_seconds(r['predicted'])}</text>")
         if r["lockstep"] is not None:
             x = label_w + bar_w * r["lockstep"] / top
             bars.append(f"<line x1='{x:.1f}' x2='{x:.1f}' y1='{y + 1}' y2='{y + row_h - 3}' stroke='#000' "
                         "stroke-width='2'/>")
     axis_y = 14 + len(rows) * row_h
+    bound = (result.get("bound") or {}).get("seconds")
+    if bound:
+        x = label_w + bar_w * bound / top
+        bars.append(f"<line id='bound-line' x1='{x:.1f}' x2='{x:.1f}' y1='6' y2='{axis_y}' stroke='#d7191c' "
+                    f"stroke-dasharray='4 3'><title>bottleneck bound {format_seconds(bound)}</title></line>")
     chart = (f"<svg id='candidates-chart' class='chart' width='{label_w + bar_w + 120}' height='{height}' "
              f"xmlns='http://www.w3.org/2000/svg'>{''.join(bars)}<text x='{label_w}' y='{axis_y + 14}' font-size='12' "
-             f"fill='#555'>predicted time (flow simulation); black tick: lock-step time</text></svg>")
+             f"fill='#555'>predicted time (flow simulation); black tick: lock-step time; red dashes: the bottleneck "
+             "bound</text></svg>")
     legend = "<p class='legend note'>" + "".join(
-        f"<span style='background:{c}'></span>{v}" for v, c in _VERDICT_COLOUR.items()) + " (paper 004 DAG)</p>"
-    head = ("<tr><th>schedule</th><th>size</th><th>lock-step</th><th>predicted</th><th>vs shift</th>"
-            "<th>throughput ratio</th><th>max congestion</th><th>verdict</th></tr>")
+        f"<span style='background:{c}'></span>{v}" for v, c in _VERDICT_COLOUR.items()) + \
+        " (dag: paper 004's task DAGs; native: what Open MPI and MPICH run by default)</p>"
+    head = ("<tr><th>schedule</th><th>size</th><th>lock-step</th><th>predicted</th><th>÷ bound</th>"
+            f"<th>vs {html.escape(baseline)}</th><th>throughput ratio</th><th>max congestion</th><th>verdict</th></tr>")
     body = []
     for r in rows:
         vs = f"{shift / r['predicted']:.2f}×" if shift and r["predicted"] else "-"
         mark = " ★" if r["name"] == best else ""
         body.append(f"<tr><td>{html.escape(r['name'])}{mark}</td><td>{r['size']}</td>"
-                    f"<td>{'-' if r['lockstep'] is None else _seconds(r['lockstep'])}</td>"
-                    f"<td>{_seconds(r['predicted'])}</td><td>{vs}</td>"
+                    f"<td>{'-' if r['lockstep'] is None else format_seconds(r['lockstep'])}</td>"
+                    f"<td>{format_seconds(r['predicted'])}</td>"
+                    f"<td>{'-' if r['bound_ratio'] is None else format(r['bound_ratio'], '.2f') + '×'}</td><td>{vs}</td>"
                     f"<td>{'-' if r['ratio'] is None else format(r['ratio'], '.4f')}</td>"
                     f"<td>{'-' if r['congestion'] is None else r['congestion']}</td><td>{r['verdict']}</td></tr>")
     for s in result.get("skipped", []):
-        body.append(f"<tr class='skipped'><td>{html.escape(s['name'])}</td><td colspan='7' style='text-align:left'>"
+        body.append(f"<tr class='skipped'><td>{html.escape(s['name'])}</td><td colspan='8' style='text-align:left'>"
                     f"skipped: {html.escape(s['reason'])}</td></tr>")
     executor = result["prediction"]["executor"]
     return ("<section id='candidates-section'><h2>Candidate schedules</h2>"
-            f"<p>Every all-to-all netweave can build for the job, proven by the exact analysis and timed twice: "
-            f"lock-step (paper 001: phases back to back, each as long as its busiest link needs) and predicted "
-            f"(flow simulation, {executor} executor). ★ marks the best proven schedule.</p>"
+            f"<p>Every {html.escape(result['job']['collective'])} netweave can build for the job, paper 004's task "
+            "DAGs and the algorithm Open MPI and MPICH run by default for this size, each predicted by the flow "
+            f"simulation (phased schedules with the {executor} executor) and set against the bottleneck bound "
+            f"({html.escape((result.get('bound') or {}).get('describe', '-'))}); phased schedules also proven by the exact "
+            "analysis and timed lock-step (paper 001: phases back to back, each as long as its busiest link needs). "
+            f"★ marks the pick: {html.escape((result.get('best') or {}).get('reason', 'none'))}.</p>"
             + chart + legend + f"<table id='candidates-table'>{head}{''.join(body)}</table>"
             + _cmd(command, "netweave plan … --json   # every figure of this table as JSON") + "</section>")
+
+
+def _verify_section(result: dict[str, Any], command: str) -> str:
+    """``--verify``: predicted against measured per candidate, as paired bars and a table, with
+    the verdict on the pick."""
+    rows, summary = result["verify"], result["verify_summary"]
+    top = max([r["predicted_s"] for r in rows] + [r["measured_s"] or 0 for r in rows]) or 1.0
+    label_w, bar_w, row_h = 150, 520, 30
+    parts = []
+    for i, r in enumerate(rows):
+        y = 10 + i * row_h
+        weight = "bold" if r["name"] == summary["pick"] else "normal"
+        parts.append(f"<text x='{label_w - 6}' y='{y + 17}' text-anchor='end' font-size='13' font-weight='{weight}'>"
+                     f"{html.escape(r['name'])}</text>")
+        for j, (key, colour) in enumerate((("predicted_s", "#9ecae1"), ("measured_s", "#08519c"))):
+            value = r[key]
+            if value is None:
+                continue
+            w = max(1.0, bar_w * value / top)
+            parts.append(f"<rect class='bar {key}' x='{label_w}' y='{y + 3 + j * 12}' width='{w:.1f}' height='11' "
+                         f"fill='{colour}'><title>{html.escape(r['name'])}: {key[:-2]} {format_seconds(value)}</title></rect>"
+                         f"<text x='{label_w + w + 4:.1f}' y='{y + 12 + j * 12}' font-size='10'>{format_seconds(value)}</text>")
+    height = 10 + len(rows) * row_h + 24
+    chart = (f"<svg id='verify-chart' class='chart' width='{label_w + bar_w + 110}' height='{height}' "
+             f"xmlns='http://www.w3.org/2000/svg'>{''.join(parts)}<text x='{label_w}' y='{height - 6}' font-size='12' "
+             "fill='#555'>light: predicted; dark: measured on the emulated fabric</text></svg>")
+    body = "".join(
+        f"<tr><td>{html.escape(r['name'])}{' ★' if r['name'] == summary['pick'] else ''}</td><td>{r['kind']}</td>"
+        f"<td>{format_seconds(r['predicted_s'])}</td>"
+        f"<td>{'-' if r['measured_s'] is None else format_seconds(r['measured_s'])}</td>"
+        f"<td>{'-' if r['ratio'] is None else format(r['ratio'], '.2f') + '×'}</td>"
+        f"<td style='text-align:left'>{html.escape(r.get('problem') or '')}</td></tr>" for r in rows)
+    if summary["pick_over_best"] is None:
+        verdict = f"The pick, {html.escape(str(summary['pick']))}, was not measured."
+    else:
+        cls = "ok" if summary["pick_is_best"] else "bad"
+        verdict = (f"<span class='{cls}'>The pick, {html.escape(summary['pick'])}, "
+                   f"{'is' if summary['pick_is_best'] else 'is not'} the measured best</span>: "
+                   f"{html.escape(summary['measured_best'])} measured fastest; the pick took "
+                   f"{summary['pick_over_best']:.2f}× its time.")
+    return ("<section id='verify-section'><h2>Measured on the emulated fabric</h2>"
+            f"<p>{verdict} Links at {summary['scale']:.3g}× their bandwidth, no link latency (predictions made the "
+            "same way); each time is the slowest rank's mean over nwbench's calls, netweave's schedules inside the "
+            "MPI collective through netweave's library under Open MPI.</p>" + chart
+            + "<table id='verify-table'><tr><th>candidate</th><th>kind</th><th>predicted</th><th>measured</th>"
+            f"<th>measured ÷ predicted</th><th></th></tr>{body}</table>"
+            + _cmd(command if "--verify" in command else command + " --verify") + "</section>")
 
 
 def _heat_section(result: dict[str, Any], fabric: drawing.Drawing, routes: RoutingTable,

@@ -11,14 +11,19 @@ from typing import Optional
 import typer
 
 from netweave import plan as plan_mod
-from netweave import report, report_html, routing, topology
+from netweave import plan_verify, report, report_html, topology
 from netweave.cli.common import UserError, progress
 
 
 def plan_cmd(
     topology_file: Optional[Path] = typer.Argument(None, help="Topology file; default: the built-in LSFT of order 3 (52 servers)."),
-    bytes_per_pair: int = typer.Option(plan_mod.DEFAULT_BYTES, "--bytes", min=1, max=2**63, help="Bytes each rank sends to each other rank."),
-    engine: Optional[str] = typer.Option(None, "--engine", help="Routing engine (default: the deadlock-free engine suited to the topology)."),
+    bytes_per_pair: int = typer.Option(plan_mod.DEFAULT_BYTES, "--bytes", min=1, max=2**63, help="Bytes each rank sends to each other rank (all-to-all), or each rank's block (allgather, gather)."),
+    collective: str = typer.Option("alltoall", "--collective", help="The collective to plan: alltoall, allgather or gather."),
+    root: int = typer.Option(0, "--root", min=0, help="Root rank of --collective gather."),
+    engine: Optional[str] = typer.Option(None, "--engine", help="Routing engine (default: the deadlock-free engine suited to the topology, or up*/down* in one lane when it is minimal and as fast)."),
+    calibration: Optional[Path] = typer.Option(None, "--calibration", help="The fabric's flow-model parameters (netweave emulate calibrate); every prediction uses them."),
+    verify: bool = typer.Option(False, "--verify", help="Also measure the best three, Concurrent and the native Open MPI and MPICH on the emulated fabric (root; at most 64 hosts) and set each measured time beside its prediction."),
+    verify_scale: Optional[float] = typer.Option(None, "--verify-scale", help="Link scale of the --verify fabric (default: what this machine forwards)."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
     out: Optional[Path] = typer.Option(None, "--out", help="Also write the report here: index.html (a page with the fabric, heat maps, charts and the commands behind them), report.json, report.md, phases.csv, topology.json; and what to deploy (routes, OpenSM tables, the chosen schedule, rank maps; README.md says which command uses each)."),
     hosts: Optional[str] = typer.Option(None, "--hosts", help="Hosts of the job: 'all', '0-15,20', 'leaf:0-3' (fat-trees: whole leaves, or an LSFT sub-cluster)."),
@@ -29,21 +34,41 @@ def plan_cmd(
     map_evals: Optional[int] = typer.Option(None, "--map-evals", min=1, help="Evaluation budget for --pattern instead of time (same placement on every run)."),
     map_seed: int = typer.Option(0, "--map-seed", min=0, max=2**63 - 1, help="Seed for the --pattern rank placement."),
 ) -> None:
-    """Route the fabric, prove and measure every all-to-all schedule for all hosts, and show the
-    best against shift; with --pattern, also place the ranks for that traffic."""
+    """Route the fabric, predict every schedule for the job — netweave's, paper 004's DAGs and
+    what Open MPI and MPICH run by default — beside the bottleneck bound, and pick the best;
+    with --verify, measure them on the emulated fabric; with --pattern, also place the ranks."""
     if pattern is not None and hosts not in (None, "all"):
         raise UserError("--pattern places ranks over every host of the topology; it cannot be combined with --hosts")
+    if collective not in plan_mod.COLLECTIVES:
+        raise UserError(f"--collective {collective}: plan makes {', '.join(plan_mod.COLLECTIVES)}")
+    if root and collective != "gather":
+        raise UserError("--root belongs to --collective gather")
+    if verify_scale is not None and not verify:
+        raise UserError("--verify-scale belongs to --verify")
+    if calibration is not None and not calibration.is_file():
+        raise UserError(f"--calibration {calibration}: no such file")
     topo = topology.load(topology_file) if topology_file is not None else topology.example_cluster()
+    if verify:
+        # Before any work and before any file: a plan that cannot be verified here writes nothing.
+        plan_verify.check_can_verify(topo, len(plan_mod.job_hosts(topo, hosts, order, seed)))
     with progress("routing", silent=as_json) as steps:
         steps.note("routing")
-        routes = routing.route(topo, engine or routing.default_engine(topo))
+        routes, why = plan_mod.routing_for(topo, engine, bytes_per_pair, hosts, order, seed, calibration)
         steps.note("building the candidate schedules")
-        built = plan_mod.candidates(topo, bytes_per_pair, hosts, order, seed)
-        # Routing, building, analysis and simulation of each candidate, then paper 004's DAG
-        # and its baseline (scheduled, and both simulated) on whole fabrics.
-        steps.update(total=2 + 2 * sum(c.schedule is not None for c in built) + (3 if hosts is None else 0))
+        built = plan_mod.candidates(topo, bytes_per_pair, hosts, order, seed, collective=collective, root=root)
+        # Routing, building, analysis and simulation of each candidate, the native MPIs, then
+        # paper 004's DAG and its baseline (scheduled, and both simulated) on whole fabrics.
+        steps.update(total=2 + 2 * sum(c.schedule is not None for c in built) + len(plan_mod.NATIVE_LIBRARIES)
+                     + (3 if hosts is None else 0))
         result = plan_mod.plan(topo, bytes_per_pair, engine, progress=steps.note, hosts=hosts, order=order, seed=seed,
-                               routes=routes, built=built)
+                               routes=routes, built=built, collective=collective, root=root, calibration=calibration,
+                               routing_note=why)
+    if verify:
+        with progress("verifying on the emulated fabric", silent=as_json) as steps:
+            rows, summary = plan_verify.verify(topo, routes, result, built, hosts, order, seed, verify_scale,
+                                               calibration=calibration, progress=steps.note)
+        result["verify"] = rows
+        result["verify_summary"] = summary
     placement = None
     if pattern is not None:
         with progress(f"placing ranks for {pattern}", silent=as_json):
