@@ -231,6 +231,10 @@ def optimize(
     """
     rank, size = (comm.Get_rank(), comm.Get_size()) if comm is not None else (0, 1)
     total = replicas * size
+    if evaluations is not None:
+        # A round is `sweep` moves on every chain: a budget smaller than one round gets shorter
+        # rounds, so it runs at most one move per chain more than asked, not thousands more.
+        sweep = max(1, min(sweep, -(-evaluations // total)))
     ladder = [t_min * (t_max / t_min) ** (i / max(total - 1, 1)) for i in np.arange(total)]
     ann = Annealer(net, pattern, _placement(start), cost, range, num_swaps, replicas, t_min, t_max, sweep,
                    seed * 1_000_003 + rank)

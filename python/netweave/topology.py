@@ -93,20 +93,52 @@ def load(path: str | Path, format: str | None = None) -> Topology:
     """Read a topology file; the format comes from the extension unless given."""
     path = Path(path)
     fmt = format or _core.format_from_path(str(path))
-    try:
-        text = path.read_text()
-    except UnicodeDecodeError:
-        raise _core.NetweaveError(f"{path} is not a text file") from None
-    return _core.read_topology(text, fmt)
+    # Size-limited, and bad bytes named by offset: the file may be anything (/dev/zero included).
+    return _core.read_topology(_core.read_text_file(str(path)), fmt)
 
 
-def save(topo: Topology, path: str | Path, format: str | None = None) -> Path:
+def save(topo: Topology, path: str | Path, format: str | None = None, lossy: bool = False) -> Path:
     """Write a topology file atomically (:mod:`netweave.files`); the format comes from the
-    extension unless given."""
+    extension unless given.
+
+    A format that cannot hold the topology's link values (ibnet has IB rates only and no
+    latency; anynet and dot keep less) is refused with what would be lost, unless `lossy`."""
     path = Path(path)
     fmt = format or _core.format_from_path(str(path))
     files.check_file(path)
-    return files.write_text(path, topo.to_text(fmt))
+    text = topo.to_text(fmt)
+    if not lossy:
+        lost = lost_in(topo, text, fmt)
+        if lost:
+            raise _core.NetweaveError(f"{path}: the {fmt} format cannot hold {'; '.join(lost)} "
+                                      "(write .json to keep them; `netweave topo convert --lossy` converts anyway)")
+    return files.write_text(path, text)
+
+
+def lost_in(topo: Topology, text: str, fmt: str) -> list[str]:
+    """What `topo` written as `text` in format `fmt` no longer says when read back: node and
+    link counts, link bandwidths and latencies, each as one phrase (empty: nothing lost)."""
+    back = _core.read_topology(text, fmt)
+    lost = []
+    if (back.num_hosts, back.num_switches, back.num_links) != (topo.num_hosts, topo.num_switches, topo.num_links):
+        lost.append(f"its shape ({topo.num_hosts} hosts, {topo.num_switches} switches, {topo.num_links} links "
+                    f"read back as {back.num_hosts}, {back.num_switches}, {back.num_links})")
+        return lost
+    mine, theirs = topo.link_specs(), back.link_specs()
+    for column, what, unit in ((0, "bandwidth", "Gbit/s"), (1, "latency", "ns")):
+        before, after = sorted(mine[:, column].tolist()), sorted(theirs[:, column].tolist())
+        if before != after:
+            changed = sum(1 for a, b in zip(mine[:, column].tolist(), theirs[:, column].tolist()) if a != b)
+            lost.append(f"the link {what} ({max(changed, 1)} of {topo.num_links} links: {_values(before)} {unit} "
+                        f"read back as {_values(after)} {unit})")
+    return lost
+
+
+def _values(values: list[float]) -> str:
+    """Distinct values, shortest form, a few at most: ``1, 10``."""
+    distinct = sorted(set(values))
+    shown = ", ".join(f"{v:g}" for v in distinct[:4])
+    return shown + (f" and {len(distinct) - 4} more" if len(distinct) > 4 else "")
 
 
 def info(topo: Topology) -> dict[str, Any]:

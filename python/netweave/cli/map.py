@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Optional
 
 import typer
 
-from netweave import mapping, routing, topology
+from netweave import _core, files, mapping, routing, topology
 from netweave.cli.common import UserError, progress, working
 
 
@@ -46,7 +47,7 @@ def map_cmd(
     fmt: str = typer.Option("rankfile", "--format", help="Map file format: " + ", ".join(mapping.FORMATS) + " (Open MPI, Fujitsu, Cray MPICH_RANK_ORDER, netweave)."),
     cost: str = typer.Option("rmatt", "--cost", help="Objective: rmatt (hops x max-link), hop-bytes, max-link, step-max-link (sum of each step's busiest link), or a weighted sum like 'hop-bytes+1e3*max-link'."),
     seconds: float = typer.Option(60.0, "--time", min=0.0, help="Time budget in seconds."),
-    evaluations: Optional[int] = typer.Option(None, "--evals", min=1, help="Evaluation budget instead of time (reproducible)."),
+    evaluations: Optional[int] = typer.Option(None, "--evals", min=1, help="Evaluation budget instead of time (reproducible; rounded up to one move per tempering chain)."),
     target: Optional[float] = typer.Option(None, "--target", help="Stop once the cost is at or below this."),
     stall: Optional[float] = typer.Option(None, "--stall", min=0.0, help="Stop after this many seconds without improvement."),
     seed: int = typer.Option(0, "--seed", min=0, max=2**63 - 1, help="Seed for every random choice."),
@@ -66,6 +67,15 @@ def map_cmd(
     mapping.objective_value(cost, {"hop_bytes": 0, "max_link": 0, "rmatt": 0})  # refuse a bad --cost early
     if fmt not in mapping.FORMATS:
         raise UserError(f"unknown --format '{fmt}' (use {', '.join(mapping.FORMATS)})")
+    # Every budget must be a finite number: `--time inf` would never stop, and a NaN
+    # comparison never holds, so `--target nan` or `--stall nan` would silently do nothing.
+    for option, value in (("--time", seconds), ("--target", target), ("--stall", stall)):
+        if value is not None and not math.isfinite(value):
+            raise UserError(f"{option} {value}: give a finite number")
+    if output is not None:
+        files.check_file(output)
+    if plots is not None:
+        files.check_dir(plots, ["cost_vs_time.png", "link_load_histogram.png"])
     comm = None
     if mpi:
         try:
@@ -78,7 +88,7 @@ def map_cmd(
     pattern = mapping.load_pattern(pattern_arg, num_ranks)
     names = None
     if hostnames is not None:
-        names = [line.strip() for line in hostnames.read_text().splitlines() if line.strip()]
+        names = [line.strip() for line in _core.read_text_file(hostnames).splitlines() if line.strip()]
     with working("routing", as_json or not root):
         net = _network(topo, routes_arg, ranks_per_host)
     if shape is not None:
@@ -114,7 +124,7 @@ def map_cmd(
     if output is not None:
         mapping.write_map(net, result.host_of_rank, output, fmt, names, meta)
     if plots is not None:
-        plots.mkdir(parents=True, exist_ok=True)
+        files.ensure_dir(plots)
         mapping.plot_trace({"netweave map": result.trace}, plots / "cost_vs_time.png")
         mapping.plot_link_histogram(
             {"identity": mapping.channel_loads(net, pattern, mapping.baseline(net, pattern, "identity")),

@@ -6,13 +6,14 @@ One command per paper; each writes CSV files, PNG plots and a Markdown summary i
 from __future__ import annotations
 
 import json
+import math
 import time
 from pathlib import Path
 from typing import Optional
 
 import typer
 
-from netweave import report_html
+from netweave import files, report_html
 from netweave.cli.common import JsonOpt, UserError, progress
 
 app = typer.Typer(
@@ -21,9 +22,11 @@ app = typer.Typer(
 )
 
 
-def _check_out(out: Path) -> None:
-    if out.exists() and not out.is_dir():
-        raise UserError(f"--out {out} exists and is not a directory")
+def _check_out(out: Path, names: tuple[str, ...] = ()) -> None:
+    """Refuse an output directory its files cannot go into before any work starts (the runs
+    take seconds to hours): a file in its place, a missing parent (without --mkdir), a
+    directory where one of its files goes."""
+    files.check_dir(out, ("index.html", *names))
 
 
 def _reproduce(label: str, out: Path, run, as_json: bool, json_view=lambda result: result) -> Optional[dict]:
@@ -51,7 +54,7 @@ def _pages(out: Path, since: float, label: str) -> list[Path]:
         if md.stat().st_mtime < since - 1 or not md.stem.startswith(("summary", "results")):
             continue
         page = out / ("index" + md.stem.removeprefix("summary").removeprefix("results") + ".html")
-        page.write_text(report_html.markdown_page(md.read_text(), out, f"netweave reproduce: {label}"))
+        files.write_text(page, report_html.markdown_page(md.read_text(), out, f"netweave reproduce: {label}"))
         pages.append(page)
     return pages
 
@@ -157,7 +160,9 @@ def rmatt_cmd(
     bit-reversal and the optimised map (Σhops, hop-bytes, max_link, cost, simulated time when available)."""
     from netweave.reproduce import rmatt
 
-    _check_out(out)
+    if not math.isfinite(seconds):
+        raise UserError(f"--time {seconds}: give a finite number of seconds")
+    _check_out(out, ("results.json", "results.md", "cost_vs_time.png", "link_load_histogram.png"))
     result = _reproduce("paper 003", out, lambda progress: rmatt.run(out, seconds=seconds, seed=seed, size=size,
                                                                      replicas=replicas, progress=progress), False)
     print(rmatt.table(result), end="")

@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 from pathlib import Path
 from typing import Optional
 
 import typer
 
-from netweave import flowsim, routing, runtime, topology
+from netweave import files, flowsim, routing, runtime, topology
 from netweave.cli.common import JsonOpt, UserError, working
 
 
 def run_cmd(
     schedule_file: Path = typer.Argument(..., help="Schedule file: a task DAG or a phased schedule (.json or .nws)."),
-    seed: int = typer.Option(0, "--seed", min=0, help="Seed of the payload every receiver verifies."),
+    seed: int = typer.Option(0, "--seed", min=0, max=2**64 - 1, help="Seed of the payload every receiver verifies."),
     fragment: int = typer.Option(runtime.DEFAULT_FRAGMENT, "--fragment", help="Bytes per fragment (relays forward fragment by fragment)."),
     timeout: float = typer.Option(runtime.DEFAULT_TIMEOUT, "--timeout", help="Seconds a process waits with nothing moving before it fails."),
     fault: Optional[str] = typer.Option(None, "--fault", help="Inject a fault: crash:RANK[:K] or hang:RANK[:K] (before that rank's K-th send)."),
@@ -30,17 +31,26 @@ def run_cmd(
     silent process makes every other fail within --timeout, with the reason. Exit status 1
     when the run failed.
     """
-    if not schedule_file.exists():
-        raise UserError(f"{schedule_file}: no such schedule file")
-    if timeout <= 0:
-        raise UserError("--timeout must be positive")
+    if not math.isfinite(timeout) or timeout <= 0:
+        raise UserError(f"--timeout {timeout}: give a positive, finite number of seconds")
+    if fragment < 4096 or fragment % 8:
+        raise UserError(f"--fragment {fragment}: give a multiple of 8 bytes, at least 4096")
+    if out is not None:
+        files.check_dir(out, ["result.json", "tasks.csv", "schedule.nws", "peers.txt"])
     graph = runtime.as_task_graph(flowsim.load_workload(schedule_file))
+    if graph.num_ranks == 0 or graph.num_tasks == 0:
+        raise UserError(f"{schedule_file}: the schedule has {graph.num_ranks} ranks and {graph.num_tasks} tasks: "
+                        "nothing to run")
+    if fault is not None:
+        _check_fault(fault, graph)
     prediction = None
     if predict_on is not None:
         topo = topology.load(predict_on)
         with working("predicting with the flow simulator", as_json):
             routes = routing.route(topo, routing.default_engine(topo))
             prediction = flowsim.simulate(routes, graph, executor="dag")["makespan_s"]
+    if out is not None:
+        files.ensure_dir(out)
     with working(f"running {graph.name} on {graph.num_ranks} processes", as_json):
         result = runtime.run_local(graph, seed=seed, fragment=fragment, timeout=timeout, fault=fault, work_dir=out)
     result["predicted_makespan_s"] = prediction
@@ -55,9 +65,25 @@ def run_cmd(
         raise typer.Exit(1)
 
 
+def _check_fault(fault: str, graph) -> None:
+    """Refuse a fault that names no rank of the schedule or a send its rank never makes: it
+    would never fire, and the run would pass as if it had been tested."""
+    try:
+        kind, rank, before = runtime.parse_fault(fault)
+    except ValueError:
+        raise UserError(f"--fault '{fault}': want crash:RANK[:K] or hang:RANK[:K]") from None
+    if rank >= graph.num_ranks:
+        raise UserError(f"--fault '{fault}': rank {rank} is not in the schedule (ranks 0..{graph.num_ranks - 1})")
+    sends = sum(1 for task in graph.tasks() if task[0] == rank)
+    if before >= sends:
+        raise UserError(f"--fault '{fault}': rank {rank} makes {sends} sends (K is 0..{sends - 1}), "
+                        f"so the fault would never fire" if sends else
+                        f"--fault '{fault}': rank {rank} sends nothing, so the fault would never fire")
+
+
 def _save(result: dict, out: Path) -> None:
-    (out / "result.json").write_text(json.dumps(result, indent=1, sort_keys=True))
-    with open(out / "tasks.csv", "w", newline="") as f:
+    files.write_text(out / "result.json", json.dumps(result, indent=1, sort_keys=True))
+    with files.open_atomic(out / "tasks.csv", "w", newline="") as f:
         w = csv.writer(f)
         keys = ["task", "src", "dst", "bytes", "start_s", "sent_s", "first_s", "last_s"]
         w.writerow(keys)

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Optional
 
 import typer
 
-from netweave import topology
+from netweave import _core, files, topology
 from netweave._core import Topology
-from netweave.cli.common import JsonOpt, UserError, working
+from netweave.cli.common import JsonOpt, UserError, err_console, working
 
 app = typer.Typer(help="Build, inspect and convert topologies.", no_args_is_help=True)
 
@@ -24,6 +25,10 @@ LatencyOpt = typer.Option(None, "--latency", help="Set every link's latency, ns.
 
 def _emit(topo: Topology, output: Optional[Path], bandwidth: Optional[float], latency: Optional[float], as_json: bool = False) -> None:
     """Apply link overrides, then write `topo` to `output` or describe it on stdout."""
+    if bandwidth is not None and not (math.isfinite(bandwidth) and bandwidth > 0):
+        raise UserError(f"--bandwidth {bandwidth}: give a positive, finite number of Gbit/s")
+    if latency is not None and not (math.isfinite(latency) and latency >= 0):
+        raise UserError(f"--latency {latency}: give a finite number of ns, at least 0")
     if bandwidth is not None or latency is not None:
         specs = topo.link_specs()
         bw = bandwidth if bandwidth is not None else (float(specs[0][0]) if len(specs) else 100.0)
@@ -231,10 +236,22 @@ def topo_convert(
     dst: Path = typer.Argument(..., help="Output file."),
     from_fmt: Optional[str] = typer.Option(None, "--from", help="Input format (default: by extension)."),
     to_fmt: Optional[str] = typer.Option(None, "--to", help="Output format (default: by extension)."),
+    lossy: bool = typer.Option(False, "--lossy", help="Write even when the output format cannot hold every link's "
+                               "bandwidth or latency (ibnet: IB rates only, no latency); says what was lost."),
 ) -> None:
-    """Convert between topology formats: json, ibnet (ibnetdiscover / ibsim), anynet (BookSim), dot."""
+    """Convert between topology formats: json, ibnet (ibnetdiscover / ibsim), anynet (BookSim), dot.
+
+    A conversion that would change what the fabric says (a 1 Gbit/s link has no IB rate) is
+    refused, naming what would be lost, unless --lossy."""
+    files.check_file(dst)
     topo = topology.load(src, from_fmt)
-    topology.save(topo, dst, to_fmt)
+    fmt = to_fmt or _core.format_from_path(str(dst))
+    lost = topology.lost_in(topo, topo.to_text(fmt), fmt)
+    if lost and not lossy:
+        raise UserError(f"{dst}: the {fmt} format cannot hold {'; '.join(lost)} (write .json to keep them, or pass --lossy)")
+    topology.save(topo, dst, fmt, lossy=True)
+    if lost:
+        err_console.file.write(f"warning: {dst}: lost {'; '.join(lost)}\n")
     print(f"wrote {dst}: {topo.num_hosts} hosts, {topo.num_switches} switches, {topo.num_links} links")
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from netweave import analysis, routing, topology, traffic
+from netweave.files import ensure_dir, open_atomic, savefig, write_text
 
 #: Bytes per message; the fluid time in message units does not depend on it.
 BYTES = 1 << 20
@@ -80,7 +81,7 @@ def _exact(x: float) -> Optional[int]:
 def run(out_dir: Path, sides: tuple[int, ...] = SIDES, progress: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
     """Compute the fluid times for every side in `sides`, write the files, return the figures."""
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    ensure_dir(out_dir)
     rows: list[dict[str, Any]] = []
     for k in sides:
         theory = table1(k)
@@ -121,7 +122,7 @@ def run(out_dir: Path, sides: tuple[int, ...] = SIDES, progress: Callable[[str],
         "rows": rows,
         "files": files,
     }
-    (out_dir / "result.json").write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
+    write_text(out_dir / "result.json", json.dumps(result, indent=2, sort_keys=True) + "\n")
     files.append("result.json")
     return result
 
@@ -133,14 +134,14 @@ def _fmt(x: float) -> str:
 
 def _write(out: Path, sides: tuple[int, ...], rows: list[dict[str, Any]]) -> list[str]:
     files = []
-    with open(out / "a2at_fluid.csv", "w", newline="") as f:
+    with open_atomic(out / "a2at_fluid.csv", "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
         w.writeheader()
         w.writerows(rows)
     files.append("a2at_fluid.csv")
     cell = {(r["k"], r["column"]): r for r in rows}
     # The T4 table, wide: ours and Table 1's bound side by side.
-    with open(out / "table_t4.csv", "w", newline="") as f:
+    with open_atomic(out / "table_t4.csv", "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["k"] + [c for c, *_ in T4_COLUMNS] + ["TV_NCT1", "LB_Mesh", "TV_NCT2", "LB_Torus"])
         for k in sides:
@@ -186,7 +187,7 @@ def _write(out: Path, sides: tuple[int, ...], rows: list[dict[str, Any]]) -> lis
         lines.append(f"| {k} | " + " | ".join(cells) + " |")
     t4 = [r for r in rows if r["algorithm"] == "a2at"]
     lines += ["", f"T4 cells reached exactly: {sum(r['reached_exactly'] for r in t4)} / {len(t4)}.", ""]
-    (out / "summary.md").write_text("\n".join(lines))
+    write_text(out / "summary.md", "\n".join(lines))
     files.append("summary.md")
     return files
 
@@ -211,6 +212,6 @@ def _plot(out: Path, sides: tuple[int, ...], cell: dict) -> str:
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(out / "a2at_fluid.png", dpi=120)
+    savefig(fig, out / "a2at_fluid.png", dpi=120)
     plt.close(fig)
     return "a2at_fluid.png"

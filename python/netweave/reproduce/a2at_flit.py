@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from netweave import flitsim, parallel, routing, topology, traffic
+from netweave.files import ensure_dir, open_atomic, savefig, write_text
 from netweave.reproduce.a2at import table1
 
 #: Flits per message (one packet), as in the paper's BookSim runs.
@@ -137,7 +138,7 @@ def run(out_dir: Path, sides: tuple[int, ...] = (5, 7, 9), progress: Callable[[s
     """Run every case for every side (in `workers` threads, or over the processes of an MPI
     job when started by ``mpirun``: :mod:`netweave.parallel`), write the files, return the figures."""
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    ensure_dir(out_dir)
     jobs = [(k, case) for k in sides for case in CASES] + [(k, case) for k in e4_sides(sides) for case in e4_cases()]
 
     def done(i: int) -> None:
@@ -147,7 +148,7 @@ def run(out_dir: Path, sides: tuple[int, ...] = (5, 7, 9), progress: Callable[[s
     rows = parallel.run_all(case_row, jobs, on_done=done, threads=workers)
     files = _write(out_dir, sides, rows)
     result = {"sides": list(sides), "figures": _figures(rows), "e4": _e4_figures(rows), "rows": rows, "files": files}
-    (out_dir / "result_flit.json").write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
+    write_text(out_dir / "result_flit.json", json.dumps(result, indent=2, sort_keys=True) + "\n")
     files.append("result_flit.json")
     return result
 
@@ -212,7 +213,7 @@ def _e4_figures(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 
 def _write(out: Path, sides: tuple[int, ...], rows: list[dict[str, Any]]) -> list[str]:
-    with open(out / "a2at_flit.csv", "w", newline="") as f:
+    with open_atomic(out / "a2at_flit.csv", "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
         w.writeheader()
         w.writerows(rows)
@@ -290,7 +291,7 @@ def _write(out: Path, sides: tuple[int, ...], rows: list[dict[str, Any]]) -> lis
         "which is the likeliest difference.",
         "",
     ]
-    (out / "summary_flit.md").write_text("\n".join(lines))
+    write_text(out / "summary_flit.md", "\n".join(lines))
     files.append("summary_flit.md")
     return files
 
@@ -334,6 +335,6 @@ def _plot(out: Path, sides: tuple[int, ...], rows: list[dict[str, Any]]) -> str:
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(out / "a2at_flit.png", dpi=120)
+    savefig(fig, out / "a2at_flit.png", dpi=120)
     plt.close(fig)
     return "a2at_flit.png"

@@ -27,6 +27,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from netweave import routing, topology, traffic
+from netweave.files import ensure_dir, open_atomic, savefig, write_text
 
 #: Bytes per message. Ratios do not depend on it.
 BYTES = 1 << 20
@@ -134,7 +135,7 @@ def tables_1_to_3(out: Path) -> dict[str, Any]:
     """Tables 1–3 from the real schedule generator, cell by cell against the paper."""
     ours1 = traffic.lsft_vector_table(3, 2, 2)
     t1_match = sum(a == b for row_o, row_p in zip(ours1, PAPER_TABLE1) for a, b in zip(row_o, row_p))
-    with open(out / "table1_vector_table.csv", "w", newline="") as f:
+    with open_atomic(out / "table1_vector_table.csv", "w", newline="") as f:
         w = csv.writer(f, lineterminator="\n")
         w.writerow(["phase_group", "id0_ours", "id0_paper", "id1_ours", "id1_paper"])
         for g, (ro, rp) in enumerate(zip(ours1, PAPER_TABLE1)):
@@ -152,14 +153,14 @@ def tables_1_to_3(out: Path) -> dict[str, Any]:
         ours = [list(r) for r in next(iter(per_group))]
         t2[m] = {"ours": ours, "paper": PAPER_TABLE2[m], "match": len(per_group) == 1 and ours == PAPER_TABLE2[m]}
         rows2 += [[m, j, i, ours[j][i], PAPER_TABLE2[m][j][i]] for j in range(m) for i in range(m)]
-    with open(out / "table2_local_ids.csv", "w", newline="") as f:
+    with open_atomic(out / "table2_local_ids.csv", "w", newline="") as f:
         w = csv.writer(f, lineterminator="\n")
         w.writerow(["m", "comm", "phase", "dest_local_id_ours", "dest_local_id_paper"])
         w.writerows(rows2)
 
     paper3 = np.array(PAPER_TABLE3)
     t3: dict[str, Any] = {}
-    with open(out / "table3_destinations.csv", "w", newline="") as f:
+    with open_atomic(out / "table3_destinations.csv", "w", newline="") as f:
         w = csv.writer(f, lineterminator="\n")
         w.writerow(["rule", "group", "phase"] + [f"s{s}" for s in range(12)])
         for s_row, row in enumerate(paper3):
@@ -284,7 +285,7 @@ def _write_rows(path: Path, rows: list[dict[str, Any]]) -> None:
     keys: list[str] = []
     for r in rows:
         keys += [k for k in r if k not in keys]
-    with open(path, "w", newline="") as f:
+    with open_atomic(path, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=keys, lineterminator="\n")
         w.writeheader()
         for r in rows:
@@ -303,7 +304,7 @@ def _pyplot():
 
 def _save(fig, path: Path) -> None:
     # No timestamp in the PNG metadata: same inputs, same bytes.
-    fig.savefig(path, metadata={"Software": None}, bbox_inches="tight")
+    savefig(fig, path, metadata={"Software": None}, bbox_inches="tight")
 
 
 def _plot_fig17(path: Path, rows: list[dict[str, Any]]) -> None:
@@ -475,20 +476,20 @@ def run(out_dir: Path | str, quick: bool = False, progress: Optional[Progress] =
 
     `quick` evaluates Fig. 18 on L1–L3 only (seconds instead of a minute or two)."""
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    ensure_dir(out)
     say = progress or (lambda _msg: None)
     say("Tables 1-3")
     t13 = tables_1_to_3(out)
     say("Fig. 17 (S1-S3, S1'-S3')")
     f17 = fig17(out)
     t5 = table5()
-    with open(out / "table5_configs.json", "w") as f:
+    with open_atomic(out / "table5_configs.json", "w") as f:
         json.dump(t5, f, indent=2, ensure_ascii=False)
         f.write("\n")
     configs = QUICK_CONFIGS if quick else tuple(PAPER_TABLE5)
     f18 = fig18(out, configs, say)
     _plot_erratum(out / "erratum_move_rule.png", f18)
-    (out / "summary.md").write_text(_markdown(t13, f17, t5, f18, quick))
+    write_text(out / "summary.md", _markdown(t13, f17, t5, f18, quick))
     l6 = next((r for r in f18 if (r["config"], r["fraction"]) == ("L6", "full")), None)
     return {
         "out": str(out),

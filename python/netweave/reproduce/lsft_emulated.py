@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from netweave import emulate, flowsim, mpi, routing, topology, traffic
+from netweave.files import ensure_dir, write_text
 from netweave.reproduce.ethernet import write_csv
 from netweave.reproduce.lsft import PAPER_LIMIT_MIBS, PAPER_REAL_SHIFT_MIBS
 
@@ -112,7 +113,7 @@ def run(out_dir: Path, quick: bool = False, progress: Callable[[str], None] | No
     note = progress or (lambda _msg: None)
     emulate.require_root()
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    ensure_dir(out)
     rows: list[dict[str, Any]] = []
     for name, order, k, m in CONFIGS:
         if quick and name not in QUICK_CONFIGS:
@@ -120,8 +121,8 @@ def run(out_dir: Path, quick: bool = False, progress: Callable[[str], None] | No
         rows += run_config(name, order, k, m, QUICK_BYTES if quick else BYTES, out, note)
     result = {"quick": quick, "rows": rows, "headline": headline(rows)}
     files = [write_csv(out / "emulated_lsft.csv", rows)]
-    (out / "summary_emulated.md").write_text(summary(result))
-    (out / "results_emulated.json").write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
+    write_text(out / "summary_emulated.md", summary(result))
+    write_text(out / "results_emulated.json", json.dumps(result, indent=1, sort_keys=True) + "\n")
     result["files"] = [str(p) for p in files + [out / "summary_emulated.md", out / "results_emulated.json"]]
     return result
 

@@ -26,6 +26,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from netweave import flowsim, mapping, routing, topology, traffic
+from netweave.files import ensure_dir, write_text
 
 #: Extraction §10 reference values (identity and bit-reversal, ties to +).
 REFERENCE = {
@@ -113,7 +114,7 @@ def run(out: Path, seconds: float = 60.0, seed: int = 0, size: int = 16, replica
     `progress` hears of each step."""
     note = progress or (lambda _msg: None)
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    ensure_dir(out)
     topo = topology.torus([size, size, size])
     # Dimension-order routes computed from coordinates (the lattice route source): no table.
     net = mapping.network(topo, "dor:low-port")
@@ -167,8 +168,8 @@ def run(out: Path, seconds: float = 60.0, seed: int = 0, size: int = 16, replica
         "injection_bound_ms": injection_bound_ms(n),
         "trace": res.trace,
     }
-    (out / "results.json").write_text(json.dumps(result, indent=1) + "\n")
-    (out / "results.md").write_text(table(result))
+    write_text(out / "results.json", json.dumps(result, indent=1) + "\n")
+    write_text(out / "results.md", table(result))
     mapping.write_map(net, res.host_of_rank, out / "rmatt.rankfile", "rankfile")
     mapping.write_map(net, res.host_of_rank, out / "rmatt.vcoord", "vcoord")
     mapping.plot_trace({"from BISEM": from_bisem.trace}, out / "cost_vs_time.png",

@@ -52,6 +52,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from netweave import _core, flitsim, parallel, routing, topology, traffic
+from netweave.files import ensure_dir, open_atomic, savefig, write_text
 
 #: Bytes per flit and header+tail flits per packet (RHiNET-2).
 FLIT_BYTES = 8
@@ -336,7 +337,7 @@ def run(out_dir: Path, quick: bool = False, progress: Callable[[str], None] = la
     """Run everything (``quick``: fewer sizes, routings and visiting lists), write the CSV
     files, PNG plots and ``summary.md`` into `out_dir`, return the headline figures."""
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    ensure_dir(out_dir)
     progress("choosing the A/B stand-ins")
     ab = pick_ab(SEED_RANGE)
     topos = build_topologies(ab)
@@ -384,7 +385,7 @@ def run(out_dir: Path, quick: bool = False, progress: Callable[[str], None] = la
     files = _write(out_dir, ab, hop_stats, bw_rows, hop_rows, bar_rows, figures, topo_names, sizes, quick)
     result = {"quick": quick, "ab": ab, "figures": figures, "files": files,
               "barrier_ordered": all(r["ordered"] for r in bar_rows)}
-    (out_dir / "result.json").write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
+    write_text(out_dir / "result.json", json.dumps(result, indent=2, sort_keys=True) + "\n")
     files.append("result.json")
     return result
 
@@ -461,7 +462,7 @@ def _write(out, ab, hop_stats, bw_rows, hop_rows, bar_rows, fig, topo_names, siz
     files = []
     for name, rows in (("routes.csv", hop_stats), ("bandwidth.csv", bw_rows), ("hops.csv", hop_rows),
                        ("barrier.csv", bar_rows)):
-        with open(out / name, "w", newline="") as f:
+        with open_atomic(out / name, "w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
             w.writeheader()
             w.writerows(rows)
@@ -581,7 +582,7 @@ def _summary(out, ab, hop_stats, fig, hop_rows, topo_names, sizes, quick) -> str
           "software; our network-only model has no such overhead, so only orderings and signs compare.",
           "Files: `bandwidth.csv`, `routes.csv`, `hops.csv`, `barrier.csv`, `bandwidth_<topology>.png`",
           "(Figs. 4–7), `selection.png` (Fig. 9), `hops.png` (Figs. 8 and 10).", ""]
-    (out / "summary.md").write_text("\n".join(L))
+    write_text(out / "summary.md", "\n".join(L))
     return "summary.md"
 
 
@@ -608,7 +609,7 @@ def _plot(out, bw_rows, hop_rows, topo_names) -> list[str]:
         axes[0].legend(fontsize=7)
         fig.tight_layout()
         name = f"bandwidth_{tn}.png"
-        fig.savefig(out / name, dpi=110)
+        savefig(fig, out / name, dpi=110)
         plt.close(fig)
         files.append(name)
 
@@ -628,7 +629,7 @@ def _plot(out, bw_rows, hop_rows, topo_names) -> list[str]:
         ax.set_title("Fig. 9: path selection")
         ax.legend(fontsize=7)
         fig.tight_layout()
-        fig.savefig(out / "selection.png", dpi=110)
+        savefig(fig, out / "selection.png", dpi=110)
         plt.close(fig)
         files.append("selection.png")
 
@@ -645,7 +646,7 @@ def _plot(out, bw_rows, hop_rows, topo_names) -> list[str]:
     for a in (a1, a2):
         a.grid(alpha=0.3)
     fig.tight_layout()
-    fig.savefig(out / "hops.png", dpi=110)
+    savefig(fig, out / "hops.png", dpi=110)
     plt.close(fig)
     files.append("hops.png")
     return files

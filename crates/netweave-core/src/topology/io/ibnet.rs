@@ -620,16 +620,37 @@ fn parse_port(t: &str, node: usize, line: usize) -> Result<PortDecl<'_>> {
         1 // ibsim's default when the peer port is omitted
     };
     c.guid();
-    Ok(PortDecl { node, port, peer, peer_port, rate: link_rate(c.rest()), line })
+    Ok(PortDecl { node, port, peer, peer_port, rate: link_rate(c.rest(), line)?, line })
 }
 
 /// Bandwidth from the rate token (`4xSDR`) in a port line's comment. Only the text after the
 /// last quote is searched, as ibsim does, so a description containing "4xEDR" is not taken
-/// for the rate.
-fn link_rate(rest: &str) -> Option<f64> {
-    let comment = &rest[rest.find('#')? + 1..];
+/// for the rate. A token shaped like a rate with a speed this reader does not know
+/// (`4xXYZ`) is an error: taking the default bandwidth instead would silently change the link.
+fn link_rate(rest: &str, line: usize) -> Result<Option<f64>> {
+    let Some(hash) = rest.find('#') else { return Ok(None) };
+    let comment = &rest[hash + 1..];
     let tail = comment.rfind('"').map_or(comment, |q| &comment[q + 1..]);
-    tail.split_whitespace().find_map(rate_gbps)
+    for token in tail.split_whitespace() {
+        if let Some(gbps) = rate_gbps(token) {
+            return Ok(Some(gbps));
+        }
+        if let Some((width, speed)) = token.split_once('x') {
+            let rate_shaped = (1..=2).contains(&width.len())
+                && width.bytes().all(|b| b.is_ascii_digit())
+                && !speed.is_empty()
+                && speed.bytes().all(|b| b.is_ascii_alphanumeric());
+            if rate_shaped {
+                let known: Vec<&str> = LANE_GBPS.iter().map(|(name, _)| *name).collect();
+                return Err(parse_error(
+                    FMT,
+                    line,
+                    format!("unknown link rate '{token}' (lanes x speed, speeds {})", known.join(" ")),
+                ));
+            }
+        }
+    }
+    Ok(None)
 }
 
 #[cfg(test)]
