@@ -50,7 +50,7 @@ def load_config(path: Union[str, Path]) -> dict[str, Any]:
     """Read a TOML config file into a flat dict, file paths made absolute."""
     path = Path(path)
     try:
-        data = tomllib.loads(path.read_text())
+        data = tomllib.loads(_core.read_text_file(str(path)))  # size-limited; bad bytes named by offset
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{path}: {e}") from None
     for key in PATH_KEYS:

@@ -28,7 +28,7 @@ from typing import Any, Callable, Optional, Union
 
 import numpy as np
 
-from netweave import _core
+from netweave import _core, files
 
 #: Executor names `simulate` accepts.
 EXECUTORS: tuple[str, ...] = tuple(_core.flow_executors())
@@ -122,7 +122,8 @@ def load_workload(path) -> Workload:
             header = f.read(16)
         if len(header) == 16 and header[12] == 1:  # form 1: a task DAG
             return _core.TaskGraph.load(path)
-    text = path.read_text() if path.suffix != ".nws" else None
+    # Size-limited, and bad bytes named with the file and offset (the file may be anything).
+    text = _core.read_text_file(str(path)) if path.suffix != ".nws" else None
     if text is not None:
         try:
             head = json.loads(text)
@@ -149,23 +150,27 @@ def summary(report: dict[str, Any]) -> dict[str, Any]:
     return keep
 
 
+#: The files :func:`save` may write into its directory (what a caller checks the directory for first).
+OUTPUT_FILES = ("flow.json", "hosts.csv", "channels.csv", "series.csv", "link_utilisation.png", "host_finish.png")
+
+
 def save(report: dict[str, Any], topology: _core.Topology, out_dir, plots: bool = True) -> list[Path]:
     """Write ``flow.json`` (everything), ``hosts.csv``, ``channels.csv``, ``series.csv`` (if
     recorded) and, with `plots`, ``link_utilisation.png`` and ``host_finish.png`` into `out_dir`."""
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    files.ensure_dir(out)
     written = []
     full = {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in report.items()}
-    (out / "flow.json").write_text(json.dumps(full, indent=1, sort_keys=True) + "\n")
+    files.write_text(out / "flow.json", json.dumps(full, indent=1, sort_keys=True) + "\n")
     written.append(out / "flow.json")
     hosts = topology.hosts_labels() if hasattr(topology, "hosts_labels") else None
-    with open(out / "hosts.csv", "w", newline="") as f:
+    with files.open_atomic(out / "hosts.csv", "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["host", "label", "finish_s"])
         for h, t in enumerate(report["host_finish_s"]):
             w.writerow([h, hosts[h] if hosts else h, repr(float(t))])
     written.append(out / "hosts.csv")
-    with open(out / "channels.csv", "w", newline="") as f:
+    with files.open_atomic(out / "channels.csv", "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["channel", "link", "direction", "bytes", "busy_s", "utilisation"])
         for c, (b, busy, u) in enumerate(
@@ -174,7 +179,7 @@ def save(report: dict[str, Any], topology: _core.Topology, out_dir, plots: bool 
             w.writerow([c, c // 2, "a->b" if c % 2 == 0 else "b->a", int(b), repr(float(busy)), repr(float(u))])
     written.append(out / "channels.csv")
     if report.get("series"):
-        with open(out / "series.csv", "w", newline="") as f:
+        with files.open_atomic(out / "series.csv", "w", newline="") as f:
             w = csv.writer(f)
             w.writerow(["time_s", "active_flows", "aggregate_rate_Bps"])
             for p in report["series"]:
@@ -202,7 +207,7 @@ def plot(report: dict[str, Any], out_dir) -> list[Path]:
     ax.set_ylim(0, max(1.0, float(util.max()) if util.size else 1.0) * 1.05)
     ax.set_title(title, fontsize=9)
     fig.tight_layout()
-    fig.savefig(out / "link_utilisation.png", dpi=120)
+    files.savefig(fig, out / "link_utilisation.png", dpi=120)
     plt.close(fig)
     finish = report["host_finish_s"] * 1e3
     fig, ax = plt.subplots(figsize=(7, 3.5))
@@ -211,6 +216,6 @@ def plot(report: dict[str, Any], out_dir) -> list[Path]:
     ax.set_ylabel("finish time (ms)")
     ax.set_title(title, fontsize=9)
     fig.tight_layout()
-    fig.savefig(out / "host_finish.png", dpi=120)
+    files.savefig(fig, out / "host_finish.png", dpi=120)
     plt.close(fig)
     return [out / "link_utilisation.png", out / "host_finish.png"]

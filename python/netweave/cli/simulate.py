@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from netweave import flitsim, flowsim, routing, topology
+from netweave import files, flitsim, flowsim, routing, topology
 from netweave._core import TaskGraph
 from netweave.cli.common import JsonOpt, UserError, progress, working
 
@@ -48,6 +48,8 @@ def flow(
     for name, value in (("--injection-gbps", injection), ("--ejection-gbps", ejection)):
         if value is not None and not value > 0:
             raise UserError(f"{name} must be a positive number of Gbit/s, got {value}")
+    if out is not None:
+        files.check_dir(out, flowsim.OUTPUT_FILES)
     topo = topology.load(topology_file)
     routes = routing.load(topo, routes_file)
     workload = flowsim.load_workload(schedule_file)
@@ -149,10 +151,10 @@ def _print_batch(r: dict, console: Console) -> None:
 
 
 def flit(
-    config: Path = typer.Argument(..., help="TOML config (BookSim key names; see --keys)."),
+    config: Path = typer.Argument(..., help="TOML config (BookSim key names; netweave.flitsim.KEYS and docs/flitsim.md list them)."),
     set_: Optional[list[str]] = typer.Option(None, "--set", help="Override a key: --set key=value (repeatable)."),
     sweep: Optional[str] = typer.Option(None, "--sweep", help="Run several loads in parallel: injection_rate=a,b,c."),
-    threads: Optional[int] = typer.Option(None, "--threads", min=0,
+    threads: Optional[int] = typer.Option(None, "--threads", min=0, max=1024,
                                           help="Threads stepping the routers (0: every core, the default; a sweep's "
                                                "points take one each). The results are the same for every count."),
     mpi: bool = typer.Option(False, "--mpi", help="Split this one run over the processes of the MPI job it was "
@@ -161,8 +163,6 @@ def flit(
     as_json: bool = JsonOpt,
 ) -> None:
     """Cycle-accurate flit-level simulation of the network a config describes."""
-    if not config.is_file():
-        raise UserError(f"config file not found: {config}")
     base = flitsim.load_config(config)
     overrides = flitsim.parse_overrides(set_ or [])
     if threads is not None:
