@@ -321,3 +321,17 @@ def test_bench_marks_a_schedule_that_fell_back(tmp_path, cli):
                "--strict", check=False)
     assert proc.returncode == 2 and "not timed: a4.nws" in proc.stderr and "not an allgather schedule" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_mpich_over_tcp_with_many_ranks_finishes(tmp_path):
+    # MPICH 4.0's finalize over UCX's TCP transport used to hang with more than 2 ranks (a PMI
+    # barrier that stops progress while peers wait for flush acknowledgements); the library's
+    # MPI_Finalize closes endpoints without a flush once every rank has arrived. Two runs of
+    # 8 ranks, traffic between every pair, each exits on its own.
+    path = tmp_path / "alltoall-8.nws"
+    traffic.save(traffic.build("alltoall", "bruck", num_ranks=8, bytes=8), path)
+    for _ in range(2):
+        report = mpi.bench("mpich", 8, "alltoall", [path], [1, 65536], reps=3, warmup=1, timeout=240,
+                           env={"UCX_TLS": "tcp,self"})
+        assert report["schedules"][0]["fell_back"] is False
+        assert [r["bytes"] for r in report["results"]] == [1, 65536]

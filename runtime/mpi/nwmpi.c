@@ -26,8 +26,9 @@
  * MPI_ERRORS_ARE_FATAL the job aborts, with MPI_ERRORS_RETURN the call returns the code, whose
  * MPI_Error_string is netweave's one-line reason.
  */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE /* RTLD_NEXT */
 #include <mpi.h>
+#include <dlfcn.h>
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -234,7 +235,32 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
     return rc;
 }
 
+#ifdef MPICH
+/* MPICH 4.0's finalize over UCX closes every endpoint with a flushing ucp_disconnect_nb, then
+ * waits in a PMI barrier in which it no longer progresses UCX. Over UCX's TCP transport an
+ * endpoint that has sent anything flushes by a PUT the peer must acknowledge, so a rank that
+ * finished its closes and sits in the PMI barrier never acknowledges the peers still closing:
+ * the job hangs in MPI_Finalize (with more than 2 ranks, in most runs). MPICH 4.2 removed that
+ * barrier (pmodels/mpich 08d8105b). Here MPI_Finalize first waits until every rank has reached
+ * it — all MPI traffic is then complete — and the endpoints are closed without a flush: the
+ * disconnects complete at once, every rank passes the PMI barrier, and destroying the worker
+ * releases the endpoints locally. Outside MPI_Finalize the call is passed on unchanged. */
+static int finalizing;
+
+void *ucp_disconnect_nb(void *ep);
+void *ucp_disconnect_nb(void *ep) {
+    if (finalizing) return NULL; /* UCS_OK: done */
+    void *(*next)(void *);
+    *(void **)&next = dlsym(RTLD_NEXT, "ucp_disconnect_nb");
+    return next ? next(ep) : NULL;
+}
+#endif
+
 int MPI_Finalize(void) {
+#ifdef MPICH
+    PMPI_Barrier(MPI_COMM_WORLD);
+    finalizing = 1;
+#endif
     if (g.keyval != MPI_KEYVAL_INVALID) {
         void *value;
         int found = 0;
