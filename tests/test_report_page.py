@@ -56,11 +56,13 @@ def test_the_plan_page_shows_the_fabric_heat_map_and_candidates(browser, torus_p
     assert page.evaluate("document.querySelectorAll('#fabric g.links > *').length") == switch_links
     assert page.evaluate("document.querySelectorAll('#fabric g.nodes > circle').length") == topo.num_switches
     # The candidate chart: one bar per timed schedule, the table one row per candidate and skip.
-    timed = len(report["schedules"]) + len(report["dag_schedules"])
+    timed = len(report["schedules"]) + len(report["dag_schedules"]) + len(report["native"])
     assert page.evaluate("document.querySelectorAll('#candidates-chart rect.bar').length") == timed
     assert page.evaluate("document.querySelectorAll('#candidates-table tr').length") == 1 + timed + len(report["skipped"])
-    # The heat map starts on the best schedule; every drawn link carries flows in some colour.
-    best = report["best"]["name"]
+    # The heat map starts on the pick, or netweave's own pick when the user's MPI is predicted
+    # best; every drawn link carries flows in some colour.
+    phased = {s["name"] for s in report["schedules"]}
+    best = report["best"]["name"] if report["best"]["name"] in phased else report["ours"]["name"]
     assert page.evaluate("document.getElementById('heat-select').value") == best
     strokes = page.evaluate("[...document.querySelectorAll('#heatmap g.links > *')].map(e => e.getAttribute('stroke'))")
     assert len(strokes) == switch_links and all(s.startswith("#") for s in strokes)

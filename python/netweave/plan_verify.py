@@ -5,11 +5,18 @@
 the candidates that matter at the plan's message size and sets each measured time beside the
 prediction for the same scaled fabric:
 
-- the :data:`TOP` best-predicted of netweave's candidates and paper 004's Concurrent, each as a
-  schedule file inside ``MPI_Alltoall`` (``MPI_Gather``, ``MPI_Allgather``) of ``nwbench``
-  under Open MPI with netweave's MPI library — the way a user deploys them;
-- Open MPI's and MPICH's own collective (``nwbench``'s native timing), whose algorithms the
-  plan models (``traffic::native_mpi``).
+- the :data:`TOP` best-predicted of netweave's candidates and paper 004's Concurrent on
+  netweave's TCP executor (:func:`netweave.emulate.run`: a phased schedule in its local-sync
+  order, a DAG as it is; one send in flight per host, every receive open), predicted as that
+  executor runs them (the flow model's DAG executor) — as ``reproduce ethernet --emulate`` runs
+  paper 004's schedules;
+- Open MPI's and MPICH's own collective (``nwbench``'s native timing, the slowest rank's mean
+  over :data:`REPS` calls), predicted as the plan models them (``traffic::native_mpi``).
+
+Running netweave's schedules inside ``nwbench`` through netweave's MPI library was measured
+too (benches/advice_fidelity.py's notes): on these fabrics the MPI transport's rendezvous
+round trips wait behind bulk data in the switch queues, which neither the flow model nor
+netweave's own executor has, so the TCP executor is the measurement that tests the model.
 
 Each row is ``{name, predicted_s, measured_s, ratio}`` (ratio = measured ÷ predicted); the
 summary says whether the plan's pick is the measured best. The fabric is torn down whatever
@@ -23,12 +30,11 @@ not the scale's.
 
 from __future__ import annotations
 
-import tempfile
 import uuid
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from netweave import emulate, mpi, runtime, traffic
+from netweave import emulate, mpi, runtime
 from netweave import plan as plan_mod
 from netweave._core import NetweaveError, RoutingTable, Topology
 
@@ -48,7 +54,7 @@ PICK_MARGIN = 0.10
 
 def check_can_verify(topo: Topology, ranks: int) -> None:
     """Raise a one-line error unless this machine can verify a plan on `topo`: root (namespaces),
-    at most :data:`MAX_HOSTS` hosts, and nwbench with netweave's library built for both MPIs."""
+    at most :data:`MAX_HOSTS` hosts, nwbench built for both MPIs and netweave's TCP executor."""
     if topo.num_hosts > MAX_HOSTS:
         raise NetweaveError(f"--verify: the fabric has {topo.num_hosts:,} hosts; this machine emulates at most "
                             f"{MAX_HOSTS} (one namespace and one MPI process per host on its cores)")
@@ -60,7 +66,7 @@ def check_can_verify(topo: Topology, ranks: int) -> None:
         raise NetweaveError(f"--verify brings up an emulated fabric: {e}") from None
     for implementation in mpi.IMPLEMENTATIONS:
         mpi.program_path("nwbench", implementation)
-        mpi.library_path(implementation)
+    runtime.executor_path()
 
 
 def _scale(routes: RoutingTable, workloads: list, fastest_s: float) -> float:
@@ -109,64 +115,55 @@ def verify(topo: Topology, routes: RoutingTable, result: dict[str, Any], built: 
     note("predicting on the scaled fabric")
     scaled = emulate.scaled_topology(topo, scale)
     scaled_routes = emulate.scaled_routes(routes, scaled)
-    predicted = {}
-    for r in chosen:
-        executor, nct = ((plan_mod.PREDICT_EXECUTOR, 1) if r["kind"] == "phased"
-                         else ("dag", 1 if r["name"] == plan_mod.CONTENTION_FREE else max(ranks - 1, 1)))
-        predicted[r["name"]] = plan_mod.predict(scaled_routes, workloads[r["name"]], executor, nct,
-                                                calibration)["makespan_s"]
+    graphs = {name: runtime.as_task_graph(work) for name, work in workloads.items()}
+    # Concurrent as the plan predicts it (every send of a host at once); the others one send
+    # in flight per host, as netweave's executor runs them.
+    predicted = {name: plan_mod.predict(scaled_routes, graph, "dag", max(ranks - 1, 1) if name == plan_mod.CONCURRENT
+                                        else 1, calibration)["makespan_s"]
+                 for name, graph in graphs.items()}
     for name, r in natives.items():
         predicted[name] = plan_mod.predict(scaled_routes, native_work[name], r["executor"], r["concurrent_sends"],
                                            calibration)["makespan_s"]
 
     measured: dict[str, Optional[float]] = {}
     problems: dict[str, str] = {}
+    how: dict[str, str] = {}
     fabric_name = "v" + uuid.uuid4().hex[:11]
-    with tempfile.TemporaryDirectory(prefix="netweave-verify-") as scratch:
-        files = {}
-        for name, work in workloads.items():
-            path = Path(scratch) / f"{name}.nws"
-            if hasattr(work, "num_phases"):
-                traffic.save(work, path, executor=plan_mod.PREDICT_EXECUTOR)
-            else:
-                work.save(path)
-            files[str(path.resolve())] = name
-        note(f"bringing up the emulated fabric (links x {scale:.3g})")
-        fabric = emulate.up(topo, routes, fabric_name, scale=scale, buffer=buffer)
-        try:
-            for implementation in mpi.IMPLEMENTATIONS:
-                schedules = list(files) if implementation == "openmpi" else []
-                note(f"measuring on the fabric: {implementation}" + (" with netweave's schedules" if schedules else ""))
-                report = _nwbench(fabric, implementation, collective, nbytes, ranks, placed, schedules)
-                measured[implementation] = report["results"][0]["max_s"]
-                for entry in report.get("schedules", []):
-                    name = files[str(Path(entry["schedule"]).resolve())]
-                    ran = entry.get("ran", {})
-                    if ran.get("native", 0):
-                        problems[name] = f"the library ran the native collective instead: {ran.get('why', '?')}"
-                        measured[name] = None
-                    else:
-                        measured[name] = entry["results"][0]["max_s"]
-        finally:
-            emulate.down(fabric_name)
+    note(f"bringing up the emulated fabric (links x {scale:.3g})")
+    fabric = emulate.up(topo, routes, fabric_name, scale=scale, buffer=buffer)
+    try:
+        for name, graph in graphs.items():
+            note(f"measuring {name} on the fabric")
+            run = emulate.run(fabric, graph)
+            how[name] = "netweave's TCP executor"
+            measured[name] = run["makespan_s"] if run["ok"] else None
+            lost = run["losses"]
+            if not run["ok"]:
+                problems[name] = f"the run failed: {run['cause']}"
+            elif lost["retransmitted_segments"]:
+                problems[name] = f"{lost['retransmitted_segments']} segments retransmitted"
+        for implementation in natives:
+            note(f"measuring {implementation}'s own {collective} on the fabric")
+            report = _nwbench(fabric, implementation, collective, nbytes, ranks, placed)
+            measured[implementation] = report["results"][0]["max_s"]
+            how[implementation] = f"nwbench, {REPS} calls"
+    finally:
+        emulate.down(fabric_name)
     out = []
     for r in chosen + list(natives.values()):
         name = r["name"]
         m, p = measured.get(name), predicted[name]
         out.append({"name": name, "kind": r["kind"], "predicted_s": p, "measured_s": m,
-                    "ratio": m / p if m and p else None, "problem": problems.get(name)})
+                    "ratio": m / p if m and p else None, "measured_by": how.get(name), "problem": problems.get(name)})
     return out, _summary(out, result, scale, buffer)
 
 
-def _nwbench(fabric, implementation: str, collective: str, nbytes: int, ranks: int, placed: list[int],
-             schedules: list[str]) -> dict[str, Any]:
-    """One nwbench run on the fabric: the native collective, then each schedule file."""
-    program = mpi.nwbench_program(implementation, collective, [nbytes], reps=REPS, warmup=1, check=False,
-                                  schedules=schedules)
-    env = {"LD_PRELOAD": str(mpi.library_path(implementation))} if schedules else {}
+def _nwbench(fabric, implementation: str, collective: str, nbytes: int, ranks: int, placed: list[int]) -> dict[str, Any]:
+    """One nwbench run of the native collective on the fabric."""
+    program = mpi.nwbench_program(implementation, collective, [nbytes], reps=REPS, warmup=1, check=False)
     # MPICH over UCX can hang in MPI_Finalize on these fabrics after all its work: the run
     # counts as finished once nwbench has printed its whole report (see docs/emulate.md).
-    proc = emulate.mpirun(fabric, implementation, ranks, program, env=env, hosts=placed,
+    proc = emulate.mpirun(fabric, implementation, ranks, program, hosts=placed,
                           done_when=lambda text: text.rstrip().endswith("]}"))
     return mpi.nwbench_report(proc, f" ({implementation}, emulated)")
 

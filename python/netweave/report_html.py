@@ -279,8 +279,10 @@ def _heat_section(result: dict[str, Any], fabric: drawing.Drawing, routes: Routi
     phased = [s for s in result["schedules"] if s["name"] in schedules]
     if not phased:
         return "<section id='heat-section'><h2>Link load</h2><p>No phased schedule to show.</p></section>"
-    best = (result.get("best") or {}).get("name")
-    default = best if best in {s["name"] for s in phased} else phased[0]["name"]
+    names = {s["name"] for s in phased}
+    # The pick when it is phased, else netweave's own pick (the pick may be a DAG or the user's MPI).
+    default = next((n for n in ((result.get("best") or {}).get("name"), (result.get("ours") or {}).get("name"))
+                    if n in names), phased[0]["name"])
     data, histograms = {}, []
     for s in phased:
         phase = s["worst_phase"]

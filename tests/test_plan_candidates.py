@@ -1,0 +1,118 @@
+"""`netweave plan` ranks every candidate: the user's MPI (Open MPI's and MPICH's defaults),
+paper 004's DAGs beside the phased schedules, against the bottleneck bound; one-lane routing;
+--verify on the emulated fabric."""
+
+import json
+import shutil
+
+import pytest
+
+import netweave
+from netweave import _core, emulate, plan, report, topology
+from conftest import run_cli
+
+
+def test_the_native_model_names_each_librarys_default_and_builds_it():
+    # Open MPI 4.1.4's tuned table: 28 ranks, 1 MiB per pair -> linear_sync; 16 KiB -> basic_linear.
+    sched, info = _core.native_mpi("openmpi", "alltoall", 28, 1 << 20)
+    assert (info["algorithm"], info["concurrent_sends"], info["executor"]) == ("linear_sync", 27, "local-sync")
+    assert sched.completeness()["complete"] and sched.num_ranks == 28
+    assert _core.native_mpi("openmpi", "alltoall", 28, 16384)[1]["algorithm"] == "basic_linear"
+    # MPICH 4.0.2's JSON tree: pairwise above 32 KiB, scattered below, Bruck up to 256 B from 8 ranks.
+    assert _core.native_mpi("mpich", "alltoall", 28, 1 << 20)[1]["algorithm"] == "pairwise"
+    assert _core.native_mpi("mpich", "alltoall", 28, 16384)[1]["concurrent_sends"] == 32
+    assert _core.native_mpi("mpich", "alltoall", 28, 256)[1]["algorithm"] == "brucks"
+    assert _core.native_mpi("mpich", "gather", 28, 4096, 3)[0].root == 3
+    with pytest.raises(netweave.NetweaveError, match="unknown MPI library 'lam'"):
+        _core.native_mpi("lam", "alltoall", 4, 8)
+
+
+def test_the_report_says_what_your_mpi_takes_today_and_the_bound():
+    tree = topology.switch_tree([2], 4, [10.0], [5000.0], 1.0, 5000.0)
+    result = plan.plan(tree, bytes_per_pair=1 << 16)
+    natives = {n["library"]: n for n in result["native"]}
+    assert set(natives) == {"openmpi", "mpich"}
+    assert natives["openmpi"]["algorithm"] == _core.native_mpi("openmpi", "alltoall", 8, 1 << 16)[1]["algorithm"]
+    # No candidate beats the bound: every one moves at least the job's bytes over its busiest link.
+    everything = result["schedules"] + result["dag_schedules"] + result["native"]
+    assert all(r["bound_ratio"] >= 1 - 1e-9 for r in everything)
+    # Each host sends 7 x 64 KiB through its 1 Gbit/s link.
+    assert result["bound"]["seconds"] == pytest.approx(7 * 65536 / 1.25e8)
+    text = report.to_text(result)
+    assert "your MPI today:" in text and "Open MPI 4.1.4's" in text and "MPICH 4.0.2's" in text
+    assert "bound" in text and result["ranking"][0] in text
+
+
+def test_a_tree_is_routed_in_one_lane_and_the_plan_says_why():
+    tree = topology.multi_cluster("a:4,b:4,c:4")
+    assert netweave.routing.route(tree, netweave.routing.default_engine(tree)).check()["vcs_used"] > 1
+    result = plan.plan(tree, bytes_per_pair=4096)
+    assert result["routing"]["engine"] == "updown" and result["routing"]["vcs"] == 1
+    assert "one lane" in result["routing"]["why"] and "minimal" in result["routing"]["why"]
+    # Given an engine, the plan keeps it.
+    assert plan.plan(tree, bytes_per_pair=4096, engine="nue")["routing"]["engine"] == "nue"
+
+
+def test_a_contention_free_dag_is_picked_and_deployed_as_its_task_graph(tmp_path):
+    # Gather on 2 x 14 hosts: the paper-004 DAG is within 2 % of the fastest and contention-free.
+    path = tmp_path / "tree.json"
+    run_cli("topo", "tree", "--fanouts", "2", "--hosts-per-switch", "14", "-o", str(path))
+    out = tmp_path / "plan"
+    data = json.loads(run_cli("plan", str(path), "--collective", "gather", "--bytes", "100000", "--json",
+                              "--out", str(out)).stdout)
+    pick = data["best"]
+    fastest = min(r["predicted_time_s"] for r in data["schedules"] + data["dag_schedules"] + data["native"])
+    assert pick["contention_free"] and pick["predicted_time_s"] <= fastest * (1 + plan.CONTENTION_FREE_MARGIN)
+    if pick["name"] == "contention-free":
+        assert pick["reason"] == "fastest predicted" or "contention-free and within 2%" in pick["reason"]
+        graph = _core.TaskGraph.load(out / "gather-28.nws")
+        assert graph.num_tasks == next(r["tasks"] for r in data["dag_schedules"] if r["name"] == "contention-free")
+        assert "paper 004 task DAG" in (out / "README.md").read_text()
+
+
+def test_bad_plan_options_are_one_line(tmp_path):
+    for args, words in ((["--root", "3"], "--root belongs to --collective gather"),
+                        (["--collective", "barrier"], "--collective barrier"),
+                        (["--calibration", str(tmp_path / "none.json")], "no such file"),
+                        (["--verify-scale", "0.1"], "--verify-scale belongs to --verify")):
+        proc = run_cli("plan", *args, check=False)
+        assert proc.returncode == 2 and words in proc.stderr, args
+        assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_verify_refuses_a_fabric_too_large_before_writing_anything(tmp_path):
+    path = tmp_path / "big.json"
+    run_cli("topo", "torus", "--dims", "9x9", "-o", str(path))
+    out = tmp_path / "plan"
+    proc = run_cli("plan", str(path), "--verify", "--out", str(out), check=False)
+    assert proc.returncode == 2 and "81 hosts" in proc.stderr and "at most 64" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+    assert not out.exists()
+
+
+needs_emulation = pytest.mark.skipif(
+    not (shutil.which("ip") and shutil.which("mpirun.openmpi") and shutil.which("mpiexec.mpich"))
+    or __import__("os").geteuid() != 0, reason="needs root, iproute2, Open MPI and MPICH")
+
+
+@needs_emulation
+def test_verify_measures_every_candidate_on_the_emulated_fabric_and_tears_it_down(tmp_path):
+    path = tmp_path / "star.json"
+    run_cli("topo", "tree", "--fanouts", "1", "--hosts-per-switch", "4", "-o", str(path))
+    before = set(emulate.namespaces())
+    out = tmp_path / "plan"
+    data = json.loads(run_cli("plan", str(path), "--bytes", "65536", "--verify", "--json", "--out", str(out)).stdout)
+    assert set(emulate.namespaces()) == before
+    rows = {r["name"]: r for r in data["verify"]}
+    assert {"openmpi", "mpich", "concurrent"} <= set(rows)
+    ours = [r for r in data["schedules"] + data["dag_schedules"] if r["complete"] and r["name"] != "concurrent"]
+    assert len(rows) == min(3, len(ours)) + 3  # the best three of ours, Concurrent, two MPIs
+    for r in rows.values():
+        assert r["predicted_s"] > 0 and r["measured_s"] > 0 and r["ratio"] == pytest.approx(r["measured_s"] / r["predicted_s"])
+    summary = data["verify_summary"]
+    best = min(rows.values(), key=lambda r: r["measured_s"])["name"]
+    assert summary["measured_best"] == best
+    assert isinstance(summary["pick_is_best"], bool)
+    page = (out / "index.html").read_text()
+    assert "id='verify-chart'" in page and "Measured on the emulated fabric" in page
+    assert json.loads((out / "report.json").read_text())["verify"] == data["verify"]
