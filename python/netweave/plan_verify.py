@@ -88,7 +88,7 @@ def verify(topo: Topology, routes: RoutingTable, result: dict[str, Any], built: 
     ``verify``), the summary with the ``scale``, ``buffer``, the ``pick``, the
     ``measured_best``, ``pick_over_best`` and the verdict ``pick_is_best`` (within
     :data:`PICK_MARGIN`). `scale` defaults to what this machine forwards (:func:`_scale`),
-    `buffer` to emulate's switch port queue."""
+    `buffer` to the Ethernet fabric's port buffer (the flow model's), else emulate's queue."""
     note = progress or (lambda _msg: None)
     job = result["job"]
     collective, nbytes, ranks, root = job["collective"], job["bytes_per_pair"], job["ranks"], job.get("root", 0)
@@ -107,6 +107,9 @@ def verify(topo: Topology, routes: RoutingTable, result: dict[str, Any], built: 
     natives = {r["name"]: r for r in result["native"]}
     native_work = {name: plan_mod.native_schedule(name, collective, placed, nbytes, root) for name in natives}
     fastest = min(r["predicted_time_s"] for r in chosen + list(natives.values()))
+    if buffer is None and topo.link_layer == "ethernet":
+        # The switch port buffer the flow model assumes for this fabric, so both see the same drops.
+        buffer = topo.port_buffer_bytes
     if scale is None:
         scale = _scale(routes, list(workloads.values()) + list(native_work.values()), fastest)
     elif not scale > 0:

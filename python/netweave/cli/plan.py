@@ -11,7 +11,7 @@ from typing import Optional
 import typer
 
 from netweave import plan as plan_mod
-from netweave import plan_verify, report, report_html, topology
+from netweave import flowsim, plan_verify, report, report_html, topology
 from netweave.cli.common import UserError, progress
 
 
@@ -48,6 +48,8 @@ def plan_cmd(
     if calibration is not None and not calibration.is_file():
         raise UserError(f"--calibration {calibration}: no such file")
     topo = topology.load(topology_file) if topology_file is not None else topology.example_cluster()
+    if calibration is not None:
+        flowsim.load_calibration(calibration, topo)  # another fabric's file: one line, before any work
     if verify:
         # Before any work and before any file: a plan that cannot be verified here writes nothing.
         plan_verify.check_can_verify(topo, len(plan_mod.job_hosts(topo, hosts, order, seed)))
