@@ -40,6 +40,7 @@ from typing import Any, Callable, Optional
 from netweave import analysis, flowsim, routing, topology, traffic
 from netweave import _core
 from netweave._core import NetweaveError, Schedule, Topology
+from netweave.files import ensure_dir, write_text
 
 #: Bytes each rank sends to each other rank in the default job (1 MiB).
 DEFAULT_BYTES = 1 << 20
@@ -153,7 +154,7 @@ def write_artifacts(topo: Topology, routes: _core.RoutingTable, result: dict[str
     each file — and, when the user's own MPI is predicted fastest, that it is. `routes` are the
     tables the plan used, `built` the candidates it measured (rebuilt when omitted). Returns the
     files written, and each file's name with the use ``README.md`` gives it."""
-    out_dir.mkdir(parents=True, exist_ok=True)
+    ensure_dir(out_dir)
     written = [routing.save(routes, out_dir / "routes.json")]
     uses = [("routes.json", f"netweave's routing tables ({routes.engine}): `netweave analyze topology.json routes.json SCHEDULE`, "
              "`netweave emulate up topology.json routes.json --name NAME`")]
@@ -211,8 +212,8 @@ def write_artifacts(topo: Topology, routes: _core.RoutingTable, result: dict[str
             except NetweaveError as e:
                 uses.append((f"(no {file})", str(e)))
     readme = out_dir / "README.md"
-    readme.write_text("# What to deploy\n\n`netweave plan` wrote these files beside its report (`index.html`); "
-                      "each line says what uses it.\n\n" + "".join(f"- `{f}`: {u}\n" for f, u in uses))
+    write_text(readme, "# What to deploy\n\n`netweave plan` wrote these files beside its report (`index.html`); "
+               "each line says what uses it.\n\n" + "".join(f"- `{f}`: {u}\n" for f, u in uses))
     written.append(readme)
     return written, uses
 

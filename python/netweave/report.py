@@ -199,8 +199,11 @@ def to_json(plan: dict[str, Any]) -> str:
 
 
 def write_files(plan: dict[str, Any], out_dir: Path, topology_json: str) -> list[Path]:
-    """Write report.json, report.md, phases.csv and topology.json into `out_dir`."""
-    out_dir.mkdir(parents=True, exist_ok=True)
+    """Write report.json, report.md, phases.csv and topology.json into `out_dir` (atomically,
+    :mod:`netweave.files`)."""
+    from netweave.files import ensure_dir, write_text
+
+    ensure_dir(out_dir)
     files = {
         "report.json": to_json(plan),
         "report.md": to_markdown(plan),
@@ -209,7 +212,5 @@ def write_files(plan: dict[str, Any], out_dir: Path, topology_json: str) -> list
     }
     written = []
     for name, text in files.items():
-        path = out_dir / name
-        path.write_text(text)
-        written.append(path)
+        written.append(write_text(out_dir / name, text))
     return written

@@ -13,6 +13,11 @@ import typer
 from netweave import plan as plan_mod
 from netweave import flowsim, plan_verify, report, report_html, topology
 from netweave.cli.common import UserError, progress
+from netweave.files import check_dir, write_text
+
+#: What `plan --out` writes besides the deployable files, checked before any work.
+_REPORT_FILES = ("index.html", "report.json", "report.md", "phases.csv", "topology.json", "routes.json", "README.md",
+                 "placement.json")
 
 
 def plan_cmd(
@@ -47,6 +52,8 @@ def plan_cmd(
         raise UserError("--verify-scale belongs to --verify")
     if calibration is not None and not calibration.is_file():
         raise UserError(f"--calibration {calibration}: no such file")
+    if out is not None:
+        check_dir(out, _REPORT_FILES)  # before any work or output: a report is all or nothing
     topo = topology.load(topology_file) if topology_file is not None else topology.example_cluster()
     if calibration is not None:
         flowsim.load_calibration(calibration, topo)  # another fabric's file: one line, before any work
@@ -86,13 +93,11 @@ def plan_cmd(
             files, uses = plan_mod.write_artifacts(topo, routes, result, out, hosts, order, seed, placement, built)
             written += files
             if placement is not None:
-                path = out / "placement.json"
-                path.write_text(json.dumps(placement.summary, indent=2, sort_keys=True) + "\n")
-                written.append(path)
+                written.append(write_text(out / "placement.json", json.dumps(placement.summary, indent=2, sort_keys=True) + "\n"))
             page = report_html.plan_page(result, topo, routes, built, placement, uses,
                                          shlex.join(["netweave", *sys.argv[1:]]),
                                          plan_mod.job_hosts(topo, hosts, order, seed))
-            (out / "index.html").write_text(page)
+            write_text(out / "index.html", page)
             written.insert(0, out / "index.html")
         if not as_json:
             for path in written:
