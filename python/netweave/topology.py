@@ -104,8 +104,8 @@ def save(topo: Topology, path: str | Path, format: str | None = None, lossy: boo
     A format that cannot hold the topology's link values (ibnet has IB rates only and no
     latency; anynet and dot keep less) is refused with what would be lost, unless `lossy`."""
     path = Path(path)
+    files.check_file(path)  # a directory in the way is named as such, before its extension is asked
     fmt = format or _core.format_from_path(str(path))
-    files.check_file(path)
     text = topo.to_text(fmt)
     if not lossy:
         lost = lost_in(topo, text, fmt)

@@ -96,8 +96,14 @@ def _run(argv: list[str]) -> None:
         _fail(str(e))
     # A safety net: each command checks its input and says what is wrong with it, but whatever
     # slips through still ends as one line, never a traceback.
-    except OverflowError as e:
-        _fail(f"a number is out of range: {e}" if str(e) else "a number is out of range (sizes are 32-bit, seeds 64-bit)")
+    except OverflowError:
+        _fail(_overflow(argv))
+    except TypeError as e:
+        # The bindings report a too-large number inside a structure as a TypeError caused by
+        # the OverflowError; any other TypeError is a bug and keeps its traceback.
+        if isinstance(e.__cause__, OverflowError):
+            _fail(_overflow(argv))
+        raise
     except OSError as e:
         _fail(_os_error(e))
     except UnicodeDecodeError as e:
@@ -108,6 +114,25 @@ def _run(argv: list[str]) -> None:
         _fail("the input is nested too deeply")
     except ValueError as e:
         _fail(str(e).splitlines()[0] if str(e) else "invalid value")
+
+
+def _overflow(argv: list[str]) -> str:
+    """The message for a number too large for the engine: the options whose values do not fit
+    32 bits (sizes and counts are 32-bit; bytes and seeds 64-bit), named."""
+    culprits = []
+    for i, word in enumerate(argv):
+        value = word.partition("=")[2] if word.startswith("--") and "=" in word else word
+        try:
+            number = int(value)
+        except ValueError:
+            continue
+        if not 0 <= number < 2**32:
+            option = argv[i - 1] if i > 0 and argv[i - 1].startswith("-") and "=" not in word else word.partition("=")[0]
+            culprits.append(f"{option} {number}" if option.startswith("-") else str(number))
+    if culprits:
+        return (f"{', '.join(culprits)}: out of range for this parameter "
+                "(counts and sizes are 32-bit: 0..4294967295; bytes and seeds 64-bit)")
+    return "a number is out of range for this parameter (counts and sizes are 32-bit, bytes and seeds 64-bit)"
 
 
 def _os_error(e: OSError) -> str:

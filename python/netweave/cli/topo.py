@@ -170,7 +170,8 @@ def _floats(text: str, name: str, count: int) -> list[float]:
     if len(values) == 1:
         values = values * count
     if len(values) != count:
-        raise UserError(f"{name} needs 1 or {count} values, got {len(values)}")
+        wanted = "1 value" if count == 1 else f"1 value or {count} (one per switch level)"
+        raise UserError(f"{name} '{text}': needs {wanted}, got {len(values)}")
     return values
 
 
@@ -257,7 +258,7 @@ def topo_convert(
 
 @app.command("cost")
 def topo_cost(
-    degree: int = typer.Option(..., "--degree", min=0, help="Switch degree d = ports / 2."),
+    degree: int = typer.Option(..., "--degree", min=2, max=2**16, help="Switch degree d = ports / 2."),
     as_json: bool = JsonOpt,
 ) -> None:
     """Paper 000's cost table: servers, switches and links per topology at degree d."""

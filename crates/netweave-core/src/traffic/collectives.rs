@@ -90,7 +90,7 @@ pub fn allgather_recursive_doubling(num_ranks: u32, bytes: u64) -> Result<Schedu
 
 fn check_root(algo: &str, n: u32, root: u32) -> Result<()> {
     if root >= n {
-        return crate::invalid!("{algo}: root {root} is outside the ranks 0..{n}");
+        return crate::invalid!("{algo}: --root {root} is not a rank of the job (valid: 0..={})", n.saturating_sub(1));
     }
     Ok(())
 }
