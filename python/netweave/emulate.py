@@ -108,6 +108,38 @@ def _check_name(name: str) -> None:
         raise NetweaveError(f"fabric name '{name}': use 1-12 lowercase letters and digits")
 
 
+#: Namespaces (hosts and switches) one core keeps set up and forwarding: every switch forwards in
+#: the kernel on the machine's cores, and a 32x32 torus (2,049 namespaces) failed half way on two.
+NAMESPACES_PER_CORE = 512
+
+
+def namespace_limit() -> int:
+    """The most namespaces a fabric may have on this machine: :data:`NAMESPACES_PER_CORE` per
+    core, within what the kernel still allows (``/proc/sys/user/max_net_namespaces`` less the
+    namespaces that exist)."""
+    limit = NAMESPACES_PER_CORE * (os.cpu_count() or 1)
+    try:
+        kernel = int(Path("/proc/sys/user/max_net_namespaces").read_text())
+        existing = len(os.listdir("/run/netns")) if os.path.isdir("/run/netns") else 0
+        limit = min(limit, kernel - existing)
+    except (OSError, ValueError):
+        pass
+    return max(limit, 0)
+
+
+def check_size(topo: Topology) -> None:
+    """Refuse, before anything is created, a fabric this machine cannot emulate: one without
+    hosts, or with more namespaces (hosts, switches and the management one) than
+    :func:`namespace_limit`."""
+    if topo.num_hosts == 0:
+        raise NetweaveError(f"the fabric '{topo.name}' has no hosts: there is nothing to emulate")
+    wanted, limit = topo.num_hosts + topo.num_switches + 1, namespace_limit()
+    if wanted > limit:
+        raise NetweaveError(f"the fabric '{topo.name}' needs {wanted:,} namespaces ({topo.num_hosts:,} hosts, "
+                            f"{topo.num_switches:,} switches, 1 management); this machine emulates at most {limit:,} "
+                            f"({NAMESPACES_PER_CORE} per core on {os.cpu_count() or 1} cores, within the kernel's limit)")
+
+
 def _sh(cmd: list[str], input: Optional[str] = None) -> str:
     """Run a command; its stdout, or an error with the command and its last line of output."""
     proc = subprocess.run(cmd, input=input, capture_output=True, text=True)
@@ -339,6 +371,7 @@ def up(topo: Topology, routes: RoutingTable, name: str, scale: float = 1.0, buff
     everything created so far is removed before the error is raised."""
     require_root()
     _check_name(name)
+    check_size(topo)
     if not scale > 0:
         raise NetweaveError(f"--scale {scale} must be positive (a fraction of each link's bandwidth)")
     if buffer is not None and buffer < 1500:
