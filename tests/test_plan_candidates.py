@@ -116,3 +116,29 @@ def test_verify_measures_every_candidate_on_the_emulated_fabric_and_tears_it_dow
     page = (out / "index.html").read_text()
     assert "id='verify-chart'" in page and "Measured on the emulated fabric" in page
     assert json.loads((out / "report.json").read_text())["verify"] == data["verify"]
+
+
+def _calibration(path, link_layer, buffer, overhead_s):
+    path.write_text(json.dumps({"format": netweave.flowsim.CALIBRATION_FORMAT,
+                                "version": netweave.flowsim.CALIBRATION_VERSION,
+                                "fabric": {"link_layer": link_layer, "port_buffer_bytes": buffer},
+                                "parameters": {"overhead_s": overhead_s}}))
+    return path
+
+
+def test_calibration_reaches_every_prediction_and_another_fabrics_is_refused(tmp_path):
+    path = tmp_path / "tree.json"
+    run_cli("topo", "tree", "--fanouts", "2", "--hosts-per-switch", "4", "-o", str(path))
+    tree = topology.load(path)
+    plain = json.loads(run_cli("plan", str(path), "--bytes", "4096", "--json").stdout)
+    cal = _calibration(tmp_path / "cal.json", tree.link_layer, tree.port_buffer_bytes, 1e-3)
+    slow = json.loads(run_cli("plan", str(path), "--bytes", "4096", "--json", "--calibration", str(cal)).stdout)
+    # A millisecond of host overhead per message: every candidate, the natives included, takes longer.
+    for key in ("schedules", "native", "dag_schedules"):
+        for a, b in zip(plain[key], slow[key]):
+            assert b["predicted_time_s"] >= a["predicted_time_s"] + 0.999e-3, (key, a["name"])
+    other = _calibration(tmp_path / "ib.json", "infiniband", None, 0.0)
+    out = tmp_path / "plan"
+    proc = run_cli("plan", str(path), "--calibration", str(other), "--out", str(out), check=False)
+    assert proc.returncode == 2 and "ib.json" in proc.stderr and "calibrate on this fabric" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and not out.exists()
