@@ -206,7 +206,7 @@ def read_task_list(path: str | Path) -> list[tuple[int, int, int]]:
     """A task list file: CSV rows ``src,dst,bytes`` (a header row of those names is allowed,
     ``#`` starts a comment). Errors name the file and line."""
     tasks = []
-    for number, line in enumerate(Path(path).read_text().splitlines(), 1):
+    for number, line in enumerate(_core.read_text_file(str(path)).splitlines(), 1):
         line = line.split("#", 1)[0].strip()
         if not line or line.replace(" ", "") == "src,dst,bytes":
             continue
@@ -217,6 +217,8 @@ def read_task_list(path: str | Path) -> list[tuple[int, int, int]]:
             raise NetweaveError(f"{path}:{number}: expected 'src,dst,bytes' with non-negative integers, got '{line}'")
         if min(src, dst, size) < 0:
             raise NetweaveError(f"{path}:{number}: negative value in '{line}'")
+        if max(src, dst) >= 2**32 or size >= 2**64:
+            raise NetweaveError(f"{path}:{number}: a value out of range in '{line}' (ranks 32-bit, bytes 64-bit)")
         tasks.append((src, dst, size))
     if not tasks:
         raise NetweaveError(f"{path}: no tasks (expected CSV rows 'src,dst,bytes')")

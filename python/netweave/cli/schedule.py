@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from netweave import topology, traffic
+from netweave import files, topology, traffic
 from netweave.traffic import DEFAULT_BYTES
 from netweave.cli.common import JsonOpt, UserError, working
 from netweave.schedule_cache import ScheduleCache
@@ -56,6 +56,8 @@ def schedule_cmd(
     """Build a collective's schedule for a job on TOPO, or for --ranks N ranks, and check it (every pair once, data reaches every rank, permutation phases where claimed)."""
     if output is not None and output.suffix.lower() not in (".json", ".nws"):
         raise UserError(f"{output}: unknown schedule file extension (use .json or .nws)")
+    if output is not None:
+        files.check_file(output)  # before the work: a directory in the way or a missing parent
     if (topology_file is None) == (ranks is None):
         raise UserError("give a topology file or --ranks N (a communicator of N ranks), not both" if ranks is not None
                         else "give a topology file, or --ranks N for a communicator of N ranks")
@@ -123,7 +125,7 @@ def _contention_free(collective, topo, output, hosts, nbytes, root, tasks_file, 
         else:
             graph, summary = traffic.contention_free(topo, collective, size, root=root or 0, tasks=tasks, **options)
     if output is not None:
-        graph.save(output)
+        files.write_with(output, graph.save)  # atomic: the previous file survives a failed write
         summary["output"] = str(output)
     if as_json:
         print(json.dumps(summary, indent=2, sort_keys=True))
