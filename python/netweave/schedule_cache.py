@@ -5,7 +5,9 @@ fabric's link values and the scheduler's options; repeated collectives with the 
 the DAG instead of scheduling again. Entries are ordinary binary DAG files (``.nws``) that the
 executors run as they are, named ``<operation>-<bytes>-<fingerprint>.nws`` so a program that
 cannot hash a topology (the MPI runtime) can still list and pick them; the fingerprint covers
-the host set, the fabric and the options.
+the host set, the fabric and the options. Each entry's summary (``<name>.json``) records the
+SHA-256 of its DAG file: an entry whose DAG no longer matches (edited, truncated, swapped) is
+not served but scheduled again and replaced, and the summary says so (``cache_rejected``).
 
 >>> import tempfile
 >>> from netweave import topology
@@ -22,16 +24,16 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import time
 from pathlib import Path
 from typing import Any, Optional
 
-from netweave import traffic
+from netweave import _core, files, traffic
 from netweave._core import NetweaveError, TaskGraph, Topology
 
-#: Bumped whenever the scheduler's output for the same inputs may change, so old entries miss.
-SCHEDULER_VERSION = 1
+#: Bumped whenever the scheduler's output for the same inputs may change, so old entries miss
+#: (2: entries carry the checksum of their DAG file).
+SCHEDULER_VERSION = 2
 
 
 class ScheduleCache:
@@ -63,26 +65,53 @@ class ScheduleCache:
         name = self.key(topology, operation, bytes, **keyed)
         dag_path = self.directory / f"{name}.nws"
         meta_path = self.directory / f"{name}.json"
+        rejected = None
         if dag_path.exists() and meta_path.exists():
-            graph = TaskGraph.load(dag_path)
-            summary = json.loads(meta_path.read_text())
-            summary["cache_seconds"] = time.perf_counter() - started
-            return graph, summary, True
+            served, rejected = self._verified(dag_path, meta_path)
+            if served is not None:
+                graph, summary = served
+                summary["cache_seconds"] = time.perf_counter() - started
+                return graph, summary, True
         graph, summary = traffic.contention_free(topology, operation, bytes, tasks=tasks, **options)
-        self.directory.mkdir(parents=True, exist_ok=True)
-        # Write under temporary names, then rename: a concurrent reader never sees half an entry.
-        for path, write in ((dag_path, lambda p: graph.save(p)),
-                            (meta_path, lambda p: p.write_text(json.dumps(summary, sort_keys=True)))):
-            partial = path.with_name(f".partial-{os.getpid()}-{path.name}")  # keeps the suffix that picks the format
-            try:
-                write(partial)
-                os.replace(partial, path)
-            finally:
-                partial.unlink(missing_ok=True)
+        files.ensure_dir(self.directory)
+        # The DAG first, then the summary naming its checksum, each renamed into place whole: a
+        # concurrent reader sees the old entry, a new one, or a DAG whose summary does not match
+        # yet (rejected, never served half-written).
+        files.write_with(dag_path, graph.save)
+        stored = dict(summary, dag_sha256=_sha256(dag_path))
+        files.write_text(meta_path, json.dumps(stored, sort_keys=True))
+        if rejected is not None:
+            summary["cache_rejected"] = rejected
         return graph, summary, False
+
+    @staticmethod
+    def _verified(dag_path: Path, meta_path: Path) -> tuple[Optional[tuple[TaskGraph, dict[str, Any]]], Optional[str]]:
+        """``((graph, summary), None)`` for an entry whose DAG matches the checksum its summary
+        records, else ``(None, why it was rejected)``."""
+        try:
+            summary = json.loads(_core.read_text_file(str(meta_path)))
+        except (NetweaveError, ValueError) as e:
+            return None, f"{meta_path.name}: unreadable ({e})"
+        want = summary.pop("dag_sha256", None) if isinstance(summary, dict) else None
+        if not isinstance(want, str):
+            return None, f"{meta_path.name}: no checksum of its DAG"
+        if _sha256(dag_path) != want:
+            return None, f"{dag_path.name}: does not match the checksum in {meta_path.name} (changed since it was cached)"
+        try:
+            return (TaskGraph.load(dag_path), summary), None
+        except NetweaveError as e:
+            return None, f"{dag_path.name}: {e}"
 
     def entries(self) -> list[str]:
         """The cached entries' names, sorted."""
         if not self.directory.is_dir():
             return []
         return sorted(p.stem for p in self.directory.glob("*.nws"))
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

@@ -10,7 +10,7 @@ import typer
 
 from netweave import files, topology, traffic
 from netweave.traffic import DEFAULT_BYTES
-from netweave.cli.common import JsonOpt, UserError, working
+from netweave.cli.common import JsonOpt, UserError, err_console, working
 from netweave.schedule_cache import ScheduleCache
 
 
@@ -122,6 +122,9 @@ def _contention_free(collective, topo, output, hosts, nbytes, root, tasks_file, 
             graph, summary, hit = ScheduleCache(cache).contention_free(topo, collective, size, root=root or 0,
                                                                        tasks=tasks, **options)
             summary["cache"] = "hit" if hit else "miss"
+            if "cache_rejected" in summary:
+                err_console.file.write(f"warning: --cache {cache}: scheduled again, the stored entry was not used: "
+                                       f"{summary['cache_rejected']}\n")
         else:
             graph, summary = traffic.contention_free(topo, collective, size, root=root or 0, tasks=tasks, **options)
     if output is not None:
