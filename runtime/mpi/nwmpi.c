@@ -615,9 +615,11 @@ static int stage_send(staging *x, const void *buf, int count, MPI_Datatype type,
     return rc;
 }
 
-/* Stage the receive side of `blocks` blocks of `r` at `buf`. 0 or an MPI code. */
-static int stage_recv(staging *x, void *buf, const layout *r, int blocks) {
+/* Stage the receive side of `blocks` blocks of `count` elements (layout `r`) at `buf`. 0 or an
+ * MPI code. */
+static int stage_recv(staging *x, void *buf, int count, const layout *r, int blocks) {
     if (r->contiguous) return x->recv = buf, MPI_SUCCESS;
+    if ((long long)blocks * count > INT_MAX || (long long)blocks * r->bytes > INT_MAX) return MPI_ERR_COUNT; /* MPI_Unpack's ints */
     x->recv = x->recv_copy = malloc((size_t)blocks * (size_t)r->bytes);
     return x->recv ? MPI_SUCCESS : MPI_ERR_NO_MEM;
 }
@@ -663,7 +665,7 @@ int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
     /* In place, the schedule reads every block before it is overwritten: it sends from a copy. */
     int rc = in_place ? stage_send(&x, recvbuf, recvcount, recvtype, &r, st->size, 1, comm)
                       : stage_send(&x, sendbuf, sendcount, sendtype, &s, st->size, 0, comm);
-    if (rc == MPI_SUCCESS) rc = stage_recv(&x, recvbuf, &r, st->size);
+    if (rc == MPI_SUCCESS) rc = stage_recv(&x, recvbuf, recvcount, &r, st->size);
     return run_staged(comm, st, c, COLL_ALLTOALL, &x, rc, recvbuf, recvcount, recvtype, r.bytes);
 }
 
@@ -684,7 +686,7 @@ int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, voi
     /* In place, the rank's own block already sits in its slot of the receive buffer. */
     int rc = in_place ? stage_send(&x, (char *)recvbuf + (MPI_Aint)st->rank * r.extent, recvcount, recvtype, &r, 1, 0, comm)
                       : stage_send(&x, sendbuf, sendcount, sendtype, &s, 1, 0, comm);
-    if (rc == MPI_SUCCESS) rc = stage_recv(&x, recvbuf, &r, st->size);
+    if (rc == MPI_SUCCESS) rc = stage_recv(&x, recvbuf, recvcount, &r, st->size);
     return run_staged(comm, st, c, COLL_ALLGATHER, &x, rc, recvbuf, recvcount, recvtype, r.bytes);
 }
 
@@ -707,6 +709,6 @@ int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *
     staging x = {0};
     int rc = in_place ? stage_send(&x, (char *)recvbuf + (MPI_Aint)root * r.extent, recvcount, recvtype, &r, 1, 0, comm)
                       : stage_send(&x, sendbuf, sendcount, sendtype, &s, 1, 0, comm);
-    if (rc == MPI_SUCCESS && at_root) rc = stage_recv(&x, recvbuf, &r, st->size);
+    if (rc == MPI_SUCCESS && at_root) rc = stage_recv(&x, recvbuf, recvcount, &r, st->size);
     return run_staged(comm, st, c, COLL_GATHER, &x, rc, recvbuf, recvcount, recvtype, B);
 }
