@@ -30,6 +30,7 @@ not the scale's.
 
 from __future__ import annotations
 
+import json
 import uuid
 from pathlib import Path
 from typing import Any, Callable, Optional
@@ -147,9 +148,13 @@ def verify(topo: Topology, routes: RoutingTable, result: dict[str, Any], built: 
                 problems[name] = f"{lost['retransmitted_segments']} segments retransmitted"
         for implementation in natives:
             note(f"measuring {implementation}'s own {collective} on the fabric")
-            report = _nwbench(fabric, implementation, collective, nbytes, ranks, placed)
-            measured[implementation] = report["results"][0]["max_s"]
             how[implementation] = f"nwbench, {REPS} calls"
+            try:
+                report = _nwbench(fabric, implementation, collective, nbytes, ranks, placed)
+                measured[implementation] = report["results"][0]["max_s"]
+            except NetweaveError as e:
+                # One MPI failing to run here leaves the other rows standing; the row says why.
+                measured[implementation], problems[implementation] = None, str(e)
     finally:
         emulate.down(fabric_name)
     out = []
@@ -168,7 +173,12 @@ def _nwbench(fabric, implementation: str, collective: str, nbytes: int, ranks: i
     # counts as finished once nwbench has printed its whole report (see docs/emulate.md).
     proc = emulate.mpirun(fabric, implementation, ranks, program, hosts=placed,
                           done_when=lambda text: text.rstrip().endswith("]}"))
-    return mpi.nwbench_report(proc, f" ({implementation}, emulated)")
+    if proc.returncode == 0 and not proc.stdout.strip():
+        raise NetweaveError(f"nwbench ({implementation}, emulated) printed no report: {proc.stderr.strip()[-300:]}")
+    try:
+        return mpi.nwbench_report(proc, f" ({implementation}, emulated)")
+    except json.JSONDecodeError as e:
+        raise NetweaveError(f"nwbench ({implementation}, emulated) printed no JSON report ({e})") from None
 
 
 def _summary(rows: list[dict[str, Any]], result: dict[str, Any], scale: float, buffer: Optional[int]) -> dict[str, Any]:
