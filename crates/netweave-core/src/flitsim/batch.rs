@@ -27,7 +27,8 @@ use std::collections::VecDeque;
 use serde::Serialize;
 
 use super::config::{BatchSync, SimConfig};
-use super::engine::{Delivery, Packet, Sim, Workload, NONE};
+use super::engine::{Delivery, Sim, Workload};
+use super::flit::{Packet, NONE};
 use super::open_loop::LatencyStats;
 use crate::error::{NetweaveError, Result};
 use crate::routing::RoutingTable;

@@ -18,7 +18,7 @@
 //! more workers (`router.rs`); a router's step reads and writes nothing another router touches
 //! in the same cycle, so neither the visiting order nor the split among threads — or among
 //! processes (`partition.rs`) — can change the result. The network's static arrays are in
-//! `fabric.rs`.
+//! `network.rs`.
 //!
 //! Pipeline (BookSim's IQ router with one-cycle stages): a head flit arriving in cycle `t` is
 //! routed in `t`, may win VC allocation from `t + routing_delay`, then switch allocation
@@ -36,64 +36,16 @@ use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use super::config::{Arbitration, SimConfig, SwAllocator, Switching};
-use super::fabric::{BookSimTorus, Fabric};
+use super::flit::{Flit, Packet, IDLE, NONE};
+use super::network::{BookSimTorus, SimNetwork};
 use super::partition::{self, error_text, read_blocked, Broadcast, Exchange, Mail, PartitionReport};
 use super::router::{land_flit, step_routers, Fixed, Outbox, Pool, RouterState, Shared, Wheels, Worker};
 use crate::error::{NetweaveError, Result};
 use crate::routing::RoutingTable;
 use crate::topology::Topology;
 
-pub(crate) const NONE: u32 = u32::MAX;
 /// Output-VC owner meaning "a host is injecting on it".
 const HOST_OWNER: u32 = u32::MAX - 1;
-
-pub(crate) const IDLE: u8 = 0;
-pub(crate) const VC_ALLOC: u8 = 1;
-pub(crate) const ACTIVE: u8 = 2;
-
-/// One flit in a buffer: its packet, its index in the packet (and whether it is the last), the
-/// cycle it is there (low 32 bits), the routers it has crossed and, on a head under BookSim's
-/// torus routing, the VC class its packet keeps in the current dimension. What changes hop by
-/// hop travels in the flit, so a router step never writes the packet record another router may
-/// be reading.
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct Flit {
-    pub arrive: u32,
-    pub packet: u32,
-    pub seq: u16,
-    pub hops: u16,
-    pub class: u8,
-    pub tail: bool,
-}
-
-impl Flit {
-    /// Whether the flit is in its buffer by cycle `now`: the wrapping difference is exact while
-    /// arrival and `now` are less than 2³¹ cycles apart (the deadlock watchdog fires long before).
-    #[inline]
-    pub(crate) fn arrived(self, now: u64) -> bool {
-        (now as u32).wrapping_sub(self.arrive) as i32 >= 0
-    }
-}
-
-/// A packet in flight or queued at its source.
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct Packet {
-    pub src: u32,
-    pub dst: u32,
-    pub size: u16,
-    /// Routers crossed so far.
-    pub hops: u16,
-    pub ctime: u64,
-    pub itime: u64,
-    /// Counted in the statistics (created while measuring).
-    pub measured: bool,
-    /// Batch message it belongs to, or [`NONE`]; replies carry the message too.
-    pub message: u32,
-    pub is_reply: bool,
-    /// Creation number, unique in the run: names the packet in tie-breaks and orders deliveries
-    /// the same way however the routers are split (ids are recycled).
-    pub uid: u64,
-}
 
 /// What a finished packet reports back to the workload.
 #[derive(Clone, Copy, Debug)]
@@ -135,7 +87,7 @@ pub(crate) struct Sim<'a> {
     /// Threads for workers 1.. (none with one worker). First, so that dropping a Sim (also while
     /// unwinding) joins them before the arrays they step are freed.
     pool: Option<Pool>,
-    pub fab: Fabric,
+    pub net: SimNetwork,
     pub topo: &'a Topology,
     routes: &'a RoutingTable,
     pub cfg: SimConfig,
@@ -179,7 +131,7 @@ pub(crate) struct Sim<'a> {
     va_accept_ptr: Vec<u32>,
     va_grant: Vec<u32>,
     va_grant_dist: Vec<u32>,
-    /// A bit per input VC ([`Fabric::nonempty_bit`]), set while it holds a flit, so a router
+    /// A bit per input VC ([`SimNetwork::nonempty_bit`]), set while it holds a flit, so a router
     /// step visits only the buffers with something in them, in the order a full scan would.
     nonempty: Vec<u64>,
     /// Router workers: one per thread, each stepping the routers of its share (`part_of`).
@@ -234,67 +186,35 @@ struct Dist {
     report: PartitionReport,
 }
 
-/// `(local − ptr) mod n`, the round-robin distance of `local` from pointer `ptr`, without a
-/// division: `local < n`, and `ptr ≤ n` since a pointer is stored as one past the last winner.
-#[inline]
-pub(crate) fn rr_distance(local: u32, ptr: u32, n: u32) -> u32 {
-    let p = if ptr >= n { ptr - n } else { ptr };
-    if local >= p {
-        local - p
-    } else {
-        local + n - p
-    }
-}
-
-/// `(x + 1) mod n` for `x < n`, without a division: where a round-robin pointer goes after `x` won.
-#[inline]
-pub(crate) fn next_ptr(x: u32, n: u32) -> u32 {
-    if x + 1 >= n {
-        0
-    } else {
-        x + 1
-    }
-}
-
-#[inline]
-pub(crate) fn ring_slot(head: u16, off: usize, cap: usize) -> usize {
-    let s = head as usize + off;
-    if s >= cap {
-        s - cap
-    } else {
-        s
-    }
-}
-
 impl<'a> Sim<'a> {
     pub fn new(topo: &'a Topology, routes: &'a RoutingTable, cfg: &SimConfig) -> Result<Sim<'a>> {
         cfg.validate()?;
-        let fab = Fabric::new(topo, routes, cfg)?;
-        let nch = fab.num_channels();
-        let v = fab.vcs;
+        let net = SimNetwork::new(topo, routes, cfg)?;
+        let nch = net.num_channels();
+        let v = net.vcs;
         let nb = nch * v;
-        let ivcs = fab.ip_chan.len() * v;
-        if ivcs * fab.buf > u32::MAX as usize {
+        let ivcs = net.ip_chan.len() * v;
+        if ivcs * net.buf > u32::MAX as usize {
             return crate::invalid!(
                 "{ivcs} input VCs of {} flits are more flit slots than this simulator indexes (2³²)",
-                fab.buf
+                net.buf
             );
         }
-        let max_delay = (cfg.sw_alloc_delay + cfg.st_final_delay + cfg.credit_delay + fab.max_latency() + 4) as u64;
+        let max_delay = (cfg.sw_alloc_delay + cfg.st_final_delay + cfg.credit_delay + net.max_latency() + 4) as u64;
         let wheel = max_delay.next_power_of_two() as usize;
         let mut credits = vec![cfg.vc_buf_size as u16; nb];
         for c in 0..nch {
-            if fab.ch_dst_router[c] == NONE {
+            if net.ch_dst_router[c] == NONE {
                 credits[c * v..(c + 1) * v].fill(u16::MAX);
             }
         }
-        let slots = fab.host_inj.len();
-        let num_ops = fab.op_chan.len();
-        let num_ips = fab.ip_chan.len();
-        let r = fab.num_routers;
+        let slots = net.host_inj.len();
+        let num_ops = net.op_chan.len();
+        let num_ips = net.ip_chan.len();
+        let r = net.num_routers;
         let threads = cfg.worker_threads().min(r.max(1));
         Ok(Sim {
-            flits: vec![Flit::default(); ivcs * fab.buf],
+            flits: vec![Flit::default(); ivcs * net.buf],
             head: vec![0; ivcs],
             len: vec![0; ivcs],
             state: vec![IDLE; ivcs],
@@ -305,9 +225,9 @@ impl<'a> Sim<'a> {
             out_ovc: vec![NONE; ivcs],
             owner: vec![NONE; nb],
             write_at: (0..nb)
-                .map(|o| match fab.ch_dst_router[o / v] {
+                .map(|o| match net.ch_dst_router[o / v] {
                     NONE => 0, // into a host: nothing lands in a buffer
-                    _ => ((fab.into[o / v].first_vc as usize + o % v) * fab.buf) as u32,
+                    _ => ((net.into[o / v].first_vc as usize + o % v) * net.buf) as u32,
                 })
                 .collect(),
             credits,
@@ -329,7 +249,7 @@ impl<'a> Sim<'a> {
             va_accept_ptr: vec![0; ivcs],
             va_grant: vec![NONE; nb],
             va_grant_dist: vec![u32::MAX; nb],
-            nonempty: vec![0; fab.ne_word[r] as usize],
+            nonempty: vec![0; net.ne_word[r] as usize],
             workers: (0..threads).map(|_| Worker::default()).collect(),
             // Contiguous shares of router ids: neighbours in a lattice mostly stay together.
             part_of: (0..r).map(|x| (x * threads / r.max(1)) as u32).collect(),
@@ -349,7 +269,7 @@ impl<'a> Sim<'a> {
                 ovc: vec![NONE; slots],
                 last_vc: vec![u16::MAX; slots],
             },
-            awake: vec![0; fab.num_hosts.div_ceil(64)],
+            awake: vec![0; net.num_hosts.div_ceil(64)],
             flits_in_network: 0,
             moved: 0,
             last_progress: 0,
@@ -363,7 +283,7 @@ impl<'a> Sim<'a> {
             dist: None,
             rng: ChaCha8Rng::seed_from_u64(cfg.seed),
             now: 0,
-            fab,
+            net,
             topo,
             routes,
             cfg: cfg.clone(),
@@ -372,12 +292,12 @@ impl<'a> Sim<'a> {
 
     /// Route with BookSim's torus `dim_order` instead of the table's ports and VC policy.
     pub fn use_booksim_torus(&mut self, dims: Vec<u32>, host_ports: u32) -> Result<()> {
-        if self.fab.routing_vcs != 2 {
+        if self.net.routing_vcs != 2 {
             return crate::invalid!("BookSim's dim_order on a torus needs a routing with 2 VC classes");
         }
         let n = dims.len();
-        let mut coords = vec![0u32; self.fab.num_routers * n];
-        for r in 0..self.fab.num_routers {
+        let mut coords = vec![0u32; self.net.num_routers * n];
+        for r in 0..self.net.num_routers {
             let mut x = r as u32;
             for (d, &k) in dims.iter().enumerate() {
                 coords[r * n + d] = x % k;
@@ -413,7 +333,7 @@ impl<'a> Sim<'a> {
 
     /// Number of injection port slots of `host`.
     pub fn host_slots(&self, host: usize) -> std::ops::Range<usize> {
-        self.fab.host_inj_base[host] as usize..self.fab.host_inj_base[host + 1] as usize
+        self.net.host_inj_base[host] as usize..self.net.host_inj_base[host + 1] as usize
     }
 
     /// Whether this process steps router `r` (every router in a one-process run).
@@ -428,7 +348,7 @@ impl<'a> Sim<'a> {
     /// Write flit into the input buffer fed by output VC `ovc` (channel·V + vc).
     fn push_flit(&mut self, ovc: usize, flit: Flit) {
         let mut state = self.router_state(false);
-        let r = land_flit(&self.fab, &mut state, ovc, flit);
+        let r = land_flit(&self.net, &mut state, ovc, flit);
         if self.hold {
             self.activate(r);
         } else {
@@ -541,7 +461,7 @@ impl<'a> Sim<'a> {
         // One worker in one process lands its effects at once; otherwise they wait in outboxes.
         let state = self.router_state(self.pool.is_none() && self.dist.is_none());
         let fixed = Fixed {
-            fab: &self.fab,
+            net: &self.net,
             topo: self.topo,
             routes: self.routes,
             cfg: &self.cfg,
@@ -612,16 +532,16 @@ impl<'a> Sim<'a> {
     /// side lands here; flits and credits for other ranks' routers go into their mail; tails,
     /// host credits, movement and ejections go to every rank.
     fn apply_or_mail(&mut self, out: &Outbox, d: &mut Dist, now: u64) {
-        let v = self.fab.vcs as u32;
+        let v = self.net.vcs as u32;
         for &(ovc, flit) in &out.pushes {
-            let r = self.fab.ch_dst_router[(ovc / v) as usize];
+            let r = self.net.ch_dst_router[(ovc / v) as usize];
             match d.rank_of[r as usize] {
                 k if k == d.me => self.push_flit(ovc as usize, flit),
                 k => partition::put_push(&mut d.mail[k as usize].pushes, ovc, &flit),
             }
         }
         for &(ovc, at) in &out.credits {
-            let up = self.fab.ch_src_router[(ovc / v) as usize];
+            let up = self.net.ch_src_router[(ovc / v) as usize];
             if up == NONE {
                 partition::put_credit(&mut d.all.credits, ovc, at);
             } else if d.rank_of[up as usize] != d.me {
@@ -651,24 +571,24 @@ impl<'a> Sim<'a> {
             return crate::invalid!("rank {me} of {ranks}: ranks are numbered from 0");
         }
         // Checked on every rank before the first exchange, so a refusal stops them all.
-        if ranks > self.fab.num_routers.max(1) {
+        if ranks > self.net.num_routers.max(1) {
             return crate::invalid!(
                 "{ranks} ranks for {} routers: use at most one rank per router",
-                self.fab.num_routers
+                self.net.num_routers
             );
         }
         // Rank 0 splits and tells the others: METIS's random state is process-wide, so ranks
         // that each ran it could disagree (threads as ranks do).
         let mut link = link;
         let rank_of = if me == 0 {
-            let rank_of = partition::partition_routers(&self.fab, ranks, self.cfg.seed);
+            let rank_of = partition::partition_routers(&self.net, ranks, self.cfg.seed);
             let bytes: Vec<u8> = rank_of.iter().flat_map(|k| k.to_le_bytes()).collect();
             link.exchange(vec![bytes; ranks])?;
             rank_of
         } else {
             let got = link.exchange(vec![Vec::new(); ranks])?.swap_remove(0);
             let rank_of: Vec<u32> = got.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())).collect();
-            if rank_of.len() != self.fab.num_routers || rank_of.iter().any(|&k| k as usize >= ranks) {
+            if rank_of.len() != self.net.num_routers || rank_of.iter().any(|&k| k as usize >= ranks) {
                 return crate::invalid!("rank 0 split a different network: every rank must run the same config");
             }
             rank_of
@@ -679,9 +599,9 @@ impl<'a> Sim<'a> {
         // a credit back to a host (every rank injects), a tail's retirement (every rank counts).
         let mut lookahead = u64::MAX;
         let (mut cut, mut switch_channels) = (0, 0);
-        for c in 0..self.fab.num_channels() {
-            let lat = self.fab.ch_lat[c] as u64;
-            let (a, b) = (self.fab.ch_src_router[c], self.fab.ch_dst_router[c]);
+        for c in 0..self.net.num_channels() {
+            let lat = self.net.ch_lat[c] as u64;
+            let (a, b) = (self.net.ch_src_router[c], self.net.ch_dst_router[c]);
             if a != NONE && b != NONE {
                 switch_channels += 1;
                 if rank_of[a as usize] != rank_of[b as usize] {
@@ -699,7 +619,7 @@ impl<'a> Sim<'a> {
         for &k in &rank_of {
             routers[k as usize] += 1;
         }
-        let own: Vec<usize> = (0..self.fab.num_routers).filter(|&r| rank_of[r] == me as u32).collect();
+        let own: Vec<usize> = (0..self.net.num_routers).filter(|&r| rank_of[r] == me as u32).collect();
         let threads = self.cfg.worker_threads().min(own.len().max(1));
         for (i, &r) in own.iter().enumerate() {
             self.part_of[r] = (i * threads / own.len()) as u32;
@@ -813,7 +733,7 @@ impl<'a> Sim<'a> {
     /// slots are empty and it has no work, which is all a visit would find.
     fn inject<W: Workload>(&mut self, w: &mut W, now: u64) {
         if !w.wakes_hosts() {
-            for h in 0..self.fab.num_hosts {
+            for h in 0..self.net.num_hosts {
                 self.inject_host(w, h, now);
                 if self.error.is_some() {
                     return;
@@ -843,7 +763,7 @@ impl<'a> Sim<'a> {
 
     /// Host `h`'s injection this cycle; whether it still has a packet under way or work.
     fn inject_host<W: Workload>(&mut self, w: &mut W, h: usize, now: u64) -> bool {
-        let v = self.fab.vcs;
+        let v = self.net.vcs;
         {
             for s in self.host_slots(h) {
                 if self.hosts.packet[s] == NONE {
@@ -861,13 +781,13 @@ impl<'a> Sim<'a> {
                 }
                 let p = self.hosts.packet[s];
                 let pk = self.packets[p as usize];
-                let ch = self.fab.host_inj[s] as usize;
+                let ch = self.net.host_inj[s] as usize;
                 if self.hosts.ovc[s] == NONE {
                     let cls = self.vc_class_of(pk.src, pk.dst);
-                    if cls >= self.fab.routing_vcs {
+                    if cls >= self.net.routing_vcs {
                         self.error = Some(NetweaveError::Routing(format!(
                             "injection VC {cls} of pair {} -> {} is outside the routing's {} VCs",
-                            pk.src, pk.dst, self.fab.routing_vcs
+                            pk.src, pk.dst, self.net.routing_vcs
                         )));
                         return false;
                     }
@@ -875,7 +795,7 @@ impl<'a> Sim<'a> {
                     let (base, width) = if self.booksim_torus.is_some() {
                         (ch * v, v)
                     } else {
-                        (ch * v + cls * self.fab.class_width, self.fab.class_width)
+                        (ch * v + cls * self.net.class_width, self.net.class_width)
                     };
                     // Round-robin from the VC after the last one used, as BookSim's sources do,
                     // so back-to-back packets do not queue behind each other in one VC; like
@@ -901,9 +821,9 @@ impl<'a> Sim<'a> {
                 if seq == 0 {
                     self.packets[p as usize].itime = now;
                 }
-                let arrive = (now + self.fab.ch_lat[ch] as u64) as u32;
+                let arrive = (now + self.net.ch_lat[ch] as u64) as u32;
                 // Every rank injects alike; the flit lands only where its router is stepped.
-                if self.owns(self.fab.ch_dst_router[ch]) {
+                if self.owns(self.net.ch_dst_router[ch]) {
                     let tail = seq + 1 == pk.size;
                     self.push_flit(ovc, Flit { arrive, packet: p, seq, hops: 0, class: 0, tail });
                 }
@@ -924,11 +844,11 @@ impl<'a> Sim<'a> {
     /// Blocked input VCs — switch-to-switch channels first (they show the cycle; host links
     /// only back up), then by VC — as (order, text), the first `limit`, and how many there are.
     fn blocked_here(&self, limit: usize) -> (usize, Vec<(u64, String)>) {
-        let v = self.fab.vcs;
-        let chan = |b: usize| self.fab.ip_chan[b / v] as usize;
+        let v = self.net.vcs;
+        let chan = |b: usize| self.net.ip_chan[b / v] as usize;
         let mut found: Vec<(u64, usize)> = (0..self.len.len())
             .filter(|&b| self.len[b] > 0)
-            .map(|b| ((u64::from(self.fab.ch_src_router[chan(b)] == NONE) << 63) | b as u64, b))
+            .map(|b| ((u64::from(self.net.ch_src_router[chan(b)] == NONE) << 63) | b as u64, b))
             .collect();
         let count = found.len();
         found.sort_unstable();
@@ -936,7 +856,7 @@ impl<'a> Sim<'a> {
         let parts = found
             .into_iter()
             .map(|(order, b)| {
-                let (a, z) = self.topo.channel_ends(self.fab.ch_topo[chan(b)]);
+                let (a, z) = self.topo.channel_ends(self.net.ch_topo[chan(b)]);
                 let text = format!(
                     "{}->{} vc {} ({} flits)",
                     self.topo.label(a.node),

@@ -15,7 +15,8 @@ use std::collections::BinaryHeap;
 use serde::Serialize;
 
 use super::config::{SimConfig, SimType};
-use super::engine::{geometric_gap, Delivery, Packet, PacketQueue, Sim, Workload, NONE};
+use super::engine::{geometric_gap, Delivery, PacketQueue, Sim, Workload};
+use super::flit::{Packet, NONE};
 use crate::error::Result;
 use crate::routing::RoutingTable;
 use crate::topology::Topology;

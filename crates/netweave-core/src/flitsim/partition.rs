@@ -32,8 +32,8 @@
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
 use std::time::Duration;
 
-use super::engine::{Flit, NONE};
-use super::fabric::Fabric;
+use super::flit::{Flit, NONE};
+use super::network::SimNetwork;
 use crate::error::{NetweaveError, Result};
 
 /// How ranks swap mail: a collective every rank calls the same number of times.
@@ -108,15 +108,15 @@ impl Exchange for LocalExchange {
 /// routers weighted by their ports), which cuts few channels; ids in blocks when METIS cannot
 /// split so small a graph. Any split gives the same results, only the mail volume differs.
 /// `ranks` is between 1 and the router count (`Sim::distribute` checks).
-pub(crate) fn partition_routers(fab: &Fabric, ranks: usize, seed: u64) -> Vec<u32> {
-    let n = fab.num_routers;
+pub(crate) fn partition_routers(net: &SimNetwork, ranks: usize, seed: u64) -> Vec<u32> {
+    let n = net.num_routers;
     let blocks = || (0..n).map(|r| (r * ranks / n) as u32).collect::<Vec<u32>>();
     if ranks == 1 || n < 4 * ranks {
         return blocks();
     }
     let mut adj: Vec<Vec<(u32, metis::Idx)>> = vec![Vec::new(); n];
-    for c in 0..fab.num_channels() {
-        let (a, b) = (fab.ch_src_router[c], fab.ch_dst_router[c]);
+    for c in 0..net.num_channels() {
+        let (a, b) = (net.ch_src_router[c], net.ch_dst_router[c]);
         if a == NONE || b == NONE || a == b {
             continue;
         }
@@ -139,7 +139,7 @@ pub(crate) fn partition_routers(fab: &Fabric, ranks: usize, seed: u64) -> Vec<u3
         xadj.push(adjncy.len() as metis::Idx);
     }
     // A router's work grows with its ports (input VCs scanned, flits crossing).
-    let vwgt: Vec<metis::Idx> = (0..n).map(|r| (fab.in_base[r + 1] - fab.in_base[r]).max(1) as metis::Idx).collect();
+    let vwgt: Vec<metis::Idx> = (0..n).map(|r| (net.in_base[r + 1] - net.in_base[r]).max(1) as metis::Idx).collect();
     let mut part = vec![0 as metis::Idx; n];
     let split = metis::Graph::new(1, ranks as metis::Idx, &xadj, &adjncy)
         .map(|g| {

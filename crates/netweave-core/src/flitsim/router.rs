@@ -17,8 +17,8 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use super::config::SimConfig;
-use super::engine::{next_ptr, ring_slot, rr_distance, Flit, Packet, ACTIVE, IDLE, NONE, VC_ALLOC};
-use super::fabric::{BookSimTorus, Fabric, ANY_CLASS};
+use super::flit::{next_ptr, ring_slot, rr_distance, Flit, Packet, ACTIVE, IDLE, NONE, VC_ALLOC};
+use super::network::{BookSimTorus, SimNetwork, ANY_CLASS};
 use crate::error::NetweaveError;
 use crate::routing::{RoutingTable, NO_PORT};
 use crate::topology::Topology;
@@ -27,7 +27,7 @@ use crate::topology::Topology;
 /// routers (see the module doc), which is what makes handing out `&mut` to elements sound.
 ///
 /// Indexing is unchecked in release builds (checked under `debug_assertions`, as in every
-/// Rust test): each index derives from the [`Fabric`]'s tables, built and checked once, from
+/// Rust test): each index derives from the [`SimNetwork`]'s tables, built and checked once, from
 /// VC numbers below `vcs`, or from a route the step has checked against the router's port
 /// groups. The checks were 9 % of the instructions of a flit move and 7 % of its time.
 pub(crate) struct Shared<T> {
@@ -122,15 +122,15 @@ pub(crate) struct Wheels {
 /// mark the buffer non-empty; returns the router it is in. Shared by the engine (applying
 /// outboxes, injecting) and by router steps that land their effects at once.
 #[inline]
-pub(crate) fn land_flit(fab: &Fabric, s: &mut RouterState, ovc: usize, flit: Flit) -> u32 {
+pub(crate) fn land_flit(net: &SimNetwork, s: &mut RouterState, ovc: usize, flit: Flit) -> u32 {
     // Where the flit goes is kept per output VC, so the store does not wait for the buffer's
     // head and length.
     let at = s.write_at[ovc] as usize;
     s.flits[at] = flit;
-    let (ch, vc) = fab.split_by_vc(ovc as u32);
-    let to = fab.into[ch];
+    let (ch, vc) = net.split_by_vc(ovc as u32);
+    let to = net.into[ch];
     let b = to.first_vc as usize + vc;
-    s.write_at[ovc] = if at + 1 == (b + 1) * fab.buf { b * fab.buf } else { at + 1 } as u32;
+    s.write_at[ovc] = if at + 1 == (b + 1) * net.buf { b * net.buf } else { at + 1 } as u32;
     s.len[b] += 1;
     let bit = to.first_bit as usize + vc;
     s.nonempty[bit / 64] |= 1 << (bit % 64);
@@ -157,7 +157,7 @@ struct Scratch {
 
 /// Everything a router step reads but never writes.
 pub(crate) struct Fixed<'a> {
-    pub fab: &'a Fabric,
+    pub net: &'a SimNetwork,
     pub topo: &'a Topology,
     pub routes: &'a RoutingTable,
     pub cfg: &'a SimConfig,
@@ -238,7 +238,7 @@ pub(crate) fn step_routers(fixed: &Fixed, state: RouterState, worker: &mut Worke
 /// A router step's view: the fixed inputs, the shared router state and a worker's scratch,
 /// under the names the step's code uses.
 struct RouterCtx<'a> {
-    fab: &'a Fabric,
+    net: &'a SimNetwork,
     topo: &'a Topology,
     routes: &'a RoutingTable,
     cfg: &'a SimConfig,
@@ -266,7 +266,7 @@ struct RouterCtx<'a> {
 impl<'a> RouterCtx<'a> {
     fn new(f: &Fixed<'a>, s: RouterState, scratch: Scratch, out: Outbox) -> RouterCtx<'a> {
         RouterCtx {
-            fab: f.fab,
+            net: f.net,
             topo: f.topo,
             routes: f.routes,
             cfg: f.cfg,
@@ -289,12 +289,12 @@ impl<'a> RouterCtx<'a> {
 
     #[inline]
     fn front(&self, b: usize) -> Flit {
-        self.s.flits[b * self.fab.buf + self.s.head[b] as usize]
+        self.s.flits[b * self.net.buf + self.s.head[b] as usize]
     }
 
     /// Whether router `r` has a flit in any of its buffers.
     fn holds_flits(&self, r: usize) -> bool {
-        (self.fab.ne_word[r] as usize..self.fab.ne_word[r + 1] as usize).any(|w| self.s.nonempty[w] != 0)
+        (self.net.ne_word[r] as usize..self.net.ne_word[r + 1] as usize).any(|w| self.s.nonempty[w] != 0)
     }
 
     /// Whether a buffer this step found non-empty still holds a flit that is there by `t`
@@ -312,14 +312,14 @@ impl<'a> RouterCtx<'a> {
     }
 
     fn router_step(&mut self, r: usize, now: u64) {
-        let v = self.fab.vcs;
-        let ip_lo = self.fab.in_base[r] as usize;
-        let ip_hi = self.fab.in_base[r + 1] as usize;
+        let v = self.net.vcs;
+        let ip_lo = self.net.in_base[r] as usize;
+        let ip_hi = self.net.in_base[r + 1] as usize;
 
         // Route computation and VC allocation requests.
         self.scratch.va_scratch.clear();
         let n_ivc = ((ip_hi - ip_lo) * v) as u32;
-        nonempty_inputs(self.fab, &self.s.nonempty, r, &mut self.scratch.scan);
+        nonempty_inputs(self.net, &self.s.nonempty, r, &mut self.scratch.scan);
         let collect = self.collect_requests;
         if let [b] = self.scratch.scan[..] {
             // One buffer with flits, already holding an output VC (the body of a packet
@@ -382,18 +382,18 @@ impl<'a> RouterCtx<'a> {
             for &(_, b) in &reqs {
                 let b = b as usize;
                 let g = self.s.route_grp[b] as usize;
-                let start = self.fab.grp_start[g] as usize;
-                let glen = self.fab.grp_len[g] as usize;
+                let start = self.net.grp_start[g] as usize;
+                let glen = self.net.grp_len[g] as usize;
                 let (cls, w) = match self.s.route_cls[b] {
                     ANY_CLASS => (0, v),
-                    c => (c as usize, self.fab.class_width),
+                    c => (c as usize, self.net.class_width),
                 };
                 let mut granted = false;
                 // The port of a group to try first turns with the channel (as it always has).
-                let turn = self.fab.ip_chan[b / v] as usize * v + b % v;
+                let turn = self.net.ip_chan[b / v] as usize * v + b % v;
                 'search: for k in 0..glen {
                     let op = start + (k + turn) % glen;
-                    let ch = self.fab.op_chan[op] as usize;
+                    let ch = self.net.op_chan[op] as usize;
                     // Round-robin over the output's VCs, so consecutive packets alternate.
                     let first = self.s.ovc_rr[op] as usize;
                     for j in 0..w {
@@ -497,7 +497,7 @@ impl<'a> RouterCtx<'a> {
 
     #[inline]
     fn split_by_vc(&self, x: u32) -> (usize, usize) {
-        self.fab.split_by_vc(x)
+        self.net.split_by_vc(x)
     }
 
     /// The free output VCs input VC `b` may take: (global output port, first VC, VC count).
@@ -505,10 +505,10 @@ impl<'a> RouterCtx<'a> {
     fn vc_candidates(&self, b: usize) -> (usize, usize, usize, usize) {
         let g = self.s.route_grp[b] as usize;
         let (cls, w) = match self.s.route_cls[b] {
-            ANY_CLASS => (0, self.fab.vcs),
-            c => (c as usize, self.fab.class_width),
+            ANY_CLASS => (0, self.net.vcs),
+            c => (c as usize, self.net.class_width),
         };
-        (self.fab.grp_start[g] as usize, self.fab.grp_len[g] as usize, cls * w, w)
+        (self.net.grp_start[g] as usize, self.net.grp_len[g] as usize, cls * w, w)
     }
 
     /// VC allocation by one iteration of iSLIP over input VCs × output VCs, as BookSim's
@@ -518,11 +518,11 @@ impl<'a> RouterCtx<'a> {
     /// pointers matter under overload: with one VC per dateline class a router-wide pointer
     /// lets a busy input win the same output VC again and again.
     fn islip_vc_allocate(&mut self, r: usize, now: u64) {
-        let v = self.fab.vcs;
-        let ip_lo = self.fab.in_base[r] as usize;
-        let op_lo = self.fab.out_base[r] as usize;
-        let n_ivc = ((self.fab.in_base[r + 1] as usize - ip_lo) * v) as u32;
-        let n_ovc = ((self.fab.out_base[r + 1] as usize - op_lo) * v) as u32;
+        let v = self.net.vcs;
+        let ip_lo = self.net.in_base[r] as usize;
+        let op_lo = self.net.out_base[r] as usize;
+        let n_ivc = ((self.net.in_base[r + 1] as usize - ip_lo) * v) as u32;
+        let n_ovc = ((self.net.out_base[r + 1] as usize - op_lo) * v) as u32;
         let reqs = std::mem::take(&mut self.scratch.va_scratch);
         let local_in = |_: &Self, b: usize| (b - ip_lo * v) as u32;
         // Grant: each free output VC picks the requesting input VC nearest after its pointer.
@@ -531,7 +531,7 @@ impl<'a> RouterCtx<'a> {
             let li = local_in(self, b);
             let (start, glen, first_vc, w) = self.vc_candidates(b);
             for op in start..start + glen {
-                let ch = self.fab.op_chan[op] as usize;
+                let ch = self.net.op_chan[op] as usize;
                 for ovc in ch * v + first_vc..ch * v + first_vc + w {
                     if self.s.owner[ovc] != NONE {
                         continue;
@@ -553,7 +553,7 @@ impl<'a> RouterCtx<'a> {
             let (start, glen, first_vc, w) = self.vc_candidates(b);
             let mut best: Option<(u32, usize, usize)> = None;
             for op in start..start + glen {
-                let ch = self.fab.op_chan[op] as usize;
+                let ch = self.net.op_chan[op] as usize;
                 for ovc in ch * v + first_vc..ch * v + first_vc + w {
                     if self.s.va_grant[ovc] != b as u32 {
                         continue;
@@ -588,12 +588,12 @@ impl<'a> RouterCtx<'a> {
     /// each input accepts the granting output next after its pointer, and only accepted
     /// grants move the pointers. With age arbitration the oldest packet wins both steps.
     fn islip_allocate(&mut self, r: usize, now: u64, collected: bool) {
-        let v = self.fab.vcs;
-        let ip_lo = self.fab.in_base[r] as usize;
-        let ip_hi = self.fab.in_base[r + 1] as usize;
-        let op_lo = self.fab.out_base[r] as usize;
+        let v = self.net.vcs;
+        let ip_lo = self.net.in_base[r] as usize;
+        let ip_hi = self.net.in_base[r + 1] as usize;
+        let op_lo = self.net.out_base[r] as usize;
         let n_in = (ip_hi - ip_lo) as u32;
-        let n_out = (self.fab.out_base[r + 1] as usize - op_lo) as u32;
+        let n_out = (self.net.out_base[r + 1] as usize - op_lo) as u32;
         let mut reqs = std::mem::take(&mut self.scratch.sa_reqs);
         if !collected {
             reqs.clear();
@@ -696,11 +696,11 @@ impl<'a> RouterCtx<'a> {
     /// the flit crosses.
     #[inline]
     fn grant(&mut self, r: usize, ip: usize, vc: usize, op: usize, now: u64) {
-        let ip_lo = self.fab.in_base[r] as usize;
-        let op_lo = self.fab.out_base[r] as usize;
+        let ip_lo = self.net.in_base[r] as usize;
+        let op_lo = self.net.out_base[r] as usize;
         self.s.sa_out_ptr[op] = (ip - ip_lo) as u32 + 1;
         self.s.acc_ptr[ip] = (op - op_lo) as u32 + 1;
-        self.s.sa_in_ptr[ip] = next_ptr(vc as u32, self.fab.vcs as u32) as u16;
+        self.s.sa_in_ptr[ip] = next_ptr(vc as u32, self.net.vcs as u32) as u16;
         self.traverse(r, ip, vc, op, now);
     }
 
@@ -739,7 +739,7 @@ impl<'a> RouterCtx<'a> {
     fn route(&mut self, r: usize, ip: usize, b: usize, head: Flit) -> bool {
         let packet = head.packet;
         let pk = self.packets[packet as usize];
-        let in_port = self.fab.ip_topo_port[ip];
+        let in_port = self.net.ip_topo_port[ip];
         let (port, forced_cls) = if let Some(bt) = self.booksim_torus {
             let (p, c) = bt.route(self.cfg.seed, r, in_port, pk.dst, pk.uid, head.class);
             (p, Some(c))
@@ -747,8 +747,8 @@ impl<'a> RouterCtx<'a> {
             (self.routes.out_port(r, pk.dst as usize), None)
         };
         let node = self.topo.switches()[r];
-        let g = self.fab.grp_base[r] as usize + port as usize;
-        if port == NO_PORT || g >= self.fab.grp_base[r + 1] as usize || self.fab.grp_len[g] == 0 {
+        let g = self.net.grp_base[r] as usize + port as usize;
+        if port == NO_PORT || g >= self.net.grp_base[r + 1] as usize || self.net.grp_len[g] == 0 {
             let dst = self.topo.hosts()[pk.dst as usize];
             self.error = Some(NetweaveError::Routing(format!(
                 "switch {} has no route to {} (port {port})",
@@ -767,13 +767,13 @@ impl<'a> RouterCtx<'a> {
             self.s.route_cls[b] = cls;
             return true;
         }
-        let cls_in = (b % self.fab.vcs) / self.fab.class_width;
+        let cls_in = (b % self.net.vcs) / self.net.class_width;
         let cls = self.routes.vc_policy().change(r, in_port, port).apply(cls_in as u8) as usize;
-        if cls >= self.fab.routing_vcs {
+        if cls >= self.net.routing_vcs {
             self.error = Some(NetweaveError::Routing(format!(
                 "switch {} moves a packet to VC {cls}, beyond the routing's {} VCs",
                 self.topo.label(node),
-                self.fab.routing_vcs
+                self.net.routing_vcs
             )));
             return false;
         }
@@ -784,20 +784,20 @@ impl<'a> RouterCtx<'a> {
 
     /// Move the front flit of input VC (`ip`, `vc`) through output port `op`.
     fn traverse(&mut self, r: usize, ip: usize, vc: usize, op: usize, now: u64) {
-        let v = self.fab.vcs;
-        let in_ch = self.fab.ip_chan[ip] as usize;
+        let v = self.net.vcs;
+        let in_ch = self.net.ip_chan[ip] as usize;
         let b = ip * v + vc;
-        let cap = self.fab.buf;
+        let cap = self.net.buf;
         let f = self.s.flits[b * cap + self.s.head[b] as usize];
         self.s.head[b] = ring_slot(self.s.head[b], 1, cap) as u16;
         self.s.len[b] -= 1;
         if self.s.len[b] == 0 {
-            let bit = self.fab.nonempty_bit(r, b);
+            let bit = self.net.nonempty_bit(r, b);
             self.s.nonempty[bit / 64] &= !(1 << (bit % 64));
         }
         self.out.moved += 1;
         // The freed slot's credit goes back upstream, to the output VC that feeds this buffer.
-        let back = now + (self.cfg.credit_delay + self.fab.ch_lat[in_ch]) as u64;
+        let back = now + (self.cfg.credit_delay + self.net.ch_lat[in_ch]) as u64;
         let credit = (in_ch * v + vc) as u32;
         match self.wheels.as_mut() {
             Some(w) => w.credit_wheel[(back & w.wheel_mask) as usize].push(credit),
@@ -806,10 +806,10 @@ impl<'a> RouterCtx<'a> {
 
         let tail = f.tail;
         let hops = f.hops + 1;
-        let out_ch = self.fab.op_chan[op] as usize;
+        let out_ch = self.net.op_chan[op] as usize;
         let ovc = self.s.out_ovc[b] as usize;
-        let arrive = now + (self.cfg.sw_alloc_delay + self.cfg.st_final_delay) as u64 + self.fab.ch_lat[out_ch] as u64;
-        if self.fab.ch_dst_router[out_ch] == NONE {
+        let arrive = now + (self.cfg.sw_alloc_delay + self.cfg.st_final_delay) as u64 + self.net.ch_lat[out_ch] as u64;
+        if self.net.ch_dst_router[out_ch] == NONE {
             self.out.ejected += 1;
             if tail {
                 // The host retires the tail one cycle after it arrives.
@@ -825,7 +825,7 @@ impl<'a> RouterCtx<'a> {
             let flit = Flit { arrive: arrive as u32, hops, class, ..f };
             match self.wheels.as_mut() {
                 Some(w) => {
-                    let to = land_flit(self.fab, &mut self.s, ovc, flit);
+                    let to = land_flit(self.net, &mut self.s, ovc, flit);
                     let to = to as usize;
                     if self.hold {
                         w.next_active[to / 64] |= 1 << (to % 64);
@@ -850,10 +850,10 @@ impl<'a> RouterCtx<'a> {
 }
 
 /// Router `r`'s non-empty input VCs (`ip·V + vc`), ascending, into `out`.
-fn nonempty_inputs(fab: &Fabric, nonempty: &Shared<u64>, r: usize, out: &mut Vec<u32>) {
+fn nonempty_inputs(net: &SimNetwork, nonempty: &Shared<u64>, r: usize, out: &mut Vec<u32>) {
     out.clear();
-    let first = fab.in_base[r] as usize * fab.vcs;
-    let (lo, hi) = (fab.ne_word[r] as usize, fab.ne_word[r + 1] as usize);
+    let first = net.in_base[r] as usize * net.vcs;
+    let (lo, hi) = (net.ne_word[r] as usize, net.ne_word[r + 1] as usize);
     for word in lo..hi {
         let mut bits = nonempty[word];
         let base = first + (word - lo) * 64;

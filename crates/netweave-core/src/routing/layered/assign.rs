@@ -1,7 +1,27 @@
 //! Layer assignment: first-fit of each destination's paths into acyclic VC layers, with the
 //! escape layer taking up*/down* routes.
 
-use super::*;
+use crate::error::{NetweaveError, Result};
+use crate::routing::updown::EscapeRoutes;
+use crate::routing::{RouteOptions, MAX_VCS};
+use crate::topology::Topology;
+
+use super::graph::{DependencySlots, Fit, LayeredParams, LayeredStats, NO_HOP};
+
+/// A layer per (source switch, tree), tree-major: `layer_of[tree * n + s]`.
+pub(super) struct Layering {
+    pub(super) layer_of: Vec<u8>,
+    /// Layers used.
+    pub(super) num_layers: usize,
+    /// Trees (destination hosts or switches) that took escape routes.
+    pub(super) escaped_trees: usize,
+}
+
+impl Layering {
+    pub(super) fn stats(&self) -> LayeredStats {
+        LayeredStats { layers: self.num_layers as u8, escaped_trees: self.escaped_trees }
+    }
+}
 
 /// First-fit layer assignment: per layer a bitset of dependencies, a bitset of dependencies
 /// known to close a cycle there, and a topological order kept by Pearce–Kelly. The last
@@ -10,62 +30,62 @@ use super::*;
 /// any search, so a destination whose paths fit nowhere can always move there on up*/down*
 /// routes.
 pub(super) struct Greedy<'a> {
-    pub(super) fab: &'a Fabric,
-    pub(super) fit: Fit,
+    slots: &'a DependencySlots,
+    fit: Fit,
     /// Most layers tried per path ([`LayeredParams::tries`]).
-    pub(super) tries: usize,
+    tries: usize,
     /// [`LayeredParams::search_limit`].
-    pub(super) search_limit: usize,
+    search_limit: usize,
     /// Candidate layers of the current path, `(new dependencies, layer)`.
-    pub(super) ranked: Vec<(u32, u8)>,
+    ranked: Vec<(u32, u8)>,
     /// Layers a path may use (the VC budget); the last one is the escape layer.
-    pub(super) budget: usize,
+    budget: usize,
     /// Pearce–Kelly layers, `budget - 1` at most.
-    pub(super) layers: Vec<PkLayer>,
-    pub(super) layer_of: Vec<u8>,
+    layers: Vec<PkLayer>,
+    layer_of: Vec<u8>,
     /// Whether the escape layer holds any path.
-    pub(super) escape_used: bool,
+    escape_used: bool,
     /// `None` only on a fabric without switches (which has no trees to place).
-    pub(super) escape: Option<EscapeRoutes>,
+    escape: Option<EscapeRoutes>,
     /// Destinations routed on escape routes.
-    pub(super) escaped_trees: usize,
+    escaped_trees: usize,
     /// [`LayeredParams::patience`], and whether the last tree tried fitted.
-    pub(super) patience: usize,
-    pub(super) last_fitted: bool,
+    patience: usize,
+    last_fitted: bool,
     /// [`LayeredParams::tree_effort`].
-    pub(super) tree_effort: u64,
+    tree_effort: u64,
     /// Per switch of the current tree: bit `l` = its path to the root is in layer `l`.
-    pub(super) covered: Vec<u32>,
-    pub(super) touched: Vec<u32>,
-    pub(super) walked: Vec<u32>,
+    covered: Vec<u32>,
+    touched: Vec<u32>,
+    walked: Vec<u32>,
     /// Dependencies this path added so far, by their first channel (the second is its parent's).
-    pub(super) tentative: Vec<usize>,
+    tentative: Vec<usize>,
     /// Dependencies the current tree added, `(layer, first channel, slot)`, to undo them if
     /// the tree has to take escape routes.
-    pub(super) added: Vec<(u8, u32, u32)>,
-    pub(super) search: PkSearch,
+    added: Vec<(u8, u32, u32)>,
+    search: PkSearch,
 }
 
 pub(super) struct PkLayer {
     /// Dependencies by `slot_base` (to walk forward) and by `rslot_base` (backward).
-    pub(super) edges: Vec<u64>,
-    pub(super) redges: Vec<u64>,
-    pub(super) forbidden: Vec<u64>,
+    edges: Vec<u64>,
+    redges: Vec<u64>,
+    forbidden: Vec<u64>,
     /// Position of every channel in a topological order of the layer's dependency graph.
-    pub(super) ord: Vec<u32>,
+    ord: Vec<u32>,
 }
 
 /// Search buffers shared by all layers; `mark[c] == epoch` = visited in the current search.
 pub(super) struct PkSearch {
-    pub(super) mark: Vec<u32>,
-    pub(super) epoch: u32,
-    pub(super) fstack: Vec<u32>,
-    pub(super) bstack: Vec<u32>,
-    pub(super) fwd: Vec<u64>,
-    pub(super) bwd: Vec<u64>,
-    pub(super) pool: Vec<u32>,
+    mark: Vec<u32>,
+    epoch: u32,
+    fstack: Vec<u32>,
+    bstack: Vec<u32>,
+    fwd: Vec<u64>,
+    bwd: Vec<u64>,
+    pool: Vec<u32>,
     /// Rounds taken by all searches so far.
-    pub(super) rounds: u64,
+    rounds: u64,
 }
 
 #[inline]
@@ -96,40 +116,40 @@ pub(super) fn clear_bit(bits: &mut [u64], i: usize) {
 }
 
 impl<'a> Greedy<'a> {
-    /// Layering for `num_trees` trees over `fab` within `options.max_vcs` layers (≤ `MAX_VCS`),
+    /// Layering for `num_trees` trees over `slots` within `options.max_vcs` layers (≤ `MAX_VCS`),
     /// escape routes on the up*/down* orientation from `options.root` (or, if that switch
     /// cannot reach the hosts, from the first switch with hosts).
     pub(super) fn new(
         topo: &Topology,
-        fab: &'a Fabric,
+        slots: &'a DependencySlots,
         options: &RouteOptions,
         params: &LayeredParams,
         num_trees: usize,
     ) -> Result<Self> {
         let budget = (options.max_vcs as usize).clamp(1, MAX_VCS as usize);
-        let root = if fab.num_switches == 0 { 0 } else { fab.escape_root(options.root) };
+        let root = if slots.num_switches == 0 { 0 } else { slots.escape_root(options.root) };
         Ok(Greedy {
-            fab,
+            slots,
             fit: params.fit,
             tries: if params.tries == 0 { usize::MAX } else { params.tries as usize },
             search_limit: params.search_limit.max(1) as usize,
             ranked: Vec::new(),
             budget,
             layers: Vec::new(),
-            layer_of: vec![0; fab.num_switches * num_trees],
+            layer_of: vec![0; slots.num_switches * num_trees],
             escape_used: false,
-            escape: if fab.num_switches == 0 { None } else { Some(EscapeRoutes::new(topo, root)?) },
+            escape: if slots.num_switches == 0 { None } else { Some(EscapeRoutes::new(topo, root)?) },
             escaped_trees: 0,
             patience: if params.patience == 0 { usize::MAX } else { params.patience as usize },
             last_fitted: false,
             tree_effort: if params.tree_effort == 0 { u64::MAX } else { params.tree_effort as u64 },
-            covered: vec![0; fab.num_switches],
+            covered: vec![0; slots.num_switches],
             touched: Vec::new(),
             walked: Vec::new(),
             tentative: Vec::new(),
             added: Vec::new(),
             search: PkSearch {
-                mark: vec![0; fab.head.len()],
+                mark: vec![0; slots.head.len()],
                 epoch: 0,
                 fstack: Vec::new(),
                 bstack: Vec::new(),
@@ -167,8 +187,8 @@ impl<'a> Greedy<'a> {
         k: usize,
         sources: &[u32],
     ) -> Result<bool> {
-        let fab = self.fab;
-        let n = fab.num_switches;
+        let slots = self.slots;
+        let n = slots.num_switches;
         let escape = self.escape_layer();
         self.added.clear();
         // A try in saturated layers costs many refused searches and almost never fits.
@@ -193,22 +213,22 @@ impl<'a> Greedy<'a> {
             // below its own; layers only grow, so they refuse this path too.
             // (Best fit places by content, not lowest first, so it tries every layer.)
             let mut first = 0;
-            let mut u = if self.fit == Fit::First { fab.hop(tree, s).1 } else { t };
+            let mut u = if self.fit == Fit::First { slots.hop(tree, s).1 } else { t };
             while u != t {
-                if fab.host_count(u) > 0 {
+                if slots.host_count(u) > 0 {
                     first = first.max(self.layer_of[row * n + u] as usize);
                 }
-                u = fab.hop(tree, u).1;
+                u = slots.hop(tree, u).1;
             }
             self.rank_layers(tree, t, s, first, escape);
             for i in 0..self.ranked.len().min(self.tries) {
                 let l = self.ranked[i].1 as usize;
                 if l == self.layers.len() {
                     self.layers.push(PkLayer {
-                        edges: vec![0; fab.num_slots.div_ceil(64)],
-                        redges: vec![0; fab.num_slots.div_ceil(64)],
-                        forbidden: vec![0; fab.num_slots.div_ceil(64)],
-                        ord: (0..fab.head.len() as u32).collect(),
+                        edges: vec![0; slots.num_slots.div_ceil(64)],
+                        redges: vec![0; slots.num_slots.div_ceil(64)],
+                        forbidden: vec![0; slots.num_slots.div_ceil(64)],
+                        ord: (0..slots.head.len() as u32).collect(),
                     });
                 }
                 if self.try_path(tree, t, s, l) {
@@ -237,10 +257,10 @@ impl<'a> Greedy<'a> {
         for &(l, c1, slot) in &self.added {
             let layer = &mut self.layers[l as usize];
             let c1 = c1 as usize;
-            let j = slot as usize - fab.slot_base[c1];
-            let c2 = fab.out_start[fab.head[c1] as usize] as usize + j;
+            let j = slot as usize - slots.slot_base[c1];
+            let c2 = slots.out_start[slots.head[c1] as usize] as usize + j;
             clear_bit(&mut layer.edges, slot as usize);
-            clear_bit(&mut layer.redges, fab.rslot(c1, c2));
+            clear_bit(&mut layer.redges, slots.rslot(c1, c2));
         }
         self.added.clear();
         let Some(escape_routes) = self.escape.as_mut() else {
@@ -254,7 +274,7 @@ impl<'a> Greedy<'a> {
             let ports = escape_routes.ports(v);
             if ports.is_empty() {
                 tree[v] = NO_HOP;
-                if fab.host_count(v) > 0 {
+                if slots.host_count(v) > 0 {
                     return Err(NetweaveError::Routing(format!(
                         "escape routes: switch {} cannot reach switch {} by up*/down* routes",
                         topo.label(topo.switches()[v]),
@@ -264,9 +284,9 @@ impl<'a> Greedy<'a> {
                 continue;
             }
             let p = ports[k % ports.len()];
-            let o = fab.out_start[v] as usize;
-            tree[v] = fab.out(v).position(|lc| fab.port[lc] == p).map_or(NO_HOP, |j| j as u16);
-            debug_assert!(tree[v] != NO_HOP && o + (tree[v] as usize) < fab.out_start[v + 1] as usize);
+            let o = slots.out_start[v] as usize;
+            tree[v] = slots.out(v).position(|lc| slots.port[lc] == p).map_or(NO_HOP, |j| j as u16);
+            debug_assert!(tree[v] != NO_HOP && o + (tree[v] as usize) < slots.out_start[v + 1] as usize);
             self.layer_of[row * n + v] = escape as u8;
         }
         self.escape_used = true;
@@ -279,7 +299,7 @@ impl<'a> Greedy<'a> {
     /// layer order; best fit orders by the dependencies the path would add (fewest first) and
     /// leaves out layers where one of them is known to close a cycle.
     pub(super) fn rank_layers(&mut self, tree: &[u16], t: usize, s: usize, first: usize, escape: usize) {
-        let fab = self.fab;
+        let slots = self.slots;
         self.ranked.clear();
         let open = self.layers.len().min(escape);
         for l in first..open {
@@ -289,11 +309,11 @@ impl<'a> Greedy<'a> {
                 let flag = 1u32 << l;
                 let mut u = s;
                 while self.covered[u] & flag == 0 {
-                    let (c1, p) = fab.hop(tree, u);
+                    let (c1, p) = slots.hop(tree, u);
                     if p == t {
                         break;
                     }
-                    let slot = fab.slot_base[c1] + tree[p] as usize;
+                    let slot = slots.slot_base[c1] + tree[p] as usize;
                     if !bit(&layer.edges, slot) {
                         if bit(&layer.forbidden, slot) {
                             missing = u32::MAX;
@@ -319,10 +339,10 @@ impl<'a> Greedy<'a> {
 
     /// Whether the path `s → t` of `tree` is up*/down*-legal (never turns down→up).
     pub(super) fn legal(&self, tree: &[u16], t: usize, s: usize) -> bool {
-        let fab = self.fab;
+        let slots = self.slots;
         let (mut u, mut came_down) = (s, false);
         while u != t {
-            let p = fab.hop(tree, u).1;
+            let p = slots.hop(tree, u).1;
             let Some(escape_routes) = self.escape.as_ref() else {
                 return false;
             };
@@ -338,7 +358,7 @@ impl<'a> Greedy<'a> {
 
     /// Add the path `s → t` of `tree` to layer `l` if it keeps the layer acyclic.
     pub(super) fn try_path(&mut self, tree: &[u16], t: usize, s: usize, l: usize) -> bool {
-        let fab = self.fab;
+        let slots = self.slots;
         let flag = 1u32 << l;
         self.walked.clear();
         self.tentative.clear();
@@ -347,22 +367,22 @@ impl<'a> Greedy<'a> {
         // Up to the first switch whose own path is already in the layer, or to the root.
         while self.covered[u] & flag == 0 {
             self.walked.push(u as u32);
-            let (c1, p) = fab.hop(tree, u);
+            let (c1, p) = slots.hop(tree, u);
             if p == t {
                 break;
             }
-            let slot = fab.slot_base[c1] + tree[p] as usize;
+            let slot = slots.slot_base[c1] + tree[p] as usize;
             let layer = &mut self.layers[l];
             if !bit(&layer.edges, slot) {
                 if bit(&layer.forbidden, slot) {
                     ok = false;
                     break;
                 }
-                let c2 = fab.hop(tree, p).0;
-                let verdict = self.search.insert(fab, layer, c1 as u32, c2 as u32, self.search_limit);
+                let c2 = slots.hop(tree, p).0;
+                let verdict = self.search.insert(slots, layer, c1 as u32, c2 as u32, self.search_limit);
                 if verdict == Some(true) {
                     set_bit(&mut layer.edges, slot);
-                    set_bit(&mut layer.redges, fab.rslot(c1, c2));
+                    set_bit(&mut layer.redges, slots.rslot(c1, c2));
                     self.tentative.push(c1);
                 } else if verdict.is_none() {
                     // The search gave up: refuse the layer this time, decide nothing for good.
@@ -390,17 +410,17 @@ impl<'a> Greedy<'a> {
                 self.covered[v as usize] |= flag;
             }
             for &c1 in &self.tentative {
-                let p = fab.head[c1] as usize;
-                self.added.push((l as u8, c1 as u32, (fab.slot_base[c1] + tree[p] as usize) as u32));
+                let p = slots.head[c1] as usize;
+                self.added.push((l as u8, c1 as u32, (slots.slot_base[c1] + tree[p] as usize) as u32));
             }
         } else {
             // The order stays valid for the graph without them, so dropping the bits suffices.
             let layer = &mut self.layers[l];
             for &c1 in &self.tentative {
-                let p = fab.head[c1] as usize;
-                let c2 = fab.hop(tree, p).0;
-                clear_bit(&mut layer.edges, fab.slot_base[c1] + tree[p] as usize);
-                clear_bit(&mut layer.redges, fab.rslot(c1, c2));
+                let p = slots.head[c1] as usize;
+                let c2 = slots.hop(tree, p).0;
+                clear_bit(&mut layer.edges, slots.slot_base[c1] + tree[p] as usize);
+                clear_bit(&mut layer.redges, slots.rslot(c1, c2));
             }
         }
         ok
@@ -419,7 +439,14 @@ impl PkSearch {
     /// more than `limit` rounds and gave up, which the caller takes as a refusal
     /// (safe: refusing a dependency never makes a layer cyclic). The limit bounds the cost of
     /// a try in a dense layer of a big fabric, where such searches would otherwise dominate.
-    pub(super) fn insert(&mut self, fab: &Fabric, layer: &mut PkLayer, x: u32, y: u32, limit: usize) -> Option<bool> {
+    pub(super) fn insert(
+        &mut self,
+        slots: &DependencySlots,
+        layer: &mut PkLayer,
+        x: u32,
+        y: u32,
+        limit: usize,
+    ) -> Option<bool> {
         let ub = layer.ord[x as usize];
         let lb = layer.ord[y as usize];
         if lb > ub {
@@ -453,10 +480,10 @@ impl PkSearch {
             if let Some(w) = self.fstack.pop() {
                 busy = true;
                 self.fwd.push(key(w));
-                let h = fab.head[w as usize] as usize;
-                let base = fab.slot_base[w as usize];
-                let o = fab.out_start[h] as usize;
-                let deg = fab.out_start[h + 1] as usize - o;
+                let h = slots.head[w as usize] as usize;
+                let base = slots.slot_base[w as usize];
+                let o = slots.out_start[h] as usize;
+                let deg = slots.out_start[h + 1] as usize - o;
                 for chunk in (0..deg).step_by(64) {
                     let mut set = bits_at(&layer.edges, base + chunk, (deg - chunk).min(64));
                     while set != 0 {
@@ -476,14 +503,14 @@ impl PkSearch {
             if let Some(w) = self.bstack.pop() {
                 busy = true;
                 self.bwd.push(key(w));
-                let b = fab.tail[w as usize] as usize;
-                let base = fab.rslot_base[w as usize];
-                let o = fab.out_start[b] as usize;
-                let deg = fab.out_start[b + 1] as usize - o;
+                let b = slots.tail[w as usize] as usize;
+                let base = slots.rslot_base[w as usize];
+                let o = slots.out_start[b] as usize;
+                let deg = slots.out_start[b + 1] as usize - o;
                 for chunk in (0..deg).step_by(64) {
                     let mut set = bits_at(&layer.redges, base + chunk, (deg - chunk).min(64));
                     while set != 0 {
-                        let z = fab.rev[o + chunk + set.trailing_zeros() as usize] as usize;
+                        let z = slots.rev[o + chunk + set.trailing_zeros() as usize] as usize;
                         set &= set - 1;
                         let mz = self.mark[z];
                         if mz == fm {

@@ -105,28 +105,21 @@
 use rayon::prelude::*;
 
 use crate::error::{NetweaveError, Result};
-use crate::topology::fabric::SwitchFabric;
-use crate::topology::{Port, Topology};
+use crate::topology::Topology;
 
-use super::minhop::hosts_by_switch;
-use super::select::{Select, Selector};
-use super::updown::EscapeRoutes;
 use super::{Injection, RouteOptions, RoutingTable, VcPolicy, MAX_VCS, NO_PORT};
 
 mod assign;
+mod graph;
 #[cfg(test)]
 mod tests;
 mod trees;
 
-use assign::*;
-use trees::*;
+use assign::{Greedy, Layering};
+use graph::{DependencySlots, NO_HOP};
+pub use graph::{Fit, LayeredParams, LayeredStats};
+use trees::{lash_trees, sssp_trees};
 
-/// Tree entry "no next hop": the tree's root switch, or a switch that cannot reach it.
-const NO_HOP: u16 = u16::MAX;
-/// Dijkstra distance of a switch not reached (yet).
-const UNREACHED: u64 = u64::MAX;
-/// Most dependency slots a layer may have (bits per layer; `Σ degree²` over switches).
-const MAX_SLOTS: usize = 1 << 31;
 /// Most bytes the per-pair VC table may take (`hosts²`).
 const MAX_PAIR_TABLE: usize = 1 << 35;
 
@@ -148,9 +141,9 @@ const MAX_PAIR_TABLE: usize = 1 << 35;
 /// assert_eq!(path.len(), 6); // corner to corner: host link, 4 switch hops, host link
 /// ```
 pub fn sssp(topo: &Topology, options: &RouteOptions) -> Result<RoutingTable> {
-    let fab = Fabric::new(topo, "sssp")?;
-    let next = sssp_trees(topo, &fab, options.select, true, None)?;
-    Ok(fab.table(topo, "sssp", &next, PerHost))
+    let slots = DependencySlots::new(topo, "sssp")?;
+    let next = sssp_trees(topo, &slots, options.select, true, None)?;
+    Ok(slots.table(topo, "sssp", &next, PerHost))
 }
 
 /// DFSSSP: SSSP's paths, each in a VC layer whose dependency graph stays acyclic.
@@ -173,13 +166,13 @@ pub fn dfsssp_with(
     params: &LayeredParams,
 ) -> Result<(RoutingTable, LayeredStats)> {
     check_budget("dfsssp", options)?;
-    let fab = Fabric::new(topo, "dfsssp")?;
-    let mut greedy = Greedy::new(topo, &fab, options, params, fab.num_hosts)?;
-    let next = sssp_trees(topo, &fab, options.select, false, Some(&mut greedy))?;
+    let slots = DependencySlots::new(topo, "dfsssp")?;
+    let mut greedy = Greedy::new(topo, &slots, options, params, slots.num_hosts)?;
+    let next = sssp_trees(topo, &slots, options.select, false, Some(&mut greedy))?;
     let layering = greedy.finish();
     let stats = layering.stats();
-    let mut table = fab.table(topo, "dfsssp", &next, PerHost);
-    table.set_vc_policy(fab.vc_policy("dfsssp", layering, PerHost)?);
+    let mut table = slots.table(topo, "dfsssp", &next, PerHost);
+    table.set_vc_policy(slots.vc_policy("dfsssp", layering, PerHost)?);
     Ok((table, stats))
 }
 
@@ -214,62 +207,14 @@ pub fn lash_with(
     params: &LayeredParams,
 ) -> Result<(RoutingTable, LayeredStats)> {
     check_budget("lash", options)?;
-    let fab = Fabric::new(topo, "lash")?;
-    let mut greedy = Greedy::new(topo, &fab, options, params, fab.num_switches)?;
-    let next = lash_trees(topo, &fab, options.select, &mut greedy)?;
+    let slots = DependencySlots::new(topo, "lash")?;
+    let mut greedy = Greedy::new(topo, &slots, options, params, slots.num_switches)?;
+    let next = lash_trees(topo, &slots, options.select, &mut greedy)?;
     let layering = greedy.finish();
     let stats = layering.stats();
-    let mut table = fab.table(topo, "lash", &next, PerSwitch);
-    table.set_vc_policy(fab.vc_policy("lash", layering, PerSwitch)?);
+    let mut table = slots.table(topo, "lash", &next, PerSwitch);
+    table.set_vc_policy(slots.vc_policy("lash", layering, PerSwitch)?);
     Ok((table, stats))
-}
-
-/// How paths are assigned to layers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum Fit {
-    /// The lowest layer that stays acyclic with the path.
-    First,
-    /// The layer already holding most of the path's dependencies (fewest new ones), lowest
-    /// first on a tie: paths that share turns gather in one layer, which leaves the other
-    /// layers' orders freer.
-    #[default]
-    Best,
-}
-
-/// Knobs of the layered engines beyond [`RouteOptions`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct LayeredParams {
-    pub fit: Fit,
-    /// Most layers tried per path (in fit order) before the path counts as fitting nowhere;
-    /// 0 tries them all.
-    pub tries: u8,
-    /// Most rounds (one channel each way) a Pearce–Kelly search may take before giving up,
-    /// which counts as a refusal (safe: refusing a dependency never makes a layer cyclic).
-    pub search_limit: u32,
-    /// Back-off once the layers are saturated: after this many destination trees took escape
-    /// routes, a tree is tried only when the previous one fitted or the escapes so far number
-    /// a power of two; the others take escape routes outright. 0 tries every tree.
-    pub patience: u32,
-    /// Most Pearce–Kelly search rounds a destination tree may spend per source switch; a tree
-    /// that spends more takes escape routes. This keeps a tree's cost linear in the fabric's
-    /// size once its layers are dense. 0 leaves it unbounded.
-    pub tree_effort: u32,
-}
-
-impl Default for LayeredParams {
-    fn default() -> Self {
-        LayeredParams { fit: Fit::Best, tries: 0, search_limit: 1 << 13, patience: 32, tree_effort: 256 }
-    }
-}
-
-/// What a layered run did, for reports and tests.
-#[derive(Clone, Debug, PartialEq, Eq, Default)]
-pub struct LayeredStats {
-    /// VC layers used.
-    pub layers: u8,
-    /// Destination trees (hosts for DFSSSP, switches for LASH) whose paths fitted in no
-    /// layer and took up*/down* routes in the escape layer instead.
-    pub escaped_trees: usize,
 }
 
 /// Whether route trees exist per destination host (SSSP, DFSSSP) or per destination switch
@@ -289,137 +234,8 @@ fn check_budget(engine: &str, options: &RouteOptions) -> Result<()> {
     Ok(())
 }
 
-/// The shared [`SwitchFabric`] plus the numbering of its channel dependencies the layered
-/// engines count in (the view's fields and methods are reached through `Deref`).
-struct Fabric {
-    view: SwitchFabric,
-    /// Dependency slots of channel `c = a→b`: `slot_base[c] + j` stands for `c` followed by
-    /// `b`'s `j`-th out-channel.
-    slot_base: Vec<usize>,
-    /// The same dependencies indexed from their second channel: `rslot_base[c] + i` stands
-    /// for `b`'s `i`-th in-channel (the reverse of its `i`-th out-channel) followed by `c = b→x`.
-    rslot_base: Vec<usize>,
-    num_slots: usize,
-}
-
-impl std::ops::Deref for Fabric {
-    type Target = SwitchFabric;
-    fn deref(&self) -> &SwitchFabric {
-        &self.view
-    }
-}
-
-impl Fabric {
-    fn new(topo: &Topology, engine: &str) -> Result<Self> {
-        // Every host must hang on a switch (the error names the first that does not).
-        hosts_by_switch(topo)?;
-        let view = SwitchFabric::new(topo);
-        let mut slot_base = Vec::with_capacity(view.num_channels() + 1);
-        let mut acc = 0usize;
-        for &h in &view.head {
-            slot_base.push(acc);
-            acc += view.out_degree(h as usize);
-        }
-        slot_base.push(acc);
-        let mut rslot_base = Vec::with_capacity(view.num_channels() + 1);
-        let mut racc = 0usize;
-        for &t in &view.tail {
-            rslot_base.push(racc);
-            racc += view.out_degree(t as usize);
-        }
-        rslot_base.push(racc);
-        if acc > MAX_SLOTS {
-            return Err(NetweaveError::Routing(format!(
-                "{engine}: the fabric has {acc} possible channel dependencies, more than the {MAX_SLOTS} it can track"
-            )));
-        }
-        let fab = Fabric { view, slot_base, rslot_base, num_slots: acc };
-        fab.check_connected(topo, engine)?;
-        Ok(fab)
-    }
-
-    /// Reverse slot of dependency `c1 → c2` (`c2` leaves the switch `c1` enters).
-    #[inline]
-    fn rslot(&self, c1: usize, c2: usize) -> usize {
-        let b = self.head[c1] as usize;
-        self.rslot_base[c2] + self.rev[c1] as usize - self.out_start[b] as usize
-    }
-
-    /// Channel switch `v` takes in `tree`, and the switch it leads to.
-    #[inline]
-    fn hop(&self, tree: &[u16], v: usize) -> (usize, usize) {
-        let c = self.out_start[v] as usize + tree[v] as usize;
-        (c, self.head[c] as usize)
-    }
-
-    /// `root` if it reaches the switches with hosts, else the first switch with hosts (the
-    /// root of the escape routes must lie in the hosts' component).
-    fn escape_root(&self, root: usize) -> usize {
-        let root = root.min(self.num_switches - 1);
-        let mut seen = vec![false; self.num_switches];
-        let mut queue = vec![root as u32];
-        seen[root] = true;
-        let mut head = 0;
-        while head < queue.len() {
-            let v = queue[head] as usize;
-            head += 1;
-            if self.host_count(v) > 0 {
-                return root;
-            }
-            for lc in self.out(v) {
-                let u = self.head[lc] as usize;
-                if !seen[u] {
-                    seen[u] = true;
-                    queue.push(u as u32);
-                }
-            }
-        }
-        (0..self.num_switches).find(|&v| self.host_count(v) > 0).unwrap_or(root)
-    }
-
-    /// Errors, naming the components, when hosts sit on switches that cannot reach each other.
-    fn check_connected(&self, topo: &Topology, engine: &str) -> Result<()> {
-        // Union-find over the links; components are few and small to name.
-        let mut parent: Vec<u32> = (0..self.num_switches as u32).collect();
-        fn find(parent: &mut [u32], mut v: u32) -> u32 {
-            while parent[v as usize] != v {
-                parent[v as usize] = parent[parent[v as usize] as usize];
-                v = parent[v as usize];
-            }
-            v
-        }
-        for lc in 0..self.head.len() {
-            let (a, b) = (find(&mut parent, self.tail[lc]), find(&mut parent, self.head[lc]));
-            if a != b {
-                parent[a.max(b) as usize] = a.min(b);
-            }
-        }
-        let mut roots: Vec<u32> =
-            (0..self.num_switches).filter(|&v| self.host_count(v) > 0).map(|v| find(&mut parent, v as u32)).collect();
-        roots.sort_unstable();
-        roots.dedup();
-        if roots.len() <= 1 {
-            return Ok(());
-        }
-        let names: Vec<String> = roots
-            .iter()
-            .take(4)
-            .map(|&r| {
-                let members: Vec<usize> =
-                    (0..self.num_switches).filter(|&v| find(&mut parent, v as u32) == r).collect();
-                let shown: Vec<&str> = members.iter().take(3).map(|&v| topo.label(topo.switches()[v])).collect();
-                let more = if members.len() > 3 { ", …" } else { "" };
-                format!("{{{}{more}}} ({} switches)", shown.join(", "), members.len())
-            })
-            .collect();
-        let rest = if roots.len() > 4 { ", …" } else { "" };
-        Err(NetweaveError::Routing(format!(
-            "{engine} needs a connected fabric, but its hosts sit in {} components: {}{rest}",
-            roots.len(),
-            names.join(", ")
-        )))
-    }
-
+/// Building the table and VC policy from the route trees (the engines' last step).
+impl DependencySlots {
     /// Fill a routing table from tree-major next hops: `next[tree * n + v]` is the index of the
     /// out-channel switch `v` takes towards the tree's destination (a host, or with
     /// [`PerSwitch`] every host of the tree's switch).

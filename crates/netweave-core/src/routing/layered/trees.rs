@@ -1,22 +1,13 @@
 //! Path search: the balanced shortest-path trees of SSSP/DFSSSP (Dijkstra over a radix heap,
 //! then load updates) and the per-switch-pair trees of LASH.
 
-use super::*;
+use crate::error::Result;
+use crate::routing::select::{Select, Selector};
+use crate::topology::fabric::SwitchFabric;
+use crate::topology::{Port, Topology};
 
-/// A layer per (source switch, tree), tree-major: `layer_of[tree * n + s]`.
-pub(super) struct Layering {
-    pub(super) layer_of: Vec<u8>,
-    /// Layers used.
-    pub(super) num_layers: usize,
-    /// Trees (destination hosts or switches) that took escape routes.
-    pub(super) escaped_trees: usize,
-}
-
-impl Layering {
-    pub(super) fn stats(&self) -> LayeredStats {
-        LayeredStats { layers: self.num_layers as u8, escaped_trees: self.escaped_trees }
-    }
-}
+use super::assign::Greedy;
+use super::graph::{DependencySlots, NO_HOP, UNREACHED};
 
 /// Route every destination host over the current channel weights (see [`sssp`]);
 /// tree-major next hops, one tree per host. With `greedy`, each tree is layered as soon as it
@@ -30,17 +21,17 @@ impl Layering {
 /// searches with four hosts per switch, and far fewer distinct paths to layer.
 pub(super) fn sssp_trees(
     topo: &Topology,
-    fab: &Fabric,
+    slots: &DependencySlots,
     select: Select,
     spread_hosts: bool,
     mut greedy: Option<&mut Greedy>,
 ) -> Result<Vec<u16>> {
-    let n = fab.num_switches;
-    let mut next = vec![NO_HOP; n * fab.num_hosts];
+    let n = slots.num_switches;
+    let mut next = vec![NO_HOP; n * slots.num_hosts];
     // weight[c] of channel c, and back[c] = weight[rev[c]] so that relaxing the channels
     // towards a settled switch reads memory in order.
-    let mut weight = vec![1u64; fab.head.len()];
-    let mut back = vec![1u64; fab.head.len()];
+    let mut weight = vec![1u64; slots.head.len()];
+    let mut back = vec![1u64; slots.head.len()];
     let mut selector = Selector::new(topo, select);
     let mut dist = vec![UNREACHED; n];
     let mut order: Vec<u32> = Vec::with_capacity(n);
@@ -51,32 +42,32 @@ pub(super) fn sssp_trees(
     let mut cand_idx: Vec<u16> = Vec::new();
     let mut pending: Vec<(usize, bool)> = Vec::new();
     for t in 0..n {
-        if fab.host_count(t) == 0 {
+        if slots.host_count(t) == 0 {
             continue;
         }
-        for (k, &d) in fab.hosts_of(t).iter().enumerate() {
+        for (k, &d) in slots.hosts_of(t).iter().enumerate() {
             let d = d as usize;
             if k == 0 || spread_hosts {
-                lightest_paths(fab, &back, t, &mut dist, &mut order, &mut heap);
+                lightest_paths(slots, &back, t, &mut dist, &mut order, &mut heap);
             }
             let tree = &mut next[d * n..(d + 1) * n];
-            selector.record(t, fab.host_port[d]);
-            choose_next_hops(fab, &weight, &dist, &order, &mut selector, k, tree, &mut cand_port, &mut cand_idx);
+            selector.record(t, slots.host_port[d]);
+            choose_next_hops(slots, &weight, &dist, &order, &mut selector, k, tree, &mut cand_port, &mut cand_idx);
             let mut escaped = false;
             if let Some(g) = greedy.as_deref_mut() {
                 sources.clear();
-                sources.extend(order.iter().copied().filter(|&v| v as usize != t && fab.host_count(v as usize) > 0));
+                sources.extend(order.iter().copied().filter(|&v| v as usize != t && slots.host_count(v as usize) > 0));
                 escaped = g.place_tree(topo, tree, t, d, k, &sources)?;
             }
             if spread_hosts {
-                add_load(fab, t, &order, &next[d * n..(d + 1) * n], escaped, &mut weight, &mut back, &mut scratch);
+                add_load(slots, t, &order, &next[d * n..(d + 1) * n], escaped, &mut weight, &mut back, &mut scratch);
             } else {
                 pending.push((d, escaped));
             }
         }
         // Now the routes of all of t's hosts weigh on the channels.
         for &(d, escaped) in &pending {
-            add_load(fab, t, &order, &next[d * n..(d + 1) * n], escaped, &mut weight, &mut back, &mut scratch);
+            add_load(slots, t, &order, &next[d * n..(d + 1) * n], escaped, &mut weight, &mut back, &mut scratch);
         }
         pending.clear();
     }
@@ -87,7 +78,7 @@ pub(super) fn sssp_trees(
 /// path v → t under `back` (weights of the reversed channels); `order` lists the switches
 /// reached by it (parents first).
 pub(super) fn lightest_paths(
-    fab: &Fabric,
+    slots: &DependencySlots,
     back: &[u64],
     t: usize,
     dist: &mut [u64],
@@ -104,8 +95,8 @@ pub(super) fn lightest_paths(
             continue;
         }
         order.push(v as u32);
-        for lc in fab.out(v) {
-            let u = fab.head[lc] as usize;
+        for lc in slots.out(v) {
+            let u = slots.head[lc] as usize;
             let nd = dv + back[lc];
             if nd < dist[u] {
                 dist[u] = nd;
@@ -120,7 +111,7 @@ pub(super) fn lightest_paths(
 /// (so the tree has no loop); with the search's own weights, its own choice.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn choose_next_hops(
-    fab: &Fabric,
+    slots: &DependencySlots,
     weight: &[u64],
     dist: &[u64],
     order: &[u32],
@@ -136,8 +127,8 @@ pub(super) fn choose_next_hops(
         let mut best = UNREACHED;
         cand_port.clear();
         cand_idx.clear();
-        for (j, lc) in fab.out(v).enumerate() {
-            let du = dist[fab.head[lc] as usize];
+        for (j, lc) in slots.out(v).enumerate() {
+            let du = dist[slots.head[lc] as usize];
             if du >= dv {
                 continue;
             }
@@ -148,7 +139,7 @@ pub(super) fn choose_next_hops(
                 cand_idx.clear();
             }
             if cost == best {
-                cand_port.push(fab.port[lc]);
+                cand_port.push(slots.port[lc]);
                 cand_idx.push(j as u16);
             }
         }
@@ -161,7 +152,7 @@ pub(super) fn choose_next_hops(
 /// to the channel weights; `order` is the search order (parents first) unless `escaped`.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn add_load(
-    fab: &Fabric,
+    slots: &DependencySlots,
     t: usize,
     order: &[u32],
     tree: &[u16],
@@ -170,19 +161,19 @@ pub(super) fn add_load(
     back: &mut [u64],
     scratch: &mut LoadScratch,
 ) {
-    let n = fab.num_switches;
+    let n = slots.num_switches;
     if !escaped {
         let load = &mut scratch.load;
         // Farthest first, so each switch's load is complete before it is passed on.
         for &v in order {
-            load[v as usize] = fab.host_count(v as usize);
+            load[v as usize] = slots.host_count(v as usize);
         }
         for &v in order.iter().rev() {
             let v = v as usize;
             if v != t {
-                let (c, p) = fab.hop(tree, v);
+                let (c, p) = slots.hop(tree, v);
                 weight[c] += load[v];
-                back[fab.rev[c] as usize] += load[v];
+                back[slots.rev[c] as usize] += load[v];
                 load[p] += load[v];
             }
         }
@@ -193,9 +184,9 @@ pub(super) fn add_load(
         waiting.clear();
         waiting.resize(n, 0);
         for v in 0..n {
-            load[v] = fab.host_count(v);
+            load[v] = slots.host_count(v);
             if v != t && tree[v] != NO_HOP {
-                waiting[fab.hop(tree, v).1] += 1;
+                waiting[slots.hop(tree, v).1] += 1;
             }
         }
         ready.clear();
@@ -204,9 +195,9 @@ pub(super) fn add_load(
         );
         while let Some(v) = ready.pop() {
             let v = v as usize;
-            let (c, p) = fab.hop(tree, v);
+            let (c, p) = slots.hop(tree, v);
             weight[c] += load[v];
-            back[fab.rev[c] as usize] += load[v];
+            back[slots.rev[c] as usize] += load[v];
             load[p] += load[v];
             waiting[p] -= 1;
             if waiting[p] == 0 && p != t {
@@ -219,18 +210,23 @@ pub(super) fn add_load(
 /// Buffers of [`add_load`].
 pub(super) struct LoadScratch {
     /// Hosts whose routes cross each switch so far.
-    pub(super) load: Vec<u64>,
+    load: Vec<u64>,
     /// Children of each switch whose load is still to come.
-    pub(super) waiting: Vec<u32>,
+    waiting: Vec<u32>,
     /// Switches whose load is complete.
-    pub(super) ready: Vec<u32>,
+    ready: Vec<u32>,
 }
 
 /// LASH's trees: per destination switch `t`, every switch's minimal next hop chosen by
 /// `select`, in `next[t * n + v]`; each tree is layered as soon as it is known, and routing
 /// stops once the budget is exceeded.
-pub(super) fn lash_trees(topo: &Topology, fab: &Fabric, select: Select, greedy: &mut Greedy) -> Result<Vec<u16>> {
-    let n = fab.num_switches;
+pub(super) fn lash_trees(
+    topo: &Topology,
+    slots: &DependencySlots,
+    select: Select,
+    greedy: &mut Greedy,
+) -> Result<Vec<u16>> {
+    let n = slots.num_switches;
     let graph = SwitchFabric::new(topo);
     let mut next = vec![NO_HOP; n * n];
     let mut selector = Selector::new(topo, select);
@@ -241,12 +237,12 @@ pub(super) fn lash_trees(topo: &Topology, fab: &Fabric, select: Select, greedy: 
     let mut cand_port: Vec<Port> = Vec::new();
     let mut cand_idx: Vec<u16> = Vec::new();
     for t in 0..n {
-        if fab.host_count(t) == 0 {
+        if slots.host_count(t) == 0 {
             continue;
         }
         graph.bfs(t, &mut dist, &mut queue);
-        for &d in fab.hosts_of(t) {
-            selector.record(t, fab.host_port[d as usize]);
+        for &d in slots.hosts_of(t) {
+            selector.record(t, slots.host_port[d as usize]);
         }
         let tree = &mut next[t * n..(t + 1) * n];
         for v in 0..n {
@@ -255,17 +251,17 @@ pub(super) fn lash_trees(topo: &Topology, fab: &Fabric, select: Select, greedy: 
             }
             cand_port.clear();
             cand_idx.clear();
-            let o = fab.out_start[v] as usize;
-            for lc in fab.out(v) {
-                if dist[fab.head[lc] as usize] + 1 == dist[v] {
-                    cand_port.push(fab.port[lc]);
+            let o = slots.out_start[v] as usize;
+            for lc in slots.out(v) {
+                if dist[slots.head[lc] as usize] + 1 == dist[v] {
+                    cand_port.push(slots.port[lc]);
                     cand_idx.push((lc - o) as u16);
                 }
             }
             // The shortest engine's choice for the first host of `t` serves them all; the
             // selector still sees every host, so its state stays the shortest engine's.
             let p = selector.choose(v, 0, &cand_port);
-            for k in 1..fab.host_count(t) as usize {
+            for k in 1..slots.host_count(t) as usize {
                 selector.choose(v, k, &cand_port);
             }
             tree[v] = cand_idx[cand_port.iter().position(|&q| q == p).unwrap_or(0)];
@@ -274,7 +270,7 @@ pub(super) fn lash_trees(topo: &Topology, fab: &Fabric, select: Select, greedy: 
         let max_d = (0..n).filter(|&v| dist[v] != u32::MAX).map(|v| dist[v]).max().unwrap_or(0) as usize;
         level_start.clear();
         level_start.resize(max_d + 2, 0);
-        let is_source = |v: usize| v != t && dist[v] != u32::MAX && fab.host_count(v) > 0;
+        let is_source = |v: usize| v != t && dist[v] != u32::MAX && slots.host_count(v) > 0;
         for v in (0..n).filter(|&v| is_source(v)) {
             level_start[dist[v] as usize + 1] += 1;
         }
@@ -296,9 +292,9 @@ pub(super) fn lash_trees(topo: &Topology, fab: &Fabric, select: Select, greedy: 
 /// Monotone priority queue for Dijkstra (a radix heap): keys popped never decrease, so a key
 /// lives in the bucket of the highest bit where it differs from the last key popped.
 pub(super) struct RadixHeap {
-    pub(super) last: u64,
-    pub(super) len: usize,
-    pub(super) buckets: Vec<Vec<(u64, u32)>>,
+    last: u64,
+    len: usize,
+    buckets: Vec<Vec<(u64, u32)>>,
 }
 
 impl RadixHeap {

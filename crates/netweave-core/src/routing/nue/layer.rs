@@ -1,25 +1,28 @@
 //! One virtual layer: its escape spanning tree and its complete channel dependency graph
 //! (dependency states, used-dependency masks, Pearce–Kelly topological order).
 
-use super::*;
+use crate::topology::fabric::SwitchFabric;
+
+use super::graph::{DependencySlots, NONE, UNUSED, USED};
+use super::partition::BfsScratch;
 
 /// The escape spanning tree of one layer.
 #[derive(Default)]
 pub(super) struct Tree {
-    pub(super) root: u32,
+    root: u32,
     /// Channel from a switch to its parent (`NONE` at the root and outside the component).
     pub(super) parent_ch: Vec<u32>,
-    pub(super) depth: Vec<u32>,
+    depth: Vec<u32>,
     /// Children of each switch (CSR), and per child count while building.
-    pub(super) child_off: Vec<u32>,
-    pub(super) children: Vec<u32>,
+    child_off: Vec<u32>,
+    children: Vec<u32>,
 }
 
 impl Tree {
     /// BFS tree from `root`; each switch hangs off the neighbour one level up that has the
     /// fewest children so far, so the tree (and its escape paths) is not lopsided.
-    pub(super) fn build(&mut self, fab: &Fabric, graph: &SwitchFabric, root: u32, bfs: &mut BfsScratch) {
-        let ns = fab.num_switches;
+    pub(super) fn build(&mut self, slots: &DependencySlots, graph: &SwitchFabric, root: u32, bfs: &mut BfsScratch) {
+        let ns = slots.num_switches;
         self.root = root;
         graph.bfs(root as usize, &mut bfs.dist, &mut bfs.queue);
         self.depth.clear();
@@ -34,16 +37,16 @@ impl Tree {
                 continue;
             }
             let mut pick = NONE;
-            for c in fab.out(v) {
-                let p = fab.head[c as usize];
+            for c in slots.out(v) {
+                let p = slots.head[c as usize];
                 if self.depth[p as usize] + 1 == dv
-                    && (pick == NONE || nchild[p as usize] < nchild[fab.head[pick as usize] as usize])
+                    && (pick == NONE || nchild[p as usize] < nchild[slots.head[pick as usize] as usize])
                 {
                     pick = c;
                 }
             }
             self.parent_ch[v as usize] = pick;
-            nchild[fab.head[pick as usize] as usize] += 1;
+            nchild[slots.head[pick as usize] as usize] += 1;
         }
         self.child_off.clear();
         self.child_off.push(0);
@@ -58,7 +61,7 @@ impl Tree {
         for &v in &bfs.queue {
             let pc = self.parent_ch[v as usize];
             if pc != NONE {
-                let p = fab.head[pc as usize] as usize;
+                let p = slots.head[pc as usize] as usize;
                 self.children[fill[p] as usize] = v;
                 fill[p] += 1;
             }
@@ -78,12 +81,12 @@ impl Tree {
         rank
     }
 
-    pub(super) fn parent(&self, fab: &Fabric, v: u32) -> u32 {
+    pub(super) fn parent(&self, slots: &DependencySlots, v: u32) -> u32 {
         let pc = self.parent_ch[v as usize];
         if pc == NONE {
             NONE
         } else {
-            fab.head[pc as usize]
+            slots.head[pc as usize]
         }
     }
 
@@ -109,56 +112,56 @@ pub(super) struct Layer {
 }
 
 impl Layer {
-    pub(super) fn new(fab: &Fabric) -> Self {
+    pub(super) fn new(slots: &DependencySlots) -> Self {
         let max_deg =
-            (0..fab.num_switches).map(|v| fab.out_start[v + 1] - fab.out_start[v]).max().unwrap_or(0) as usize;
+            (0..slots.num_switches).map(|v| slots.out_start[v + 1] - slots.out_start[v]).max().unwrap_or(0) as usize;
         let words = max_deg.div_ceil(64).max(1);
         Layer {
-            state: vec![UNUSED; *fab.edge_base.last().unwrap_or(&0)],
+            state: vec![UNUSED; slots.num_slots()],
             words,
-            succ: vec![0; fab.nc() * words],
-            pred: vec![0; fab.nc() * words],
-            ord: vec![0; fab.nc()],
-            at: vec![0; fab.nc()],
+            succ: vec![0; slots.nc() * words],
+            pred: vec![0; slots.nc() * words],
+            ord: vec![0; slots.nc()],
+            at: vec![0; slots.nc()],
         }
     }
 
     /// Mark dependency `c → d` used (its slot must not be blocked).
     #[inline]
-    pub(super) fn use_dep(&mut self, fab: &Fabric, c: u32, d: u32) {
-        self.state[fab.edge(c, d)] = USED;
-        let j = fab.pos[d as usize] as usize;
+    pub(super) fn use_dep(&mut self, slots: &DependencySlots, c: u32, d: u32) {
+        self.state[slots.edge(c, d)] = USED;
+        let j = slots.position(d);
         self.succ[c as usize * self.words + j / 64] |= 1 << (j % 64);
-        let i = fab.pos[fab.rev[c as usize] as usize] as usize;
+        let i = slots.position(slots.rev[c as usize]);
         self.pred[d as usize * self.words + i / 64] |= 1 << (i % 64);
     }
 
     /// Withdraw dependency `c → d`; removing an edge never invalidates the order.
     #[inline]
-    pub(super) fn drop_dep(&mut self, fab: &Fabric, c: u32, d: u32) {
-        self.state[fab.edge(c, d)] = UNUSED;
-        let j = fab.pos[d as usize] as usize;
+    pub(super) fn drop_dep(&mut self, slots: &DependencySlots, c: u32, d: u32) {
+        self.state[slots.edge(c, d)] = UNUSED;
+        let j = slots.position(d);
         self.succ[c as usize * self.words + j / 64] &= !(1 << (j % 64));
-        let i = fab.pos[fab.rev[c as usize] as usize] as usize;
+        let i = slots.position(slots.rev[c as usize]);
         self.pred[d as usize * self.words + i / 64] &= !(1 << (i % 64));
     }
 
     /// Clear the layer, load the escape dependencies towards `dests` and a topological order
     /// consistent with them: up channels deepest first, then the rest, then down channels
     /// shallowest first.
-    pub(super) fn reset(&mut self, fab: &Fabric, tree: &Tree, dests: &[u32]) {
+    pub(super) fn reset(&mut self, slots: &DependencySlots, tree: &Tree, dests: &[u32]) {
         self.state.fill(UNUSED);
         self.succ.fill(0);
         self.pred.fill(0);
-        let nc = fab.nc();
+        let nc = slots.nc();
         let maxd = tree.depth.iter().filter(|&&d| d != u32::MAX).max().copied().unwrap_or(0) as u64;
         let mut key = vec![1u64 << 40; nc];
-        for v in 0..fab.num_switches {
+        for v in 0..slots.num_switches {
             let pc = tree.parent_ch[v];
             if pc != NONE {
                 let d = tree.depth[v] as u64;
                 key[pc as usize] = maxd - d;
-                key[fab.rev[pc as usize] as usize] = (2u64 << 40) + d;
+                key[slots.rev[pc as usize] as usize] = (2u64 << 40) + d;
             }
         }
         for (i, c) in self.at.iter_mut().enumerate() {
@@ -169,14 +172,14 @@ impl Layer {
             self.ord[c as usize] = i as u32;
         }
         // Up-up: every switch climbs to the root.
-        for v in 0..fab.num_switches as u32 {
+        for v in 0..slots.num_switches as u32 {
             let pc = tree.parent_ch[v as usize];
             if pc == NONE {
                 continue;
             }
-            let ppc = tree.parent_ch[fab.head[pc as usize] as usize];
+            let ppc = tree.parent_ch[slots.head[pc as usize] as usize];
             if ppc != NONE {
-                self.use_dep(fab, pc, ppc);
+                self.use_dep(slots, pc, ppc);
             }
         }
         // Down-down and turns along the root → destination paths.
@@ -188,19 +191,19 @@ impl Layer {
                 if pc == NONE {
                     break;
                 }
-                let down = fab.rev[pc as usize];
+                let down = slots.rev[pc as usize];
                 if done[down as usize] {
                     break;
                 }
                 done[down as usize] = true;
-                let p = fab.head[pc as usize];
+                let p = slots.head[pc as usize];
                 let ppc = tree.parent_ch[p as usize];
                 if ppc != NONE {
-                    self.use_dep(fab, fab.rev[ppc as usize], down);
+                    self.use_dep(slots, slots.rev[ppc as usize], down);
                 }
                 for &y in tree.children(p) {
                     if y != x {
-                        self.use_dep(fab, tree.parent_ch[y as usize], down);
+                        self.use_dep(slots, tree.parent_ch[y as usize], down);
                     }
                 }
                 x = p;

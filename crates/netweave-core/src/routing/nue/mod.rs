@@ -60,10 +60,7 @@
 //! assert!(deadlock::check(&t, &routes).unwrap().deadlock_free);
 //! ```
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
-
-use crate::error::{NetweaveError, Result};
+use crate::error::Result;
 use crate::topology::fabric::SwitchFabric;
 use crate::topology::{Port, Topology};
 
@@ -73,30 +70,18 @@ use super::minhop::hosts_by_switch;
 use super::select::Selector;
 use super::{Injection, RouteOptions, RoutingTable, VcPolicy, MAX_VCS};
 
+mod graph;
 mod layer;
 mod partition;
 mod search;
 #[cfg(test)]
 mod tests;
 
-use layer::*;
-use partition::*;
-use search::*;
-
-/// "No channel / no switch" in the flat arrays.
-const NONE: u32 = u32::MAX;
-/// Dependency states in a layer's complete channel dependency graph.
-const UNUSED: u8 = 0;
-const USED: u8 = 1;
-const BLOCKED: u8 = 2;
-/// "No dependency" in [`Search::fresh`].
-const NO_DEP: u64 = u64::MAX;
-
-/// A dependency `c → d` packed for [`Search::fresh`].
-#[inline]
-fn dep(c: u32, d: u32) -> u64 {
-    (c as u64) << 32 | d as u64
-}
+pub use graph::NueStats;
+use graph::{DependencySlots, LayerInput, USED};
+use layer::{Layer, Tree};
+use partition::{clustered_partition, layer_centre, main_component, BfsScratch};
+use search::Search;
 
 /// How destinations are split into virtual layers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -113,26 +98,6 @@ pub enum LayerPartition {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct NueParams {
     pub partition: LayerPartition,
-}
-
-/// What a Nue run did, for reports and tests.
-#[derive(Clone, Debug, PartialEq, Eq, Default)]
-pub struct NueStats {
-    /// Virtual layers (VCs) used.
-    pub layers: u8,
-    /// Destination hosts routed.
-    pub destinations: usize,
-    /// Destination switches whose search left switches unreached even after backtracking
-    /// (an impasse), repaired with escape paths.
-    pub impasses: usize,
-    /// Switch routes (summed over destinations) moved onto the escape tree by those repairs.
-    pub escape_routes: usize,
-    /// Unreached switches attached by local backtracking (moving a neighbour's next hop).
-    pub backtracks: usize,
-    /// Candidate dependencies refused because they would have closed a cycle.
-    pub blocked_dependencies: usize,
-    /// Dependencies in all layers' graphs at the end (escape dependencies included).
-    pub dependencies: usize,
 }
 
 /// Route `topo` with Nue inside `options.max_vcs` virtual layers (default parameters).
@@ -167,16 +132,17 @@ pub fn nue_with(topo: &Topology, options: &RouteOptions, params: &NueParams) -> 
     let view = SwitchFabric::new(topo);
     let in_comp = main_component(topo, &view, &by_switch)?;
     let comp_size = in_comp.iter().filter(|&&b| b).count();
-    let fab = Fabric::new(view)?;
-    let graph: &SwitchFabric = &fab;
+    let slots = DependencySlots::new(view)?;
+    let graph: &SwitchFabric = &slots;
     let host_counts: Vec<u32> = by_switch.iter().map(|h| h.len() as u32).collect();
 
-    let dest_switches: Vec<u32> = (0..fab.num_switches as u32).filter(|&s| !by_switch[s as usize].is_empty()).collect();
+    let dest_switches: Vec<u32> =
+        (0..slots.num_switches as u32).filter(|&s| !by_switch[s as usize].is_empty()).collect();
     let k = (options.max_vcs as usize).min(dest_switches.len()).max(1);
     let layer_of = match params.partition {
         LayerPartition::Clustered => clustered_partition(graph, &dest_switches, &host_counts, k),
         LayerPartition::RoundRobin => {
-            let mut l = vec![u8::MAX; fab.num_switches];
+            let mut l = vec![u8::MAX; slots.num_switches];
             for (i, &s) in dest_switches.iter().enumerate() {
                 l[s as usize] = (i % k) as u8;
             }
@@ -204,9 +170,15 @@ pub fn nue_with(topo: &Topology, options: &RouteOptions, params: &NueParams) -> 
     // Nue's initial weight: more than any load a channel can collect, so shorter paths win
     // and load only decides between paths of (nearly) equal length.
     let w0 = num_hosts.saturating_mul(num_hosts).max(1);
-    let mut weights = vec![w0; fab.nc()];
-    let ctx =
-        LayerInput { fab: &fab, graph, by_switch: &by_switch, host_port: &fab.host_port, in_comp: &in_comp, comp_size };
+    let mut weights = vec![w0; slots.nc()];
+    let ctx = LayerInput {
+        slots: &slots,
+        graph,
+        by_switch: &by_switch,
+        host_port: &slots.host_port,
+        in_comp: &in_comp,
+        comp_size,
+    };
 
     let mut runs: Vec<LayerRun> =
         layers.par_iter().map(|dests| LayerRun::new(&ctx, dests, topo, options.select)).collect();
@@ -238,16 +210,6 @@ pub fn nue_with(topo: &Topology, options: &RouteOptions, params: &NueParams) -> 
     Ok((table, stats))
 }
 
-/// What every layer reads.
-struct LayerInput<'a> {
-    fab: &'a Fabric,
-    graph: &'a SwitchFabric,
-    by_switch: &'a [Vec<usize>],
-    host_port: &'a [Port],
-    in_comp: &'a [bool],
-    comp_size: usize,
-}
-
 /// One virtual layer being routed: its escape tree, dependency graph, search state and the
 /// columns of the table it has produced.
 ///
@@ -273,27 +235,27 @@ struct LayerRun {
 
 impl LayerRun {
     fn new(ctx: &LayerInput, dests: &[u32], topo: &Topology, select: super::Select) -> Self {
-        let fab = ctx.fab;
-        let mut bfs = BfsScratch::new(fab.num_switches);
+        let slots = ctx.slots;
+        let mut bfs = BfsScratch::new(slots.num_switches);
         let mut tree = Tree::default();
         let root = layer_centre(ctx.graph, dests, &mut bfs);
-        tree.build(fab, ctx.graph, root, &mut bfs);
-        let mut layer = Layer::new(fab);
-        layer.reset(fab, &tree, dests);
+        tree.build(slots, ctx.graph, root, &mut bfs);
+        let mut layer = Layer::new(slots);
+        layer.reset(slots, &tree, dests);
         // Route neighbouring destinations one after another (depth-first order of the
         // tree): their trees are alike, so the dependency order needs little repair.
         let rank = tree.preorder();
         let mut dests = dests.to_vec();
         dests.sort_unstable_by_key(|&s| rank[s as usize]);
         let num_hosts: usize = dests.iter().map(|&t| ctx.by_switch[t as usize].len()).sum();
-        let search = Search::new(fab);
+        let search = Search::new(slots);
         LayerRun {
             dests,
             tree,
             layer,
             search,
             selector: Selector::new(topo, select),
-            cols: vec![super::NO_PORT; num_hosts * fab.num_switches],
+            cols: vec![super::NO_PORT; num_hosts * slots.num_switches],
             col_host: Vec::with_capacity(num_hosts),
             delta: Vec::new(),
             stats: NueStats::default(),
@@ -303,28 +265,28 @@ impl LayerRun {
     /// Route the hosts of this layer's `round`-th destination switch.
     fn step(&mut self, ctx: &LayerInput, round: usize, weights: &[u64]) {
         let Some(&t) = self.dests.get(round) else { return };
-        let (fab, ns) = (ctx.fab, ctx.fab.num_switches);
+        let (slots, ns) = (ctx.slots, ctx.slots.num_switches);
         let (search, layer, stats) = (&mut self.search, &mut self.layer, &mut self.stats);
         let reached = search.search(ctx, layer, weights, t, stats);
         if reached < ctx.comp_size {
             stats.impasses += 1;
-            stats.escape_routes += search.repair(fab, layer, &self.tree, t, ctx.in_comp, stats);
+            stats.escape_routes += search.repair(slots, layer, &self.tree, t, ctx.in_comp, stats);
         }
-        search.keep_base(fab);
+        search.keep_base(slots);
         for (local, &h) in ctx.by_switch[t as usize].iter().enumerate() {
             stats.destinations += 1;
             if local == 0 {
                 for &v in &search.order[1..] {
-                    self.selector.record(v as usize, fab.port[search.chan[v as usize] as usize]);
+                    self.selector.record(v as usize, slots.port[search.chan[v as usize] as usize]);
                 }
             } else {
-                search.sibling(fab, layer, t, local, &mut self.selector);
+                search.sibling(slots, layer, t, local, &mut self.selector);
             }
-            search.add_load(fab, &mut self.delta, t);
+            search.add_load(slots, &mut self.delta, t);
             let k = self.col_host.len();
             let col = &mut self.cols[k * ns..(k + 1) * ns];
             for &v in &search.order[1..] {
-                col[v as usize] = fab.port[search.chan[v as usize] as usize];
+                col[v as usize] = slots.port[search.chan[v as usize] as usize];
             }
             col[t as usize] = ctx.host_port[h];
             self.col_host.push(h);
@@ -348,58 +310,5 @@ impl LayerRun {
             }
         }
         self.stats
-    }
-}
-
-/// The shared [`SwitchFabric`] (reached through `Deref`) and the slots of the complete channel
-/// dependency graph: dependency `c → d` (d leaving the switch c enters) is slot
-/// `edge_base[c] + pos[d]`.
-struct Fabric {
-    view: SwitchFabric,
-    /// Position of a channel among its sender's out-channels.
-    pos: Vec<u32>,
-    edge_base: Vec<usize>,
-}
-
-impl std::ops::Deref for Fabric {
-    type Target = SwitchFabric;
-    fn deref(&self) -> &SwitchFabric {
-        &self.view
-    }
-}
-
-impl Fabric {
-    fn new(view: SwitchFabric) -> Result<Self> {
-        let nc = view.num_channels();
-        let pos: Vec<u32> = (0..nc).map(|c| c as u32 - view.out_start[view.tail[c] as usize]).collect();
-        let mut edge_base = Vec::with_capacity(nc + 1);
-        let mut acc = 0usize;
-        for &h in &view.head {
-            edge_base.push(acc);
-            acc += view.out_degree(h as usize);
-        }
-        edge_base.push(acc);
-        if acc > u32::MAX as usize {
-            return Err(NetweaveError::Routing(format!(
-                "nue: the complete channel dependency graph would have {acc} dependencies per layer, \
-                 more than it can hold (at most {})",
-                u32::MAX
-            )));
-        }
-        Ok(Fabric { view, pos, edge_base })
-    }
-
-    fn nc(&self) -> usize {
-        self.view.num_channels()
-    }
-
-    fn out(&self, v: u32) -> std::ops::Range<u32> {
-        self.out_start[v as usize]..self.out_start[v as usize + 1]
-    }
-
-    /// Slot of dependency `c → d` (requires `tail[c] == head[d]`).
-    #[inline]
-    fn edge(&self, c: u32, d: u32) -> usize {
-        self.edge_base[c as usize] + self.pos[d as usize] as usize
     }
 }

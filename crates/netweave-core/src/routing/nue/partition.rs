@@ -1,7 +1,9 @@
 //! Nue's layer partition: the hosts' component, and destinations split into compact clusters
 //! (recursive bisection by BFS distance from a peripheral switch).
 
-use super::*;
+use crate::error::{NetweaveError, Result};
+use crate::topology::fabric::SwitchFabric;
+use crate::topology::Topology;
 
 /// Switches of the component holding the hosts; an error naming the components when hosts
 /// sit in more than one.
@@ -60,7 +62,7 @@ pub(super) fn main_component(topo: &Topology, graph: &SwitchFabric, by_switch: &
 /// Reusable BFS buffers over the switch graph.
 pub(super) struct BfsScratch {
     pub(super) dist: Vec<u32>,
-    pub(super) other: Vec<u32>,
+    other: Vec<u32>,
     pub(super) queue: Vec<u32>,
 }
 

@@ -1,54 +1,70 @@
 //! Routing inside a layer's dependency graph: the per-destination modified Dijkstra that only
 //! takes dependencies keeping the graph acyclic, with the escape paths as fallback.
 
-use super::*;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use crate::routing::select::Selector;
+use crate::topology::Port;
+
+use super::graph::{DependencySlots, LayerInput, NueStats, BLOCKED, NONE, USED};
+use super::layer::{Layer, Tree};
+
+/// "No dependency" in [`Search::fresh`].
+const NO_DEP: u64 = u64::MAX;
+
+/// A dependency `c → d` packed for [`Search::fresh`].
+#[inline]
+fn dep(c: u32, d: u32) -> u64 {
+    (c as u64) << 32 | d as u64
+}
 
 /// Per-destination search state, reused for every destination (no allocation per search).
 pub(super) struct Search {
     pub(super) settled: Vec<bool>,
-    pub(super) best_key: Vec<u64>,
-    pub(super) best_ch: Vec<u32>,
+    best_key: Vec<u64>,
+    best_ch: Vec<u32>,
     /// Channel each switch forwards on (`NONE` at the destination's switch).
     pub(super) chan: Vec<u32>,
-    pub(super) dist: Vec<u64>,
+    dist: Vec<u64>,
     /// Switches in settling order (destination switch first): a tree order for loads.
     pub(super) order: Vec<u32>,
     /// The first host's routes (`base`), each switch's position in `order` and its hop
     /// count on those routes, and the hop counts of a sibling's routes.
-    pub(super) base: Vec<u32>,
-    pub(super) rank: Vec<u32>,
-    pub(super) hop_base: Vec<u32>,
-    pub(super) hop: Vec<u32>,
-    pub(super) cand: Vec<u32>,
-    pub(super) cand_ports: Vec<Port>,
-    pub(super) feas_off: Vec<u32>,
-    pub(super) feas: Vec<u32>,
+    base: Vec<u32>,
+    rank: Vec<u32>,
+    hop_base: Vec<u32>,
+    hop: Vec<u32>,
+    cand: Vec<u32>,
+    cand_ports: Vec<Port>,
+    feas_off: Vec<u32>,
+    feas: Vec<u32>,
     /// Backtracking scratch: children of the switch being moved, dependencies on trial.
-    pub(super) kids: Vec<u32>,
-    pub(super) trial: Vec<u64>,
-    pub(super) heap: BinaryHeap<Reverse<(u64, u32)>>,
-    pub(super) acc: Vec<u64>,
+    kids: Vec<u32>,
+    trial: Vec<u64>,
+    heap: BinaryHeap<Reverse<(u64, u32)>>,
+    acc: Vec<u64>,
     /// Per switch: the dependency `c → d` (as `c << 32 | d`) its settling added for the
     /// current destination (`u64::MAX` if none), withdrawn if a repair reroutes the switch.
-    pub(super) fresh: Vec<u64>,
+    fresh: Vec<u64>,
     // Impasse repair scratch: escape channels towards the destination, membership of the
     // escape region, a work list, and the search tree's children (CSR).
-    pub(super) esc: Vec<u32>,
-    pub(super) in_f: Vec<bool>,
-    pub(super) work: Vec<u32>,
-    pub(super) child_off: Vec<u32>,
-    pub(super) child: Vec<u32>,
+    esc: Vec<u32>,
+    in_f: Vec<bool>,
+    work: Vec<u32>,
+    child_off: Vec<u32>,
+    child: Vec<u32>,
     // Pearce–Kelly scratch.
-    pub(super) mark: Vec<u32>,
-    pub(super) epoch: u32,
+    mark: Vec<u32>,
+    epoch: u32,
     /// Forward and backward search lists (channels while searching, then `ord << 32 | channel`).
-    pub(super) fwd: Vec<u64>,
-    pub(super) bwd: Vec<u64>,
+    fwd: Vec<u64>,
+    bwd: Vec<u64>,
 }
 
 impl Search {
-    pub(super) fn new(fab: &Fabric) -> Self {
-        let (ns, nc) = (fab.num_switches, fab.nc());
+    pub(super) fn new(slots: &DependencySlots) -> Self {
+        let (ns, nc) = (slots.num_switches, slots.nc());
         Search {
             settled: vec![false; ns],
             best_key: vec![u64::MAX; ns],
@@ -85,7 +101,7 @@ impl Search {
     /// how many switches were reached (`t` included).
     pub(super) fn dijkstra(
         &mut self,
-        fab: &Fabric,
+        slots: &DependencySlots,
         layer: &mut Layer,
         w: &[u64],
         t: u32,
@@ -102,35 +118,41 @@ impl Search {
         self.dist[t as usize] = 0;
         self.rank[t as usize] = 0;
         self.order.push(t);
-        self.relax(fab, layer, w, t);
-        self.resume(fab, layer, w, stats)
+        self.relax(slots, layer, w, t);
+        self.resume(slots, layer, w, stats)
     }
 
     /// Run the search until the heap is empty; returns how many switches are reached.
-    pub(super) fn resume(&mut self, fab: &Fabric, layer: &mut Layer, w: &[u64], stats: &mut NueStats) -> usize {
+    pub(super) fn resume(
+        &mut self,
+        slots: &DependencySlots,
+        layer: &mut Layer,
+        w: &[u64],
+        stats: &mut NueStats,
+    ) -> usize {
         while let Some(Reverse((key, c))) = self.heap.pop() {
-            let v = fab.tail[c as usize];
+            let v = slots.tail[c as usize];
             if self.settled[v as usize] || self.best_ch[v as usize] != c || self.best_key[v as usize] != key {
                 continue;
             }
-            let u = fab.head[c as usize];
+            let u = slots.head[c as usize];
             let cu = self.chan[u as usize];
             if cu != NONE {
-                let e = fab.edge(c, cu);
+                let e = slots.edge(c, cu);
                 match layer.state[e] {
                     USED => {}
                     BLOCKED => {
-                        self.reoffer(fab, layer, w, v);
+                        self.reoffer(slots, layer, w, v);
                         continue;
                     }
                     _ => {
-                        if self.try_insert(fab, layer, c, cu) {
-                            layer.use_dep(fab, c, cu);
+                        if self.try_insert(slots, layer, c, cu) {
+                            layer.use_dep(slots, c, cu);
                             self.fresh[v as usize] = dep(c, cu);
                         } else {
                             layer.state[e] = BLOCKED;
                             stats.blocked_dependencies += 1;
-                            self.reoffer(fab, layer, w, v);
+                            self.reoffer(slots, layer, w, v);
                             continue;
                         }
                     }
@@ -141,7 +163,7 @@ impl Search {
             self.dist[v as usize] = key >> 2;
             self.rank[v as usize] = self.order.len() as u32;
             self.order.push(v);
-            self.relax(fab, layer, w, v);
+            self.relax(slots, layer, w, v);
         }
         self.order.len()
     }
@@ -158,12 +180,12 @@ impl Search {
         t: u32,
         stats: &mut NueStats,
     ) -> usize {
-        let fab = ctx.fab;
-        let mut reached = self.dijkstra(fab, layer, w, t, stats);
+        let slots = ctx.slots;
+        let mut reached = self.dijkstra(slots, layer, w, t, stats);
         while reached < ctx.comp_size {
             let mut progress = false;
-            for x in 0..fab.num_switches as u32 {
-                if ctx.in_comp[x as usize] && !self.settled[x as usize] && self.backtrack(fab, layer, w, x, stats) {
+            for x in 0..slots.num_switches as u32 {
+                if ctx.in_comp[x as usize] && !self.settled[x as usize] && self.backtrack(slots, layer, w, x, stats) {
                     stats.backtracks += 1;
                     progress = true;
                     break;
@@ -172,7 +194,7 @@ impl Search {
             if !progress {
                 break;
             }
-            reached = self.resume(fab, layer, w, stats);
+            reached = self.resume(slots, layer, w, stats);
         }
         reached
     }
@@ -182,20 +204,20 @@ impl Search {
     /// blocked if `may_block`, i.e. if no trial dependency could be to blame).
     pub(super) fn ensure(
         &mut self,
-        fab: &Fabric,
+        slots: &DependencySlots,
         layer: &mut Layer,
         c: u32,
         d: u32,
         may_block: bool,
         stats: &mut NueStats,
     ) -> Option<bool> {
-        let e = fab.edge(c, d);
+        let e = slots.edge(c, d);
         match layer.state[e] {
             USED => Some(false),
             BLOCKED => None,
             _ => {
-                if self.try_insert(fab, layer, c, d) {
-                    layer.use_dep(fab, c, d);
+                if self.try_insert(slots, layer, c, d) {
+                    layer.use_dep(slots, c, d);
                     Some(true)
                 } else {
                     if may_block {
@@ -214,34 +236,35 @@ impl Search {
     /// and those of a's current children into a's new one. Returns whether x was attached.
     pub(super) fn backtrack(
         &mut self,
-        fab: &Fabric,
+        slots: &DependencySlots,
         layer: &mut Layer,
         w: &[u64],
         x: u32,
         stats: &mut NueStats,
     ) -> bool {
-        for cx in fab.out(x) {
-            let a = fab.head[cx as usize];
+        for cx in slots.out(x) {
+            let a = slots.head[cx as usize];
             let old = self.chan[a as usize];
             if !self.settled[a as usize] || old == NONE {
                 continue;
             }
-            'next: for ca in fab.out(a) {
-                let b = fab.head[ca as usize];
+            'next: for ca in slots.out(a) {
+                let b = slots.head[ca as usize];
                 if ca == old || !self.settled[b as usize] || self.rank[b as usize] >= self.rank[a as usize] {
                     continue;
                 }
                 let cb = self.chan[b as usize];
-                if (cb != NONE && layer.state[fab.edge(ca, cb)] == BLOCKED) || layer.state[fab.edge(cx, ca)] == BLOCKED
+                if (cb != NONE && layer.state[slots.edge(ca, cb)] == BLOCKED)
+                    || layer.state[slots.edge(cx, ca)] == BLOCKED
                 {
                     continue;
                 }
                 self.kids.clear();
-                for o in fab.out(a) {
-                    let s = fab.head[o as usize];
-                    let cs = fab.rev[o as usize];
+                for o in slots.out(a) {
+                    let s = slots.head[o as usize];
+                    let cs = slots.rev[o as usize];
                     if self.settled[s as usize] && self.chan[s as usize] == cs {
-                        if layer.state[fab.edge(cs, ca)] == BLOCKED {
+                        if layer.state[slots.edge(cs, ca)] == BLOCKED {
                             continue 'next;
                         }
                         self.kids.push(s);
@@ -265,7 +288,7 @@ impl Search {
                     if c == NONE {
                         continue;
                     }
-                    match self.ensure(fab, layer, c, d, self.trial.is_empty(), stats) {
+                    match self.ensure(slots, layer, c, d, self.trial.is_empty(), stats) {
                         Some(true) => self.trial.push(dep(c, d)),
                         Some(false) => {}
                         None => ok = false,
@@ -273,7 +296,7 @@ impl Search {
                 }
                 if !ok {
                     for &dd in &self.trial {
-                        layer.drop_dep(fab, (dd >> 32) as u32, dd as u32);
+                        layer.drop_dep(slots, (dd >> 32) as u32, dd as u32);
                     }
                     continue;
                 }
@@ -281,14 +304,14 @@ impl Search {
                 let is_new = |trial: &[u64], dd: u64| if trial.contains(&dd) { dd } else { NO_DEP };
                 if self.fresh[a as usize] != NO_DEP {
                     let f = self.fresh[a as usize];
-                    layer.drop_dep(fab, (f >> 32) as u32, f as u32);
+                    layer.drop_dep(slots, (f >> 32) as u32, f as u32);
                 }
                 self.fresh[a as usize] = if cb == NONE { NO_DEP } else { is_new(&self.trial, dep(ca, cb)) };
                 for i in 0..self.kids.len() {
                     let s = self.kids[i];
                     if self.fresh[s as usize] != NO_DEP {
                         let f = self.fresh[s as usize];
-                        layer.drop_dep(fab, (f >> 32) as u32, f as u32);
+                        layer.drop_dep(slots, (f >> 32) as u32, f as u32);
                     }
                     self.fresh[s as usize] = is_new(&self.trial, dep(self.chan[s as usize], ca));
                 }
@@ -300,7 +323,7 @@ impl Search {
                 self.dist[x as usize] = self.dist[a as usize].saturating_add(w[cx as usize]);
                 self.rank[x as usize] = self.order.len() as u32;
                 self.order.push(x);
-                self.relax(fab, layer, w, x);
+                self.relax(slots, layer, w, x);
                 return true;
             }
         }
@@ -312,12 +335,12 @@ impl Search {
     /// but agrees with the layer's topological order (no search), 2 if it needs a search;
     /// `None` if it is blocked.
     #[inline]
-    pub(super) fn candidate(&self, fab: &Fabric, layer: &Layer, w: &[u64], c: u32, u: u32) -> Option<u64> {
+    pub(super) fn candidate(&self, slots: &DependencySlots, layer: &Layer, w: &[u64], c: u32, u: u32) -> Option<u64> {
         let cu = self.chan[u as usize];
         let tier = if cu == NONE {
             0
         } else {
-            match layer.state[fab.edge(c, cu)] {
+            match layer.state[slots.edge(c, cu)] {
                 BLOCKED => return None,
                 USED => 0,
                 _ if layer.ord[c as usize] < layer.ord[cu as usize] => 1,
@@ -328,14 +351,14 @@ impl Search {
     }
 
     /// Offer every unsettled neighbour of newly settled `u` the channel into `u`.
-    pub(super) fn relax(&mut self, fab: &Fabric, layer: &Layer, w: &[u64], u: u32) {
-        for o in fab.out(u) {
-            let c = fab.rev[o as usize];
-            let v = fab.head[o as usize];
+    pub(super) fn relax(&mut self, slots: &DependencySlots, layer: &Layer, w: &[u64], u: u32) {
+        for o in slots.out(u) {
+            let c = slots.rev[o as usize];
+            let v = slots.head[o as usize];
             if self.settled[v as usize] {
                 continue;
             }
-            if let Some(key) = self.candidate(fab, layer, w, c, u) {
+            if let Some(key) = self.candidate(slots, layer, w, c, u) {
                 if key < self.best_key[v as usize] {
                     self.best_key[v as usize] = key;
                     self.best_ch[v as usize] = c;
@@ -346,15 +369,15 @@ impl Search {
     }
 
     /// `v`'s best candidate failed: offer it the best remaining channel into a settled switch.
-    pub(super) fn reoffer(&mut self, fab: &Fabric, layer: &Layer, w: &[u64], v: u32) {
+    pub(super) fn reoffer(&mut self, slots: &DependencySlots, layer: &Layer, w: &[u64], v: u32) {
         self.best_key[v as usize] = u64::MAX;
         self.best_ch[v as usize] = NONE;
-        for c in fab.out(v) {
-            let u = fab.head[c as usize];
+        for c in slots.out(v) {
+            let u = slots.head[c as usize];
             if !self.settled[u as usize] {
                 continue;
             }
-            if let Some(key) = self.candidate(fab, layer, w, c, u) {
+            if let Some(key) = self.candidate(slots, layer, w, c, u) {
                 if key < self.best_key[v as usize] {
                     self.best_key[v as usize] = key;
                     self.best_ch[v as usize] = c;
@@ -373,7 +396,7 @@ impl Search {
     /// from y and the backward search from x advance in turns, breadth-first: they meet on a
     /// cycle (dependency cycles are short, so usually soon), and once either is exhausted
     /// without meeting, there is none and the other is completed for the reordering.
-    pub(super) fn try_insert(&mut self, fab: &Fabric, layer: &mut Layer, x: u32, y: u32) -> bool {
+    pub(super) fn try_insert(&mut self, slots: &DependencySlots, layer: &mut Layer, x: u32, y: u32) -> bool {
         let ub = layer.ord[x as usize];
         let lb = layer.ord[y as usize];
         if ub < lb {
@@ -397,11 +420,11 @@ impl Search {
             let met = if self.fwd.len() - hf <= self.bwd.len() - hb {
                 let c = self.fwd[hf] as u32;
                 hf += 1;
-                self.expand_forward(fab, layer, c, ub, ef, eb)
+                self.expand_forward(slots, layer, c, ub, ef, eb)
             } else {
                 let c = self.bwd[hb] as u32;
                 hb += 1;
-                self.expand_backward(fab, layer, c, lb, ef, eb)
+                self.expand_backward(slots, layer, c, lb, ef, eb)
             };
             if met {
                 return false;
@@ -419,7 +442,7 @@ impl Search {
                 }
                 let c = self.bwd[hb] as u32;
                 hb += 1;
-                self.expand_backward(fab, layer, c, lb, ef, eb);
+                self.expand_backward(slots, layer, c, lb, ef, eb);
             }
         } else {
             while hf < self.fwd.len() {
@@ -429,7 +452,7 @@ impl Search {
                 }
                 let c = self.fwd[hf] as u32;
                 hf += 1;
-                self.expand_forward(fab, layer, c, ub, ef, eb);
+                self.expand_forward(slots, layer, c, ub, ef, eb);
             }
         }
         // Reassign the affected positions: everything reaching x, then everything y reaches.
@@ -508,9 +531,17 @@ impl Search {
     /// Queue the unvisited successors of `c` ordered before `ub`; true if one was reached by
     /// the backward search (a cycle).
     #[inline]
-    pub(super) fn expand_forward(&mut self, fab: &Fabric, layer: &Layer, c: u32, ub: u32, ef: u32, eb: u32) -> bool {
+    pub(super) fn expand_forward(
+        &mut self,
+        slots: &DependencySlots,
+        layer: &Layer,
+        c: u32,
+        ub: u32,
+        ef: u32,
+        eb: u32,
+    ) -> bool {
         let words = layer.words;
-        let o = fab.out_start[fab.head[c as usize] as usize];
+        let o = slots.out_start[slots.head[c as usize] as usize];
         for w in 0..words {
             let mut bits = layer.succ[c as usize * words + w];
             while bits != 0 {
@@ -532,13 +563,21 @@ impl Search {
     /// Queue the unvisited predecessors of `c` ordered after `lb`; true if one was reached by
     /// the forward search (a cycle).
     #[inline]
-    pub(super) fn expand_backward(&mut self, fab: &Fabric, layer: &Layer, c: u32, lb: u32, ef: u32, eb: u32) -> bool {
+    pub(super) fn expand_backward(
+        &mut self,
+        slots: &DependencySlots,
+        layer: &Layer,
+        c: u32,
+        lb: u32,
+        ef: u32,
+        eb: u32,
+    ) -> bool {
         let words = layer.words;
-        let o = fab.out_start[fab.tail[c as usize] as usize];
+        let o = slots.out_start[slots.tail[c as usize] as usize];
         for w in 0..words {
             let mut bits = layer.pred[c as usize * words + w];
             while bits != 0 {
-                let b = fab.rev[(o + (w * 64) as u32 + bits.trailing_zeros()) as usize];
+                let b = slots.rev[(o + (w * 64) as u32 + bits.trailing_zeros()) as usize];
                 bits &= bits - 1;
                 let m = self.mark[b as usize];
                 if m == ef {
@@ -561,29 +600,29 @@ impl Search {
     /// withdrawn. Returns how many switches were rerouted.
     pub(super) fn repair(
         &mut self,
-        fab: &Fabric,
+        slots: &DependencySlots,
         layer: &mut Layer,
         tree: &Tree,
         t: u32,
         in_comp: &[bool],
         stats: &mut NueStats,
     ) -> usize {
-        self.escape_channels(fab, tree, t);
+        self.escape_channels(slots, tree, t);
         // Children in the search tree (CSR), by the channels the search chose; `work` serves
         // as the fill cursor per parent.
         self.child_off.fill(0);
         for &v in &self.order[1..] {
-            self.child_off[fab.head[self.chan[v as usize] as usize] as usize + 1] += 1;
+            self.child_off[slots.head[self.chan[v as usize] as usize] as usize + 1] += 1;
         }
-        for i in 0..fab.num_switches {
+        for i in 0..slots.num_switches {
             self.child_off[i + 1] += self.child_off[i];
         }
         self.child.clear();
         self.child.resize(self.order.len() - 1, NONE);
         self.work.clear();
-        self.work.extend_from_slice(&self.child_off[..fab.num_switches]);
+        self.work.extend_from_slice(&self.child_off[..slots.num_switches]);
         for &v in &self.order[1..] {
-            let p = fab.head[self.chan[v as usize] as usize] as usize;
+            let p = slots.head[self.chan[v as usize] as usize] as usize;
             self.child[self.work[p] as usize] = v;
             self.work[p] += 1;
         }
@@ -591,9 +630,9 @@ impl Search {
         self.in_f.fill(false);
         self.in_f[t as usize] = true;
         let mut moved = 0;
-        for v in 0..fab.num_switches as u32 {
+        for v in 0..slots.num_switches as u32 {
             if in_comp[v as usize] && !self.settled[v as usize] {
-                moved += self.join(fab, layer, v);
+                moved += self.join(slots, layer, v);
             }
         }
         while let Some(x) = self.work.pop() {
@@ -605,19 +644,19 @@ impl Search {
                     continue;
                 }
                 let cs = self.chan[s as usize];
-                let e = fab.edge(cs, cx);
+                let e = slots.edge(cs, cx);
                 let old = self.fresh[s as usize];
                 if old != NO_DEP && old != dep(cs, cx) {
                     // The old dependency led into x's abandoned channel.
-                    layer.drop_dep(fab, (old >> 32) as u32, old as u32);
+                    layer.drop_dep(slots, (old >> 32) as u32, old as u32);
                     self.fresh[s as usize] = NO_DEP;
                 }
                 let keep = match layer.state[e] {
                     USED => true,
                     BLOCKED => false,
                     _ => {
-                        if self.try_insert(fab, layer, cs, cx) {
-                            layer.use_dep(fab, cs, cx);
+                        if self.try_insert(slots, layer, cs, cx) {
+                            layer.use_dep(slots, cs, cx);
                             self.fresh[s as usize] = dep(cs, cx);
                             true
                         } else {
@@ -628,7 +667,7 @@ impl Search {
                     }
                 };
                 if !keep {
-                    moved += self.join(fab, layer, s);
+                    moved += self.join(slots, layer, s);
                 }
             }
         }
@@ -639,9 +678,9 @@ impl Search {
         while head < self.order.len() {
             let u = self.order[head];
             head += 1;
-            for o in fab.out(u) {
-                let v = fab.head[o as usize];
-                if v != t && self.chan[v as usize] == fab.rev[o as usize] {
+            for o in slots.out(u) {
+                let v = slots.head[o as usize];
+                if v != t && self.chan[v as usize] == slots.rev[o as usize] {
                     self.order.push(v);
                 }
             }
@@ -651,27 +690,27 @@ impl Search {
 
     /// Move `v` and the rest of its escape route into the escape region; returns how many
     /// switches changed region.
-    pub(super) fn join(&mut self, fab: &Fabric, layer: &mut Layer, v: u32) -> usize {
+    pub(super) fn join(&mut self, slots: &DependencySlots, layer: &mut Layer, v: u32) -> usize {
         let mut y = v;
         let mut moved = 0;
         while !self.in_f[y as usize] {
             self.in_f[y as usize] = true;
             let old = self.fresh[y as usize];
             if old != NO_DEP {
-                layer.drop_dep(fab, (old >> 32) as u32, old as u32);
+                layer.drop_dep(slots, (old >> 32) as u32, old as u32);
                 self.fresh[y as usize] = NO_DEP;
             }
             self.settled[y as usize] = true;
             self.chan[y as usize] = self.esc[y as usize];
             self.work.push(y);
             moved += 1;
-            y = fab.head[self.esc[y as usize] as usize];
+            y = slots.head[self.esc[y as usize] as usize];
         }
         moved
     }
 
     /// Escape-tree channel of every switch towards `t` (up to the common ancestor, then down).
-    pub(super) fn escape_channels(&mut self, fab: &Fabric, tree: &Tree, t: u32) {
+    pub(super) fn escape_channels(&mut self, slots: &DependencySlots, tree: &Tree, t: u32) {
         self.esc.fill(NONE);
         self.work.clear();
         self.work.push(t);
@@ -679,9 +718,9 @@ impl Search {
         while head < self.work.len() {
             let y = self.work[head];
             head += 1;
-            let p = tree.parent(fab, y);
+            let p = tree.parent(slots, y);
             if p != NONE && p != t && self.esc[p as usize] == NONE {
-                self.esc[p as usize] = fab.rev[tree.parent_ch[y as usize] as usize];
+                self.esc[p as usize] = slots.rev[tree.parent_ch[y as usize] as usize];
                 self.work.push(p);
             }
             for &x in tree.children(y) {
@@ -695,7 +734,7 @@ impl Search {
 
     /// Remember the routes just computed as the first host's (`base`): ranks in `order`,
     /// hop counts, and each switch's children on those routes (CSR in `child_off`/`child`).
-    pub(super) fn keep_base(&mut self, fab: &Fabric) {
+    pub(super) fn keep_base(&mut self, slots: &DependencySlots) {
         self.rank.fill(u32::MAX);
         for (i, &v) in self.order.iter().enumerate() {
             self.rank[v as usize] = i as u32;
@@ -706,19 +745,19 @@ impl Search {
         self.hop[t as usize] = 0;
         self.child_off.fill(0);
         for &v in &self.order[1..] {
-            let u = fab.head[self.base[v as usize] as usize];
+            let u = slots.head[self.base[v as usize] as usize];
             self.hop_base[v as usize] = self.hop_base[u as usize] + 1;
             self.child_off[u as usize + 1] += 1;
         }
-        for i in 0..fab.num_switches {
+        for i in 0..slots.num_switches {
             self.child_off[i + 1] += self.child_off[i];
         }
         self.child.clear();
         self.child.resize(self.order.len() - 1, NONE);
         self.work.clear();
-        self.work.extend_from_slice(&self.child_off[..fab.num_switches]);
+        self.work.extend_from_slice(&self.child_off[..slots.num_switches]);
         for &v in &self.order[1..] {
-            let u = fab.head[self.base[v as usize] as usize] as usize;
+            let u = slots.head[self.base[v as usize] as usize] as usize;
             self.child[self.work[u] as usize] = v;
             self.work[u] += 1;
         }
@@ -729,8 +768,8 @@ impl Search {
         self.feas_off.push(0);
         for i in 0..self.order.len() {
             let v = self.order[i];
-            for c in fab.out(v) {
-                let u = fab.head[c as usize];
+            for c in slots.out(v) {
+                let u = slots.head[c as usize];
                 if self.rank[u as usize] < i as u32 && self.hop_base[u as usize] < self.hop_base[v as usize] {
                     self.feas.push(c);
                 }
@@ -745,7 +784,14 @@ impl Search {
     /// that routes through this one for the first host could still enter without a new
     /// dependency — so the first host's own next hop always qualifies, no search is needed,
     /// and the choice among the qualifying ports is the selection policy's.
-    pub(super) fn sibling(&mut self, fab: &Fabric, layer: &Layer, t: u32, local: usize, selector: &mut Selector) {
+    pub(super) fn sibling(
+        &mut self,
+        slots: &DependencySlots,
+        layer: &Layer,
+        t: u32,
+        local: usize,
+        selector: &mut Selector,
+    ) {
         for i in 1..self.order.len() {
             let v = self.order[i];
             let limit = self.hop_base[v as usize];
@@ -754,18 +800,18 @@ impl Search {
             self.cand_ports.clear();
             for f in self.feas_off[i]..self.feas_off[i + 1] {
                 let c = self.feas[f as usize];
-                let u = fab.head[c as usize];
+                let u = slots.head[c as usize];
                 if self.hop[u as usize] + 1 > limit {
                     continue;
                 }
-                if u != t && layer.state[fab.edge(c, self.chan[u as usize])] != USED {
+                if u != t && layer.state[slots.edge(c, self.chan[u as usize])] != USED {
                     continue;
                 }
-                if self.child[kids.clone()].iter().any(|&k| layer.state[fab.edge(self.base[k as usize], c)] != USED) {
+                if self.child[kids.clone()].iter().any(|&k| layer.state[slots.edge(self.base[k as usize], c)] != USED) {
                     continue;
                 }
                 self.cand.push(c);
-                self.cand_ports.push(fab.port[c as usize]);
+                self.cand_ports.push(slots.port[c as usize]);
             }
             let c = match self.cand.len() {
                 0 => self.base[v as usize], // unreachable: the first host's channel qualifies
@@ -779,14 +825,14 @@ impl Search {
                 }
             };
             self.chan[v as usize] = c;
-            self.hop[v as usize] = self.hop[fab.head[c as usize] as usize] + 1;
+            self.hop[v as usize] = self.hop[slots.head[c as usize] as usize] + 1;
         }
     }
 
     /// Record for each channel of the routed tree the number of source hosts it carries.
-    pub(super) fn add_load(&mut self, fab: &Fabric, delta: &mut Vec<(u32, u64)>, t: u32) {
+    pub(super) fn add_load(&mut self, slots: &DependencySlots, delta: &mut Vec<(u32, u64)>, t: u32) {
         for &v in &self.order {
-            self.acc[v as usize] = fab.host_count(v as usize);
+            self.acc[v as usize] = slots.host_count(v as usize);
         }
         for &v in self.order.iter().rev() {
             if v == t {
@@ -795,7 +841,7 @@ impl Search {
             let c = self.chan[v as usize];
             let load = self.acc[v as usize];
             delta.push((c, load));
-            self.acc[fab.head[c as usize] as usize] += load;
+            self.acc[slots.head[c as usize] as usize] += load;
         }
     }
 }

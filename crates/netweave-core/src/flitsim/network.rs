@@ -1,15 +1,15 @@
 //! The static network a simulation runs on: sim channels, router ports and port groups as
-//! flat arrays ([`Fabric`]), and BookSim's own torus routing ([`BookSimTorus`]).
+//! flat arrays ([`SimNetwork`]), and BookSim's own torus routing ([`BookSimTorus`]).
 
 use super::config::SimConfig;
-use super::engine::NONE;
+use super::flit::NONE;
 use crate::error::Result;
 use crate::routing::RoutingTable;
 use crate::topology::structure::LatticeShape;
 use crate::topology::{Port, Topology};
 
 /// The static network: sim channels, router ports and port groups.
-pub(crate) struct Fabric {
+pub(crate) struct SimNetwork {
     pub num_routers: usize,
     pub num_hosts: usize,
     /// Physical VCs per channel.
@@ -59,8 +59,8 @@ pub(crate) struct Landing {
     pub first_bit: u32,
 }
 
-impl Fabric {
-    pub fn new(topo: &Topology, routes: &RoutingTable, cfg: &SimConfig) -> Result<Fabric> {
+impl SimNetwork {
+    pub fn new(topo: &Topology, routes: &RoutingTable, cfg: &SimConfig) -> Result<SimNetwork> {
         routes.check_fits(topo)?;
         let vcs = cfg.num_vcs as usize;
         // One VC per destination replaces the routing's VC classes: every VC is its own class.
@@ -84,7 +84,7 @@ impl Fabric {
         let num_routers = topo.num_switches();
         let num_hosts = topo.num_hosts();
 
-        let mut f = Fabric {
+        let mut f = SimNetwork {
             num_routers,
             num_hosts,
             vcs,
