@@ -103,6 +103,25 @@ impl PyTopology {
         t.set_all_links(LinkSpec::new(bandwidth_gbps, latency_ns).map_err(err)?);
         Ok(PyTopology { inner: t })
     }
+    /// Link layer: "ethernet" (drop-tail port buffers, TCP losses) or "infiniband" (lossless).
+    #[getter]
+    fn link_layer(&self) -> &'static str {
+        self.inner.switching().link_layer.name()
+    }
+    /// Bytes a switch port queues before it drops (Ethernet), or None on a lossless fabric.
+    #[getter]
+    fn port_buffer_bytes(&self) -> Option<u64> {
+        self.inner.switching().port_buffer_bytes
+    }
+    /// A copy with this link layer and port buffer (None: the link layer's default, 64 KiB
+    /// for Ethernet, none for InfiniBand).
+    #[pyo3(signature = (link_layer, port_buffer_bytes=None))]
+    fn with_switching(&self, link_layer: &str, port_buffer_bytes: Option<u64>) -> PyResult<PyTopology> {
+        let layer = link_layer.parse().map_err(err)?;
+        let mut t = self.inner.clone();
+        t.set_switching(nt::link_layer::Switching::new(layer, port_buffer_bytes).map_err(err)?);
+        Ok(PyTopology { inner: t })
+    }
     /// Route this topology with the named engine (see `route`).
     #[pyo3(signature = (engine, vcs=8, root=0, select="per-destination", seed=0))]
     fn route(

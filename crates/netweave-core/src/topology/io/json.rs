@@ -37,6 +37,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{finish, parse_error};
 use crate::error::{NetweaveError, Result};
+use crate::topology::link_layer::{LinkLayer, Switching};
 use crate::topology::structure::Structure;
 use crate::topology::{LinkSpec, NodeId, NodeKind, Port, Topology, TopologyBuilder};
 
@@ -46,7 +47,8 @@ pub const FORMAT_TAG: &str = "netweave-topology";
 pub const VERSION: u64 = 1;
 
 const FMT: &str = "json";
-const FIELDS: &[&str] = &["format", "version", "name", "family", "params", "structure", "nodes", "links"];
+const FIELDS: &[&str] =
+    &["format", "version", "name", "family", "params", "structure", "link_layer", "port_buffer_bytes", "nodes", "links"];
 
 /// One entry of `"nodes"`.
 #[derive(Serialize, Deserialize)]
@@ -82,6 +84,11 @@ pub fn write(topo: &Topology) -> Result<String> {
     // A malformed structure is not written: the reader derives it again from family and params.
     if !matches!(topo.structure(), Structure::Malformed { .. }) {
         out.push_str(&format!("  \"structure\": {},\n", enc(topo.structure())?));
+    }
+    let switching = topo.switching();
+    out.push_str(&format!("  \"link_layer\": {},\n", enc(&switching.link_layer)?));
+    if let Some(buffer) = switching.port_buffer_bytes {
+        out.push_str(&format!("  \"port_buffer_bytes\": {buffer},\n"));
     }
     let nodes = (0..topo.num_nodes() as NodeId).map(|n| NodeRecord {
         kind: topo.kind(n),
@@ -138,6 +145,14 @@ pub fn read(text: &str) -> Result<Topology> {
             raw
         }
     };
+    // Link layer and buffer: what the file states, the rest from the shape's default.
+    let switching = if file.link_layer.is_some() || file.port_buffer_bytes.is_some() {
+        let shape = file.structure.clone().unwrap_or_else(|| Structure::from_family(&file.family, &file.params));
+        let layer = file.link_layer.unwrap_or(Switching::default_for(&shape).link_layer);
+        Some(Switching::new(layer, file.port_buffer_bytes).map_err(|e| parse_error(FMT, 0, e.to_string()))?)
+    } else {
+        None
+    };
     let mut b = TopologyBuilder::new(file.name);
     b.family(&file.family);
     for (k, v) in file.params {
@@ -145,6 +160,9 @@ pub fn read(text: &str) -> Result<Topology> {
     }
     if let Some(s) = file.structure {
         b.structure(s);
+    }
+    if let Some(s) = switching {
+        b.switching(s);
     }
     for n in nodes {
         let id = b.add_node(n.kind, n.label, n.ports);
@@ -176,6 +194,8 @@ struct File {
     family: String,
     params: BTreeMap<String, serde_json::Value>,
     structure: Option<Structure>,
+    link_layer: Option<LinkLayer>,
+    port_buffer_bytes: Option<u64>,
     nodes: Vec<NodeRecord>,
     links: Links,
 }
@@ -212,6 +232,8 @@ impl<'de> Visitor<'de> for FileVisitor {
         let mut family: Option<String> = None;
         let mut params: Option<BTreeMap<String, serde_json::Value>> = None;
         let mut structure: Option<Structure> = None;
+        let mut link_layer: Option<LinkLayer> = None;
+        let mut port_buffer_bytes: Option<Option<u64>> = None;
         let mut nodes: Option<Vec<NodeRecord>> = None;
         let mut links: Option<Links> = None;
         // Duplicate keys are an error: silently keeping one of two "links" arrays would
@@ -265,6 +287,14 @@ impl<'de> Visitor<'de> for FileVisitor {
                     }
                     structure = Some(s);
                 }
+                "link_layer" => {
+                    once(&link_layer, "link_layer")?;
+                    link_layer = Some(map.next_value()?);
+                }
+                "port_buffer_bytes" => {
+                    once(&port_buffer_bytes, "port_buffer_bytes")?;
+                    port_buffer_bytes = Some(map.next_value()?);
+                }
                 "nodes" => {
                     once(&nodes, "nodes")?;
                     let n: Vec<NodeRecord> = map.next_value()?;
@@ -299,6 +329,8 @@ impl<'de> Visitor<'de> for FileVisitor {
             // An empty parameter map is the common case for hand-written files.
             params: params.unwrap_or_default(),
             structure,
+            link_layer,
+            port_buffer_bytes: port_buffer_bytes.flatten(),
             nodes: nodes.ok_or_else(|| de::Error::missing_field("nodes"))?,
             links: links.ok_or_else(|| de::Error::missing_field("links"))?,
         })
