@@ -9,7 +9,7 @@ from typing import Optional
 
 import typer
 
-from netweave import mpi
+from netweave import files, flowsim, mpi
 from netweave.cli.common import JsonOpt, UserError, working
 
 app = typer.Typer(
@@ -17,6 +17,15 @@ app = typer.Typer(
          "(PMPI library; see docs/mpi-runtime.md).",
     no_args_is_help=True,
 )
+
+def _check_schedules(paths: list[Path]) -> None:
+    """Read every schedule file before mpirun starts, so a missing, unreadable or malformed one
+    is one line naming it (not one error per rank); directories are looked up by the library."""
+    for path in paths:
+        if path.is_dir():
+            continue
+        flowsim.load_workload(path)
+
 
 ImplOpt = typer.Option("openmpi", "--mpi", help="MPI implementation: openmpi or mpich.")
 ExecutorOpt = typer.Option(None, "--executor", help="Override the schedule's executor: auto, sync, async, local-sync.")
@@ -37,6 +46,7 @@ def run_cmd(
     program = [a for a in ctx.args if a != "--"]
     if not program:
         raise UserError("name the program after --, e.g. netweave mpi run -np 4 --schedule a.nws -- ./app")
+    _check_schedules([schedule])
     env = mpi.settings(schedule, executor, concurrent_sends, verbose)
     proc = mpi.run(mpi.command(implementation, np_, program, env=env), timeout)
     sys.stdout.write(proc.stdout)
@@ -78,7 +88,7 @@ def schedules_cmd(
     """Write a schedule directory for communicators of every size in --ranks: the library looks up
     <collective>-<size>.nws there for each communicator, so one directory serves MPI_COMM_WORLD and
     every split of it. Topology-free algorithms: rank r is process r."""
-    from netweave import files, traffic
+    from netweave import traffic
     from netweave._core import NetweaveError
 
     sizes = parse_rank_counts(ranks)
@@ -146,6 +156,12 @@ def bench_cmd(
         byte_sizes = [int(s) for s in sizes.split(",")]
     except ValueError:
         raise UserError(f"--sizes must be integers separated by commas, got '{sizes}'")
+    for size in byte_sizes:
+        if not 1 <= size <= 16 << 20:
+            raise UserError(f"--sizes: {size} bytes is outside 1 B ... 16 MiB")
+    _check_schedules(schedules or [])
+    if out is not None:
+        files.check_dir(out, ["bench.json", "bench.png"])  # before the MPI run, not after it
     with working(f"timing {collective} on {np_} ranks", as_json):
         report = mpi.bench(implementation, np_, collective, schedules or [], byte_sizes, reps, warmup,
                            executor=executor)
@@ -155,9 +171,9 @@ def bench_cmd(
     for line in fell_back:
         print(f"warning: {line}", file=sys.stderr)
     if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "bench.json").write_text(json.dumps(report, indent=1))
-        mpi.plot_bench(report, out / "bench.png")
+        files.ensure_dir(out)
+        files.write_text(out / "bench.json", json.dumps(report, indent=1))
+        files.write_with(out / "bench.png", lambda partial: mpi.plot_bench(report, partial))
     if as_json:
         print(json.dumps(report, indent=2))
         return
