@@ -105,11 +105,13 @@ def measure_cmd(
     topo, routes = _load(topology_file, routes_file)
     workload = flowsim.load_workload(schedule_file)
     if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
+        from netweave import files
+
+        files.ensure_dir(out, ["measure.json"])  # refused before the fabric comes up, not after the run
     with working(f"measuring on {name}", as_json):
         result = emulate.measure(topo, routes, workload, name, scale=scale, buffer=buffer, seed=seed, work_dir=out)
     if out is not None:
-        (out / "measure.json").write_text(json.dumps(result, indent=1, sort_keys=True))
+        files.write_text(out / "measure.json", json.dumps(result, indent=1, sort_keys=True))
     if as_json:
         print(json.dumps(result, indent=2, sort_keys=True))
     else:
