@@ -57,6 +57,11 @@ def _make_engine_command(engine: str):
     ) -> None:
         if spread_vcs is not None and engine != "updown":
             raise UserError(f"--spread-vcs applies to updown only, not {engine}")
+        from netweave.files import check_file
+
+        for target in (output, lft):  # before routing, which can take minutes on a large fabric
+            if target is not None:
+                check_file(target)
         topo = topology.load(topology_file)
         with working(f"routing with {engine}", as_json):
             routes = routing.route(topo, engine, vcs, root, select, seed, spread_vcs)
