@@ -31,9 +31,16 @@ def _global_options(
                                "anyway); accepted after the command too."),
     mkdir: bool = typer.Option(False, "--mkdir", help="Create missing parent directories of output files and "
                                "directories (refused otherwise); accepted after the command too."),
+    max_memory: Optional[str] = typer.Option(None, "--max-memory", metavar="SIZE",
+                                             help="Memory budget for tables, fabrics and schedules, e.g. 4G "
+                                             "(default: NETWEAVE_MAX_MEMORY, else the memory available); "
+                                             "work over it is refused before it starts. Accepted after the "
+                                             "command too."),
 ) -> None:
     common.quiet = quiet
     files.make_parents = mkdir
+    if max_memory is not None:
+        common.set_max_memory(max_memory)
 
 
 app.add_typer(topo.app, name="topo")
@@ -147,6 +154,8 @@ def _os_error(e: OSError) -> str:
 
 #: Options of the `netweave` group that may also be given after the command.
 _GLOBAL_FLAGS = {"--quiet": "--quiet", "-q": "--quiet", "--mkdir": "--mkdir"}
+#: Options of the `netweave` group that take a value and may also be given after the command.
+_GLOBAL_VALUE_OPTIONS = ("--max-memory",)
 
 
 def _hoist_global_flags(argv: list[str]) -> None:
@@ -154,11 +163,22 @@ def _hoist_global_flags(argv: list[str]) -> None:
     (the words after ``netweave``), where the options live, so ``netweave plan --quiet`` works;
     words after ``--`` belong to another program."""
     end = argv.index("--") if "--" in argv else len(argv)
+    valued: list[str] = []
+    i = 0
+    while i < end:  # `--max-memory 4G` and `--max-memory=4G`, moved as one `--max-memory=4G` word
+        option = argv[i].partition("=")[0]
+        if option in _GLOBAL_VALUE_OPTIONS:
+            width = 1 if "=" in argv[i] or i + 1 >= end else 2
+            valued.append(argv[i] if width == 1 else f"{option}={argv[i + 1]}")
+            del argv[i:i + width]
+            end -= width
+        else:
+            i += 1
     found = [i for i in range(end) if argv[i] in _GLOBAL_FLAGS]
     names = sorted({_GLOBAL_FLAGS[argv[i]] for i in found})
     for i in reversed(found):
         del argv[i]
-    argv[0:0] = names
+    argv[0:0] = names + valued
 
 
 def _fail(message: str) -> None:

@@ -3,6 +3,7 @@ options."""
 
 from __future__ import annotations
 
+import os
 from contextlib import contextmanager
 from typing import Iterator, Optional
 
@@ -20,6 +21,19 @@ quiet = False
 
 class UserError(Exception):
     """A problem with the user's input, reported as one line with exit code 2."""
+
+
+def set_max_memory(text: str) -> None:
+    """Set the memory budget every size guard of the engine checks (``--max-memory``): a size
+    such as ``512M`` or ``4G`` (powers of 1024), passed on as ``NETWEAVE_MAX_MEMORY`` so child
+    processes (MPI ranks, workers) keep it."""
+    from netweave import _core
+
+    try:
+        _core.parse_size(text)
+    except ValueError as e:
+        raise UserError(f"--max-memory: {e}") from None
+    os.environ["NETWEAVE_MAX_MEMORY"] = text.strip()
 
 
 class Steps:
