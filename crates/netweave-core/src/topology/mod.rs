@@ -79,13 +79,31 @@ impl Default for LinkSpec {
 }
 
 impl LinkSpec {
-    /// A link spec, checking that bandwidth is positive and latency non-negative.
+    /// Slowest link accepted, in Gbit/s (1 kbit/s).
+    pub const MIN_BANDWIDTH_GBPS: f64 = 1e-6;
+    /// Fastest link accepted, in Gbit/s (1 Ebit/s).
+    pub const MAX_BANDWIDTH_GBPS: f64 = 1e9;
+    /// Longest one-way latency accepted, in ns (a million seconds).
+    pub const MAX_LATENCY_NS: f64 = 1e15;
+
+    /// A link spec, checking that bandwidth and latency are physical: bandwidth within
+    /// [`MIN_BANDWIDTH_GBPS`](Self::MIN_BANDWIDTH_GBPS)..=[`MAX_BANDWIDTH_GBPS`](Self::MAX_BANDWIDTH_GBPS),
+    /// latency within 0..=[`MAX_LATENCY_NS`](Self::MAX_LATENCY_NS). The bounds keep every time
+    /// derived from them finite (2^64 bytes at 1 kbit/s is 1.5e17 s), so no model reports
+    /// `inf` or a figure that lost its precision as a result.
     pub fn new(bandwidth_gbps: f64, latency_ns: f64) -> Result<Self> {
-        if !(bandwidth_gbps.is_finite() && bandwidth_gbps > 0.0) {
-            return crate::invalid!("bandwidth must be a positive number of Gbit/s, got {bandwidth_gbps}");
+        if !(Self::MIN_BANDWIDTH_GBPS..=Self::MAX_BANDWIDTH_GBPS).contains(&bandwidth_gbps) {
+            return crate::invalid!(
+                "link bandwidth must be {:e} to {:e} Gbit/s (1 kbit/s to 1 Ebit/s), got {bandwidth_gbps}",
+                Self::MIN_BANDWIDTH_GBPS,
+                Self::MAX_BANDWIDTH_GBPS
+            );
         }
-        if !(latency_ns.is_finite() && latency_ns >= 0.0) {
-            return crate::invalid!("latency must be a non-negative number of ns, got {latency_ns}");
+        if !(0.0..=Self::MAX_LATENCY_NS).contains(&latency_ns) {
+            return crate::invalid!(
+                "link latency must be 0 to {:e} ns, got {latency_ns}",
+                Self::MAX_LATENCY_NS
+            );
         }
         Ok(LinkSpec { bandwidth_gbps, latency_ns })
     }
