@@ -21,6 +21,17 @@ entry, for every switch and every LID; OpenSM's own ``opensm-lfts.dump`` must to
 ``netweave route import-lft`` turns the installed tables back into a routes file that has
 the original ports and the same ``route check`` verdict and path metrics.
 
+The lanes (``test_opensm_installs_netweave_lanes``): a routing on several virtual lanes is
+exported with ``netweave route ENGINE … --opensm DIR`` (``opensm.conf``, the dump and
+``qos-policy.conf``) and OpenSM runs as a subnet manager with ``-F DIR/opensm.conf``. Then the
+subnet administrator's path record for every (source, destination) pair (``saquery -p
+--src-to-dst``) must carry the SL of our table, every switch's SL→VL table (``smpquery sl2vl``)
+must map each used SL to its lane, every switch's LFT (``ibroute``) must be ours, and the
+tables imported with the policy (``route import-lft --qos``) must prove deadlock-free on the
+same number of lanes. A routing whose lanes change mid-path (``dor`` on a torus) is not
+handed over: its ``opensm.conf`` configures OpenSM's torus-2QoS, which must route the
+simulated torus by itself and hand out SLs.
+
 A second test goes the other way: OpenSM computes its own tables (min-hop, and up*/down*
 rooted at switch 0), ``dump_fts`` reads them, and netweave imports and checks them: min-hop
 has no non-minimal pair, up*/down* is proven deadlock-free.
@@ -38,8 +49,10 @@ import json
 import re
 import subprocess
 import time
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Optional
+from typing import Iterator, Optional
 
 import pytest
 
@@ -68,12 +81,48 @@ def tools() -> dict:
         "ibsim": _require(_which("ibsim"), "ibsim"),
         "opensm": _require(_which("opensm"), "opensm"),
         "dump_fts": _require(_which("dump_fts"), "dump_fts"),
+        "saquery": _require(_which("saquery"), "saquery"),
+        "smpquery": _require(_which("smpquery"), "smpquery"),
+        "ibroute": _require(_which("ibroute"), "ibroute"),
         "umad2sim": _require(_umad2sim(), "libumad2sim.so"),
         "netweave": _require(_netweave(), "the netweave command"),
     }
 
 
 # --- the simulated fabric and the subnet manager ---------------------------------------------
+
+
+@contextmanager
+def _subnet_manager(tools: dict, env: dict, workdir: Path, config: Path, cache: Optional[str] = None) -> Iterator[Path]:
+    """OpenSM running as the subnet manager (and administrator) with `config` until the block
+    exits; yields its log once the subnet is up. Stopped in ``finally`` whatever happens."""
+    cache_dir = workdir / "osm-cache"
+    cache_dir.mkdir()
+    if cache is not None:
+        (cache_dir / "guid2lid").write_text(cache)
+    log = workdir / "opensm.log"
+    # -d2 flushes the log after every line, so "SUBNET UP" can be waited for.
+    cmd = [tools["opensm"], "-F", str(config), "-f", str(log), "-D", "0x43", "-d2"]
+    osm_env = {**env, "OSM_CACHE_DIR": str(cache_dir), "OSM_TMP_DIR": str(workdir)}
+    with open(workdir / "opensm.out", "w") as out:
+        proc = subprocess.Popen(
+            cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=osm_env, cwd=workdir,
+            start_new_session=True,
+        )
+        try:
+            deadline = time.monotonic() + OPENSM_TIMEOUT
+            while True:
+                text = log.read_text(errors="replace") if log.exists() else ""
+                if "SUBNET UP" in text:
+                    break
+                if "No routing engine able" in text or proc.poll() is not None:
+                    raise AssertionError(f"OpenSM did not bring the subnet up ({proc.poll()}):\n{text[-3000:]}")
+                if time.monotonic() > deadline:
+                    raise AssertionError(f"OpenSM did not bring the subnet up within {OPENSM_TIMEOUT} s:\n{text[-3000:]}")
+                time.sleep(0.05)
+            yield log
+        finally:
+            _stop(proc)
 
 
 def _opensm(tools: dict, env: dict, workdir: Path, engine_args: list[str], cache: Optional[str] = None) -> Path:
@@ -256,3 +305,140 @@ def test_netweave_checks_opensm_own_routing(tools, tmp_path, generator):
     assert results["minhop"]["non_minimal_pairs"] == 0, results["minhop"]
     assert results["updn"]["deadlock_free"] is True, results["updn"]
     assert results["updn"]["vcs_used"] == 1
+
+
+# --- lanes: service levels and SL-to-VL maps ---------------------------------------------------
+
+QUERY_TIMEOUT = 60  # s, one saquery / smpquery / ibroute
+QUERY_WORKERS = 4  # concurrent diagnostic clients on the simulator
+
+LANE_CASES = [
+    # DFSSSP needs two layers on this torus (per-pair SLs); Nue's per-destination layers.
+    pytest.param("dfsssp", ["torus", "--dims", "3x3", "--hosts-per-router", "2"], id="dfsssp-torus-3x3"),
+    pytest.param("nue", ["irregular", "--switches", "8", "--max-links", "4", "--hosts-per-switch", "2", "--seed", "3"],
+                 id="nue-irregular-8"),
+]
+
+
+def _field(text: str, name: str) -> int:
+    m = re.search(rf"^\s*{name}\.+(\S+)", text, re.M)
+    assert m, f"no {name} in:\n{text}"
+    return int(m.group(1), 0)
+
+
+def _injection_vc(injection: dict, s: int, d: int) -> int:
+    kind = injection["kind"]
+    if kind == "zero":
+        return 0
+    if kind == "per_source":
+        return injection["vcs"][s]
+    if kind == "per_destination":
+        return injection["vcs"][d]
+    return injection["vcs"][s][d]
+
+
+def _sl2vl(text: str) -> dict[tuple[int, int], list[int]]:
+    """``smpquery sl2vl`` output: ``{(in port, out port): [VL of SL 0..15]}``."""
+    rows = {}
+    for m in re.finditer(r"ports: in\s+(\d+), out\s+(\d+):\s*\|(.*)\|", text):
+        rows[int(m.group(1)), int(m.group(2))] = [int(v) for v in m.group(3).split("|")]
+    return rows
+
+
+@pytest.mark.parametrize("engine, generator", LANE_CASES)
+def test_opensm_installs_netweave_lanes(tools, tmp_path, engine, generator):
+    nw = tools["netweave"]
+    netfile, topo = tmp_path / "fabric.net", tmp_path / "fabric.json"
+    _run([nw, "topo", *generator, "-o", str(netfile)], CLI_TIMEOUT)
+    _run([nw, "topo", *generator, "-o", str(topo)], CLI_TIMEOUT)
+    fabric = json.loads(topo.read_text())
+    routes, osm = tmp_path / "R.json", tmp_path / "opensm"
+    _run([nw, "route", engine, str(topo), "--vcs", "4", "-o", str(routes), "--opensm", str(osm)], CLI_TIMEOUT)
+    table = json.loads(routes.read_text())
+    lanes = table["num_vcs"]
+    assert lanes >= 2, f"{engine} should need several lanes on this fabric"
+    exported, _ = _lfts((osm / "opensm-lfts.dump").read_text())
+    cache, switch_lids, host_lids = _ibsim_lids(fabric)
+    host_lid_list = list(host_lids.values())  # host order
+    hosts = len(host_lid_list)
+    pairs = [(s, d) for s in range(hosts) for d in range(hosts) if s != d]
+
+    with _ibsim(tools, netfile, tmp_path, _limits(fabric)) as sim:
+        env = sim["env"]
+        with _subnet_manager(tools, env, tmp_path, osm / "opensm.conf", cache) as log:
+            assert "file tables configured on all switches" in log.read_text(errors="replace")
+
+            def path_sl(pair):
+                s, d = pair
+                out = _run([tools["saquery"], "-p", "--src-to-dst", f"{host_lid_list[s]}:{host_lid_list[d]}"],
+                           QUERY_TIMEOUT, env=env, cwd=tmp_path).stdout
+                assert _field(out, "slid") == host_lid_list[s] and _field(out, "dlid") == host_lid_list[d], out
+                return _field(out, "sl")
+
+            def switch_query(args):
+                return _run(args, QUERY_TIMEOUT, env=env, cwd=tmp_path).stdout
+
+            with ThreadPoolExecutor(QUERY_WORKERS) as pool:
+                sls = dict(zip(pairs, pool.map(path_sl, pairs)))
+                radix = {lid: n["ports"] for lid, n in zip(switch_lids.values(),
+                                                           (n for n in fabric["nodes"] if n["kind"] == "switch"))}
+                sl2vl_jobs = [(lid, port) for lid in switch_lids.values() for port in range(1, radix[lid] + 1)]
+                sl2vl_text = list(pool.map(switch_query, ([tools["smpquery"], "sl2vl", str(lid), str(port)]
+                                                          for lid, port in sl2vl_jobs)))
+                ibroute_text = list(pool.map(switch_query, ([tools["ibroute"], str(lid)] for lid in switch_lids.values())))
+
+    # Every path record carries the SL of our table: its lane.
+    want = {(s, d): _injection_vc(table["injection"], s, d) for s, d in pairs}
+    wrong = {p: (sls[p], want[p]) for p in pairs if sls[p] != want[p]}
+    assert not wrong, f"{len(wrong)} of {len(pairs)} path records have another SL (got, want): {list(wrong.items())[:5]}"
+    assert set(sls.values()) == set(range(lanes))
+    # Every switch maps SL n to VL n on every (in, out) port pair it has, for every lane in use.
+    checked = 0
+    for text in sl2vl_text:
+        for ports, vls in _sl2vl(text).items():
+            assert vls[:lanes] == list(range(lanes)), (ports, vls, text)
+            checked += 1
+    assert checked > 0
+    # Every switch holds our forwarding tables (ibroute reads them through the SM's LIDs).
+    installed = {}
+    for text in ibroute_text:
+        installed.update(_lfts(text)[0])
+    assert installed == exported
+
+    # Imported with the policy, the installed tables are our routing, proven on the same lanes.
+    (tmp_path / "installed.lft").write_text("\n".join(ibroute_text))
+    back = tmp_path / "R2.json"
+    _run([nw, "route", "import-lft", str(topo), str(tmp_path / "installed.lft"), "--qos", str(osm / "qos-policy.conf"),
+          "-o", str(back)], CLI_TIMEOUT)
+    proof = _check(tools, topo, back)
+    assert proof["deadlock_free"] is True and proof["vcs_used"] == lanes, proof
+    assert json.loads(back.read_text())["out_port"] == table["out_port"]
+
+
+def test_a_torus_dateline_is_handed_to_torus_2qos(tools, tmp_path):
+    """dor changes lanes at the dateline: the export says OpenSM cannot take that, writes no
+    tables, and configures torus-2QoS, which routes the simulated torus and hands out SLs."""
+    nw = tools["netweave"]
+    generator = ["torus", "--dims", "4x4", "--hosts-per-router", "1"]
+    netfile, topo = tmp_path / "fabric.net", tmp_path / "fabric.json"
+    _run([nw, "topo", *generator, "-o", str(netfile)], CLI_TIMEOUT)
+    _run([nw, "topo", *generator, "-o", str(topo)], CLI_TIMEOUT)
+    fabric = json.loads(topo.read_text())
+    osm = tmp_path / "opensm"
+    proc = _run([nw, "route", "dor", str(topo), "--opensm", str(osm)], CLI_TIMEOUT)
+    assert "OpenSM cannot install" in proc.stderr and "torus-2QoS" in proc.stderr, proc.stderr
+    conf = (osm / "opensm.conf").read_text()
+    assert conf.startswith("#") and "NOT INSTALLABLE" in conf and "routing_engine torus-2QoS" in conf
+    assert not (osm / "opensm-lfts.dump").exists()
+    cache, _, host_lids = _ibsim_lids(fabric)
+    lids = list(host_lids.values())
+    with _ibsim(tools, netfile, tmp_path, _limits(fabric)) as sim:
+        env = sim["env"]
+        with _subnet_manager(tools, env, tmp_path, osm / "opensm.conf", cache) as log:
+            text = log.read_text(errors="replace")
+            # Paths from host 0 that cross a dateline get another SL than those that do not.
+            sls = {_field(_run([tools["saquery"], "-p", "--src-to-dst", f"{lids[0]}:{d}"], QUERY_TIMEOUT, env=env,
+                               cwd=tmp_path).stdout, "sl") for d in lids[1:]}
+    # The torus-2QoS engine itself routed the fabric, not a fallback.
+    assert "torus-2QoS" in text and "fall" not in text.lower(), text[-3000:]
+    assert len(sls) >= 2, sls

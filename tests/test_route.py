@@ -153,3 +153,95 @@ def test_layered_engines_fit_any_budget(fabrics, engine):
     tight = run_json("route", engine, str(fabrics["random"]), "--vcs", "1")
     assert tight["deadlock_free"] is True and tight["vcs_used"] == 1
     assert tight["avg_hops"] > free["avg_hops"]  # the escape routes are longer
+
+
+# --- lanes for OpenSM -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("engine, fabric", [("dfsssp", "random"), ("lash", "random"), ("nue", "irregular"), ("nue", "torus")])
+def test_opensm_export_carries_every_path_lane(fabrics, tmp_path, engine, fabric):
+    """Per-path layers become one SL per (source, destination) in qos-policy.conf, and importing
+    the dump with that policy gives back the routing's VCs pair for pair (so the same proof)."""
+    out, osm = tmp_path / "r.json", tmp_path / "osm"
+    data = run_json("route", engine, str(fabrics[fabric]), "-o", str(out), "--opensm", str(osm))
+    info = data["opensm"]
+    assert info["installable"] is True and info["engine"] is None
+    conf = (osm / "opensm.conf").read_text()
+    assert "routing_engine file" in conf and f"lfts_file {osm.absolute() / 'opensm-lfts.dump'}" in conf
+    routes = routing.load(topology.load(fabrics[fabric]), out)
+    if routes.num_vcs == 1:
+        assert "qos FALSE" in conf and not (osm / "qos-policy.conf").exists()
+        return
+    lanes = routes.num_vcs
+    assert info["lanes"] == lanes and sum(1 for n in info["pairs_per_sl"] if n) == lanes
+    assert "qos TRUE" in conf and f"qos_policy_file {osm.absolute() / 'qos-policy.conf'}" in conf
+    identity = [str(sl) if sl < lanes else "15" for sl in range(16)]
+    assert f"qos_sl2vl {','.join(identity)}" in conf
+    back = tmp_path / "back.json"
+    run_cli("route", "import-lft", str(fabrics[fabric]), str(osm / "opensm-lfts.dump"), "--qos", str(osm / "qos-policy.conf"),
+            "-o", str(back))
+    mine, theirs = json.loads(out.read_text()), json.loads(back.read_text())
+    assert theirs["out_port"] == mine["out_port"]
+    h = len(mine["out_port"][0])
+    ours = routing.load(topology.load(fabrics[fabric]), out)
+    want = [[_injection_vc(mine["injection"], s, d, h) for d in range(h)] for s in range(h)]
+    assert theirs["injection"]["kind"] == "per_pair" and theirs["injection"]["vcs"] == want
+    assert ours.num_vcs == theirs["num_vcs"]
+    proof = run_json("route", "check", str(fabrics[fabric]), str(back))
+    assert proof["deadlock_free"] is True and proof["vcs_used"] == lanes
+
+
+def _injection_vc(injection: dict, s: int, d: int, hosts: int) -> int:
+    kind = injection["kind"]
+    if kind == "zero":
+        return 0
+    if kind == "per_source":
+        return injection["vcs"][s]
+    if kind == "per_destination":
+        return injection["vcs"][d]
+    return injection["vcs"][s][d]
+
+
+@pytest.mark.parametrize("engine, fabric, instead", [("dor", "torus", "torus-2QoS"), ("sbp", "mesh", "nue"), ("dl", "irregular", "nue")])
+def test_opensm_export_says_when_lanes_change_mid_path(fabrics, tmp_path, engine, fabric, instead):
+    osm = tmp_path / "osm"
+    (osm).mkdir()
+    (osm / "opensm-lfts.dump").write_text("stale")  # an earlier export's tables must not stay behind
+    proc = run_cli("route", engine, str(fabrics[fabric]), "--vcs", "8", "--opensm", str(osm))
+    routes = routing.route(topology.load(fabrics[fabric]), engine, vcs=8)
+    if routes.num_vcs == 1:
+        pytest.skip(f"{engine} needs one lane on {fabric}")
+    assert "OpenSM cannot install" in proc.stderr and instead in proc.stderr, proc.stderr
+    conf = (osm / "opensm.conf").read_text()
+    assert "NOT INSTALLABLE" in conf and f"routing_engine {instead}\n" in conf
+    assert not (osm / "opensm-lfts.dump").exists() and not (osm / "qos-policy.conf").exists()
+    assert (osm / "torus-2QoS.conf").exists() == (instead == "torus-2QoS")
+    info = run_json("route", "export-opensm", str(fabrics[fabric]), str(_routes_file(tmp_path, routes)), "--out", str(osm))
+    assert info["installable"] is False and info["engine"] == instead and "changes from VC" in info["reason"]
+
+
+def _routes_file(tmp_path, routes):
+    path = tmp_path / "routes.json"
+    routing.save(routes, path)
+    return path
+
+
+def test_opensm_export_refuses_more_lanes_than_the_fabric_has(fabrics, tmp_path):
+    routes = routing.route(topology.load(fabrics["torus"]), "dor")
+    proc = run_cli("route", "export-opensm", str(fabrics["torus"]), str(_routes_file(tmp_path, routes)), "--vcs", "1",
+                   "--out", str(tmp_path / "osm"), check=False)
+    assert proc.returncode == 2 and proc.stderr.startswith("error: ") and proc.stderr.count("\n") == 1, proc.stderr
+    assert "needs 2 lanes" in proc.stderr and "--vcs" in proc.stderr
+    assert not (tmp_path / "osm").exists()
+
+
+def test_a_qos_policy_for_another_fabric_is_refused(fabrics, tmp_path):
+    osm = tmp_path / "osm"
+    run_cli("route", "dfsssp", str(fabrics["random"]), "--opensm", str(osm))
+    assert (osm / "qos-policy.conf").exists()
+    other = tmp_path / "other.dump"
+    run_cli("route", "updown", str(fabrics["mesh"]), "--lft", str(other))
+    proc = run_cli("route", "import-lft", str(fabrics["mesh"]), str(other), "--qos", str(osm / "qos-policy.conf"),
+                   "-o", str(tmp_path / "x.json"), check=False)
+    assert proc.returncode == 2 and proc.stderr.startswith("error: ") and proc.stderr.count("\n") == 1, proc.stderr
+    assert "another fabric" in proc.stderr and not (tmp_path / "x.json").exists()

@@ -58,11 +58,59 @@ def save_lft(routes: _core.RoutingTable, path):
     return save(routes, path, "lft")
 
 
+#: The files :func:`save_opensm` may write, in the order it lists them.
+OPENSM_FILES: tuple[str, ...] = ("opensm.conf", "opensm-lfts.dump", "qos-policy.conf", "torus-2QoS.conf")
+
+
+def opensm_install(routes: _core.RoutingTable, out_dir, vcs: int = 8) -> dict:
+    """What OpenSM needs to install `routes` with their lanes on a fabric whose ports have `vcs`
+    data VLs, without writing anything: ``installable``, ``lanes``, ``pairs_per_sl``; for a
+    routing whose VC changes inside the network (a torus dateline, descending layers, channel
+    pools), which OpenSM cannot take from files, the ``reason`` and the OpenSM ``engine`` that
+    gives an equivalent deadlock-free routing; and ``files``, name → text, with ``opensm.conf``
+    naming the others inside `out_dir`. A routing needing more lanes than `vcs` raises."""
+    from pathlib import Path
+
+    where = Path(out_dir).absolute()
+    return _core.opensm_files(routes, vcs, str(where / "opensm-lfts.dump"), str(where / "qos-policy.conf"),
+                              str(where / "torus-2QoS.conf"))
+
+
+def save_opensm(routes: _core.RoutingTable, out_dir, vcs: int = 8) -> list:
+    """Write into `out_dir` what OpenSM 3.3 needs to install `routes` *with their lanes*
+    (``opensm -F out_dir/opensm.conf``): ``opensm.conf`` (the ``file`` routing engine, QoS on,
+    SL n → VL n on every port), ``opensm-lfts.dump`` (the forwarding tables) and, when more than
+    one lane is used, ``qos-policy.conf`` (the service level of every source–destination path).
+    When OpenSM cannot take the lanes (a VC change inside the network), no tables are written:
+    ``opensm.conf`` says why in its first lines and configures the equivalent OpenSM engine
+    (with ``torus-2QoS.conf`` for torus-2QoS). Files of an earlier call that no longer apply are
+    removed. Returns the paths written. A routing needing more lanes than `vcs` raises."""
+    from pathlib import Path
+
+    from netweave import files
+
+    files.check_dir(out_dir, OPENSM_FILES)
+    plan = opensm_install(routes, out_dir, vcs)  # refuses a routing the fabric cannot carry before anything is written
+    out_dir = files.ensure_dir(out_dir, OPENSM_FILES)
+    written = [files.write_text(Path(out_dir) / name, plan["files"][name]) for name in OPENSM_FILES
+               if name in plan["files"]]
+    for stale in (Path(out_dir) / name for name in OPENSM_FILES if name not in plan["files"]):
+        stale.unlink(missing_ok=True)
+    return written
+
+
+def apply_qos_policy(routes: _core.RoutingTable, path) -> _core.RoutingTable:
+    """`routes` with the service levels of an OpenSM QoS policy file as their VCs (SL n = VC n,
+    as :func:`save_opensm` maps them): what the fabric runs once OpenSM installed both. A policy
+    naming ports of another fabric is refused."""
+    return _core.apply_qos_policy(routes, _core.read_text_file(str(path)))
+
+
 def load(topology: _core.Topology, path, format: str = "json") -> _core.RoutingTable:
     """Read a routes file for `topology`; a file made for another fabric is refused."""
     from pathlib import Path
 
-    return _core.read_routes(topology, Path(path).read_text(), format)
+    return _core.read_routes(topology, _core.read_text_file(str(path)), format)
 
 
 def load_lft(topology: _core.Topology, path) -> _core.RoutingTable:

@@ -143,6 +143,77 @@ fn read_routes(topology: Bound<'_, PyTopology>, text: &str, format: &str) -> PyR
     Ok(PyRoutingTable { inner: table, topology: topology.unbind() })
 }
 
+/// What OpenSM needs to install `routes` with their lanes, on a fabric whose ports have `vcs`
+/// data VLs: `installable`, `lanes`, `pairs_per_sl`, and for a routing whose VC changes
+/// mid-path the `reason` and the equivalent OpenSM `engine`; `files` maps file names
+/// (`opensm.conf`, `opensm-lfts.dump`, `qos-policy.conf`, `torus-2QoS.conf`) to their text.
+/// `opensm.conf` names the other files by the given paths.
+#[pyfunction]
+fn opensm_files(
+    py: Python<'_>,
+    routes: &PyRoutingTable,
+    vcs: u8,
+    lfts_path: &str,
+    qos_policy_path: &str,
+    torus_config_path: &str,
+) -> PyResult<PyObject> {
+    use routing::io::opensm_qos::{self as qos, EquivalentEngine, InstallPaths, Lanes};
+    let topology = &routes.topology.get().inner;
+    qos::check_lane_budget(&routes.inner, vcs).map_err(err)?;
+    let lanes = py.allow_threads(|| qos::lanes(topology, &routes.inner)).map_err(err)?;
+    let paths = InstallPaths { lfts: lfts_path, qos_policy: qos_policy_path, torus_config: torus_config_path };
+    let mut files = std::collections::BTreeMap::new();
+    files.insert("opensm.conf", qos::write_options(topology, &routes.inner, &lanes, &paths));
+    let summary = match &lanes {
+        Lanes::PerPath(levels) => {
+            let dump = routing::io::lft::LidMap::sequential(topology)
+                .and_then(|lids| routing::io::lft::write(topology, &routes.inner, &lids))
+                .map_err(err)?;
+            files.insert("opensm-lfts.dump", dump);
+            if levels.num_lanes() > 1 {
+                files.insert("qos-policy.conf", qos::write_policy(topology, levels));
+            }
+            serde_json::json!({
+                "installable": true,
+                "lanes": levels.num_lanes(),
+                "pairs_per_sl": levels.pairs_per_sl().to_vec(),
+                "engine": null,
+                "reason": null,
+            })
+        }
+        Lanes::ChangesMidPath { change, instead } => {
+            if let EquivalentEngine::Torus2Qos { dims } = instead {
+                files.insert("torus-2QoS.conf", qos::write_torus_config(topology, dims).map_err(err)?);
+            }
+            serde_json::json!({
+                "installable": false,
+                "lanes": routes.inner.vc_policy().num_vcs,
+                "pairs_per_sl": null,
+                "engine": instead.name(),
+                "reason": format!(
+                    "a packet from {} to {} changes from VC {} to VC {} at switch {}, which needs per-port SL-to-VL \
+                     tables OpenSM cannot read from a file",
+                    change.source, change.destination, change.from_vc, change.to_vc, change.switch
+                ),
+            })
+        }
+    };
+    let mut out = summary;
+    out["files"] = serde_json::to_value(&files).map_err(|e| NetweaveErrorPy::new_err(e.to_string()))?;
+    to_py(py, &out)
+}
+
+/// `routes` with the service levels of an OpenSM QoS policy file as their VCs (SL n = VC n):
+/// what the fabric runs once OpenSM installed the tables and the policy.
+#[pyfunction]
+fn apply_qos_policy(routes: &PyRoutingTable, text: &str, py: Python<'_>) -> PyResult<PyRoutingTable> {
+    use routing::io::opensm_qos as qos;
+    let topology = &routes.topology.get().inner;
+    let levels = qos::read_policy(topology, text).map_err(err)?;
+    let table = qos::with_service_levels(topology, &routes.inner, &levels).map_err(err)?;
+    Ok(PyRoutingTable { inner: table, topology: routes.topology.clone_ref(py) })
+}
+
 /// Names of every routing engine, in CLI order.
 #[pyfunction]
 fn routing_engines() -> Vec<&'static str> {
@@ -171,6 +242,8 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         wrap_pyfunction!(default_engine, m)?,
         wrap_pyfunction!(write_routes, m)?,
         wrap_pyfunction!(read_routes, m)?,
+        wrap_pyfunction!(opensm_files, m)?,
+        wrap_pyfunction!(apply_qos_policy, m)?,
     ] {
         m.add_function(f)?;
     }

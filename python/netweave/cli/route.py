@@ -8,9 +8,9 @@ from typing import Optional
 
 import typer
 
-from netweave import routing, topology
+from netweave import files, routing, topology
 from netweave._core import Topology
-from netweave.cli.common import JsonOpt, UserError, working
+from netweave.cli.common import JsonOpt, UserError, err_console, working
 
 app = typer.Typer(
     help="Compute deadlock-free routing tables, check them, and exchange them with OpenSM.\n\n"
@@ -48,7 +48,11 @@ def _make_engine_command(engine: str):
         root: int = typer.Option(0, "--root", min=0, help="Root switch index (updown, prefix, dl)."),
         select: str = typer.Option("per-destination", "--select", help="Path selection: per-destination, low-port or balanced."),
         seed: int = typer.Option(0, "--seed", min=0, help="Seed for random choices."),
-        lft: Optional[Path] = typer.Option(None, "--lft", help="Also write the tables as an OpenSM opensm-lfts.dump file."),
+        lft: Optional[Path] = typer.Option(None, "--lft", help="Also write the tables as an OpenSM opensm-lfts.dump file (tables only, no lanes)."),
+        opensm: Optional[Path] = typer.Option(
+            None, "--opensm", help="Also write into this directory what OpenSM needs to install the routing with its lanes "
+            "(opensm.conf, opensm-lfts.dump, qos-policy.conf): opensm -F DIR/opensm.conf.",
+        ),
         spread_vcs: Optional[int] = typer.Option(
             None, "--spread-vcs", min=1, max=16,
             help="updown only: inject each source host on VC (host index mod N), N <= --vcs (paper 002's multi-VC up*/down*).",
@@ -63,6 +67,8 @@ def _make_engine_command(engine: str):
             if target is not None:
                 check_file(target)
         topo = topology.load(topology_file)
+        if opensm is not None:
+            files.check_dir(opensm, routing.OPENSM_FILES)
         with working(f"routing with {engine}", as_json):
             routes = routing.route(topo, engine, vcs, root, select, seed, spread_vcs)
             proof = routes.check()
@@ -72,6 +78,8 @@ def _make_engine_command(engine: str):
         if lft is not None:
             routing.save_lft(routes, lft)
         summary = {"engine": routes.engine, **_check_summary(proof, stats)}
+        if opensm is not None:
+            summary["opensm"] = _save_opensm(routes, opensm, vcs, as_json)
         if as_json:
             print(json.dumps(summary, indent=2, sort_keys=True))
         else:
@@ -83,6 +91,26 @@ def _make_engine_command(engine: str):
 
 for _engine in routing.ENGINES:
     app.command(_engine)(_make_engine_command(_engine))
+
+
+def _save_opensm(routes, out_dir: Path, vcs: int, quiet: bool) -> dict:
+    """Write the OpenSM files; say what they install, or why OpenSM cannot take the lanes."""
+    written = routing.save_opensm(routes, out_dir, vcs)
+    info = routing.opensm_install(routes, out_dir, vcs)
+    info.pop("files")
+    info["written"] = [str(p) for p in written]
+    if not quiet:
+        names = ", ".join(p.name for p in written)
+        if info["installable"]:
+            used = ", ".join(f"SL{sl} {n}" for sl, n in enumerate(info["pairs_per_sl"]) if n)
+            print(f"wrote {out_dir}: {names} ({info['lanes']} lane{'s' if info['lanes'] > 1 else ''}; pairs per SL: {used}); "
+                  f"opensm -F {out_dir / 'opensm.conf'}")
+        else:
+            err_console.print(f"warning: OpenSM cannot install the {routes.engine} lanes: {info['reason']}; "
+                              f"{out_dir / 'opensm.conf'} configures OpenSM's {info['engine']} engine instead", highlight=False,
+                              soft_wrap=True)
+            print(f"wrote {out_dir}: {names}")
+    return info
 
 
 def _check_summary(proof: dict, stats: dict) -> dict:
@@ -125,12 +153,18 @@ def route_import_lft(
     topology_file: Path = typer.Argument(..., help="Topology file (the fabric OpenSM routed)."),
     lft_file: Path = typer.Argument(..., help="OpenSM opensm-lfts.dump file."),
     output: Path = typer.Option(..., "-o", "--output", help="Routes file to write."),
+    qos: Optional[Path] = typer.Option(
+        None, "--qos", help="OpenSM QoS policy file installed with the tables: its service levels become the VCs (SL n = VC n).",
+    ),
 ) -> None:
-    """Import the tables OpenSM computed, to check and measure them with netweave."""
+    """Import the tables OpenSM computed (and the service levels of its QoS policy), to check and measure them with netweave."""
     topo = topology.load(topology_file)
     routes = routing.load_lft(topo, lft_file)
+    if qos is not None:
+        routes = routing.apply_qos_policy(routes, qos)
     routing.save(routes, output)
-    print(f"wrote {output}: tables of {topo.num_switches} switches for {topo.num_hosts} hosts")
+    lanes = f", {routes.num_vcs} lanes from {qos.name}" if qos is not None else ""
+    print(f"wrote {output}: tables of {topo.num_switches} switches for {topo.num_hosts} hosts{lanes}")
 
 
 @app.command("export-lft")
@@ -139,7 +173,23 @@ def route_export_lft(
     routes_file: Path = typer.Argument(..., help="Routes file (netweave routes JSON)."),
     output: Path = typer.Option(..., "-o", "--output", help="opensm-lfts.dump file to write (load with opensm -R file -U FILE)."),
 ) -> None:
-    """Write routes as an OpenSM opensm-lfts.dump file."""
+    """Write routes as an OpenSM opensm-lfts.dump file (the forwarding tables only; export-opensm adds the lanes)."""
     topo = topology.load(topology_file)
     routing.save_lft(_load_routes(topo, routes_file), output)
     print(f"wrote {output}")
+
+
+@app.command("export-opensm")
+def route_export_opensm(
+    topology_file: Path = typer.Argument(..., help="Topology file."),
+    routes_file: Path = typer.Argument(..., help="Routes file (netweave routes JSON)."),
+    out_dir: Path = typer.Option(..., "--out", help="Directory for opensm.conf, opensm-lfts.dump and qos-policy.conf."),
+    vcs: int = typer.Option(8, "--vcs", min=1, max=15, help="Data VLs the fabric's ports have; a routing needing more is refused."),
+    as_json: bool = JsonOpt,
+) -> None:
+    """Write what OpenSM needs to install routes with their lanes: tables, each path's service level, the SL-to-VL map."""
+    topo = topology.load(topology_file)
+    files.check_dir(out_dir, routing.OPENSM_FILES)
+    info = _save_opensm(_load_routes(topo, routes_file), out_dir, vcs, as_json)
+    if as_json:
+        print(json.dumps(info, indent=2, sort_keys=True))

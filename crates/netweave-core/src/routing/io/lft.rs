@@ -272,7 +272,7 @@ pub fn node_description(label: &str) -> String {
 }
 
 /// The port a host is reached on and injects from: its first connected port (1 if none).
-fn primary_port(topo: &Topology, host: NodeId) -> Port {
+pub(super) fn primary_port(topo: &Topology, host: NodeId) -> Port {
     topo.neighbors(host).first().map_or(1, |a| a.port)
 }
 

@@ -5,6 +5,7 @@
 //! |----------|--------|---------|
 //! | [`json`] | netweave routes JSON, version 1 (`docs/routes-json.md`) | everything: every switch's ports, the whole VC policy, the engine's name, and a fingerprint of the topology the routes belong to |
 //! | [`lft`]  | OpenSM's `opensm-lfts.dump` (also `dump_lfts.sh` / `ibroute` output) | the forwarding tables only, by LID; read by OpenSM's `file` routing engine (`opensm -R file -U FILE`) |
+//! | [`opensm_qos`] | OpenSM's QoS policy file and `opensm.conf` options | the lanes: each path's service level and the SL→VL map, or why OpenSM cannot take them and which of its engines to use instead |
 //!
 //! Routes only make sense on the topology they were computed for, so every reader takes that
 //! topology and refuses text that does not fit it with a one-line error. Like the topology
@@ -23,3 +24,4 @@
 
 pub mod json;
 pub mod lft;
+pub mod opensm_qos;
