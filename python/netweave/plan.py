@@ -145,7 +145,8 @@ def write_artifacts(topo: Topology, routes: _core.RoutingTable, result: dict[str
                     placement: Optional["Placement"] = None,
                     built: Optional[list[Candidate]] = None) -> tuple[list[Path], list[tuple[str, str]]]:
     """The files a user deploys, beside the report in `out_dir`: the routing tables
-    (``routes.json``, and ``opensm-lfts.dump`` for ``opensm -R file -U``), netweave's best
+    (``routes.json``, and ``opensm/`` for ``opensm -F opensm/opensm.conf``: the tables with their
+    lanes, :func:`netweave.routing.save_opensm`), netweave's best
     schedule for the job as ``<collective>-<ranks>.nws`` (the name the MPI library looks up in
     a schedule directory; a phased schedule asks for the executor the flow model finds fastest
     for it, a paper-004 DAG is written as its task graph) and, phased, as ``.json``; the rank
@@ -160,10 +161,17 @@ def write_artifacts(topo: Topology, routes: _core.RoutingTable, result: dict[str
              "`netweave emulate up topology.json routes.json --name NAME`")]
     try:
         written.append(routing.save_lft(routes, out_dir / "opensm-lfts.dump"))
-        uses.append(("opensm-lfts.dump", "the same tables for an InfiniBand subnet manager: "
-                     "`opensm -R file -U opensm-lfts.dump`"))
+        uses.append(("opensm-lfts.dump", "the forwarding tables alone, in OpenSM's dump format (no lanes: to check them, "
+                     "`netweave route import-lft`; to install them, use `opensm/`)"))
+        osm = routing.save_opensm(routes, out_dir / "opensm")
+        installable = (out_dir / "opensm" / "opensm-lfts.dump").exists()
+        uses.append(("opensm/", ("the same tables *and their virtual lanes* for an InfiniBand subnet manager (" if installable
+                                 else "these tables change lanes mid-path, which OpenSM cannot take from files: "
+                                      "opensm.conf says why and configures the equivalent OpenSM engine (") +
+                     ", ".join(p.name for p in osm) + "): `opensm -F opensm/opensm.conf`"))
+        written += osm
     except NetweaveError as e:
-        uses.append(("(no opensm-lfts.dump)", f"these tables cannot be written for OpenSM: {e}"))
+        uses.append(("(no opensm/)", f"these tables cannot be written for OpenSM: {e}"))
     job = result["job"]
     collective, ranks = job["collective"], job["ranks"]
     ours = result.get("ours")
