@@ -16,7 +16,7 @@
 
 use std::str::FromStr;
 
-use crate::error::{NetweaveError, Result};
+use crate::error::Result;
 use crate::flitsim::SimConfig;
 use crate::routing::{route, Engine, RouteOptions, RoutingTable};
 use crate::topology::{grid, Topology};
@@ -25,6 +25,20 @@ use crate::topology::{grid, Topology};
 /// or `mesh`, `c` hosts per router) or a topology file, routed by `routing_function`
 /// (`dim_order` is netweave's `dor`) or read from `routes_file`.
 pub fn build_network(cfg: &SimConfig) -> Result<(Topology, RoutingTable)> {
+    // A file key without the mode that reads it would be ignored, and the default torus (or
+    // engine) simulated in its place without a word.
+    if cfg.topology_file.is_some() && !matches!(cfg.topology.as_str(), "file" | "anynet") {
+        return crate::invalid!(
+            "topology_file is set but topology = \"{}\": add topology = \"file\" to simulate that file",
+            cfg.topology
+        );
+    }
+    if cfg.routes_file.is_some() && cfg.routing_function != "file" {
+        return crate::invalid!(
+            "routes_file is set but routing_function = \"{}\": add routing_function = \"file\" to use those routes",
+            cfg.routing_function
+        );
+    }
     let topo = match cfg.topology.as_str() {
         "torus" | "mesh" => {
             let dims = vec![cfg.k; cfg.n as usize];
@@ -41,8 +55,7 @@ pub fn build_network(cfg: &SimConfig) -> Result<(Topology, RoutingTable)> {
             let Some(path) = &cfg.topology_file else {
                 return crate::invalid!("topology = file needs topology_file");
             };
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| NetweaveError::InvalidParameter(format!("cannot read topology_file {path}: {e}")))?;
+            let text = crate::input::read_text(std::path::Path::new(path))?;
             crate::topology::io::json::read(&text)?
         }
         other => return crate::invalid!("topology must be torus, mesh or file, got '{other}'"),
@@ -52,8 +65,7 @@ pub fn build_network(cfg: &SimConfig) -> Result<(Topology, RoutingTable)> {
             let Some(path) = &cfg.routes_file else {
                 return crate::invalid!("routing_function = file needs routes_file");
             };
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| NetweaveError::InvalidParameter(format!("cannot read routes_file {path}: {e}")))?;
+            let text = crate::input::read_text(std::path::Path::new(path))?;
             crate::routing::io::json::read(&topo, &text)?
         }
         name => {
