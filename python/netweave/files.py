@@ -41,6 +41,20 @@ class OutputError(NetweaveError):
     """An output file or directory cannot be written; the message names its path."""
 
 
+@contextmanager
+def naming(path: PathLike) -> Iterator[None]:
+    """Errors raised while reading `path` name it: a parser reports the line, but only the
+    caller knows the file (a command reads several). Messages that already name it pass as
+    they are; the error keeps its kind."""
+    try:
+        yield
+    except NetweaveError as e:
+        text = str(e)
+        if str(path) in text or Path(path).name in text:
+            raise
+        raise type(e)(f"{path}: {text}") from None
+
+
 def _umask() -> int:
     # The umask can only be read by setting it; done once, before any thread writes files.
     mask = os.umask(0o022)

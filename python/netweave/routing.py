@@ -108,9 +108,10 @@ def apply_qos_policy(routes: _core.RoutingTable, path) -> _core.RoutingTable:
 
 def load(topology: _core.Topology, path, format: str = "json") -> _core.RoutingTable:
     """Read a routes file for `topology`; a file made for another fabric is refused."""
-    from pathlib import Path
+    from netweave import files
 
-    return _core.read_routes(topology, _core.read_text_file(str(path)), format)
+    with files.naming(path):
+        return _core.read_routes(topology, _core.read_text_file(str(path)), format)
 
 
 def load_lft(topology: _core.Topology, path) -> _core.RoutingTable:

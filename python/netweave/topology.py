@@ -94,7 +94,8 @@ def load(path: str | Path, format: str | None = None) -> Topology:
     path = Path(path)
     fmt = format or _core.format_from_path(str(path))
     # Size-limited, and bad bytes named by offset: the file may be anything (/dev/zero included).
-    return _core.read_topology(_core.read_text_file(str(path)), fmt)
+    with files.naming(path):
+        return _core.read_topology(_core.read_text_file(str(path)), fmt)
 
 
 def save(topo: Topology, path: str | Path, format: str | None = None, lossy: bool = False) -> Path:

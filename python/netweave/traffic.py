@@ -240,8 +240,11 @@ def save(schedule: Schedule, path: str | Path, executor: str = "auto") -> None:
 
 
 def load(path: str | Path) -> Schedule:
-    """Read a schedule written by :func:`save`."""
-    return _core.load_schedule(Path(path))
+    """Read a schedule written by :func:`save`; errors name the file."""
+    from netweave import files
+
+    with files.naming(path):
+        return _core.load_schedule(Path(path))
 
 
 def summary(schedule: Schedule) -> dict[str, Any]:
