@@ -121,7 +121,8 @@ def load_workload(path) -> Workload:
         with open(path, "rb") as f:
             header = f.read(16)
         if len(header) == 16 and header[12] == 1:  # form 1: a task DAG
-            return _core.TaskGraph.load(path)
+            with files.naming(path):
+                return _core.TaskGraph.load(path)
     # Size-limited, and bad bytes named with the file and offset (the file may be anything).
     text = _core.read_text_file(str(path)) if path.suffix != ".nws" else None
     if text is not None:
@@ -130,7 +131,8 @@ def load_workload(path) -> Workload:
         except json.JSONDecodeError as e:
             raise _core.NetweaveError(f"{path}: not a JSON schedule file ({e.msg} at line {e.lineno})") from None
         if isinstance(head, dict) and head.get("form") == "dag":
-            return _core.TaskGraph.from_json(text)
+            with files.naming(path):
+                return _core.TaskGraph.from_json(text)
     from netweave import traffic
 
     loader = getattr(traffic, "load", None)
