@@ -92,9 +92,9 @@ def parse_dims(text: str) -> list[int]:
 def load(path: str | Path, format: str | None = None) -> Topology:
     """Read a topology file; the format comes from the extension unless given."""
     path = Path(path)
-    fmt = format or _core.format_from_path(str(path))
     # Size-limited, and bad bytes named by offset: the file may be anything (/dev/zero included).
     with files.naming(path):
+        fmt = format or _core.format_from_path(str(path))
         return _core.read_topology(_core.read_text_file(str(path)), fmt)
 
 
@@ -106,7 +106,8 @@ def save(topo: Topology, path: str | Path, format: str | None = None, lossy: boo
     latency; anynet and dot keep less) is refused with what would be lost, unless `lossy`."""
     path = Path(path)
     files.check_file(path)  # a directory in the way is named as such, before its extension is asked
-    fmt = format or _core.format_from_path(str(path))
+    with files.naming(path):
+        fmt = format or _core.format_from_path(str(path))
     text = topo.to_text(fmt)
     if not lossy:
         lost = lost_in(topo, text, fmt)

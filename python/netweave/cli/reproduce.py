@@ -34,8 +34,14 @@ def _reproduce(label: str, out: Path, run, as_json: bool, json_view=lambda resul
     left in `out` as ``index.html`` too; with --json print its result (as `json_view` shows
     it) and return None, else return the result for the command's text lines."""
     started = time.time()
-    with progress(f"reproducing {label}", silent=as_json) as steps:
-        result = run(lambda msg: steps.note(f"{label}: {msg}"))
+    existed = out.exists()
+    try:
+        with progress(f"reproducing {label}", silent=as_json) as steps:
+            result = run(lambda msg: steps.note(f"{label}: {msg}"))
+    except BaseException:
+        if not existed and out.is_dir() and not any(out.iterdir()):
+            out.rmdir()  # refused before writing anything: leave no empty directory behind
+        raise
     files = result.get("files")
     for page in _pages(out, started, label):
         if isinstance(files, list):  # as the run lists its files: by name, or by path
