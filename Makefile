@@ -16,7 +16,7 @@ SYSTEM_PACKAGES := ibsim-utils infiniband-diags opensm openmpi-bin libopenmpi-de
 # Peers only the benchmarks under benches/ run (Scotch's scotch_gmap for the mapper).
 BENCH_PACKAGES := scotch
 
-.PHONY: plan test setup runtime system-deps bench-deps test-rust test-python bench clean
+.PHONY: plan test setup runtime system-deps bench-deps test-rust test-python bench clean wheel
 
 plan: setup
 	$(BIN)/netweave plan --out netweave-out
@@ -35,6 +35,16 @@ $(STAMP): $(SOURCES) requirements-dev.txt
 	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements-dev.txt
 	VIRTUAL_ENV=$(abspath $(VENV)) $(BIN)/maturin develop --release --quiet
 	touch $@
+
+# A wheel that works outside the checkout (pip install it anywhere): the C runtime, built for
+# every MPI installed here, ships inside it as package data (python/netweave/_runtime, removed
+# again after the build). Needs `make setup` first for maturin.
+WHEEL_DIR ?= target/wheels
+PACKAGE_RUNTIME := python/netweave/_runtime
+wheel: runtime
+	rm -rf $(PACKAGE_RUNTIME)
+	$(MAKE) -C runtime --no-print-directory package DEST=$(abspath $(PACKAGE_RUNTIME))
+	$(BIN)/maturin build --release --quiet --out $(WHEEL_DIR); status=$$?; rm -rf $(PACKAGE_RUNTIME); exit $$status
 
 system-deps bench-deps: PACKAGES = $(if $(filter bench-deps,$@),$(BENCH_PACKAGES),$(SYSTEM_PACKAGES))
 system-deps bench-deps:

@@ -1,7 +1,8 @@
 """netweave's schedules inside MPI: launching programs with the PMPI library, and `nwbench`.
 
 The library (``runtime/mpi/nwmpi.c``, built once per MPI implementation by ``make setup`` as
-``runtime/build/libnwmpi-<impl>.so``) runs a schedule file inside ``MPI_Alltoall``,
+``runtime/build/libnwmpi-<impl>.so``, and shipped inside a wheel built by ``make wheel``; found by
+:func:`netweave.runtime.runtime_file`) runs a schedule file inside ``MPI_Alltoall``,
 ``MPI_Allgather`` and ``MPI_Gather`` of an unchanged program; see ``docs/mpi-runtime.md``.
 
 >>> env = settings(Path("a2a.nws"), verbose=True)                 # doctest: +SKIP
@@ -25,23 +26,33 @@ IMPLEMENTATIONS = ("openmpi", "mpich")
 EXECUTORS = tuple(_core.schedule_executors())
 
 
-def _built(name: str) -> Path:
-    path = runtime.executor_path().parent / name
-    if not path.exists():
-        raise NetweaveError(f"{path} is not built; run `make setup` (it needs Debian's Open MPI and MPICH)")
+#: The MPI each library and program is built against, as a user knows it, and its Debian package.
+_MPI_NAMES = {"openmpi": ("Open MPI", "libopenmpi-dev"), "mpich": ("MPICH", "libmpich-dev")}
+
+
+def _built(name: str, implementation: str) -> Path:
+    """A file of the C runtime built for `implementation` (:func:`netweave.runtime.runtime_file`),
+    or one line naming the MPI it needs."""
+    path = runtime.runtime_file(name)
+    if path is None:
+        mpi_name, package = _MPI_NAMES[implementation]
+        where = " or ".join(str(d) for d in runtime.runtime_dirs())
+        raise NetweaveError(f"netweave has no {name} for {mpi_name} (looked in {where}): it is built only where {mpi_name} "
+                            f"is installed; install {mpi_name} (Debian: {package}) and rebuild (make setup, or make wheel), "
+                            f"or choose the other MPI with --mpi")
     return path
 
 
 def library_path(implementation: str) -> Path:
     """The PMPI library for `implementation` (``openmpi`` or ``mpich``)."""
     _check(implementation)
-    return _built(f"libnwmpi-{implementation}.so")
+    return _built(f"libnwmpi-{implementation}.so", implementation)
 
 
 def program_path(program: str, implementation: str) -> Path:
     """A bundled MPI program (``nwbench``, ``nwcheck``) built for `implementation`."""
     _check(implementation)
-    return _built(f"{program}-{implementation}")
+    return _built(f"{program}-{implementation}", implementation)
 
 
 def _check(implementation: str) -> None:

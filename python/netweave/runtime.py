@@ -32,8 +32,10 @@ from typing import Any, Optional, Union
 
 from netweave import _core, processes
 
-#: Where ``make setup`` builds the executor (overridable with ``NETWEAVE_RUNTIME_DIR``).
-_BUILD_DIR = Path(__file__).resolve().parents[2] / "runtime" / "build"
+#: The C programs and libraries shipped inside an installed package (``make wheel`` puts them here).
+PACKAGE_RUNTIME_DIR = Path(__file__).resolve().parent / "_runtime"
+#: Where ``make setup`` builds them in a source checkout.
+CHECKOUT_RUNTIME_DIR = Path(__file__).resolve().parents[2] / "runtime" / "build"
 #: Fragment size the executor moves data in; relays forward at this granularity.
 DEFAULT_FRAGMENT = 64 * 1024
 #: Seconds a process waits with nothing moving before it gives up.
@@ -41,12 +43,31 @@ DEFAULT_TIMEOUT = 30.0
 FAULT_KINDS = ("crash", "hang")
 
 
+def runtime_dirs() -> list[Path]:
+    """Where the C runtime is looked for, in order: ``NETWEAVE_RUNTIME_DIR`` when set (and then
+    only there), else the package's own copy (an installed wheel), then the build directory of
+    the source checkout this package runs from (development)."""
+    explicit = os.environ.get("NETWEAVE_RUNTIME_DIR")
+    if explicit:
+        return [Path(explicit)]
+    return [PACKAGE_RUNTIME_DIR, CHECKOUT_RUNTIME_DIR]
+
+
+def runtime_file(name: str) -> Optional[Path]:
+    """The first `name` (a program or a library of the C runtime) in :func:`runtime_dirs`, or None."""
+    for directory in runtime_dirs():
+        if (directory / name).is_file():
+            return directory / name
+    return None
+
+
 def executor_path() -> Path:
-    """The ``nw-tcp-run`` program, or a clear error saying how to build it."""
-    base = Path(os.environ.get("NETWEAVE_RUNTIME_DIR", _BUILD_DIR))
-    exe = base / "nw-tcp-run"
-    if not os.access(exe, os.X_OK):
-        raise _core.NetweaveError(f"the TCP executor {exe} is not built; run `make setup` in the netweave checkout")
+    """The ``nw-tcp-run`` program, or a clear error saying where it was looked for."""
+    exe = runtime_file("nw-tcp-run")
+    if exe is None or not os.access(exe, os.X_OK):
+        where = " or ".join(str(d) for d in runtime_dirs())
+        raise _core.NetweaveError(f"the TCP executor nw-tcp-run is not in {where}; install a netweave wheel built "
+                                  "with `make wheel`, or run `make setup` in the netweave checkout")
     return exe
 
 
