@@ -142,3 +142,38 @@ def test_calibration_reaches_every_prediction_and_another_fabrics_is_refused(tmp
     proc = run_cli("plan", str(path), "--calibration", str(other), "--out", str(out), check=False)
     assert proc.returncode == 2 and "ib.json" in proc.stderr and "calibrate on this fabric" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1 and not out.exists()
+
+
+@needs_emulation
+def test_an_interrupted_verify_tears_its_fabric_down_and_writes_nothing(tmp_path):
+    import signal
+    import subprocess
+    import time
+
+    from conftest import BIN
+
+    path = tmp_path / "tree.json"
+    run_cli("topo", "tree", "--fanouts", "2", "--hosts-per-switch", "4", "-o", str(path))
+    before = set(emulate.namespaces())
+    out = tmp_path / "plan"
+    proc = subprocess.Popen([str(BIN / "netweave"), "plan", str(path), "--bytes", "1048576", "--verify",
+                             "--verify-scale", "0.01", "--out", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not set(emulate.namespaces()) - before:  # wait for the fabric to come up
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read() if proc.poll() else "timeout"
+            time.sleep(0.2)
+        time.sleep(1.0)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    # Gone however the interrupt landed: unwound by Python (exit 130) or by the job's guardian.
+    deadline = time.monotonic() + 30
+    while set(emulate.namespaces()) - before and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert set(emulate.namespaces()) - before == set()
+    assert not out.exists()
+    assert proc.returncode in (130, -signal.SIGINT), err
