@@ -58,6 +58,8 @@ def flow(
     if nct is None:
         nct = int(getattr(workload, "concurrent_sends", 1) or 1)
     total = workload.num_tasks if isinstance(workload, TaskGraph) else workload.num_messages
+    if total == 0 or workload.num_ranks == 0:
+        raise UserError(f"{schedule_file}: the schedule has {workload.num_ranks} ranks and no messages: nothing to simulate")
     kwargs = dict(
         executor=executor,
         nct=nct,
