@@ -148,12 +148,14 @@ def structure(pattern: Pattern) -> dict:
     return _core.map_structure(pattern)
 
 
-def check_fits(net: MapNetwork, pattern: Pattern) -> None:
-    """Refuse a job with more ranks than host slots."""
+def check_fits(net: MapNetwork, pattern: Pattern, more_slots: str = "") -> None:
+    """Refuse a job with more ranks than host slots; `more_slots` names how the caller's user
+    gives more (``map --ranks-per-host``), and is left out where there is no such way."""
     if pattern.num_ranks > net.num_slots:
+        hint = f"; raise {more_slots}" if more_slots else ""
         raise NetweaveError(
             f"{pattern.num_ranks} ranks do not fit {net.num_slots} host slots "
-            f"({net.num_hosts} hosts x {net.slots_per_host} slots; raise --ranks-per-host)"
+            f"({net.num_hosts} hosts x {net.slots_per_host} slots{hint})"
         )
 
 

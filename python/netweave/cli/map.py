@@ -95,7 +95,7 @@ def map_cmd(
         _check_shape(net, shape)
     if fmt == "vcoord" and net.lattice is None:
         raise UserError("--format vcoord needs a torus or mesh topology")
-    mapping.check_fits(net, pattern)
+    mapping.check_fits(net, pattern, "--ranks-per-host")
     with working(f"starting placement ({start})", as_json or not root):
         start_map = mapping.start_placement(net, pattern, start, seed, cost)
         if cost == "hop-bytes":
