@@ -170,7 +170,7 @@ def test_cli_mpi_run_and_bench(tmp_path, cli):
     assert len(report["schedules"]) == 1 and len(report["schedules"][0]["results"]) == 2
     assert (out / "bench.png").read_bytes()[:4] == b"\x89PNG"
     bad = cli("mpi", "run", "-np", "2", "--schedule", str(tmp_path / "missing.nws"), "--", "true", check=False)
-    assert bad.returncode != 0 and "no such schedule" in bad.stderr
+    assert bad.returncode == 2 and "missing.nws" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
 
 
 def test_a_placement_made_for_another_allocation_is_warned_about(tmp_path):
