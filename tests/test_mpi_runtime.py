@@ -269,6 +269,11 @@ def test_ranks_that_read_different_files_agree(tmp_path, impl):
     assert _passed(proc)["mismatches"] == 0
     assert "falls back to the native collective: the ranks of this communicator read different schedule files" \
         in proc.stderr, proc.stderr
+    # Rank 3 has no NETWEAVE_SCHEDULE at all: every rank runs natively, and rank 0 says why.
+    envs = [{"NETWEAVE_SCHEDULE": str(a), "NETWEAVE_VERBOSE": "1"} if r != 3 else {} for r in range(4)]
+    proc = mpi.run(_mpmd(impl, program, envs), timeout=120)
+    assert _passed(proc)["mismatches"] == 0 and "runs '" not in proc.stderr
+    assert "NETWEAVE_SCHEDULE is set on some ranks only: every rank runs the native collectives" in proc.stderr
     # Rank 1's file is corrupt: every rank returns the error (MPI_ERRORS_RETURN), none hangs.
     bad = tmp_path / "bad.nws"
     bad.write_bytes(a.read_bytes()[:-9])

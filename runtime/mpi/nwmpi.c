@@ -168,7 +168,14 @@ static void setup(void) {
         else g.concurrent = (uint32_t)n;
     }
     PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_state, &g.keyval, NULL);
-    if (path && *path) netweave_mpi_use(path);
+    /* Whether schedules are on at all is agreed too: ranks whose environment lacks
+     * NETWEAVE_SCHEDULE would otherwise skip the collective first-call decision the others make. */
+    int on = path && *path, all_on = on, any_on = on;
+    PMPI_Allreduce(&on, &all_on, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    PMPI_Allreduce(&on, &any_on, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (all_on) netweave_mpi_use(path);
+    else if (any_on) say(MPI_COMM_WORLD, "warning: %s%s", "NETWEAVE_SCHEDULE is set on some ranks only: every rank runs",
+                               " the native collectives");
 }
 
 /* Switch every later call to the schedules at `path` (a file or a directory), or to the native
