@@ -46,6 +46,9 @@ TOP = 3
 MAX_HOSTS = 64
 #: The share of emulate's forwarding budget a verified run may use at its predicted pace.
 FORWARDING_SHARE = 0.5
+#: The slowest link of a verified fabric, after scaling (bit/s): below it connection set-up and
+#: control messages wait behind seconds of queued data, and runs time out instead of measuring.
+MIN_LINK_BPS = 20e6
 #: Timed calls per candidate (after one warm-up call); nwbench reports the slowest rank's mean.
 REPS = 3
 #: How much slower than the measured best the pick may be and still count as the best (the
@@ -113,6 +116,12 @@ def verify(topo: Topology, routes: RoutingTable, result: dict[str, Any], built: 
         buffer = topo.port_buffer_bytes
     if scale is None:
         scale = _scale(routes, list(workloads.values()) + list(native_work.values()), fastest)
+        slowest = float(topo.link_specs()[:, 0].min()) * 1e9 * scale
+        if slowest < MIN_LINK_BPS:
+            raise NetweaveError(
+                f"--verify: this job is too large to emulate here: to keep its forwarding within what this machine "
+                f"carries, links would run at {slowest / 1e6:.3g} Mbit/s (x {scale:.2g}), below {MIN_LINK_BPS / 1e6:.0f} "
+                "Mbit/s; plan a smaller job (--hosts) or force a scale with --verify-scale")
     elif not scale > 0:
         raise NetweaveError(f"--verify-scale {scale} must be positive")
 
