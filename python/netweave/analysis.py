@@ -60,6 +60,36 @@ def phase_channel_flows(routes: _core.RoutingTable, schedule: _core.Schedule, ph
     return _core.phase_channel_flows(routes, schedule, phase)
 
 
+def bottleneck_bound(routes: _core.RoutingTable, traffic) -> dict:
+    """The bottleneck lower bound of `traffic` (a phased ``Schedule`` or a DAG ``TaskGraph``)
+    routed by `routes`: no order of its messages finishes sooner than its busiest resource
+    moves its bytes — the largest of bytes ÷ bandwidth over directed links and of bytes sent
+    (received) ÷ link bandwidth over hosts. Latency is left out.
+
+    Returns ``seconds``, ``bytes`` (on the binding resource), ``binding`` (``kind`` ``link``
+    with ``from_label``/``to_label``, ``injection``/``ejection`` with the host's ``label``, or
+    ``none``), ``describe`` (one line naming it), ``link_seconds``, ``injection_seconds``,
+    ``ejection_seconds`` and ``network_bytes``. A candidate's ratio to it is
+    :func:`bound_ratio`.
+
+    >>> import netweave
+    >>> topo = netweave.topology.mesh([4], 1)
+    >>> routes = netweave.routing.route(topo, "dor")
+    >>> b = bottleneck_bound(routes, netweave.traffic.alltoall(4, 1 << 20))
+    >>> b["binding"]["kind"], b["bytes"] == 4 << 20
+    ('link', True)
+    """
+    return _core.bottleneck_bound(routes, traffic)
+
+
+def bound_ratio(seconds: float, bound: dict) -> float:
+    """`seconds` ÷ the bound's seconds: 1.0 at the bound (infinite if the bound is 0 and the
+    candidate takes time)."""
+    if bound["seconds"] > 0:
+        return seconds / bound["seconds"]
+    return float("inf") if seconds > 0 else 1.0
+
+
 def describe(schedule: _core.Schedule) -> dict:
     """Name and sizes of a schedule, for reports."""
     info = {

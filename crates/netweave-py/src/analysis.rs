@@ -36,7 +36,54 @@ fn phase_channel_flows(py: Python<'_>, routes: &PyRoutingTable, schedule: &PySch
     py.allow_threads(|| analysis::phase_channel_flows(topology, &routes.inner, &schedule.inner, phase)).map_err(err)
 }
 
+/// The bottleneck lower bound of `workload` (a Schedule or a TaskGraph) routed by `routes`, as
+/// a dict: `seconds`, `binding` (`kind` link/injection/ejection/none with the link's
+/// `from_label`/`to_label` or the host's `label`), `bytes` on it, `describe` (one line), and
+/// `link_seconds`, `injection_seconds`, `ejection_seconds`, `network_bytes`.
+#[pyfunction]
+fn bottleneck_bound(py: Python<'_>, routes: &PyRoutingTable, workload: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+    let topology = &routes.topology.get().inner;
+    let bound = if let Ok(s) = workload.downcast::<PySchedule>() {
+        let s = s.get();
+        py.allow_threads(|| analysis::schedule_bound(topology, &routes.inner, &s.inner))
+    } else if let Ok(g) = workload.downcast::<crate::flowsim::PyTaskGraph>() {
+        let g = g.get();
+        py.allow_threads(|| analysis::dag_bound(topology, &routes.inner, &g.inner))
+    } else {
+        return Err(crate::NetweaveErrorPy::new_err("the traffic must be a Schedule or a TaskGraph"));
+    }
+    .map_err(err)?;
+    let out = to_py(py, &bound)?;
+    out.bind(py).set_item("describe", bound.binding.describe())?;
+    Ok(out)
+}
+
+/// Per-stage loads, the bottleneck bound and completeness of a DAG schedule `graph` routed by
+/// `routes`, as a dict: `stages`, `tasks`, `relays`, `collective`, `complete`, `problem`,
+/// `loads` (the stages as phases, in `analyze`'s form) and `bound`.
+#[pyfunction]
+#[pyo3(signature = (routes, graph, hop_latency_s=0.0, link_latency=false, max_links=20))]
+fn analyze_dag(
+    py: Python<'_>,
+    routes: &PyRoutingTable,
+    graph: &crate::flowsim::PyTaskGraph,
+    hop_latency_s: f64,
+    link_latency: bool,
+    max_links: usize,
+) -> PyResult<PyObject> {
+    let topology = &routes.topology.get().inner;
+    let options = AnalysisOptions { hop_latency_s, link_latency, max_listed_links: max_links };
+    let report = py
+        .allow_threads(|| analysis::dag::analyze_dag(topology, &routes.inner, &graph.inner, &options))
+        .map_err(err)?;
+    let out = to_py(py, &report)?;
+    out.bind(py).get_item("bound")?.set_item("describe", report.bound.binding.describe())?;
+    Ok(out)
+}
+
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(analyze_dag, m)?)?;
+    m.add_function(wrap_pyfunction!(bottleneck_bound, m)?)?;
     m.add_function(wrap_pyfunction!(analyze, m)?)?;
     m.add_function(wrap_pyfunction!(phase_channel_flows, m)?)
 }

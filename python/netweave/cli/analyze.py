@@ -7,7 +7,8 @@ from pathlib import Path
 
 import typer
 
-from netweave import analysis, report, routing, topology, traffic
+from netweave import _core, analysis, report, routing, topology
+from netweave.cli.analyze_dag import analyze_dag_cmd
 from netweave.cli.common import JsonOpt, working
 
 
@@ -24,7 +25,11 @@ def analyze_cmd(
     (paper 001), hop and byte costs (paper 003) and the completeness check of a schedule."""
     topo = topology.load(topology_file)
     routes = routing.load(topo, routes_file)
-    schedule = traffic.load(schedule_file)
+    schedule = _core.load_workload(schedule_file)
+    if isinstance(schedule, _core.TaskGraph):  # a DAG (paper 004): its stages take the phases' place
+        with working("analysing", as_json):
+            analyze_dag_cmd(routes, schedule, hop_latency_ns * 1e-9, link_latency, links, as_json)
+        return
     with working("analysing", as_json):
         result = analysis.analyze(
             routes,
@@ -33,9 +38,22 @@ def analyze_cmd(
             link_latency=link_latency,
             max_links=links,
         )
+        bound = analysis.bottleneck_bound(routes, schedule)
+    # The lock-step time with host links is the analysis' own prediction; its ratio to the
+    # bound says how much of the busiest resource's time the phases leave idle.
+    bound["fluid_time_host_links_ratio"] = analysis.bound_ratio(result["fluid_time_host_links_s"], bound)
+    result["bound"] = bound
     result["schedule"] = analysis.describe(schedule)
     result["routing"] = routes.engine
     if as_json:
         print(json.dumps(result, indent=2, sort_keys=True))
     else:
-        print("\n".join(report.analysis_lines(result)))
+        lines = report.analysis_lines(result)
+        lines.insert(3, bound_line(bound))
+        print("\n".join(lines))
+
+
+def bound_line(bound: dict) -> str:
+    """The bottleneck bound as one line of the analysis report."""
+    return (f"bound       {bound['seconds'] * 1e3:.3f} ms: {bound['describe']} carries {bound['bytes']:,} bytes; "
+            f"lock-step time with host links is {bound['fluid_time_host_links_ratio']:.3f}x the bound")

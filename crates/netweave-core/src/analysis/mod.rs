@@ -38,6 +38,8 @@
 //! every figure merges exactly (integer counts, per-phase times summed in phase order), so the
 //! report does not depend on the number of threads.
 
+pub mod bound;
+pub mod dag;
 mod channel_load;
 mod paths;
 
@@ -50,6 +52,7 @@ use crate::topology::{ChannelId, NodeId, Topology};
 use crate::traffic::{Completeness, Schedule};
 use paths::PathTable;
 
+pub use bound::{bottleneck_bound, dag_bound, schedule_bound, Binding, BottleneckBound};
 pub use channel_load::{pattern_channel_load, phase_channel_flows};
 
 /// Knobs of [`analyze_with`]; the default is the pure fluid model of paper 001.

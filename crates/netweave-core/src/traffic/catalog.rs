@@ -15,7 +15,7 @@
 //! algorithm needs one. Adding an algorithm is one row of [`ALGORITHMS`] and one arm of
 //! `build_job`.
 
-use super::{alloc, alltoall, collectives, lsft, Schedule};
+use super::{alloc, alltoall, collectives, lsft, tree_phased, Schedule};
 use crate::error::Result;
 use crate::invalid;
 use crate::topology::structure::{LatticeShape, Structure};
@@ -58,6 +58,12 @@ pub const ALGORITHMS: &[Algorithm] = &[
     algo("alltoall", "a2a", "Paper 001's A2A (MPICH SimpleSpread), NCT sends at a time.", &["nct"]),
     algo("alltoall", "a2and", "Paper 001's A2AND: lexicographic relative offsets on an n-D shape.", &["nct", "shape"]),
     algo("alltoall", "a2at", "Paper 001's A2AT: odd square 2-D shapes, NCT 1, 2 or 4.", &["nct", "shape"]),
+    algo(
+        "alltoall",
+        "tree-phased",
+        "Faraj-Yuan on a switch tree: contention-free phases, as few as the bottleneck link or port allows.",
+        &[],
+    ),
     algo("allgather", "ring", "Ring: N-1 steps passing one block to the right.", &[]),
     algo("allgather", "bruck", "Bruck: ceil(log2 N) steps, min(2^k, N-2^k) blocks each.", &[]),
     algo("allgather", "recursive-doubling", "Exchange with S xor 2^k, doubling blocks (power-of-two N).", &[]),
@@ -279,6 +285,11 @@ fn build_job(algorithm: &Algorithm, job: &Job, topology: Option<&Topology>) -> R
         ("alltoall", "a2a") => alltoall::a2a(n, bytes, nct),
         ("alltoall", "a2and") => alltoall::a2and(&shape()?, bytes, nct),
         ("alltoall", "a2at") => alltoall::a2at(&shape()?, bytes, nct),
+        ("alltoall", "tree-phased") => match topology {
+            Some(topo) => tree_phased::TreePhased::new(topo, &job.hosts)?.schedule(n, bytes),
+            // Ranks without a fabric sit on one switch: any host pairing is contention-free there.
+            None => tree_phased::TreePhased::new(&one_switch(n)?, &(0..n).collect::<Vec<_>>())?.schedule(n, bytes),
+        },
         ("allgather", "ring") => collectives::allgather_ring(n, bytes),
         ("allgather", "bruck") => collectives::allgather_bruck(n, bytes),
         ("allgather", "recursive-doubling") => collectives::allgather_recursive_doubling(n, bytes),
@@ -301,6 +312,12 @@ fn build_job(algorithm: &Algorithm, job: &Job, topology: Option<&Topology>) -> R
         }
         (c, a) => invalid!("{c} {a} is listed in the catalogue but has no builder"),
     }
+}
+
+/// `n` hosts on one gigabit switch: the fabric of a job given as a bare rank count.
+fn one_switch(n: u32) -> Result<Topology> {
+    use crate::topology::ethernet::{star_of_switches, GIGABIT_LAN};
+    star_of_switches(n.max(1), n.max(1), GIGABIT_LAN, GIGABIT_LAN)
 }
 
 /// The job's LSFT; the LSFT schedules choose their hosts, so the job must be left at every host

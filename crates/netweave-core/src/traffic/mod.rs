@@ -38,6 +38,7 @@ pub mod io;
 pub mod lsft;
 pub mod native_mpi;
 pub mod synthetic;
+pub mod tree_phased;
 
 use serde::{Deserialize, Serialize};
 

@@ -23,6 +23,7 @@
 mod group_queue;
 pub mod grouping;
 mod min_sync;
+pub mod packed;
 pub mod paths;
 pub mod relay;
 pub mod stages;
@@ -40,9 +41,36 @@ use crate::topology::Topology;
 use crate::traffic::dag::{Dependency, TaskGraph};
 use crate::traffic::Message;
 
+/// Which stage scheduler orders the tasks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Scheduler {
+    /// The thesis' stage scheduler: one task per stage from the group with the largest
+    /// remaining cost, a policy inside it, relaying as asked (the reproduction default).
+    #[default]
+    Paper,
+    /// Stages filled with every task that fits, from contention-free phases, each task waiting
+    /// only for the previous holder of each of its link lanes ([`packed`]); no relaying.
+    Packed,
+}
+
+impl Scheduler {
+    /// Every scheduler with its command-line name.
+    pub const ALL: [(Scheduler, &'static str); 2] = [(Scheduler::Paper, "paper"), (Scheduler::Packed, "packed")];
+
+    /// The scheduler named `name` (`paper` or `packed`).
+    pub fn by_name(name: &str) -> Result<Scheduler> {
+        match Self::ALL.iter().find(|(_, n)| *n == name) {
+            Some(&(s, _)) => Ok(s),
+            None => crate::invalid!("unknown stage scheduler '{name}' (use paper or packed)"),
+        }
+    }
+}
+
 /// Scheduler settings.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Options {
+    /// Which stage scheduler runs (the thesis' by default).
+    pub scheduler: Scheduler,
     /// How a stage picks a task inside the selected group.
     pub policy: Policy,
     /// Rule B's comparison (`≥` by default).
@@ -93,7 +121,12 @@ pub struct ContentionFree {
 impl ContentionFree {
     /// Group and schedule `tasks` (src, dst as host indices) on `topo`.
     pub fn new(topo: &Topology, tasks: Vec<Message>, options: Options) -> Result<ContentionFree> {
-        let paths = PathTable::new(topo)?;
+        ContentionFree::on_paths(topo, PathTable::new(topo)?, tasks, options)
+    }
+
+    /// Like [`ContentionFree::new`] on paths already computed for `topo` (from a routing
+    /// table: [`PathTable::with_routes`]).
+    pub fn on_paths(topo: &Topology, paths: PathTable, tasks: Vec<Message>, options: Options) -> Result<ContentionFree> {
         let n = paths.num_hosts() as u32;
         if let Some(t) = tasks.iter().find(|t| t.src >= n || t.dst >= n) {
             return crate::invalid!("task {} -> {} names a host outside 0..{}", t.src, t.dst, n - 1);
@@ -105,15 +138,18 @@ impl ContentionFree {
         };
         let believed = perturbed.as_ref().unwrap_or(&paths);
         let groups = grouping::group(believed, &tasks, options.rule_b);
-        let stages = stages::schedule(
-            believed,
-            &tasks,
-            &groups,
-            options.policy,
-            options.seed,
-            options.relay,
-            options.timing,
-        );
+        let stages = match options.scheduler {
+            Scheduler::Paper => stages::schedule(
+                believed,
+                &tasks,
+                &groups,
+                options.policy,
+                options.seed,
+                options.relay,
+                options.timing,
+            ),
+            Scheduler::Packed => packed::schedule(topo, believed, &tasks),
+        };
         Ok(ContentionFree { paths, tasks, groups, stages })
     }
 
@@ -146,6 +182,27 @@ impl ContentionFree {
             g.add_task(self.stages.message(&self.tasks, k), &deps)?;
         }
         Ok(g)
+    }
+
+    /// The schedule as a task DAG over the ranks of a job on part of the fabric: rank r runs
+    /// on host `job_hosts[r]`, and every task must join two of those hosts.
+    pub fn task_graph_on(&self, name: &str, job_hosts: &[u32]) -> Result<TaskGraph> {
+        let mut rank_of = vec![u32::MAX; self.paths.num_hosts()];
+        for (r, &h) in job_hosts.iter().enumerate() {
+            rank_of[h as usize] = r as u32;
+        }
+        let all = self.task_graph(name)?;
+        let mut g = TaskGraph::new(name, job_hosts.len() as u32);
+        g.reserve(all.num_tasks(), all.num_dependencies());
+        for t in 0..all.num_tasks() as u32 {
+            let m = all.task(t);
+            let (src, dst) = (rank_of[m.src as usize], rank_of[m.dst as usize]);
+            if src == u32::MAX || dst == u32::MAX {
+                return crate::invalid!("task {} -> {} joins a host outside the job", m.src, m.dst);
+            }
+            g.add_task(Message { src, dst, bytes: m.bytes }, all.predecessors(t))?;
+        }
+        g.with_placement(job_hosts.to_vec())
     }
 
     /// Start and finish of every task (selection order) in seconds, by the cost model.

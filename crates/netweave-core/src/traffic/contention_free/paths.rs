@@ -9,6 +9,7 @@
 use std::collections::VecDeque;
 
 use crate::error::Result;
+use crate::routing::RoutingTable;
 use crate::topology::{NodeId, Topology};
 
 /// Directed logical link id: `2 × logical link + direction`.
@@ -27,6 +28,8 @@ pub struct PathTable {
     /// Per directed link: the host index it leaves / enters, or `u32::MAX` at a switch.
     from_host: Vec<u32>,
     to_host: Vec<u32>,
+    /// Per directed link: the node it leaves and the node it enters.
+    ends: Vec<(NodeId, NodeId)>,
     /// Per host pair: Σ latencies (ps) and min bandwidth (bytes/s).
     pair_latency_ps: Vec<u64>,
     pair_bandwidth: Vec<f64>,
@@ -36,6 +39,18 @@ impl PathTable {
     /// Paths between every pair of `topo`'s hosts (host indices). Errors name a host pair with
     /// two shortest paths, a link without bandwidth, or hosts that cannot reach each other.
     pub fn new(topo: &Topology) -> Result<PathTable> {
+        PathTable::build(topo, None)
+    }
+
+    /// Paths as `routes` sends them: any fabric whose *routes* are unique (a torus routed by
+    /// `dor`, a fat-tree by `dmodk`) is schedulable. Parallel links still count as one logical
+    /// link of their summed bandwidth, whichever cable the table picks.
+    pub fn with_routes(topo: &Topology, routes: &RoutingTable) -> Result<PathTable> {
+        routes.check_fits(topo)?;
+        PathTable::build(topo, Some(routes))
+    }
+
+    fn build(topo: &Topology, routes: Option<&RoutingTable>) -> Result<PathTable> {
         let hosts = topo.hosts();
         let n = hosts.len();
         if n == 0 {
@@ -48,6 +63,7 @@ impl PathTable {
         let mut latency_ps: Vec<u64> = Vec::new();
         let mut from_host: Vec<u32> = Vec::new();
         let mut to_host: Vec<u32> = Vec::new();
+        let mut ends: Vec<(NodeId, NodeId)> = Vec::new();
         let host_index = |v: NodeId| if topo.is_host(v) { topo.kind_index(v) as u32 } else { u32::MAX };
         let mut adj_off = vec![0u32; nodes + 1];
         let mut adj: Vec<(NodeId, DirLink)> = Vec::new();
@@ -90,6 +106,7 @@ impl PathTable {
                 latency_ps.push((lat * 1000.0).round() as u64);
                 from_host.push(host_index(u));
                 to_host.push(host_index(v));
+                ends.push((u, v));
                 adj.push((v, id));
                 i = j;
             }
@@ -107,7 +124,26 @@ impl PathTable {
         let mut pair_latency_ps = vec![0u64; n * n];
         let mut pair_bandwidth = vec![f64::INFINITY; n * n];
         let mut scratch: Vec<DirLink> = Vec::new();
-        for (xi, &x) in hosts.iter().enumerate() {
+        if let Some(routes) = routes {
+            let mut channels = Vec::new();
+            for xi in 0..n {
+                for yi in 0..n {
+                    if xi != yi {
+                        channels.clear();
+                        routes.path(topo, xi, yi, &mut channels)?;
+                        let p = xi * n + yi;
+                        for &c in &channels {
+                            let l = logical_of_channel[c as usize];
+                            links.push(l);
+                            pair_latency_ps[p] += latency_ps[l as usize];
+                            pair_bandwidth[p] = pair_bandwidth[p].min(bandwidth[l as usize]);
+                        }
+                    }
+                    offsets.push(links.len() as u32);
+                }
+            }
+        }
+        for (xi, &x) in hosts.iter().enumerate().filter(|_| routes.is_none()) {
             dist.fill(u32::MAX);
             count.fill(0);
             dist[x as usize] = 0;
@@ -140,7 +176,7 @@ impl PathTable {
                     if count[y as usize] > 1 {
                         return crate::invalid!(
                             "hosts '{}' and '{}' are joined by more than one shortest path; the contention-free \
-                             scheduler needs unique paths (a tree, or a fabric whose shortest paths are unique)",
+                             scheduler needs unique paths (a tree, a fabric whose shortest paths are unique, or a routing table)",
                             topo.label(x),
                             topo.label(y)
                         );
@@ -169,6 +205,7 @@ impl PathTable {
             latency_ps,
             from_host,
             to_host,
+            ends,
             pair_latency_ps,
             pair_bandwidth,
         })
@@ -200,6 +237,10 @@ impl PathTable {
     /// The host index a directed link enters (a host downlink), if it enters a host.
     pub fn to_host(&self, l: DirLink) -> Option<u32> {
         Some(self.to_host[l as usize]).filter(|&h| h != u32::MAX)
+    }
+    /// The node a directed link leaves and the node it enters.
+    pub fn ends(&self, l: DirLink) -> (NodeId, NodeId) {
+        self.ends[l as usize]
     }
     /// `L_xy`: Σ link latencies from `x` to `y`, picoseconds (0 when `x == y`).
     pub fn latency_ps(&self, x: u32, y: u32) -> u64 {
