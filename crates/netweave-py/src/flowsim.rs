@@ -3,7 +3,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use netweave_core::flowsim::{self, Executor, FlowConfig};
+use netweave_core::flowsim::{self, Executor, FlowConfig, TcpModel};
 use netweave_core::traffic::dag::{Dependency, TaskGraph};
 use netweave_core::traffic::Message;
 use pyo3::prelude::*;
@@ -124,9 +124,12 @@ impl PyFlowProgress {
 }
 
 /// Simulate `workload` (a Schedule or a TaskGraph) on `routes`' topology; returns a dict.
+/// `tcp` replaces some of the lossy model's parameters (`flow_tcp_defaults()` names them); the
+/// topology's link layer decides whether they are used.
 #[pyfunction]
 #[pyo3(signature = (routes, workload, executor="sync", nct=1, barrier_s=0.0, overhead_s=0.0, mtu=None,
-    header_bytes=0, injection_gbps=None, ejection_gbps=None, bytes=None, series=false, progress=None))]
+    header_bytes=0, injection_gbps=None, ejection_gbps=None, bytes=None, series=false, progress=None, tcp=None,
+    sync_s=None))]
 #[allow(clippy::too_many_arguments)]
 fn flow_simulate(
     py: Python<'_>,
@@ -143,6 +146,8 @@ fn flow_simulate(
     bytes: Option<u64>,
     series: bool,
     progress: Option<&PyFlowProgress>,
+    tcp: Option<std::collections::HashMap<String, f64>>,
+    sync_s: Option<f64>,
 ) -> PyResult<PyObject> {
     let executor: Executor = executor.parse().map_err(err)?;
     let config = FlowConfig {
@@ -150,12 +155,14 @@ fn flow_simulate(
         nct,
         barrier_s,
         overhead_s,
+        sync_s,
         mtu,
         header_bytes,
         injection_gbps,
         ejection_gbps,
         bytes,
         series,
+        tcp: tcp_model(tcp.unwrap_or_default())?,
     };
     let topology = &routes.topology.get().inner;
     let counter = progress.map(|p| p.delivered.clone());
@@ -176,6 +183,33 @@ fn flow_simulate(
     to_py(py, &report)
 }
 
+/// The lossy model's parameters with `overrides` applied (unknown names are refused).
+fn tcp_model(overrides: std::collections::HashMap<String, f64>) -> PyResult<TcpModel> {
+    let mut tcp = TcpModel::default();
+    for (key, value) in overrides {
+        match key.as_str() {
+            "segment_bytes" if value >= 1.0 && value.fract() == 0.0 => tcp.segment_bytes = value as u64,
+            "segment_bytes" => return Err(NetweaveErrorPy::new_err(format!("segment_bytes must be a whole number of bytes ≥ 1, got {value}"))),
+            "timeout_s" => tcp.timeout_s = value,
+            "window_segments" => tcp.window_segments = value,
+            "survivor_fraction" => tcp.survivor_fraction = value,
+            other => {
+                return Err(NetweaveErrorPy::new_err(format!(
+                    "unknown TCP model parameter '{other}' (known: segment_bytes, timeout_s, window_segments, survivor_fraction)"
+                )))
+            }
+        }
+    }
+    tcp.check().map_err(err)?;
+    Ok(tcp)
+}
+
+/// The lossy model's default parameters (one documented place: `flowsim::loss`).
+#[pyfunction]
+fn flow_tcp_defaults(py: Python<'_>) -> PyResult<PyObject> {
+    to_py(py, &TcpModel::default())
+}
+
 /// Names of the flow simulator's executors, in CLI order.
 #[pyfunction]
 fn flow_executors() -> Vec<&'static str> {
@@ -186,6 +220,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyTaskGraph>()?;
     m.add_class::<PyFlowProgress>()?;
     m.add_function(wrap_pyfunction!(flow_simulate, m)?)?;
+    m.add_function(wrap_pyfunction!(flow_tcp_defaults, m)?)?;
     m.add_function(wrap_pyfunction!(flow_executors, m)?)?;
     Ok(())
 }

@@ -121,8 +121,17 @@ impl FairShare {
         &self.path_res[self.path(f)]
     }
 
+    /// Active flows crossing resource `r`.
+    pub(crate) fn flows_on(&self, r: u32) -> &[u32] {
+        &self.res_flows[r as usize]
+    }
+
+    /// Capacity of resource `r` (bytes/s).
+    pub(crate) fn capacity(&self, r: u32) -> f64 {
+        self.capacity[r as usize]
+    }
+
     /// Sum of the rates of the active flows on resource `r`.
-    #[cfg(test)]
     pub(crate) fn used(&self, r: u32) -> f64 {
         self.used[r as usize]
     }

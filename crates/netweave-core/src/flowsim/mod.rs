@@ -40,11 +40,13 @@ use crate::topology::Topology;
 use crate::traffic::dag::TaskGraph;
 use crate::traffic::{Message, Schedule};
 
+pub mod loss;
 mod maxmin;
 mod model;
 mod report;
 mod workload;
 
+pub use loss::TcpModel;
 pub use report::{FlowReport, SeriesPoint};
 
 use model::Sim;
@@ -102,6 +104,9 @@ pub struct FlowConfig {
     pub barrier_s: f64,
     /// Software overhead per message, paid by the sender before the data moves, seconds.
     pub overhead_s: f64,
+    /// What one 1-byte sync message costs besides its path latency and serialisation (DAG
+    /// executor), seconds; `None` charges it the per-message overhead like any message.
+    pub sync_s: Option<f64>,
     /// Packet payload size; `None` sends messages as one unframed stream.
     pub mtu: Option<u64>,
     /// Header bytes added per packet (with `mtu`), or per message (without).
@@ -114,6 +119,9 @@ pub struct FlowConfig {
     pub bytes: Option<u64>,
     /// Record a time series of active flows and aggregate rate at every change.
     pub series: bool,
+    /// TCP's parameters, used on a lossy fabric (the topology's link layer decides, see
+    /// [`loss`]).
+    pub tcp: TcpModel,
 }
 
 impl FlowConfig {
@@ -124,12 +132,14 @@ impl FlowConfig {
             nct: 1,
             barrier_s: 0.0,
             overhead_s: 0.0,
+            sync_s: None,
             mtu: None,
             header_bytes: 0,
             injection_gbps: None,
             ejection_gbps: None,
             bytes: None,
             series: false,
+            tcp: TcpModel::default(),
         }
     }
 
@@ -137,11 +147,13 @@ impl FlowConfig {
         if self.nct == 0 {
             return crate::invalid!("nct (concurrent sends per host) must be at least 1");
         }
-        for (name, v) in [("barrier cost", self.barrier_s), ("overhead", self.overhead_s)] {
+        let sync = self.sync_s.unwrap_or(0.0);
+        for (name, v) in [("barrier cost", self.barrier_s), ("overhead", self.overhead_s), ("sync cost", sync)] {
             if !(v.is_finite() && v >= 0.0) {
                 return crate::invalid!("{name} must be a non-negative number of seconds, got {v}");
             }
         }
+        self.tcp.check()?;
         if self.mtu == Some(0) {
             return crate::invalid!("mtu must be at least 1 byte");
         }

@@ -9,6 +9,7 @@ use crate::routing::RoutingTable;
 use crate::topology::Topology;
 use crate::traffic::dag::Dependency;
 
+use super::loss::Losses;
 use super::maxmin::FairShare;
 use super::report::{FlowReport, SeriesPoint};
 use super::workload::{bytes_per_s, Control, Workload};
@@ -27,6 +28,8 @@ enum EventKind {
     Satisfy,
     /// A barrier releases this phase.
     Release,
+    /// A flow stalled by a retransmission timeout streams again.
+    Resume,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -94,6 +97,11 @@ pub(super) struct Sim<'a> {
     pub(super) active: u32,
     pub(super) aggregate_rate: f64,
     pub(super) series: Vec<SeriesPoint>,
+    /// The lossy model's state on an Ethernet fabric; `None` on a lossless one.
+    pub(super) losses: Option<Losses>,
+    /// Scratch of the lossy model: flows (re)started this instant, and their victims.
+    joined_now: Vec<u32>,
+    victims: Vec<u32>,
 }
 
 impl<'a> Sim<'a> {
@@ -109,6 +117,7 @@ impl<'a> Sim<'a> {
         let nh = topo.num_hosts();
         let nres = work.capacity.len();
         let fair = FairShare::new(work.capacity.clone(), work.path_off.clone(), work.path_res.clone());
+        let losses = Losses::new(topo, &work, &config.tcp);
         Sim {
             topo,
             routes,
@@ -139,6 +148,9 @@ impl<'a> Sim<'a> {
             active: 0,
             aggregate_rate: 0.0,
             series: Vec::new(),
+            losses,
+            joined_now: Vec::new(),
+            victims: Vec::new(),
             work,
         }
     }
@@ -226,6 +238,14 @@ impl<'a> Sim<'a> {
                 }
             }
             EventKind::Deliver => self.deliver(e.id),
+            EventKind::Resume => {
+                if let Some(losses) = &mut self.losses {
+                    losses.stalled[m] = false;
+                }
+                self.last[m] = self.now;
+                self.active += 1;
+                self.joining.push(e.id);
+            }
             EventKind::Satisfy => {
                 let Control::Dag { waiting, .. } = &mut self.control else { unreachable!() };
                 waiting[m] -= 1;
@@ -418,7 +438,7 @@ impl<'a> Sim<'a> {
         let narrowest =
             path.iter().map(|&c| bytes_per_s(self.topo.link(c / 2).spec.bandwidth_gbps)).fold(f64::INFINITY, f64::min);
         let wire = self.config.wire_bytes(1) as f64;
-        self.config.overhead_s + latency + if narrowest.is_finite() { wire / narrowest } else { 0.0 }
+        self.config.sync_s.unwrap_or(self.config.overhead_s) + latency + if narrowest.is_finite() { wire / narrowest } else { 0.0 }
     }
 
     /// Local sync: release host `h`'s next steps while their conditions hold.
@@ -446,8 +466,48 @@ impl<'a> Sim<'a> {
         }
     }
 
-    /// Apply this instant's joins and leaves to the bandwidth shares and reschedule drains.
+    /// Apply this instant's joins and leaves to the bandwidth shares and reschedule drains;
+    /// on a lossy fabric, then stall the flows that time out (see [`super::loss`]).
     fn reallocate(&mut self) {
+        if self.losses.is_none() || self.joining.is_empty() {
+            self.refill();
+            return;
+        }
+        self.joined_now.clear();
+        self.joined_now.extend_from_slice(&self.joining);
+        self.refill();
+        let losses = self.losses.as_mut().expect("checked above");
+        self.victims.clear();
+        losses.victims(&self.fair, &self.joined_now, self.now, &mut self.victims);
+        if self.victims.is_empty() {
+            return;
+        }
+        let timeout = losses.timeout_s;
+        for i in 0..self.victims.len() {
+            let f = self.victims[i];
+            self.stall(f, timeout);
+        }
+        self.refill();
+    }
+
+    /// Stop flow `f` streaming for `timeout` seconds: it keeps the bytes it has sent.
+    fn stall(&mut self, f: u32, timeout: f64) {
+        let fi = f as usize;
+        self.remaining[fi] = (self.remaining[fi] - self.rate[fi] * (self.now - self.last[fi])).max(0.0);
+        self.last[fi] = self.now;
+        self.aggregate_rate -= self.rate[fi];
+        self.rate[fi] = 0.0;
+        self.scheduled[fi] = f64::INFINITY; // its pending drain event is void
+        self.active -= 1;
+        self.leaving.push(f);
+        if let Some(losses) = &mut self.losses {
+            losses.stalled[fi] = true;
+        }
+        self.push(self.now + timeout, EventKind::Resume, f);
+    }
+
+    /// Refill the max-min shares after this instant's joins and leaves; reschedule drains.
+    fn refill(&mut self) {
         if self.joining.is_empty() && self.leaving.is_empty() {
             return;
         }

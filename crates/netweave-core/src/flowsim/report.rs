@@ -45,6 +45,11 @@ pub struct FlowReport {
     pub throughput_per_server_mib_s: f64,
     /// Sync messages sent (DAG executor).
     pub sync_messages: u64,
+    /// Whether the fabric's link layer drops (Ethernet: port buffers and TCP timeouts were
+    /// modelled) or not (InfiniBand: lossless max-min).
+    pub lossy: bool,
+    /// Retransmission timeouts the lossy model charged.
+    pub timeouts: u64,
     /// Bandwidth reallocations and flows recomputed in them (how much work incrementality saved).
     pub reallocations: u64,
     pub flows_recomputed: u64,
@@ -108,6 +113,8 @@ impl Sim<'_> {
             channel_utilisation,
             throughput_per_server_mib_s: throughput,
             sync_messages: self.sync_messages,
+            lossy: self.losses.is_some(),
+            timeouts: self.losses.as_ref().map_or(0, |l| l.timeouts),
             reallocations: self.fair.updates,
             flows_recomputed: self.fair.flows_recomputed,
             rates_changed: self.fair.rates_changed,
