@@ -7,8 +7,13 @@ the highest aggregate rate two cores sustain.
   contention-free all-to-all on a two-switch tree (8 + 8 hosts, up*/down*), at three sizes.
 - Aggregate rate: one shift phase (every host sends to its neighbour) on the 4×4 mesh at
   growing link rates; the payload rate the run achieves.
+- Losses (Ethernet, 64 KiB port buffers): Concurrent incast of 31 senders × 1 MB on one 1 Gbit/s
+  switch, repeated (every run and the median), and gather on 2 × 14 hosts (links × 0.2) with
+  Concurrent, OURS (relaying) and Min Sync: measured against the flow model's prediction with
+  buffers and TCP timeouts (default parameters, or a calibration file's).
 
     python benches/emulate_fidelity.py [--scale 0.0005] [--sizes 16384,131072,524288]
+    python benches/emulate_fidelity.py --parts losses [--calibration cal.json] [--repeats 5]
 
 The default scale runs the mesh's links at 50 Mbit/s: 16 hosts × 3-4 hops stay well inside what
 two cores forward. At --scale 0.002 (200 Mbit/s) the machine is the bottleneck.
@@ -19,10 +24,11 @@ Needs root (namespaces). Prints a table per part.
 from __future__ import annotations
 
 import argparse
+import statistics
 import time
 import uuid
 
-from netweave import emulate, routing, topology, traffic
+from netweave import emulate, flowsim, routing, topology, traffic
 from netweave._core import Schedule
 
 
@@ -45,11 +51,56 @@ def fidelity(topo, engine, workload, scale: float) -> dict:
     return emulate.measure(topo, routing.route(topo, engine), workload, name(), scale=scale, buffer=16 << 20)
 
 
+#: The loss part's fabrics: paper 004's incast star and its 2 × 14 gather hierarchy.
+INCAST_SENDERS, INCAST_BYTES, SHALLOW_BUFFER = 31, 1_000_000, 64 * 1024
+GATHER_BYTES, HIERARCHY_SCALE = 50_000, 0.2
+
+
+def losses(repeats: int, calibration_file) -> None:
+    """Predicted against measured where the flow model must see buffers and TCP timeouts."""
+    star = topology.switch_tree([], 32, [], [], 1.0, 5_000.0).with_switching("ethernet", SHALLOW_BUFFER)
+    tree = topology.switch_tree([2], 14, [10.0], [5_000.0], 1.0, 5_000.0).with_switching("ethernet", SHALLOW_BUFFER)
+    calibration = None
+    if calibration_file:
+        calibration = flowsim.load_calibration(calibration_file, star)
+    print(f"\n{'case':<40}{'measured ms':>13}{'predicted ms':>14}{'pred/meas':>11}{'timeouts':>10}{'drops':>7}")
+    tasks = [(s, 0, INCAST_BYTES) for s in range(1, INCAST_SENDERS + 1)]
+    incast = traffic.concurrent(star, "tasks", 0, tasks=tasks)
+    routes = routing.route(star, "updown")
+    runs = []
+    for i in range(repeats):
+        r = emulate.measure(star, routes, incast, name(), scale=1.0, buffer=SHALLOW_BUFFER, calibration=calibration)
+        runs.append(r["measured_s"])
+        print(f"{f'incast {INCAST_SENDERS} x 1 MB, run {i + 1}':<40}{r['measured_s'] * 1e3:>13.1f}{r['predicted_s'] * 1e3:>14.1f}"
+              f"{r['predicted_s'] / r['measured_s']:>11.2f}{r['predicted_timeouts']:>10}{r['losses']['dropped_packets']:>7}",
+              flush=True)
+    median = statistics.median(runs)
+    print(f"{f'incast {INCAST_SENDERS} x 1 MB, median of {repeats}':<40}{median * 1e3:>13.1f}{r['predicted_s'] * 1e3:>14.1f}"
+          f"{r['predicted_s'] / median:>11.2f}", flush=True)
+    routes = routing.route(tree, "updown")
+    methods = {"Concurrent": traffic.concurrent(tree, "gather", GATHER_BYTES, root=0),
+               "OURS (relaying)": traffic.contention_free(tree, "gather", GATHER_BYTES, root=0, relay="departure")[0],
+               "Min Sync (no relay)": traffic.contention_free(tree, "gather", GATHER_BYTES, root=0, relay="off")[0]}
+    for label, dag in methods.items():
+        r = emulate.measure(tree, routes, dag, name(), scale=HIERARCHY_SCALE, buffer=SHALLOW_BUFFER, calibration=calibration)
+        print(f"{f'gather 2x14 {GATHER_BYTES:,} B: {label}':<40}{r['measured_s'] * 1e3:>13.1f}{r['predicted_s'] * 1e3:>14.1f}"
+              f"{r['predicted_s'] / r['measured_s']:>11.2f}{r['predicted_timeouts']:>10}{r['losses']['dropped_packets']:>7}",
+              flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--scale", type=float, default=0.0005, help="fraction of each link's bandwidth (mesh: 100 Gbit/s)")
     ap.add_argument("--sizes", default="16384,131072,524288", help="bytes per pair")
+    ap.add_argument("--parts", default="bringup,fidelity,rate,losses", help="which parts to run")
+    ap.add_argument("--repeats", type=int, default=5, help="incast runs (losses part)")
+    ap.add_argument("--calibration", default=None, help="calibration file for the losses part's predictions")
     args = ap.parse_args()
+    parts = set(args.parts.split(","))
+    if "losses" in parts:
+        losses(args.repeats, args.calibration)
+    if "bringup" not in parts:
+        return
     print(f"{'hosts':>6}{'namespaces':>12}{'up (s)':>9}{'down (s)':>10}")
     for dims in ([4, 4], [8, 8], [16, 8]):
         up_s, down_s = bring_up(dims)

@@ -212,3 +212,110 @@ def test_cli_bad_input_is_one_line_exit_2(fabric, tmp_path):
         "injection",
     )
     _one_line_exit_2(run_cli("simulate", "flow", str(topo), str(routes), str(sched), "-e", "warp", check=False), "executor")
+
+
+# --- buffers and losses (Ethernet) -------------------------------------------------------------
+
+
+def ethernet_star(hosts: int, buffer: int = 64 * 1024):
+    return star(hosts).with_switching("ethernet", buffer)
+
+
+def _incast(senders: int, nbytes: int = MB) -> Schedule:
+    return Schedule("incast", senders + 1, [[(s, 0, nbytes) for s in range(1, senders + 1)]])
+
+
+def test_the_link_layer_picks_the_model():
+    assert star(4).link_layer == "infiniband" and star(4).port_buffer_bytes is None
+    tree = topology.switch_tree([2], 4, [10.0], [0.0], 1.0, 0.0)
+    assert (tree.link_layer, tree.port_buffer_bytes) == ("ethernet", 64 * 1024)
+    sched = _incast(31)
+    lossless = flowsim.simulate(routing.route(star(32), "minhop"), sched, executor="async")
+    lossy = flowsim.simulate(routing.route(ethernet_star(32), "minhop"), sched, executor="async")
+    assert not lossless["lossy"] and lossless["timeouts"] == 0
+    assert close(lossless["makespan_s"], 31e-3)
+    # Incast: senders time out and the port idles while they wait (200 ms against 31 ms of data).
+    assert lossy["lossy"] and lossy["timeouts"] > 0
+    assert lossy["makespan_s"] > 31e-3 + flowsim.TCP_DEFAULTS["timeout_s"]
+    # What the buffer holds loses nothing: three senders share the port as without losses.
+    few = flowsim.simulate(routing.route(ethernet_star(4), "minhop"), _incast(3), executor="async")
+    assert few["timeouts"] == 0 and close(few["makespan_s"], 3e-3)
+    # A buffer deep enough for every sender is the lossless model again.
+    deep = flowsim.simulate(routing.route(ethernet_star(32, 16 << 20), "minhop"), sched, executor="async")
+    assert deep["timeouts"] == 0 and close(deep["makespan_s"], 31e-3)
+
+
+def test_a_topology_file_states_the_link_layer(tmp_path):
+    f = tmp_path / "star.json"
+    topology.save(ethernet_star(4, 9000), f)
+    doc = json.loads(f.read_text())
+    assert (doc["link_layer"], doc["port_buffer_bytes"]) == ("ethernet", 9000)
+    back = topology.load(f)
+    assert (back.link_layer, back.port_buffer_bytes) == ("ethernet", 9000)
+    for bad, needle in (({"port_buffer_bytes": 0}, "at least one"), ({"link_layer": "infiniband", "port_buffer_bytes": 9000}, "never drops"),
+                        ({"link_layer": "token-ring"}, "token-ring")):
+        edited = {**doc, **bad}
+        g = tmp_path / "bad.json"
+        g.write_text(json.dumps(edited))
+        with pytest.raises(NetweaveError, match=needle):
+            topology.load(g)
+
+
+def _calibration(topo, **parameters):
+    return {"format": flowsim.CALIBRATION_FORMAT, "version": flowsim.CALIBRATION_VERSION,
+            "fabric": {"link_layer": topo.link_layer, "port_buffer_bytes": topo.port_buffer_bytes},
+            "parameters": parameters}
+
+
+def test_a_calibration_supplies_measured_parameters(tmp_path):
+    topo = ethernet_star(32)
+    routes = routing.route(topo, "minhop")
+    sched = _incast(31)
+    base = flowsim.simulate(routes, sched, executor="async")
+    cal = _calibration(topo, overhead_s=1e-4, tcp={"timeout_s": 0.5})
+    f = tmp_path / "cal.json"
+    f.write_text(json.dumps(cal))
+    slow = flowsim.simulate(routes, sched, executor="async", calibration=f)
+    assert slow["timeouts"] == base["timeouts"]
+    # The same timeout rounds, each 0.5 s instead of 0.2 s; the last survivors' transfer after them.
+    rounds = int(base["makespan_s"] // 0.2)
+    tail = base["makespan_s"] - rounds * 0.2
+    assert slow["makespan_s"] == pytest.approx(1e-4 + rounds * 0.5 + tail, rel=1e-6)
+    # Explicit arguments win over the file.
+    assert flowsim.simulate(routes, sched, executor="async", calibration=cal, overhead_s=0.0,
+                            tcp={"timeout_s": 0.2})["makespan_s"] == pytest.approx(base["makespan_s"])
+
+
+def test_a_calibration_of_another_fabric_or_version_is_refused(tmp_path):
+    topo = ethernet_star(8)
+    routes = routing.route(topo, "minhop")
+    sched = _incast(7)
+    for doc, needle in ((_calibration(star(8)), "measured on a infiniband fabric"),
+                        ({**_calibration(topo), "version": 99}, "version 99"),
+                        ({**_calibration(topo), "format": "x"}, "not a netweave calibration"),
+                        (_calibration(topo, overhead_s=-1), "overhead_s"),
+                        (_calibration(topo, tcp={"rto": 1}), "parameters.tcp")):
+        with pytest.raises(NetweaveError, match=needle):
+            flowsim.simulate(routes, sched, calibration=doc)
+    with pytest.raises(NetweaveError, match="no such calibration file"):
+        flowsim.simulate(routes, sched, calibration=tmp_path / "missing.json")
+
+
+def test_cli_calibration_and_buffer_bad_input(tmp_path):
+    topo_file, routes_file = tmp_path / "tree.json", tmp_path / "routes.json"
+    run_cli("topo", "tree", "--fanouts", "2", "--hosts-per-switch", "4", "--buffer", "32768", "-o", str(topo_file))
+    assert json.loads(topo_file.read_text())["port_buffer_bytes"] == 32768
+    run_cli("route", "updown", str(topo_file), "-o", str(routes_file))
+    sched = _schedule_file(tmp_path / "gather.json", 8, [[[s, 0, MB] for s in range(1, 8)]])
+    good = tmp_path / "cal.json"
+    good.write_text(json.dumps({**_calibration(topology.load(topo_file), overhead_s=0.0)}))
+    data = json.loads(run_cli("simulate", "flow", str(topo_file), str(routes_file), str(sched), "-e", "async",
+                              "--calibration", str(good), "--json").stdout)
+    assert data["lossy"] and data["timeouts"] > 0
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({**_calibration(topology.load(topo_file)), "fabric": {"link_layer": "ethernet",
+                                                                                    "port_buffer_bytes": 65536}}))
+    _one_line_exit_2(run_cli("simulate", "flow", str(topo_file), str(routes_file), str(sched), "--calibration",
+                             str(other), check=False), "port buffer 65,536 bytes")
+    for value in ("0", "-5"):
+        _one_line_exit_2(run_cli("topo", "tree", "--fanouts", "2", f"--buffer={value}", check=False), "--buffer")

@@ -250,6 +250,26 @@ def _plan(topo: Topology, routes: RoutingTable, name: str, scale: float, buffer:
     }
 
 
+def port_buffer(topo: Topology, buffer: Optional[int] = None) -> Optional[int]:
+    """The bytes a switch port of the emulated `topo` queues: `buffer` when given, else the
+    topology's own port buffer (an Ethernet fabric's ``port_buffer_bytes``, the value the flow
+    model's loss rule uses); None on a lossless fabric, whose ports then queue the deep default
+    (a drop-tail queue cannot back-pressure as credits do, so it is made too deep to drop)."""
+    if buffer is not None:
+        return int(buffer)
+    return topo.port_buffer_bytes if topo.link_layer == "ethernet" else None
+
+
+def predicted_topology(topo: Topology, scale: float, buffer: Optional[int] = None) -> Topology:
+    """`topo` as the flow model should see the emulated fabric: scaled (:func:`scaled_topology`)
+    and, on Ethernet, with the port buffer the emulation queues."""
+    scaled = scaled_topology(topo, scale)
+    queue = port_buffer(topo, buffer)
+    if topo.link_layer == "ethernet" and queue is not None and queue != scaled.port_buffer_bytes:
+        scaled = scaled.with_switching("ethernet", queue)
+    return scaled
+
+
 def _queue_bytes(rate_bps: float, buffer: Optional[int]) -> int:
     return int(buffer) if buffer is not None else max(DEFAULT_MIN_QUEUE, int(rate_bps / 8 * DEFAULT_QUEUE_S))
 
@@ -376,6 +396,7 @@ def up(topo: Topology, routes: RoutingTable, name: str, scale: float = 1.0, buff
         raise NetweaveError(f"--scale {scale} must be positive (a fraction of each link's bandwidth)")
     if buffer is not None and buffer < 1500:
         raise NetweaveError(f"--buffer {buffer} must hold at least one 1,500-byte packet")
+    buffer = port_buffer(topo, buffer)
     state_file = STATE_DIR / f"{name}.json"
     if state_file.exists() or namespaces(name):
         raise NetweaveError(f"fabric '{name}' is already up (netweave emulate down {name} removes it)")
@@ -598,17 +619,27 @@ def forwarding_load(routes: RoutingTable, graph: _core.TaskGraph, seconds: float
     return sum(forward) * 8 / seconds if seconds > 0 else 0.0
 
 
+def predict(topo: Topology, routes: RoutingTable, graph: _core.TaskGraph, scale: float = 1.0,
+            buffer: Optional[int] = None, calibration=None) -> dict[str, Any]:
+    """The flow model's report for `graph` run by the TCP executor on the emulated fabric: the
+    DAG executor on :func:`predicted_topology` (scaled, no link latency, the emulated port
+    buffer), with `calibration`'s measured parameters when given."""
+    scaled = predicted_topology(topo, scale, buffer)
+    return flowsim.simulate(scaled_routes(routes, scaled), graph, executor="dag", calibration=calibration)
+
+
 def measure(topo: Topology, routes: RoutingTable, workload, name: str, scale: float = 1.0,
             buffer: Optional[int] = None, seed: int = 0, timeout: float = runtime.DEFAULT_TIMEOUT,
-            work_dir: Optional[Path] = None) -> dict[str, Any]:
+            work_dir: Optional[Path] = None, calibration=None) -> dict[str, Any]:
     """Bring up a fabric, run `workload` (a schedule or a DAG) on it with the TCP executor, prove
     the routing by byte counters, predict the same run with the flow simulator's DAG executor
-    on the scaled fabric (no link latency, as emulated), and tear the fabric down."""
+    on the scaled fabric (no link latency, as emulated; on Ethernet the emulated port buffer and
+    TCP timeouts, with `calibration`'s parameters when given), and tear the fabric down."""
     graph = runtime.as_task_graph(workload)
     if graph.num_ranks > topo.num_hosts:
         raise NetweaveError(f"the schedule has {graph.num_ranks} ranks; the topology has {topo.num_hosts} hosts")
-    scaled = scaled_topology(topo, scale)
-    predicted = flowsim.simulate(scaled_routes(routes, scaled), graph, executor="dag")["makespan_s"]
+    prediction = predict(topo, routes, graph, scale, buffer, calibration)
+    predicted = prediction["makespan_s"]
     load = forwarding_load(routes, graph, predicted)
     warning = None
     if load > FORWARDING_BUDGET_BPS:
@@ -628,7 +659,7 @@ def measure(topo: Topology, routes: RoutingTable, workload, name: str, scale: fl
         "ok": result["ok"] and proof is not None and proof["ok"],
         "schedule": graph.name, "ranks": graph.num_ranks, "tasks": graph.num_tasks, "bytes": result["bytes"],
         "scale": scale, "buffer": buffer, "engine": routes.engine,
-        "measured_s": measured, "predicted_s": predicted,
+        "measured_s": measured, "predicted_s": predicted, "predicted_timeouts": prediction["timeouts"],
         "measured_over_predicted": measured / predicted if measured and predicted else None,
         "forwarding_bit_per_s": load, "warning": warning,
         "bytes_verified": result["bytes_verified"], "cause": result["cause"],

@@ -15,7 +15,11 @@ dependency DAG with 1-byte sync messages and cut-through relays).
 >>> rep["makespan_s"] > 0
 True
 
-``simulate`` is the one entry point the rest of netweave (``plan``, ``reproduce``) calls.
+``simulate`` is the one entry point the rest of netweave (``plan``, ``reproduce``) calls. The
+topology's link layer picks the model: lossless max-min on InfiniBand, port buffers and TCP
+timeouts on Ethernet (``topology.link_layer``, ``topology.port_buffer_bytes``; see
+docs/flowsim.md). A calibration file (:func:`load_calibration`, written by
+``netweave emulate calibrate``) replaces the defaults with what was measured on a fabric.
 """
 
 from __future__ import annotations
@@ -38,14 +42,69 @@ _ARRAY_FIELDS = ("host_finish_s", "channel_busy_s", "channel_bytes", "channel_ut
 
 Workload = Union[_core.Schedule, _core.TaskGraph]
 
+#: The lossy model's parameters and their defaults, as the engine holds them (one place:
+#: ``flowsim/loss.rs``): ``segment_bytes``, ``timeout_s``, ``window_segments``, ``survivor_fraction``.
+TCP_DEFAULTS: dict[str, float] = dict(_core.flow_tcp_defaults())
+
+#: Calibration files: format tag and the one version this netweave reads.
+CALIBRATION_FORMAT = "netweave-calibration"
+CALIBRATION_VERSION = 1
+#: What a calibration file's ``parameters`` may hold besides ``tcp``.
+CALIBRATION_TIMES = ("overhead_s", "sync_s", "barrier_s")
+
+
+def check_calibration(calibration: dict[str, Any], topology: _core.Topology, source: str = "calibration") -> dict[str, Any]:
+    """Check a calibration (as :func:`load_calibration` reads it) against the fabric it is to
+    predict: format, version, and the link layer and port buffer it was measured with must match
+    `topology`'s. Returns it; raises NetweaveError in one line naming `source` otherwise."""
+    if not isinstance(calibration, dict) or calibration.get("format") != CALIBRATION_FORMAT:
+        raise _core.NetweaveError(f"{source}: not a netweave calibration file (no \"format\": \"{CALIBRATION_FORMAT}\")")
+    if calibration.get("version") != CALIBRATION_VERSION:
+        raise _core.NetweaveError(f"{source}: calibration version {calibration.get('version')!r}; this netweave reads "
+                                  f"version {CALIBRATION_VERSION} (run netweave emulate calibrate again)")
+    fabric = calibration.get("fabric") or {}
+    want = (topology.link_layer, topology.port_buffer_bytes)
+    got = (fabric.get("link_layer"), fabric.get("port_buffer_bytes"))
+    if got != want:
+        raise _core.NetweaveError(
+            f"{source}: measured on a {got[0]} fabric with port buffer {_buffer_text(got[1])}; this topology is "
+            f"{want[0]} with port buffer {_buffer_text(want[1])} (calibrate on this fabric)")
+    params = calibration.get("parameters")
+    if not isinstance(params, dict):
+        raise _core.NetweaveError(f"{source}: no \"parameters\" object")
+    for key in CALIBRATION_TIMES:
+        value = params.get(key, 0.0)
+        if not isinstance(value, (int, float)) or not value >= 0:
+            raise _core.NetweaveError(f"{source}: parameters.{key} must be a non-negative number of seconds, got {value!r}")
+    tcp = params.get("tcp", {})
+    if not isinstance(tcp, dict) or set(tcp) - set(TCP_DEFAULTS):
+        raise _core.NetweaveError(f"{source}: parameters.tcp may hold only {', '.join(TCP_DEFAULTS)}")
+    return calibration
+
+
+def _buffer_text(buffer: Optional[int]) -> str:
+    return "none" if buffer is None else f"{buffer:,} bytes"
+
+
+def load_calibration(path, topology: _core.Topology) -> dict[str, Any]:
+    """Read a calibration file and check it fits `topology` (see :func:`check_calibration`)."""
+    path = Path(path)
+    try:
+        doc = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise _core.NetweaveError(f"{path}: no such calibration file") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise _core.NetweaveError(f"{path}: not a JSON calibration file ({e})") from None
+    return check_calibration(doc, topology, str(path))
+
 
 def simulate(
     routes: _core.RoutingTable,
     workload: Workload,
     executor: str = "sync",
     nct: int = 1,
-    barrier_s: float = 0.0,
-    overhead_s: float = 0.0,
+    barrier_s: Optional[float] = None,
+    overhead_s: Optional[float] = None,
     mtu: Optional[int] = None,
     header_bytes: int = 0,
     injection_gbps: Optional[float] = None,
@@ -53,6 +112,9 @@ def simulate(
     bytes: Optional[int] = None,
     series: bool = False,
     on_progress: Optional[Callable[[int, int], None]] = None,
+    calibration: Union[None, str, Path, dict[str, Any]] = None,
+    tcp: Optional[dict[str, float]] = None,
+    sync_s: Optional[float] = None,
 ) -> dict[str, Any]:
     """Simulate `workload` (a Schedule, or a TaskGraph for the ``dag`` executor; a Schedule run
     with ``dag`` becomes its local-sync DAG) on the topology `routes` was computed for.
@@ -63,12 +125,31 @@ def simulate(
     link rates, `bytes` replaces every message's size, `series` records active flows and
     aggregate rate over time. `on_progress(delivered, total)` is called a few times a second.
 
+    The model follows the topology's link layer: lossless max-min on InfiniBand; on Ethernet,
+    switch port buffers of ``topology.port_buffer_bytes`` and TCP retransmission timeouts
+    (``timeouts`` in the report). `calibration` (a file path or a loaded dict, checked against
+    the topology) supplies measured ``overhead_s``, ``sync_s`` (a DAG's 1-byte sync message; by
+    default it costs ``overhead_s``), ``barrier_s`` and TCP parameters; explicit arguments win
+    over it, and :data:`TCP_DEFAULTS` fill the rest.
+
     Returns a dict: ``makespan_s``, ``throughput_per_server_mib_s`` (IMB-style: payload sent
     per server / makespan), per-host ``host_finish_s`` and per-channel ``channel_busy_s``,
     ``channel_bytes``, ``channel_utilisation`` as numpy arrays, and counters.
     """
     if executor not in EXECUTORS:
         raise _core.NetweaveError(f"unknown executor '{executor}' (known: {', '.join(EXECUTORS)})")
+    measured: dict[str, Any] = {}
+    if calibration is not None:
+        if not isinstance(calibration, dict):
+            calibration = load_calibration(calibration, routes.topology)
+        else:
+            check_calibration(calibration, routes.topology)
+        measured = calibration["parameters"]
+    barrier_s = float(measured.get("barrier_s", 0.0)) if barrier_s is None else barrier_s
+    overhead_s = float(measured.get("overhead_s", 0.0)) if overhead_s is None else overhead_s
+    if sync_s is None and "sync_s" in measured:
+        sync_s = float(measured["sync_s"])
+    tcp = {**measured.get("tcp", {}), **(tcp or {})}
     kwargs = dict(
         executor=executor,
         nct=nct,
@@ -80,6 +161,8 @@ def simulate(
         ejection_gbps=ejection_gbps,
         bytes=bytes,
         series=series,
+        tcp={k: float(v) for k, v in tcp.items()} or None,
+        sync_s=sync_s,
     )
     if on_progress is None:
         report = _core.flow_simulate(routes, workload, **kwargs)

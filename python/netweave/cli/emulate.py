@@ -9,7 +9,7 @@ from typing import Optional
 
 import typer
 
-from netweave import emulate, flowsim, routing, topology
+from netweave import calibration, emulate, flowsim, routing, topology
 from netweave.cli.common import JsonOpt, UserError, working
 
 app = typer.Typer(
@@ -20,7 +20,9 @@ app = typer.Typer(
 
 NameOpt = typer.Option(..., "--name", help="Fabric name: 1-12 lowercase letters and digits.")
 ScaleOpt = typer.Option(1.0, "--scale", help="Run every link at its bandwidth x this (e.g. 0.01: 100 Gbit/s -> 1 Gbit/s).")
-BufferOpt = typer.Option(None, "--buffer", help="Bytes of queue per switch port (shallow buffers reproduce incast); default 10 ms of the port's rate.")
+BufferOpt = typer.Option(None, "--buffer", help="Bytes of queue per switch port (shallow buffers reproduce incast); default the "
+                                                  "topology's port buffer on Ethernet, 10 ms of the port's rate on a lossless fabric.")
+CalibrationOpt = typer.Option(None, "--calibration", help="Calibration file (netweave emulate calibrate) for the prediction.")
 
 
 def _load(topology_file: Path, routes_file: Path):
@@ -95,6 +97,7 @@ def measure_cmd(
     name: str = NameOpt, scale: float = ScaleOpt, buffer: Optional[int] = BufferOpt,
     seed: int = typer.Option(0, "--seed", min=0, help="Seed of the verified payload."),
     out: Optional[Path] = typer.Option(None, "--out", help="Keep the run's files and measure.json here."),
+    calibration_file: Optional[Path] = CalibrationOpt,
     as_json: bool = JsonOpt,
 ) -> None:
     """Bring up a fabric, run SCHEDULE on it with the TCP executor, prove by byte counters that
@@ -104,12 +107,17 @@ def measure_cmd(
         raise UserError(f"{schedule_file}: no such schedule file")
     topo, routes = _load(topology_file, routes_file)
     workload = flowsim.load_workload(schedule_file)
+    calib = None
+    if calibration_file is not None:
+        measured_on = emulate.predicted_topology(topo, scale, buffer)
+        calib = flowsim.load_calibration(calibration_file, measured_on)
     if out is not None:
         from netweave import files
 
         files.ensure_dir(out, ["measure.json"])  # refused before the fabric comes up, not after the run
     with working(f"measuring on {name}", as_json):
-        result = emulate.measure(topo, routes, workload, name, scale=scale, buffer=buffer, seed=seed, work_dir=out)
+        result = emulate.measure(topo, routes, workload, name, scale=scale, buffer=buffer, seed=seed, work_dir=out,
+                                 calibration=calib)
     if out is not None:
         files.write_text(out / "measure.json", json.dumps(result, indent=1, sort_keys=True))
     if as_json:
@@ -128,3 +136,46 @@ def measure_cmd(
                   f"overhead {p['overhead'] * 100:.2f} %, {p['losses']['dropped_packets']} drops")
     if not result["ok"]:
         raise typer.Exit(1)
+
+
+@app.command("calibrate")
+def calibrate_cmd(
+    topology_file: Path = typer.Argument(..., metavar="TOPO", help="Topology file: the fabric to calibrate."),
+    routes_file: Path = typer.Argument(..., metavar="ROUTES", help="Routing table."),
+    name: str = NameOpt, scale: float = ScaleOpt, buffer: Optional[int] = BufferOpt,
+    output: Path = typer.Option(..., "-o", "--output", help="Calibration file to write (JSON)."),
+    senders: str = typer.Option(",".join(map(str, calibration.DEFAULT_SENDERS)), "--senders",
+                                help="Incast sweep: senders per point (hosts 1..k send to host 0)."),
+    nbytes: int = typer.Option(calibration.DEFAULT_INCAST_BYTES, "--bytes", help="Bytes each incast sender sends."),
+    repeats: int = typer.Option(calibration.DEFAULT_REPEATS, "--repeats", help="Runs per sweep point (the median counts)."),
+    as_json: bool = JsonOpt,
+) -> None:
+    """Measure what the flow model needs on the emulated fabric — per-message host overhead,
+    sync cost, and on Ethernet the loss behaviour at the port buffer (an incast sweep) — and
+    write a calibration file for simulate flow / plan --calibration (see docs/flowsim.md)."""
+    try:
+        counts = tuple(int(v) for v in senders.split(",") if v.strip())
+    except ValueError:
+        raise UserError(f"--senders must be comma-separated integers, got '{senders}'") from None
+    if buffer is not None and buffer <= 0:
+        raise UserError(f"--buffer {buffer}: a port buffer must be a positive number of bytes")
+    if not output.parent.is_dir():
+        raise UserError(f"{output}: its directory does not exist")
+    topo, routes = _load(topology_file, routes_file)
+    emulate.require_root()
+    with working(f"calibrating on {name}", as_json) as steps:
+        doc = calibration.calibrate(topo, routes, name, scale=scale, buffer=buffer, senders=counts, nbytes=nbytes,
+                                    repeats=repeats, progress=lambda what: steps.update(description=f"calibrating on {name}: {what}"))
+    calibration.write(doc, output)
+    if as_json:
+        print(json.dumps(doc, indent=2, sort_keys=True))
+        return
+    p = doc["parameters"]
+    print(f"wrote {output}: overhead {p['overhead_s'] * 1e6:.1f} us per message, sync {p['sync_s'] * 1e6:.1f} us")
+    if "tcp" in p:
+        t = p["tcp"]
+        print(f"TCP: timeout {t['timeout_s'] * 1e3:.0f} ms, {t['window_segments']:g} segments per flow, "
+              f"survivor fraction {t['survivor_fraction']:g}")
+        for point in doc["measurements"]["incast"]:
+            print(f"  incast {point['senders']:>3} x {point['bytes']:,} B: measured median {point['median_s'] * 1e3:.1f} ms "
+                  f"(runs {', '.join(f'{t * 1e3:.0f}' for t in point['measured_s'])}), predicted {point['predicted_s'] * 1e3:.1f} ms")

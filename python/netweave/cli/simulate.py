@@ -30,8 +30,12 @@ def flow(
         None, "--nct", min=1, help="Concurrent sends per host (default: the schedule's, else 1)."
     ),
     bytes_: Optional[int] = typer.Option(None, "--bytes", min=0, help="Replace every message's size by B bytes."),
-    barrier: float = typer.Option(0.0, "--barrier", min=0.0, help="Barrier cost between phases (sync), seconds."),
-    overhead: float = typer.Option(0.0, "--overhead", min=0.0, help="Software overhead per message, seconds."),
+    barrier: Optional[float] = typer.Option(None, "--barrier", min=0.0, help="Barrier cost between phases (sync), seconds "
+                                            "(default: the calibration's, else 0)."),
+    overhead: Optional[float] = typer.Option(None, "--overhead", min=0.0, help="Software overhead per message, seconds "
+                                             "(default: the calibration's, else 0)."),
+    calibration_file: Optional[Path] = typer.Option(None, "--calibration", help="Calibration file (netweave emulate "
+                                                    "calibrate): measured overheads and TCP loss parameters."),
     mtu: Optional[int] = typer.Option(None, "--mtu", min=1, help="Packet payload bytes (packetise messages)."),
     header: int = typer.Option(0, "--header", min=0, help="Header bytes per packet (per message without --mtu)."),
     injection: Optional[float] = typer.Option(None, "--injection-gbps", help="Host injection limit, Gbit/s."),
@@ -42,7 +46,8 @@ def flow(
     ),
     as_json: bool = JsonOpt,
 ) -> None:
-    """Flow-level simulation: max-min fair bandwidth sharing, link latencies, host limits."""
+    """Flow-level simulation: max-min fair bandwidth sharing, link latencies, host limits; on an
+    Ethernet fabric also switch port buffers and TCP retransmission timeouts."""
     if executor not in flowsim.EXECUTORS:
         raise UserError(f"unknown executor '{executor}' (known: {', '.join(flowsim.EXECUTORS)})")
     for name, value in (("--injection-gbps", injection), ("--ejection-gbps", ejection)):
@@ -53,6 +58,7 @@ def flow(
     topo = topology.load(topology_file)
     routes = routing.load(topo, routes_file)
     workload = flowsim.load_workload(schedule_file)
+    calibration = None if calibration_file is None else flowsim.load_calibration(calibration_file, topo)
     if isinstance(workload, TaskGraph) and executor != "dag":
         raise UserError(f"{schedule_file} is a dependency DAG; run it with --executor dag")
     if nct is None:
@@ -71,6 +77,7 @@ def flow(
         ejection_gbps=ejection,
         bytes=bytes_,
         series=series,
+        calibration=calibration,
     )
     with progress("simulating", total, silent=as_json) as steps:
         report = flowsim.simulate(routes, workload, **kwargs, on_progress=lambda done, _: steps.update(completed=done))
@@ -86,6 +93,8 @@ def flow(
         f"{workload.name}: {summary['executor']} executor, NCT {summary['nct']}: "
         f"makespan {summary['makespan_s'] * 1e3:.6g} ms, "
         f"per-server throughput {summary['throughput_per_server_mib_s']:.6g} MiB/s"
+        + (f"; {topo.link_layer}, {summary['timeouts']} TCP timeouts at {topo.port_buffer_bytes:,}-byte port buffers"
+           if summary["lossy"] else "")
     )
     print(
         f"{summary['messages']} messages ({summary['network_messages']} over the network), "

@@ -21,6 +21,18 @@ app = typer.Typer(help="Build, inspect and convert topologies.", no_args_is_help
 OutputOpt = typer.Option(None, "-o", "--output", help="File to write; the format follows the extension (.json .net .anynet .dot).")
 BandwidthOpt = typer.Option(None, "--bandwidth", help="Set every link's bandwidth, Gbit/s.")
 LatencyOpt = typer.Option(None, "--latency", help="Set every link's latency, ns.")
+LinkLayerOpt = typer.Option(None, "--link-layer", help="ethernet (drop-tail port buffers, TCP losses) or infiniband "
+                                                       "(lossless); default the family's (trees: ethernet).")
+PortBufferOpt = typer.Option(None, "--buffer", help="Bytes a switch port queues before it drops (Ethernet; default 65536).")
+
+
+def _with_switching(topo: Topology, link_layer: Optional[str], buffer: Optional[int]) -> Topology:
+    """`topo` with the link layer and port buffer the options state (see docs/topology-json.md)."""
+    if buffer is not None and buffer <= 0:
+        raise UserError(f"--buffer {buffer}: a port buffer must be a positive number of bytes")
+    if link_layer is None and buffer is None:
+        return topo
+    return topo.with_switching(link_layer or topo.link_layer, buffer)
 
 
 def _emit(topo: Topology, output: Optional[Path], bandwidth: Optional[float], latency: Optional[float], as_json: bool = False) -> None:
@@ -185,6 +197,7 @@ def topo_tree(
     host_latency: float = typer.Option(5000.0, "--host-latency", help="Host-link latency ns."),
     clusters: Optional[str] = typer.Option(None, "--clusters", help='Several clusters joined by WAN links: "name:hosts[:gbps],…" , "intrigger" (Table 6.1) or "intrigger-6.2[:K]" (the first K clusters of Table 6.2).'),
     wan_latency: Optional[float] = typer.Option(None, "--wan-latency", help="Latency of each WAN link, ns (cluster to cluster crosses two; with --clusters)."),
+    link_layer: Optional[str] = LinkLayerOpt, buffer: Optional[int] = PortBufferOpt,
     output: Optional[Path] = OutputOpt, as_json: bool = JsonOpt,
 ) -> None:
     """Tree of Ethernet switches with per-link bandwidth and latency (paper 004), or several
@@ -192,7 +205,7 @@ def topo_tree(
     if clusters is not None:
         if fanouts is not None:
             raise UserError("give either --fanouts (one tree) or --clusters (several), not both")
-        _emit(topology.multi_cluster(clusters, wan_latency), output, None, None, as_json)
+        _emit(_with_switching(topology.multi_cluster(clusters, wan_latency), link_layer, buffer), output, None, None, as_json)
         return
     try:
         fan = [int(v) for v in (fanouts or "7").split(",")]
@@ -200,7 +213,8 @@ def topo_tree(
         raise UserError(f"--fanouts must be comma-separated integers, got '{fanouts}'") from None
     bws = _floats(bandwidth_levels, "--switch-bandwidth", len(fan))
     lats = _floats(latency_levels, "--switch-latency", len(fan))
-    _emit(topology.switch_tree(fan, hosts_per_switch, bws, lats, host_bandwidth, host_latency), output, None, None, as_json)
+    tree = topology.switch_tree(fan, hosts_per_switch, bws, lats, host_bandwidth, host_latency)
+    _emit(_with_switching(tree, link_layer, buffer), output, None, None, as_json)
 
 
 # --- topo: inspection ------------------------------------------------------------------------

@@ -1,0 +1,67 @@
+"""The flow model's cost with buffers and losses on, against the lossless model on the same
+fabric and workload (budget: at most 2x the lossless time).
+
+The fabric is an Ethernet tree (``--fanouts``, ``--hosts-per-switch``; the default 8 x 8 edge
+switches of 16 hosts: 1,024 hosts, 64 KiB port buffers); the same topology restated as
+InfiniBand runs the lossless model. Workloads:
+
+- shift all-to-all, phase-synchronous (one flow per port: the loss rule finds nothing to do);
+- linear all-to-all, ``async`` with 4 concurrent sends per host (many flows converge on every
+  port: timeouts on Ethernet);
+- paper 004's concurrent gather to host 0 (incast at one port).
+
+    python benches/flowsim_losses.py [--fanouts 8,8] [--hosts-per-switch 16] [--bytes 65536] [--repeats 3]
+
+Prints, per workload, the best wall time of each model, their ratio and the timeouts charged.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from netweave import flowsim, routing, topology, traffic
+
+
+def best_time(routes, workload, executor: str, nct: int, repeats: int) -> tuple[float, dict]:
+    best, report = float("inf"), {}
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        report = flowsim.simulate(routes, workload, executor=executor, nct=nct)
+        best = min(best, time.perf_counter() - t0)
+    return best, report
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--fanouts", default="8,8")
+    ap.add_argument("--hosts-per-switch", type=int, default=16)
+    ap.add_argument("--bytes", type=int, default=65536, help="bytes per pair (all-to-all) or per sender (gather)")
+    ap.add_argument("--repeats", type=int, default=3)
+    args = ap.parse_args()
+    fanouts = [int(v) for v in args.fanouts.split(",")]
+    ethernet = topology.switch_tree(fanouts, args.hosts_per_switch, [10.0] * len(fanouts), [5000.0] * len(fanouts),
+                                    1.0, 5000.0)
+    lossless = ethernet.with_switching("infiniband")
+    n = ethernet.num_hosts
+    workloads = [
+        ("shift all-to-all, sync", traffic.alltoall(n, args.bytes, "shift"), "sync", 1),
+        ("linear all-to-all, async NCT 4", traffic.alltoall(n, args.bytes, "linear"), "async", 4),
+        ("concurrent gather", traffic.concurrent(ethernet, "gather", args.bytes, root=0), "dag", 1),
+    ]
+    print(f"{n} hosts, {ethernet.num_switches} switches, port buffer {ethernet.port_buffer_bytes:,} B, "
+          f"{args.bytes:,} B per message")
+    print(f"{'workload':<32}{'flows':>9}{'lossless s':>12}{'lossy s':>10}{'ratio':>7}{'timeouts':>10}"
+          f"{'makespan x':>12}")
+    for label, workload, executor, nct in workloads:
+        routes_eth = routing.route(ethernet, "updown")
+        routes_ib = routing.route(lossless, "updown")
+        t_ib, r_ib = best_time(routes_ib, workload, executor, nct, args.repeats)
+        t_eth, r_eth = best_time(routes_eth, workload, executor, nct, args.repeats)
+        flows = r_eth["messages"]
+        print(f"{label:<32}{flows:>9}{t_ib:>12.3f}{t_eth:>10.3f}{t_eth / t_ib:>7.2f}{r_eth['timeouts']:>10}"
+              f"{r_eth['makespan_s'] / r_ib['makespan_s']:>12.2f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
