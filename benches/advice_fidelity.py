@@ -70,7 +70,7 @@ def tables(cases: list[dict[str, Any]]) -> str:
             lines.append(f"| {c['fabric']} | {c['collective']} | {c['bytes']} | {c['summary']['scale']:.3g} | "
                          f"{r['name']}{mark} | {r['predicted_s'] * 1e3:.1f} | {measured} | {ratio} |")
     lines += ["", "| fabric | collective | bytes | pick | measured best | pick ÷ best | pick within 10 % | "
-              "candidates within ±25 % |", "|---|---|---|---|---|---|---|---|"]
+              "model's pick at scale ÷ best | candidates within ±25 % |", "|---|---|---|---|---|---|---|---|---|"]
     within_all, picks_ok, total_rows, total_cases = 0, 0, 0, 0
     for c in cases:
         if "error" in c:
@@ -83,8 +83,11 @@ def tables(cases: list[dict[str, Any]]) -> str:
         total_cases += 1
         picks_ok += bool(s["pick_is_best"])
         over = "-" if s["pick_over_best"] is None else f"{s['pick_over_best']:.2f}"
+        at_scale = timed and min(timed, key=lambda r: r["predicted_s"])
+        best = min((r["measured_s"] for r in timed), default=None)
+        scaled = f"{at_scale['name']} {at_scale['measured_s'] / best:.2f}" if at_scale and best else "-"
         lines.append(f"| {c['fabric']} | {c['collective']} | {c['bytes']} | {c['pick']} | {s['measured_best']} | {over} | "
-                     f"{'yes' if s['pick_is_best'] else 'no'} | {within}/{len(timed)} |")
+                     f"{'yes' if s['pick_is_best'] else 'no'} | {scaled} | {within}/{len(timed)} |")
     lines += ["", f"Candidates within ±25 % of their prediction: {within_all}/{total_rows}; "
               f"picks within 10 % of the measured best: {picks_ok}/{total_cases}."]
     return "\n".join(lines) + "\n"

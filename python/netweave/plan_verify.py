@@ -197,7 +197,13 @@ def _summary(rows: list[dict[str, Any]], result: dict[str, Any], scale: float, b
     pick_row = next((r for r in timed if r["name"] == pick), None)
     over = pick_row["measured_s"] / best["measured_s"] if pick_row and best else None
     ratios = [r["ratio"] for r in timed if r["ratio"]]
+    # Scaling changes an Ethernet fabric's regime (the retransmission timeout does not scale with
+    # the links), so the pick the model makes for the scaled fabric is judged too.
+    scaled_pick = min(timed, key=lambda r: r["predicted_s"], default=None)
+    scaled_over = scaled_pick["measured_s"] / best["measured_s"] if scaled_pick and best else None
     return {
+        "pick_at_scale": None if scaled_pick is None else scaled_pick["name"],
+        "pick_at_scale_over_best": scaled_over,
         "scale": scale,
         "buffer": buffer,
         "pick": pick,

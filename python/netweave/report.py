@@ -120,6 +120,9 @@ def verify_lines(plan: dict[str, Any]) -> list[str]:
         verdict = "is" if summary["pick_is_best"] else "is NOT"
         lines.append(f"          the pick, {summary['pick']}, {verdict} the measured best: {summary['measured_best']} "
                      f"measured fastest, the pick took {summary['pick_over_best']:.2f}x its time")
+    if summary.get("pick_at_scale_over_best") is not None and summary["pick_at_scale"] != summary["pick"]:
+        lines.append(f"          on the scaled fabric the model picks {summary['pick_at_scale']}: "
+                     f"{summary['pick_at_scale_over_best']:.2f}x the measured best's time")
     return lines
 
 
