@@ -16,7 +16,7 @@ SYSTEM_PACKAGES := ibsim-utils infiniband-diags opensm openmpi-bin libopenmpi-de
 # Peers only the benchmarks under benches/ run (Scotch's scotch_gmap for the mapper).
 BENCH_PACKAGES := scotch
 
-.PHONY: plan test setup runtime system-deps bench-deps test-rust test-python bench clean wheel
+.PHONY: plan test setup runtime system-deps bench-deps test-rust test-python bench fuzz clean wheel
 
 plan: setup
 	$(BIN)/netweave plan --out netweave-out
@@ -62,6 +62,12 @@ test-rust:
 test-python: setup
 	$(BIN)/pytest -q
 	$(BIN)/pytest -q --doctest-modules python/netweave
+
+# Every file reader fed hostile bytes, far longer than the bounded run `make test` includes
+# (crates/netweave-core/tests/fuzz_readers.rs; FUZZ_CASES per reader).
+FUZZ_CASES ?= 20000
+fuzz:
+	PROPTEST_CASES=$(FUZZ_CASES) cargo test --release -p netweave-core --test fuzz_readers
 
 bench: setup bench-deps
 	cargo bench -p netweave-core --bench topology

@@ -707,6 +707,17 @@ pub fn read(topo: &Topology, text: &str) -> Result<RoutingTable> {
                 snippet(topo.label(node))
             )));
         }
+        // Port 0 is the switch itself; any other port must lead somewhere in this fabric (a
+        // table of another fabric with the same switch names fails here, e.g. a torus's wrap ports
+        // on a mesh).
+        if port != 0 && topo.out_channel(node, port as Port).is_none() {
+            return Err(err(format!(
+                "switch {:?} sends LID 0x{lid:04x} out of port {port}, which has no link in topology {:?} \
+                 (is it a dump of this fabric?)",
+                snippet(topo.label(node)),
+                snippet(topo.name())
+            )));
+        }
         if !seen_in_section.insert(lid) {
             return Err(err(format!("LID 0x{lid:04x} is listed twice in this table")));
         }
