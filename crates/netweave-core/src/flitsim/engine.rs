@@ -200,6 +200,11 @@ impl<'a> Sim<'a> {
                 net.buf
             );
         }
+        // The flit slots dominate what a run allocates; the rest is per channel or per router.
+        crate::budget::ensure(
+            &format!("the flit simulator's {ivcs} input VCs of {} flits", net.buf),
+            (ivcs * net.buf) as u128 * std::mem::size_of::<Flit>() as u128 + (nb as u128) * 16,
+        )?;
         let max_delay = (cfg.sw_alloc_delay + cfg.st_final_delay + cfg.credit_delay + net.max_latency() + 4) as u64;
         let wheel = max_delay.next_power_of_two() as usize;
         let mut credits = vec![cfg.vc_buf_size as u16; nb];
