@@ -8,7 +8,13 @@ fitted exponent of time against tasks, and the schedule's groups, dependencies a
 "core" is the scheduler alone as the Rust core times it (paths, grouping, stages, DAG); the
 other columns are whole Python calls (also the cost-model replay and the summary).
 
-    python benches/contention_free_scheduling.py [--max-hosts 1024] [--repeat 3] [--relay off]
+Then, against the bottleneck lower bound (`analysis.bottleneck_bound`: busiest link or port,
+bytes ÷ bandwidth) in the lossless flow model, 1 MiB per pair, on the 2 × 14 and 4 × 16 trees
+(10 Gbit/s core, 1 Gbit/s hosts) and a 3-level tree (2 × 3 switches of 8 hosts, 10 Gbit/s
+trunks): the tree-phased all-to-all (local-sync executor), the packed DAG and the paper's DAG
+(DAG executor), each as a ratio to the bound, with the time to build each.
+
+    python benches/contention_free_scheduling.py [--max-hosts 1024] [--repeat 3] [--relay off] [--no-bound]
 """
 
 from __future__ import annotations
@@ -26,7 +32,10 @@ def main() -> None:
     ap.add_argument("--max-hosts", type=int, default=1024)
     ap.add_argument("--repeat", type=int, default=3, help="runs per size; the fastest is reported")
     ap.add_argument("--relay", default="departure", choices=["departure", "arrival", "off"])
+    ap.add_argument("--no-bound", action="store_true", help="skip the ratio-to-the-bound table")
     args = ap.parse_args()
+    if not args.no_bound:
+        bound_table()
     print(f"{'hosts':>6}{'tasks':>10}{'groups':>8}{'deps':>10}{'relayed':>9}{'core (ms)':>11}{'alltoall (ms)':>15}{'gather (ms)':>13}")
     points = []
     hosts = 16
@@ -51,6 +60,32 @@ def main() -> None:
         (t0, s0), (t1, s1) = points[0], points[-1]
         print(f"time grows as tasks^{math.log(s1 / s0) / math.log(t1 / t0):.2f} "
               f"(hosts^{2 * math.log(s1 / s0) / math.log(t1 / t0):.2f}) from {points[0][0]} to {points[-1][0]} tasks")
+
+
+def bound_table() -> None:
+    """Ratio of each schedule's flow-model time to the bottleneck bound on the benchmark trees."""
+    from netweave import analysis, flowsim, routing
+
+    trees = [("2 x 14", [2], 14), ("4 x 16", [4], 16), ("3-level 2x3x8", [2, 3], 8)]
+    print(f"{'tree':>14}{'bound (ms)':>12}{'tree-phased':>13}{'packed DAG':>12}{'paper DAG':>11}"
+          f"{'build tp/packed/paper (ms)':>30}")
+    for name, fanouts, per_switch in trees:
+        topo = netweave.topology.switch_tree(fanouts, per_switch, [10.0] * len(fanouts), [5000.0] * len(fanouts),
+                                             1.0, 5000.0)
+        routes = routing.route(topo, "updown")
+        t0 = time.perf_counter()
+        phased = traffic.build("alltoall", "tree-phased", topology=topo, bytes=1 << 20)
+        t_tp = time.perf_counter() - t0
+        packed, s_packed = traffic.contention_free(topo, "alltoall", 1 << 20, scheduler="packed")
+        paper, s_paper = traffic.contention_free(topo, "alltoall", 1 << 20)
+        bound = analysis.bottleneck_bound(routes, phased)
+        r_tp = flowsim.simulate(routes, phased, executor="local-sync")["makespan_s"] / bound["seconds"]
+        r_packed = flowsim.simulate(routes, packed, executor="dag")["makespan_s"] / bound["seconds"]
+        r_paper = flowsim.simulate(routes, paper, executor="dag")["makespan_s"] / bound["seconds"]
+        build = f"{t_tp * 1e3:.1f}/{s_packed['scheduling_seconds'] * 1e3:.1f}/{s_paper['scheduling_seconds'] * 1e3:.1f}"
+        print(f"{name:>14}{bound['seconds'] * 1e3:>12.1f}{r_tp:>13.3f}{r_packed:>12.3f}{r_paper:>11.3f}{build:>30}",
+              flush=True)
+    print()
 
 
 if __name__ == "__main__":

@@ -168,7 +168,8 @@ CONTENTION_FREE_POLICIES: list[str] = _core.contention_free_policies()
 def contention_free(topology: Topology, collective: str, bytes: int, root: int = 0, policy: str = "min-sync",
                     rule_b: str = "ge", seed: int = 0, relay: Optional[str] = None, timing: str = "sum",
                     perturbation: float = 0.0, perturbation_seed: int = 0,
-                    tasks: Optional[list[tuple[int, int, int]]] = None):
+                    tasks: Optional[list[tuple[int, int, int]]] = None, scheduler: str = "paper",
+                    hosts: Optional[list[int]] = None, routes=None):
     """Paper 004's contention-free ``gather`` or ``alltoall`` over every host of `topology` (a
     tree, or a fabric with unique shortest paths), or collective ``tasks`` with `tasks` a list of
     ``(src, dst, bytes)``: ``(TaskGraph, summary)``, the summary with ``tasks``,
@@ -183,6 +184,13 @@ def contention_free(topology: Topology, collective: str, bytes: int, root: int =
     `perturbation` r > 0 schedules from link values each off by up to ±r ((6.1)/(6.2), drawn
     from `perturbation_seed`).
 
+    `scheduler` is ``paper`` (the thesis' stage scheduler, the reproduction default) or
+    ``packed`` (stages filled with every task that fits, from contention-free phases — the tree
+    schedule for an all-to-all; no relaying). `hosts` (host indices) runs the collective among
+    those hosts only, rank r on ``hosts[r]``; `routes` (a ``RoutingTable`` of `topology`)
+    takes each pair's path from the table, so a fabric whose *routes* are unique (a torus routed
+    by ``dor``) is schedulable.
+
     >>> from netweave import topology
     >>> tree = topology.multi_cluster("a:4,b:4")
     >>> dag, s = contention_free(tree, "tasks", 0, tasks=[(0, 5, 1000), (1, 5, 1000)])
@@ -190,9 +198,9 @@ def contention_free(topology: Topology, collective: str, bytes: int, root: int =
     (2, True)
     """
     if relay is None:
-        relay = "departure" if collective == "gather" else "off"
+        relay = "departure" if collective == "gather" and scheduler == "paper" else "off"
     return _core.contention_free(topology, collective, bytes, root, policy, rule_b, seed, relay, timing,
-                                 perturbation, perturbation_seed, tasks)
+                                 perturbation, perturbation_seed, tasks, scheduler, hosts, routes)
 
 
 def concurrent(topology: Topology, collective: str, bytes: int, root: int = 0,

@@ -400,9 +400,13 @@ fn leaf_hosts(topology: &PyTopology) -> Vec<Vec<u32>> {
 /// `policy` is a task policy name, `rule_b` `ge`/`lt`, `relay` `departure` (the thesis' rule),
 /// `arrival` or `off`, `timing` `sum` or `clock`; `perturbation` > 0 schedules from link values
 /// off by up to that fraction (drawn from `perturbation_seed`) and replays on the true ones.
+/// `scheduler` is `paper` (the thesis' stage scheduler) or `packed` (stages filled from
+/// contention-free phases); `hosts` (host indices) runs the job on part of the fabric, rank r on
+/// `hosts[r]`; `routes` takes the paths from a routing table instead of the unique shortest ones.
 #[pyfunction]
 #[pyo3(signature = (topo, collective, bytes, root=0, policy="min-sync", rule_b="ge", seed=0, relay="departure",
-                    timing="sum", perturbation=0.0, perturbation_seed=0, tasks=None))]
+                    timing="sum", perturbation=0.0, perturbation_seed=0, tasks=None, scheduler="paper", hosts=None,
+                    routes=None))]
 #[allow(clippy::too_many_arguments)]
 fn contention_free<'py>(
     py: Python<'py>,
@@ -418,9 +422,20 @@ fn contention_free<'py>(
     perturbation: f64,
     perturbation_seed: u64,
     tasks: Option<Vec<(u32, u32, u64)>>,
+    scheduler: &str,
+    hosts: Option<Vec<u32>>,
+    routes: Option<&crate::routing::PyRoutingTable>,
 ) -> PyResult<(crate::flowsim::PyTaskGraph, Bound<'py, pyo3::types::PyDict>)> {
     use netweave_core::traffic::contention_free as cf;
-    let tasks = collective_tasks(topo, collective, bytes, root, tasks)?;
+    let job = job_hosts(topo, hosts)?;
+    let tasks = match &job {
+        // A job on part of the fabric: the collective among its hosts, in host indices.
+        Some(h) if tasks.is_none() => {
+            let on_job = collective_tasks_n(h.len() as u32, collective, bytes, root, None)?;
+            on_job.into_iter().map(|m| Message { src: h[m.src as usize], dst: h[m.dst as usize], bytes: m.bytes }).collect()
+        }
+        _ => collective_tasks(topo, collective, bytes, root, tasks)?,
+    };
     let rule_b = match rule_b {
         "ge" => cf::RuleB::AtLeast,
         "lt" => cf::RuleB::Below,
@@ -433,6 +448,7 @@ fn contention_free<'py>(
         other => return Err(NetweaveErrorPy::new_err(format!("unknown relay rule '{other}' (use departure, arrival or off)"))),
     };
     let options = cf::Options {
+        scheduler: cf::Scheduler::by_name(scheduler).map_err(err)?,
         policy: cf::Policy::by_name(policy).map_err(err)?,
         rule_b,
         seed,
@@ -441,11 +457,23 @@ fn contention_free<'py>(
         perturbation,
         perturbation_seed,
     };
+    let table = routes.map(|r| &r.inner);
     let t0 = std::time::Instant::now();
     let (plan, graph) = py
         .allow_threads(|| {
-            let plan = cf::ContentionFree::new(&topo.inner, tasks, options)?;
-            let graph = plan.task_graph(&format!("{collective}-contention-free-{policy}"))?;
+            let paths = match table {
+                Some(r) => cf::PathTable::with_routes(&topo.inner, r)?,
+                None => cf::PathTable::new(&topo.inner)?,
+            };
+            let plan = cf::ContentionFree::on_paths(&topo.inner, paths, tasks, options)?;
+            let name = match scheduler {
+                "paper" => format!("{collective}-contention-free-{policy}"),
+                other => format!("{collective}-contention-free-{other}"),
+            };
+            let graph = match &job {
+                Some(h) => plan.task_graph_on(&name, h)?,
+                None => plan.task_graph(&name)?,
+            };
             Ok::<_, netweave_core::error::NetweaveError>((plan, graph))
         })
         .map_err(err)?;
@@ -461,16 +489,39 @@ fn contention_free<'py>(
     Ok((crate::flowsim::PyTaskGraph { inner: graph }, d))
 }
 
-/// The tasks of `collective` over every host of `topo`: gather(root), alltoall, or the given list.
-fn collective_tasks(
-    topo: &PyTopology,
+/// The job's hosts when a subset is given: at least two, each a host of `topo`, none twice.
+fn job_hosts(topo: &PyTopology, hosts: Option<Vec<u32>>) -> PyResult<Option<Vec<u32>>> {
+    let Some(hosts) = hosts else { return Ok(None) };
+    let t = &topo.inner;
+    let label = |h: u32| t.label(t.hosts()[h as usize]).to_string();
+    if let Some(&h) = hosts.iter().find(|&&h| h as usize >= t.num_hosts()) {
+        return Err(NetweaveErrorPy::new_err(format!("host index {h} is not a host of the fabric (0..{})", t.num_hosts() - 1)));
+    }
+    if hosts.len() < 2 {
+        let which = hosts.first().map(|&h| format!(" (host '{}')", label(h))).unwrap_or_default();
+        return Err(NetweaveErrorPy::new_err(format!(
+            "a contention-free schedule needs at least 2 hosts; the job has {}{which}",
+            hosts.len()
+        )));
+    }
+    let mut seen = vec![false; t.num_hosts()];
+    for &h in &hosts {
+        if std::mem::replace(&mut seen[h as usize], true) {
+            return Err(NetweaveErrorPy::new_err(format!("host '{}' appears twice in the job", label(h))));
+        }
+    }
+    Ok(Some(hosts))
+}
+
+/// The tasks of `collective` among `n` ranks: gather(root), alltoall, or the given list.
+fn collective_tasks_n(
+    n: u32,
     collective: &str,
     bytes: u64,
     root: u32,
     tasks: Option<Vec<(u32, u32, u64)>>,
 ) -> PyResult<Vec<Message>> {
     use netweave_core::traffic::contention_free as cf;
-    let n = topo.inner.num_hosts() as u32;
     match (collective, tasks) {
         ("gather", None) => cf::gather_tasks(n, root, bytes),
         ("alltoall", None) => cf::alltoall_tasks(n, bytes),
@@ -480,6 +531,17 @@ fn collective_tasks(
         (other, Some(_)) => netweave_core::invalid!("a task list goes with collective 'tasks', not {other}"),
     }
     .map_err(err)
+}
+
+/// The tasks of `collective` over every host of `topo`: gather(root), alltoall, or the given list.
+fn collective_tasks(
+    topo: &PyTopology,
+    collective: &str,
+    bytes: u64,
+    root: u32,
+    tasks: Option<Vec<(u32, u32, u64)>>,
+) -> PyResult<Vec<Message>> {
+    collective_tasks_n(topo.inner.num_hosts() as u32, collective, bytes, root, tasks)
 }
 
 /// Paper 004's Concurrent baseline for the same tasks as `contention_free`: every task at once,

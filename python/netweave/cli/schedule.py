@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from netweave import files, topology, traffic
+from netweave import _core, files, topology, traffic
 from netweave.traffic import DEFAULT_BYTES
 from netweave.cli.common import JsonOpt, UserError, err_console, working
 from netweave.schedule_cache import ScheduleCache
@@ -50,6 +50,8 @@ def schedule_cmd(
     perturb_seed: Optional[int] = typer.Option(None, "--perturb-seed", min=0, help="Seed of --perturb's draws (default 0)."),
     tasks_file: Optional[Path] = typer.Option(None, "--tasks", help="CSV of 'src,dst,bytes' rows (collective tasks, contention-free)."),
     cache: Optional[Path] = typer.Option(None, "--cache", help="Schedule cache directory (contention-free): reuse the DAG for the same operation, size, hosts, fabric and options."),
+    scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Stage scheduler (contention-free): paper (the thesis', default) or packed (stages filled from contention-free phases)."),
+    routes_file: Optional[Path] = typer.Option(None, "--routes", help="Routing table (contention-free): each pair's path from it, so a fabric whose routes are unique is schedulable."),
     executor: str = typer.Option("auto", "--executor", help="Executor the .nws file asks the MPI runtime for: auto, sync, async, local-sync (phased schedules)."),
     as_json: bool = JsonOpt,
 ) -> None:
@@ -70,13 +72,20 @@ def schedule_cmd(
             raise UserError("--algo contention-free schedules a tree's links: it needs a topology file, not --ranks")
     topo = topology.load(topology_file) if topology_file is not None else None
     if algo == "contention-free":
+        if scheduler not in (None, "paper", "packed"):
+            raise UserError(f"--scheduler {scheduler}: use paper or packed")
+        if scheduler == "packed" and relay not in (None, "off"):
+            raise UserError("--relay belongs to --scheduler paper (the packed scheduler does not relay)")
         options = dict(policy=policy or "min-sync", rule_b=rule_b or "ge", seed=seed or 0, relay=relay,
-                       timing=timing or "sum", perturbation=perturb or 0.0, perturbation_seed=perturb_seed or 0)
-        _contention_free(collective, topo, output, hosts, nbytes, root, tasks_file, cache, options, as_json)
+                       timing=timing or "sum", perturbation=perturb or 0.0, perturbation_seed=perturb_seed or 0,
+                       scheduler=scheduler or "paper")
+        _contention_free(collective, topo, output, hosts, order, nbytes, root, tasks_file, cache, options, routes_file,
+                         as_json)
         return
     given = [name for name, value in (("--policy", policy), ("--rule-b", rule_b), ("--relay", relay), ("--timing", timing),
                                       ("--perturb", perturb), ("--perturb-seed", perturb_seed), ("--tasks", tasks_file),
-                                      ("--cache", cache)) if value is not None]
+                                      ("--cache", cache), ("--scheduler", scheduler), ("--routes", routes_file))
+             if value is not None]
     if given:
         raise UserError(f"{', '.join(given)} belong to --algo contention-free")
     with working(f"building {collective} {algo}", as_json):
@@ -103,14 +112,25 @@ def schedule_cmd(
         print(f"wrote {output}")
 
 
-def _contention_free(collective, topo, output, hosts, nbytes, root, tasks_file, cache, options, as_json) -> None:
+def _contention_free(collective, topo, output, hosts, order, nbytes, root, tasks_file, cache, options, routes_file,
+                     as_json) -> None:
     """Paper 004's DAG schedule, written as a DAG file (.json or binary .nws)."""
     if collective not in ("gather", "alltoall", "tasks"):
         raise UserError(f"contention-free schedules gather, alltoall or tasks, not {collective}")
     if (collective == "tasks") != (tasks_file is not None):
         raise UserError("collective tasks takes its list from --tasks FILE, and --tasks belongs to collective tasks")
-    if hosts != "all":
-        raise UserError("contention-free schedules run on every host of the fabric (rank r = host r); drop --hosts")
+    if tasks_file is not None and (hosts != "all" or order != "listed"):
+        raise UserError("a task list names its hosts itself: --hosts and --order do not apply to collective tasks")
+    job = None
+    if hosts != "all" or order != "listed":
+        # Rank r runs on the r-th host of the job, as for every other algorithm.
+        job = [int(h) for h in _core.allocate_hosts(topo, hosts, order, options["seed"], True)]
+        options["hosts"] = job
+    if routes_file is not None:
+        from netweave import routing
+        options["routes"] = routing.load(topo, routes_file)
+    if cache is not None and (job is not None or routes_file is not None):
+        raise UserError("--cache keys schedules of the whole fabric by its shortest paths: drop --hosts/--routes or --cache")
     if root is not None and collective != "gather":
         raise UserError("--root belongs to gather")
     if collective == "tasks" and nbytes is not None:

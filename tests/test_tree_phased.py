@@ -1,0 +1,112 @@
+"""Ethernet trees at the bound: the bottleneck bound, the tree-phased all-to-all, the packed
+DAG scheduler, routing tables and host subsets for the contention-free schedules, bad input."""
+
+import json
+
+import pytest
+
+from netweave import analysis, flowsim, routing, topology, traffic
+
+from conftest import run_cli
+
+MIB = 1 << 20
+
+
+def _tree(fanouts, hosts_per_switch, switch_gbps, tmp_path, name):
+    path = tmp_path / f"{name}.json"
+    run_cli("topo", "tree", "--fanouts", fanouts, "--hosts-per-switch", str(hosts_per_switch),
+            "--switch-bandwidth", switch_gbps, "-o", str(path))
+    return path
+
+
+TREES = [("2", 14, "10"), ("4", 16, "10"), ("2,3", 8, "10"), ("3,2", 5, "1")]
+
+
+@pytest.mark.parametrize("fanouts,per_switch,gbps", TREES)
+def test_tree_phased_is_contention_free_and_within_5_percent_of_the_bound(fanouts, per_switch, gbps, tmp_path):
+    topo = topology.load(_tree(fanouts, per_switch, gbps, tmp_path, "t"))
+    routes = routing.route(topo, "updown")
+    sched = traffic.build("alltoall", "tree-phased", topology=topo, bytes=MIB)
+    bound = analysis.bottleneck_bound(routes, sched)
+    loads = analysis.analyze(routes, sched)
+    assert loads["complete"]
+    if gbps == "1":
+        # Uniform links: one flow per link per phase, which the analysis proves.
+        assert loads["max_congestion"] == 1
+    sim = flowsim.simulate(routes, sched, executor="local-sync")
+    ratio = analysis.bound_ratio(sim["makespan_s"], bound)
+    assert 1.0 <= ratio <= 1.05, f"{fanouts} x {per_switch}: {ratio:.3f} x the bound"
+
+
+def test_packed_dag_is_within_20_percent_of_the_bound_and_beats_the_paper(tmp_path):
+    topo = topology.load(_tree("2", 14, "10", tmp_path, "t"))
+    routes = routing.route(topo, "updown")
+    packed, s = traffic.contention_free(topo, "alltoall", MIB, scheduler="packed")
+    paper, _ = traffic.contention_free(topo, "alltoall", MIB)
+    bound = analysis.bottleneck_bound(routes, packed)
+    assert bound == analysis.bottleneck_bound(routes, paper)  # same traffic, same bound
+    t_packed = flowsim.simulate(routes, packed, executor="dag")["makespan_s"]
+    t_paper = flowsim.simulate(routes, paper, executor="dag")["makespan_s"]
+    assert analysis.bound_ratio(t_packed, bound) <= 1.2
+    assert t_packed < t_paper
+
+
+def test_analyze_prints_the_bound(tmp_path):
+    t = _tree("2", 4, "1", tmp_path, "t")
+    run_cli("route", "updown", str(t), "-o", str(tmp_path / "r.json"))
+    run_cli("schedule", "alltoall", str(t), "--algo", "tree-phased", "--bytes", "1000", "-o", str(tmp_path / "s.json"))
+    out = json.loads(run_cli("analyze", str(t), str(tmp_path / "r.json"), str(tmp_path / "s.json"), "--json").stdout)
+    # 2 x 4 hosts on 1 Gbit/s: each trunk carries 16 messages of 1000 bytes each way.
+    assert out["bound"]["bytes"] == 16_000 and out["bound"]["binding"]["kind"] == "link"
+    text = run_cli("analyze", str(t), str(tmp_path / "r.json"), str(tmp_path / "s.json")).stdout
+    assert "bound" in text and "x the bound" in text
+
+
+def test_a_torus_is_schedulable_with_its_routing_table(tmp_path):
+    t = tmp_path / "torus.json"
+    run_cli("topo", "torus", "--dims", "4x4", "-o", str(t))
+    run_cli("route", "dor", str(t), "-o", str(tmp_path / "r.json"))
+    refused = run_cli("schedule", "alltoall", str(t), "--algo", "contention-free", "-o", str(tmp_path / "x.json"),
+                      check=False)
+    assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1
+    assert "more than one shortest path" in refused.stderr and "routing table" in refused.stderr
+    assert not (tmp_path / "x.json").exists()
+    out = tmp_path / "a.json"
+    s = json.loads(run_cli("schedule", "alltoall", str(t), "--algo", "contention-free", "--routes",
+                           str(tmp_path / "r.json"), "--bytes", "4096", "-o", str(out), "--json").stdout)
+    assert s["tasks"] == 16 * 15 and out.exists()
+
+
+def test_hosts_subset_for_the_contention_free_schedules(tmp_path):
+    t = _tree("2", 4, "10", tmp_path, "t")
+    out = tmp_path / "a.json"
+    s = json.loads(run_cli("schedule", "alltoall", str(t), "--algo", "contention-free", "--hosts", "0-2,5",
+                           "--scheduler", "packed", "--bytes", "4096", "-o", str(out), "--json").stdout)
+    assert s["tasks"] == 4 * 3
+    doc = json.loads(out.read_text())
+    assert doc["placement"] == [0, 1, 2, 5]
+
+
+@pytest.mark.parametrize("algo", ["contention-free", "tree-phased"])
+def test_one_host_job_is_refused_by_name(algo, tmp_path):
+    t = _tree("2", 4, "10", tmp_path, "t")
+    out = tmp_path / "s.json"
+    p = run_cli("schedule", "alltoall", str(t), "--algo", algo, "--hosts", "3", "-o", str(out), check=False)
+    assert p.returncode == 2, p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1 and "h3" in p.stderr and "Traceback" not in p.stderr
+    assert not out.exists()
+
+
+def test_zero_bandwidth_link_is_refused_by_name(tmp_path):
+    t = _tree("2", 2, "10", tmp_path, "t")
+    doc = json.loads(t.read_text())
+    doc["links"][0]["bandwidth_gbps"] = 0
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(doc))
+    for algo in ("contention-free", "tree-phased"):
+        out = tmp_path / f"{algo}.json"
+        p = run_cli("schedule", "alltoall", str(bad), "--algo", algo, "-o", str(out), check=False)
+        assert p.returncode == 2, p.stderr
+        assert len(p.stderr.strip().splitlines()) == 1 and "Traceback" not in p.stderr
+        assert "bandwidth" in p.stderr
+        assert not out.exists()
