@@ -16,7 +16,7 @@ SYSTEM_PACKAGES := ibsim-utils infiniband-diags opensm openmpi-bin libopenmpi-de
 # Peers only the benchmarks under benches/ run (Scotch's scotch_gmap for the mapper).
 BENCH_PACKAGES := scotch
 
-.PHONY: plan test setup runtime system-deps bench-deps test-rust test-python bench fuzz clean wheel
+.PHONY: plan test setup runtime system-deps bench-deps test-rust test-python bench fuzz clean wheel lint
 
 plan: setup
 	$(BIN)/netweave plan --out netweave-out
@@ -55,6 +55,14 @@ system-deps bench-deps:
 	  echo "installing$$missing"; \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
 	fi
+
+# Lint: rustfmt's check, clippy with warnings as errors, ruff on the Python (ruff from
+# the virtual environment when installed there, else from PATH). Not yet part of `make test`.
+RUFF := $(or $(wildcard $(BIN)/ruff),ruff)
+lint:
+	cargo fmt --check -p netweave-core
+	cargo clippy -p netweave-core -- -D warnings
+	$(RUFF) check python tests
 
 test-rust:
 	cargo test -p netweave-core

@@ -232,9 +232,7 @@ pub fn greedy(net: &MapNetwork, pattern: &Pattern) -> Result<Vec<u32>> {
             // ties to the lower slot).
             candidates.clear();
             candidates.extend(
-                (0..slots)
-                    .filter(|&s| free[s as usize])
-                    .map(|s| (net.hops(net.host_of_slot(s), anchor) as u16, s)),
+                (0..slots).filter(|&s| free[s as usize]).map(|s| (net.hops(net.host_of_slot(s), anchor) as u16, s)),
             );
             let keep = candidates.len().min(256);
             candidates.select_nth_unstable(keep - 1);
