@@ -94,14 +94,14 @@ impl LinkSpec {
     pub fn new(bandwidth_gbps: f64, latency_ns: f64) -> Result<Self> {
         if !(Self::MIN_BANDWIDTH_GBPS..=Self::MAX_BANDWIDTH_GBPS).contains(&bandwidth_gbps) {
             return crate::invalid!(
-                "link bandwidth must be {:e} to {:e} Gbit/s (1 kbit/s to 1 Ebit/s), got {bandwidth_gbps}",
+                "link bandwidth must be {:e} to {:e} Gbit/s (1 kbit/s to 1 Ebit/s), got {bandwidth_gbps:?}",
                 Self::MIN_BANDWIDTH_GBPS,
                 Self::MAX_BANDWIDTH_GBPS
             );
         }
         if !(0.0..=Self::MAX_LATENCY_NS).contains(&latency_ns) {
             return crate::invalid!(
-                "link latency must be 0 to {:e} ns, got {latency_ns}",
+                "link latency must be 0 to {:e} ns, got {latency_ns:?}",
                 Self::MAX_LATENCY_NS
             );
         }
