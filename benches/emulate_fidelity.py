@@ -99,21 +99,27 @@ def main() -> None:
     parts = set(args.parts.split(","))
     if "losses" in parts:
         losses(args.repeats, args.calibration)
-    if "bringup" not in parts:
-        return
-    print(f"{'hosts':>6}{'namespaces':>12}{'up (s)':>9}{'down (s)':>10}")
-    for dims in ([4, 4], [8, 8], [16, 8]):
-        up_s, down_s = bring_up(dims)
-        hosts = dims[0] * dims[1]
-        print(f"{hosts:>6}{2 * hosts + 1:>12}{up_s:>9.2f}{down_s:>10.2f}", flush=True)
-
+    if "bringup" in parts:
+        print(f"{'hosts':>6}{'namespaces':>12}{'up (s)':>9}{'down (s)':>10}")
+        for dims in ([4, 4], [8, 8], [16, 8]):
+            up_s, down_s = bring_up(dims)
+            hosts = dims[0] * dims[1]
+            print(f"{hosts:>6}{2 * hosts + 1:>12}{up_s:>9.2f}{down_s:>10.2f}", flush=True)
     mesh = topology.mesh([4, 4])
+    if "fidelity" in parts:
+        schedules(mesh, args.scale, args.sizes)
+    if "rate" in parts:
+        aggregate_rate(mesh)
+
+
+def schedules(mesh, mesh_scale: float, sizes: str) -> None:
+    """Measured against predicted for shift, bruck and the contention-free all-to-all."""
     tree = topology.multi_cluster("a:8,b:8")
-    tree_scale = args.scale * 100  # the tree's hosts run 1 Gbit/s links: same rates as the mesh's
+    tree_scale = mesh_scale * 100  # the tree's hosts run 1 Gbit/s links: same rates as the mesh's
     print(f"\n{'schedule':<18}{'bytes':>9}{'measured ms':>13}{'predicted ms':>14}{'ratio':>7}{'overhead':>10}")
-    for nbytes in (int(b) for b in args.sizes.split(",")):
-        cases = [("shift (mesh)", mesh, "dor", traffic.alltoall(16, nbytes, "shift"), args.scale),
-                 ("bruck (mesh)", mesh, "dor", traffic.alltoall(16, nbytes, "bruck"), args.scale),
+    for nbytes in (int(b) for b in sizes.split(",")):
+        cases = [("shift (mesh)", mesh, "dor", traffic.alltoall(16, nbytes, "shift"), mesh_scale),
+                 ("bruck (mesh)", mesh, "dor", traffic.alltoall(16, nbytes, "bruck"), mesh_scale),
                  ("contention-free", tree, "updown", traffic.contention_free(tree, "alltoall", nbytes)[0], tree_scale)]
         for label, topo, engine, workload, scale in cases:
             r = fidelity(topo, engine, workload, scale)
@@ -122,6 +128,9 @@ def main() -> None:
             print(f"{label:<18}{nbytes:>9}{(r['measured_s'] or 0) * 1e3:>13.2f}{r['predicted_s'] * 1e3:>14.2f}"
                   f"{ratio if ratio else float('nan'):>7.2f}{(overhead or 0) * 100:>9.2f}%", flush=True)
 
+
+def aggregate_rate(mesh) -> None:
+    """The payload rate one neighbour-exchange phase reaches at growing link rates."""
     print(f"\n{'link Gbit/s':>12}{'payload Gbit/s':>16}{'per link':>10}")
     neighbour = Schedule("neighbour", 16, [traffic.alltoall(16, 4 << 20, "shift").phase(1)])
     for gbps in (0.5, 1, 2, 4, 8):

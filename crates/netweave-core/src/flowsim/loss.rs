@@ -106,8 +106,9 @@ pub(super) struct Losses {
     started: Vec<f64>,
     /// Per flow: stopped by a timeout, waiting to restart.
     pub(super) stalled: Vec<bool>,
-    /// Scratch: ports already examined in this instant.
+    /// Scratch: ports already examined in this instant, and flows already chosen as victims.
     seen: Vec<bool>,
+    chosen: Vec<bool>,
     ports: Vec<u32>,
     contenders: Vec<(f64, u32)>,
     /// Timeouts so far.
@@ -153,6 +154,7 @@ impl Losses {
             started: vec![0.0; work.len()],
             stalled: vec![false; work.len()],
             seen: vec![false; nres],
+            chosen: vec![false; work.len()],
             ports: Vec::new(),
             contenders: Vec::new(),
             timeouts: 0,
@@ -187,10 +189,11 @@ impl Losses {
             // Flows limited here run at the port's top rate; the others queue elsewhere.
             let level = flows.iter().map(|&f| fair.rate(f)).fold(0.0, f64::max);
             self.contenders.clear();
+            let chosen = &self.chosen;
             self.contenders.extend(
                 flows
                     .iter()
-                    .filter(|&&f| fair.rate(f) >= level * (1.0 - SATURATED) && !victims[first_victim..].contains(&f))
+                    .filter(|&&f| fair.rate(f) >= level * (1.0 - SATURATED) && !chosen[f as usize])
                     .map(|&f| (self.started[f as usize], f)),
             );
             let n = self.contenders.len() as u32;
@@ -198,11 +201,21 @@ impl Losses {
             if n <= keep {
                 continue;
             }
-            // Latest starters first, then the higher message index.
-            self.contenders.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)));
-            victims.extend(self.contenders[..(n - keep) as usize].iter().map(|&(_, f)| f));
+            // Latest starters first, then the higher message index: only the victims need ordering.
+            let cut = (n - keep) as usize;
+            let latest_first = |a: &(f64, u32), b: &(f64, u32)| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1));
+            if cut < self.contenders.len() {
+                self.contenders.select_nth_unstable_by(cut, latest_first);
+            }
+            for &(_, f) in &self.contenders[..cut] {
+                self.chosen[f as usize] = true;
+                victims.push(f);
+            }
         }
         self.ports.clear();
+        for &f in &victims[first_victim..] {
+            self.chosen[f as usize] = false;
+        }
         self.timeouts += (victims.len() - first_victim) as u64;
     }
 }
