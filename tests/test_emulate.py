@@ -313,3 +313,32 @@ def test_ports_serve_control_packets_before_queued_data(name):
     finally:
         server.kill()
         server.wait()
+
+
+def test_calibrate_measures_the_model_parameters_and_refuses_bad_input(name, tmp_path):
+    star = topology.switch_tree([], 6, [], [], 1.0, 5_000.0)
+    topo_file, routes_file, out = tmp_path / "star.json", tmp_path / "routes.json", tmp_path / "cal.json"
+    topology.save(star, topo_file)
+    routing.save(routing.route(star, "updown"), routes_file)
+    # Bad input: one line, exit 2, nothing written and no fabric left.
+    for args, needle in ((["--buffer=0"], "--buffer"), (["--senders", "9"], "--senders")):
+        proc = run_cli("emulate", "calibrate", str(topo_file), str(routes_file), "--name", name, "-o", str(out),
+                       *args, check=False)
+        assert proc.returncode == 2 and needle in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+        assert not out.exists() and not emulate.namespaces(name)
+    run_cli("emulate", "calibrate", str(topo_file), str(routes_file), "--name", name, "-o", str(out), "--scale", "0.1",
+            "--senders", "2,5", "--bytes", "100000", "--repeats", "1")
+    doc = json.loads(out.read_text())
+    assert not emulate.namespaces(name)
+    assert (doc["format"], doc["version"]) == ("netweave-calibration", 1)
+    assert doc["fabric"]["link_layer"] == "ethernet" and doc["fabric"]["port_buffer_bytes"] == 64 * 1024
+    p = doc["parameters"]
+    assert p["overhead_s"] > 0 and p["sync_s"] >= 0 and set(p["tcp"]) >= {"timeout_s", "window_segments", "survivor_fraction"}
+    assert [pt["senders"] for pt in doc["measurements"]["incast"]] == [2, 5]
+    # The file predicts for the fabric it was measured on, and no other.
+    routes = routing.route(star, "updown")
+    sched = traffic.concurrent(star, "gather", 10_000, root=0)
+    assert netweave.flowsim.simulate(routes, sched, executor="dag", calibration=out)["makespan_s"] > 0
+    deep = star.with_switching("ethernet", 1 << 20)
+    with pytest.raises(netweave.NetweaveError, match="port buffer"):
+        netweave.flowsim.simulate(routing.route(deep, "updown"), sched, executor="dag", calibration=out)
