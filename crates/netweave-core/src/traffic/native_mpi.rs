@@ -195,7 +195,9 @@ pub fn decide(library: Library, collective: &str, num_ranks: u32, bytes: u64) ->
             }
         }
         (Library::Mpich, "gather") => "binomial",
-        (_, other) => return invalid!("native algorithms are modelled for alltoall, allgather and gather, not '{other}'"),
+        (_, other) => {
+            return invalid!("native algorithms are modelled for alltoall, allgather and gather, not '{other}'")
+        }
     })
 }
 
@@ -248,7 +250,13 @@ pub fn scattered_alltoall(num_ranks: u32, bytes: u64) -> Result<Schedule> {
     }
     let n = num_ranks;
     let phases = (0..n)
-        .map(|i| if i == 0 { Vec::new() } else { (0..n).map(|s| Message { src: s, dst: (s + n - i) % n, bytes }).collect() })
+        .map(|i| {
+            if i == 0 {
+                Vec::new()
+            } else {
+                (0..n).map(|s| Message { src: s, dst: (s + n - i) % n, bytes }).collect()
+            }
+        })
         .collect();
     Schedule::from_phases(format!("alltoall-scattered(N={n})"), n, phases)?
         .with_collective(Collective::Alltoall, Delivery::Direct)
@@ -276,7 +284,9 @@ pub fn allgather_neighbor_exchange(num_ranks: u32, bytes: u64) -> Result<Schedul
     let phases = (0..n / 2)
         .map(|step| {
             let blocks = if step == 0 { 1 } else { 2 };
-            (0..n).map(|s| Message { src: s, dst: neighbour(s, step % 2), bytes: bytes.saturating_mul(blocks) }).collect()
+            (0..n)
+                .map(|s| Message { src: s, dst: neighbour(s, step % 2), bytes: bytes.saturating_mul(blocks) })
+                .collect()
         })
         .collect();
     Ok(Schedule::from_phases(format!("allgather-neighbor-exchange(N={n})"), n, phases)?
@@ -342,7 +352,9 @@ mod tests {
         // Blocks of 32 offsets: 0..31 (0 is the local copy) then 32..39.
         assert_eq!((scattered.num_phases(), scattered.phase(0).len(), scattered.concurrent_sends()), (40, 0, 32));
         let xor = schedule(Library::Mpich, "alltoall", 16, 1 << 20, 0).unwrap();
-        assert!(xor.name().starts_with("alltoall-mpich-pairwise") && xor.phase(0)[0].dst == 1 && xor.phase(0)[1].dst == 0);
+        assert!(
+            xor.name().starts_with("alltoall-mpich-pairwise") && xor.phase(0)[0].dst == 1 && xor.phase(0)[1].dst == 0
+        );
     }
 
     #[test]
