@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
 import shlex
 from pathlib import Path
 
@@ -106,9 +107,14 @@ def _run(argv: list[str]) -> tuple[int, str, str]:
 
 
 @pytest.fixture(autouse=True)
-def _own_budget(monkeypatch):
-    # --max-memory sets NETWEAVE_MAX_MEMORY for the process: undo it after each case.
-    monkeypatch.delenv("NETWEAVE_MAX_MEMORY", raising=False)
+def _own_budget():
+    # --max-memory sets NETWEAVE_MAX_MEMORY for the process: restore it after each case, so the
+    # budget of one case never reaches another test.
+    before = os.environ.pop("NETWEAVE_MAX_MEMORY", None)
+    yield
+    os.environ.pop("NETWEAVE_MAX_MEMORY", None)
+    if before is not None:
+        os.environ["NETWEAVE_MAX_MEMORY"] = before
 
 
 @pytest.mark.parametrize("command, culprit", CASES)
