@@ -58,7 +58,8 @@ pub fn parse_size(text: &str) -> Result<u64> {
         Some('t') => (&body[..body.len() - 1], 1 << 40),
         _ => (body, 1),
     };
-    let bad = || NetweaveError::InvalidParameter(format!("'{text}' is not a size (bytes, or a number with K, M, G or T)"));
+    let bad =
+        || NetweaveError::InvalidParameter(format!("'{text}' is not a size (bytes, or a number with K, M, G or T)"));
     if let Ok(whole) = number.trim().parse::<u64>() {
         return whole.checked_mul(scale).ok_or_else(bad);
     }
@@ -90,8 +91,11 @@ pub fn human_bytes(bytes: u128) -> String {
 pub fn budget() -> Result<Budget> {
     if let Some(text) = std::env::var_os(MAX_MEMORY_ENV) {
         let text = text.to_string_lossy();
-        let bytes = parse_size(&text)
-            .map_err(|_| NetweaveError::InvalidParameter(format!("{MAX_MEMORY_ENV}: '{text}' is not a size (bytes, or a number with K, M, G or T)")))?;
+        let bytes = parse_size(&text).map_err(|_| {
+            NetweaveError::InvalidParameter(format!(
+                "{MAX_MEMORY_ENV}: '{text}' is not a size (bytes, or a number with K, M, G or T)"
+            ))
+        })?;
         return Ok(Budget { bytes, source: BudgetSource::Override });
     }
     Ok(match available_memory() {
@@ -117,7 +121,9 @@ pub fn ensure(what: &str, bytes: u128) -> Result<()> {
         return Ok(());
     }
     let limit = match budget.source {
-        BudgetSource::Override => format!("the {} set by --max-memory / {MAX_MEMORY_ENV}", human_bytes(budget.bytes.into())),
+        BudgetSource::Override => {
+            format!("the {} set by --max-memory / {MAX_MEMORY_ENV}", human_bytes(budget.bytes.into()))
+        }
         BudgetSource::Available => format!(
             "the {} this machine has available (--max-memory / {MAX_MEMORY_ENV} sets another budget)",
             human_bytes(budget.bytes.into())

@@ -31,16 +31,12 @@ pub fn total_bytes(what: &str, sizes: impl IntoIterator<Item = u64>) -> Result<u
 
 /// `a * b` for sizes and counts; an error naming `what` on overflow.
 pub fn mul(what: &str, a: u64, b: u64) -> Result<u64> {
-    a.checked_mul(b).ok_or_else(|| {
-        NetweaveError::InvalidParameter(format!("{what}: {a} × {b} exceeds 2^64 - 1"))
-    })
+    a.checked_mul(b).ok_or_else(|| NetweaveError::InvalidParameter(format!("{what}: {a} × {b} exceeds 2^64 - 1")))
 }
 
 /// `a + b` for sizes and counts; an error naming `what` on overflow.
 pub fn add(what: &str, a: u64, b: u64) -> Result<u64> {
-    a.checked_add(b).ok_or_else(|| {
-        NetweaveError::InvalidParameter(format!("{what}: {a} + {b} exceeds 2^64 - 1"))
-    })
+    a.checked_add(b).ok_or_else(|| NetweaveError::InvalidParameter(format!("{what}: {a} + {b} exceeds 2^64 - 1")))
 }
 
 /// `value` when finite (not NaN, not infinite); an error naming `what` otherwise.

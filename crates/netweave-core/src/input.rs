@@ -75,14 +75,20 @@ fn read(path: &Path, expect: Expect<'_>) -> Result<Vec<u8>> {
             Expect::Binary { magic, format } => {
                 let have = data.len().min(magic.len());
                 if data[..have] != magic[..have] {
-                    return Err(file_error(path, format!("not a {format} file (it does not start with the {format} signature)")));
+                    return Err(file_error(
+                        path,
+                        format!("not a {format} file (it does not start with the {format} signature)"),
+                    ));
                 }
             }
         }
     }
     if let Expect::Binary { magic, format } = expect {
         if data.len() < magic.len() {
-            return Err(file_error(path, format!("not a {format} file ({} bytes, shorter than its signature)", data.len())));
+            return Err(file_error(
+                path,
+                format!("not a {format} file ({} bytes, shorter than its signature)", data.len()),
+            ));
         }
     }
     Ok(data)

@@ -99,8 +99,19 @@ fn mutation() -> impl Strategy<Value = Mutation> {
         (
             0usize..64,
             prop::sample::select(vec![
-                "0", "-1", "4294967295", "4294967296", "18446744073709551615", "18446744073709551616",
-                "99999999999999999999999", "1e308", "NaN", "-0", "65535", "65536", "2147483648",
+                "0",
+                "-1",
+                "4294967295",
+                "4294967296",
+                "18446744073709551615",
+                "18446744073709551616",
+                "99999999999999999999999",
+                "1e308",
+                "NaN",
+                "-0",
+                "65535",
+                "65536",
+                "2147483648",
             ])
         )
             .prop_map(|(n, v)| Mutation::Number(n, v)),
@@ -254,7 +265,10 @@ mod regressions {
 
     #[test]
     fn an_empty_fabric_is_not_routed() {
-        let empty = topo_io::read(r#"{"format": "netweave-topology", "version": 1, "name": "empty", "nodes": [], "links": []}"#, Format::Json);
+        let empty = topo_io::read(
+            r#"{"format": "netweave-topology", "version": 1, "name": "empty", "nodes": [], "links": []}"#,
+            Format::Json,
+        );
         if let Ok(empty) = empty {
             let e = route(&empty, Engine::MinHop, &RouteOptions::default()).unwrap_err();
             assert!(e.to_string().contains("no hosts"), "{e}");
@@ -266,7 +280,9 @@ mod regressions {
         let e = alltoall::shift(8, u64::MAX).unwrap_err().to_string();
         assert!(e.starts_with("--bytes: ") && e.contains("exceeds"), "{e}");
         assert!(alltoall::bruck(8, u64::MAX / 2).is_err());
-        let json = sched_io::to_json(&alltoall::shift(2, 1).unwrap()).replace("[0,1,1]", "[0,1,18446744073709551615]").replace("[1,0,1]", "[1,0,18446744073709551615]");
+        let json = sched_io::to_json(&alltoall::shift(2, 1).unwrap())
+            .replace("[0,1,1]", "[0,1,18446744073709551615]")
+            .replace("[1,0,1]", "[1,0,18446744073709551615]");
         if json.contains("18446744073709551615,") || json.contains("18446744073709551615]") {
             assert!(sched_io::from_json(&json).is_err());
         }

@@ -79,7 +79,12 @@ pub fn stages(g: &TaskGraph) -> Vec<u32> {
 }
 
 /// Per-stage loads, bound and completeness of `g` routed by `routes` on `topo`.
-pub fn analyze_dag(topo: &Topology, routes: &RoutingTable, g: &TaskGraph, options: &AnalysisOptions) -> Result<DagReport> {
+pub fn analyze_dag(
+    topo: &Topology,
+    routes: &RoutingTable,
+    g: &TaskGraph,
+    options: &AnalysisOptions,
+) -> Result<DagReport> {
     routes.check_fits(topo)?;
     g.check_fits(topo)?;
     let stage = stages(g);
@@ -150,8 +155,10 @@ mod tests {
         let dag = analyze_dag(&topo, &routes, &g, &AnalysisOptions::default()).unwrap();
         let phased = analyze(&topo, &routes, &s).unwrap();
         assert_eq!(dag.stages, s.num_phases());
-        assert_eq!(dag.loads.phases.iter().map(|p| p.max_load).collect::<Vec<_>>(),
-                   phased.phases.iter().map(|p| p.max_load).collect::<Vec<_>>());
+        assert_eq!(
+            dag.loads.phases.iter().map(|p| p.max_load).collect::<Vec<_>>(),
+            phased.phases.iter().map(|p| p.max_load).collect::<Vec<_>>()
+        );
         assert_eq!(dag.loads.fluid_time_s, phased.fluid_time_s);
         assert_eq!((dag.collective.as_deref(), dag.complete, dag.block_bytes), (Some("alltoall"), true, Some(1 << 16)));
         assert!(dag.bound.seconds > 0.0 && dag.bound.seconds <= dag.loads.fluid_time_host_links_s * (1.0 + 1e-12));
@@ -177,7 +184,8 @@ mod tests {
         let mut g = TaskGraph::new("chain", 4);
         let a = g.add_task(Message { src: 0, dst: 1, bytes: 8 }, &[]).unwrap();
         let b = g.add_task(Message { src: 1, dst: 2, bytes: 8 }, &[(a, Dependency::Relay)]).unwrap();
-        g.add_task(Message { src: 2, dst: 3, bytes: 8 }, &[(b, Dependency::Complete), (a, Dependency::Complete)]).unwrap();
+        g.add_task(Message { src: 2, dst: 3, bytes: 8 }, &[(b, Dependency::Complete), (a, Dependency::Complete)])
+            .unwrap();
         assert_eq!(stages(&g), vec![0, 0, 1]);
     }
 }
