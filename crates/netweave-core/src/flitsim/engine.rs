@@ -42,6 +42,7 @@ use super::partition::{self, error_text, read_blocked, Broadcast, Exchange, Mail
 use super::router::{land_flit, step_routers, Fixed, Outbox, Pool, RouterState, Shared, Wheels, Worker};
 use crate::error::{NetweaveError, Result};
 use crate::routing::RoutingTable;
+use crate::topology::structure::Lattice;
 use crate::topology::Topology;
 
 /// Output-VC owner meaning "a host is injecting on it".
@@ -295,21 +296,13 @@ impl<'a> Sim<'a> {
         })
     }
 
-    /// Route with BookSim's torus `dim_order` instead of the table's ports and VC policy.
-    pub fn use_booksim_torus(&mut self, dims: Vec<u32>, host_ports: u32) -> Result<()> {
+    /// Route with BookSim's torus `dim_order` on lattice `lat` instead of the table's ports
+    /// and VC policy.
+    pub fn use_booksim_torus(&mut self, lat: &Lattice) -> Result<()> {
         if self.net.routing_vcs != 2 {
             return crate::invalid!("BookSim's dim_order on a torus needs a routing with 2 VC classes");
         }
-        let n = dims.len();
-        let mut coords = vec![0u32; self.net.num_routers * n];
-        for r in 0..self.net.num_routers {
-            let mut x = r as u32;
-            for (d, &k) in dims.iter().enumerate() {
-                coords[r * n + d] = x % k;
-                x /= k;
-            }
-        }
-        self.booksim_torus = Some(BookSimTorus { dims, host_ports, coords });
+        self.booksim_torus = Some(BookSimTorus { coords: lat.coords(), lattice: lat.clone() });
         Ok(())
     }
 

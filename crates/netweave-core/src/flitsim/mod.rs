@@ -68,16 +68,19 @@ pub(crate) fn new_sim<'a>(topo: &'a Topology, routes: &'a RoutingTable, cfg: &Si
     let named = matches!(cfg.routing_function.as_str(), "dim_order" | "dim_order_torus");
     // With one VC per destination the table's DOR is used, as BookSim's dim_order_ni.
     if named && !cfg.vc_per_destination {
-        if let Some(lat) = topo.structure().lattice().filter(|l| l.shape == LatticeShape::Torus) {
-            sim.use_booksim_torus(lat.dims.clone(), lat.hosts_per_router)?;
+        if let Ok(lat) = topo.lattice_with_hosts() {
+            if lat.shape == LatticeShape::Torus {
+                sim.use_booksim_torus(lat)?;
+            }
         }
     }
     Ok(sim)
 }
 
-/// The lattice of a mesh / torus topology, for the digit patterns.
-pub fn lattice_of(topo: &Topology) -> Option<&synthetic::Lattice> {
-    topo.structure().lattice().filter(|l| l.shape != LatticeShape::Hypercube)
+/// The mesh or torus the digit patterns (`tornado`, `neighbor`, …) act on, when the topology
+/// is one ([`Topology::lattice`]'s check).
+fn digit_lattice(topo: &Topology) -> Option<&synthetic::Lattice> {
+    topo.lattice_with_hosts().ok().filter(|l| l.shape != LatticeShape::Hypercube)
 }
 
 /// The open-loop destination pattern the config names.
@@ -85,7 +88,7 @@ pub fn pattern_of(topo: &Topology, cfg: &SimConfig) -> Result<SyntheticPattern> 
     SyntheticPattern::new(
         &cfg.traffic,
         topo.num_hosts() as u32,
-        lattice_of(topo),
+        digit_lattice(topo),
         cfg.perm_seed,
         &cfg.hotspot_hosts,
         cfg.hotspot_fraction,
@@ -100,14 +103,13 @@ pub fn schedule_of(topo: &Topology, cfg: &SimConfig) -> Result<Schedule> {
     match cfg.schedule.as_str() {
         "alltoall-shift" | "alltoall" | "shift" => Schedule::shift_alltoall(n, bytes),
         name => {
-            let p = SyntheticPattern::new(name, n, lattice_of(topo), cfg.perm_seed, &cfg.hotspot_hosts, 1.0).map_err(
-                |_| {
+            let p = SyntheticPattern::new(name, n, digit_lattice(topo), cfg.perm_seed, &cfg.hotspot_hosts, 1.0)
+                .map_err(|_| {
                     NetweaveError::InvalidParameter(format!(
                         "schedule must be alltoall-shift or a permutation pattern ({}), got '{name}'",
                         synthetic::NAMES.join(", ")
                     ))
-                },
-            )?;
+                })?;
             let Some(_) = p.fixed(0) else {
                 return crate::invalid!("schedule '{name}' is random; a batch needs a permutation pattern");
             };

@@ -5,7 +5,7 @@ use super::config::SimConfig;
 use super::flit::NONE;
 use crate::error::Result;
 use crate::routing::RoutingTable;
-use crate::topology::structure::LatticeShape;
+use crate::topology::structure::{Lattice, LatticeShape};
 use crate::topology::{Port, Topology};
 
 /// The static network: sim channels, router ports and port groups.
@@ -77,7 +77,7 @@ impl SimNetwork {
                 routes.engine()
             );
         }
-        let torus = topo.structure().lattice().is_some_and(|l| l.shape == LatticeShape::Torus);
+        let torus = topo.lattice_with_hosts().is_ok_and(|l| l.shape == LatticeShape::Torus);
         let switch_lat = cfg.switch_latency(torus);
         let host_lat = cfg.host_channel_latency;
         let ports = cfg.injection_ports as usize;
@@ -235,9 +235,8 @@ impl SimNetwork {
 /// (BookSim's rule: current coordinate above the destination's), else class 0 — and kept to
 /// the end of the dimension. Ejection may use any VC.
 pub(crate) struct BookSimTorus {
-    pub dims: Vec<u32>,
-    pub host_ports: u32,
-    /// Coordinates of every router, `coords[r * n + d]`.
+    pub lattice: Lattice,
+    /// Coordinates of every router, `coords[r * n + d]` ([`Lattice::coords`]).
     pub coords: Vec<u32>,
 }
 
@@ -247,27 +246,26 @@ impl BookSimTorus {
     /// coin that is a hash of the seed, the packet and the router, so it does not depend on the
     /// order routers are visited in.
     pub(crate) fn route(&self, seed: u64, r: usize, in_port: Port, dst: u32, uid: u64, class_in: u8) -> (Port, u16) {
-        let h = self.host_ports.max(1);
+        let lat = &self.lattice;
+        let h = lat.hosts_per_router.max(1);
         let (dst_router, local) = (dst / h, dst % h);
-        let n = self.dims.len();
+        let n = lat.dims.len();
         let Some(d) = (0..n).find(|&d| self.coords[r * n + d] != self.coords[dst_router as usize * n + d]) else {
             return ((local + 1) as Port, ANY_CLASS);
         };
-        let hp = self.host_ports as Port;
-        let in_dim = if in_port > hp { Some(((in_port - hp - 1) / 2) as usize) } else { None };
-        if in_dim == Some(d) {
-            // Keep going the same way: a + port always meets the neighbour's − port.
-            let out = if (in_port - hp - 1) % 2 == 0 { in_port + 1 } else { in_port - 1 };
-            return (out, class_in as u16);
+        if let Some((in_dim, from_plus)) = lat.dim_of_port(in_port).filter(|&(dim, _)| dim == d) {
+            // Keep going the same way: a packet that came in on the + port (from the neighbour's
+            // − side) leaves on the − port, and the other way round.
+            return (lat.port(in_dim, !from_plus), class_in as u16);
         }
-        let k = self.dims[d] as i64;
+        let k = lat.dims[d] as i64;
         let cur = self.coords[r * n + d] as i64;
         let dest = self.coords[dst_router as usize * n + d] as i64;
         let dist2 = k - 2 * ((dest - cur + k) % k);
         let coin = || mix64(seed ^ mix64(uid ^ mix64(r as u64))) & 1 == 1;
         let plus = dist2 > 0 || (dist2 == 0 && coin());
         let partition = u8::from(cur > dest);
-        (hp + 2 * d as Port + if plus { 1 } else { 2 }, partition as u16)
+        (lat.port(d, plus), partition as u16)
     }
 }
 

@@ -121,7 +121,7 @@ fn booksim_torus_routes_bitcomp_with_its_dateline_classes() {
     let c = cfg(&[("k", "8"), ("n", "1"), ("packet_size", "4")]);
     let (t, r) = build_network(&c).unwrap();
     let mut sim = engine::Sim::new(&t, &r, &c).unwrap();
-    sim.use_booksim_torus(vec![8], 1).unwrap();
+    sim.use_booksim_torus(t.lattice_with_hosts().unwrap()).unwrap();
     let (plus, minus) = (2, 3);
     let expected = [
         (0, minus, 0),

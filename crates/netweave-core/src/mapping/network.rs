@@ -136,7 +136,11 @@ impl MapNetwork {
             routes: RouteSource::Table { next_channel, channel_switch, hops: Vec::new() },
             max_hops: 0,
             slots_per_host,
-            lattice: lattice_of(topo),
+            lattice: topo
+                .lattice_with_hosts()
+                .ok()
+                .filter(|l| l.shape != LatticeShape::Hypercube && l.hosts_per_router > 0)
+                .cloned(),
             host_labels: topo.hosts().iter().map(|&n| topo.label(n).to_string()).collect(),
             host_coords: Vec::new(),
         };
@@ -197,12 +201,17 @@ impl MapNetwork {
         if slots_per_host == 0 {
             return crate::invalid!("slots per host must be at least 1");
         }
-        let Some(lat) = lattice_of(topo) else {
-            return crate::invalid!(
-                "lattice routes need a torus or mesh whose parameters match its size; '{}' is a {}",
-                topo.name(),
-                topo.family()
-            );
+        // The one lattice check (wiring, ports, host attachment); hypercubes route by a table.
+        let lat = match topo.lattice_with_hosts() {
+            Ok(lat) if lat.shape != LatticeShape::Hypercube && lat.hosts_per_router > 0 => lat.clone(),
+            Ok(_) => {
+                return crate::invalid!(
+                    "lattice routes need a torus or mesh with hosts; '{}' is a {}",
+                    topo.name(),
+                    topo.family()
+                )
+            }
+            Err(e) => return crate::invalid!("lattice routes need a torus or mesh: {e}"),
         };
         let alternate_ties = match select {
             Select::LowPort => false,
@@ -219,59 +228,22 @@ impl MapNetwork {
         if (routers as u64) * (n as u64) * 2 > u32::MAX as u64 || hpr + 2 * n > Port::MAX as usize {
             return crate::invalid!("'{}' is too large for the lattice route source", topo.name());
         }
-        let mut strides = Vec::with_capacity(n);
-        let mut stride = 1u32;
-        for &k in &lat.dims {
-            strides.push(stride);
-            stride = stride.saturating_mul(k);
-        }
+        // Fits in u32: the router count is the switch count.
+        let strides: Vec<u32> = lat.strides().iter().map(|&s| s as u32).collect();
         let switches = topo.switches();
         let mut port_channel = vec![NO_CHANNEL; routers * n * 2];
-        let mut x = vec![0u32; n];
         for r in 0..routers {
-            lat.router_coords(r as u32, &mut x);
-            for (d, &k) in lat.dims.iter().enumerate() {
-                if k < 2 {
-                    continue;
-                }
-                let st = strides[d] as usize;
+            for d in 0..n {
                 for minus in [false, true] {
-                    // The router the link must reach, as routing::dor lays the lattice out.
-                    let expected = match (lat.wrap(), minus) {
-                        (false, false) => (x[d] + 1 < k).then(|| r + st),
-                        (false, true) => (x[d] > 0).then(|| r - st),
-                        (true, false) => Some(if x[d] + 1 == k { r - (k as usize - 1) * st } else { r + st }),
-                        (true, true) => Some(if x[d] == 0 { r + (k as usize - 1) * st } else { r - st }),
-                    };
-                    let Some(expected) = expected else { continue };
-                    let port = (hpr + 2 * d + if minus { 2 } else { 1 }) as Port;
-                    let channel = topo.out_channel(switches[r], port);
-                    let reached = channel.map(|c| topo.channel_ends(c).1.node);
-                    if !reached.is_some_and(|m| !topo.is_host(m) && topo.kind_index(m) == expected) {
-                        return crate::invalid!(
-                            "'{}' is not the {} its parameters describe: router {} port {port} should reach {}",
-                            topo.name(),
-                            topo.family(),
-                            topo.label(switches[r]),
-                            topo.label(switches[expected])
-                        );
+                    // Topology::lattice checked that the port reaches the neighbour the layout names.
+                    if lat.neighbour(r as u32, d, !minus).is_some() {
+                        let channel = topo.out_channel(switches[r], lat.port(d, !minus));
+                        port_channel[(r * n + d) * 2 + minus as usize] = channel.unwrap_or(NO_CHANNEL);
                     }
-                    port_channel[(r * n + d) * 2 + minus as usize] = channel.unwrap_or(NO_CHANNEL);
                 }
             }
         }
         let inject = injection_channels(topo)?;
-        for (host, &c) in inject.iter().enumerate() {
-            let far = topo.channel_ends(c).1.node;
-            if topo.is_host(far) || topo.kind_index(far) != host / hpr {
-                return crate::invalid!(
-                    "'{}': host {} is not attached to router {} as its parameters describe",
-                    topo.name(),
-                    topo.label(topo.hosts()[host]),
-                    host / hpr
-                );
-            }
-        }
         let max_hops = lat.dims.iter().map(|&k| if lat.wrap() { k / 2 } else { k - 1 }).sum();
         let mut net = MapNetwork {
             num_hosts: topo.num_hosts() as u32,
@@ -509,17 +481,6 @@ fn injection_channels(topo: &Topology) -> Result<Vec<ChannelId>> {
             None => Err(NetweaveError::Routing(format!("host {} has no link", topo.label(node)))),
         })
         .collect()
-}
-
-/// The lattice of a `torus`/`mesh` topology whose structure matches its size, else `None`.
-fn lattice_of(topo: &Topology) -> Option<Lattice> {
-    let lat = topo.structure().lattice().filter(|l| l.shape != LatticeShape::Hypercube)?;
-    let routers = lat.num_routers_u64();
-    let hpr = lat.hosts_per_router;
-    if hpr == 0 || routers != topo.num_switches() as u64 || routers * hpr as u64 != topo.num_hosts() as u64 {
-        return None;
-    }
-    Some(lat.clone())
 }
 
 #[cfg(test)]

@@ -42,58 +42,17 @@
 //! assert!(deadlock::check(&t, &r).unwrap().deadlock_free);
 //! ```
 
-use crate::error::Result;
-use crate::topology::structure::{Lattice, LatticeShape as Shape, Structure};
+use crate::error::{NetweaveError, Result};
+use crate::topology::structure::{Lattice, LatticeShape as Shape};
 use crate::topology::{Port, Topology};
 
 use super::minhop::hosts_by_switch;
 use super::select::Selector;
 use super::{Injection, RouteOptions, RoutingTable, VcChange, VcPolicy, VcTransitions};
 
-/// The lattice the topology's structure claims, checked against its switch count.
-fn checked_lattice(topo: &Topology) -> Result<(&Lattice, Vec<u64>)> {
-    let lat = match topo.structure() {
-        Structure::Lattice(lat) => lat,
-        Structure::Malformed { expected, reason } if expected == "lattice" => {
-            return crate::invalid!("dor: {} topology '{}' {reason}", topo.family(), topo.name())
-        }
-        _ => return crate::invalid!("dor needs a mesh, torus or hypercube; this is {}", topo.family()),
-    };
-    let routers = lat.num_routers_u64();
-    if routers != topo.num_switches() as u64 {
-        return crate::invalid!(
-            "dor: '{}' has {} switches, but its dims {:?} imply {routers} routers",
-            topo.name(),
-            topo.num_switches(),
-            lat.dims
-        );
-    }
-    // Router ports must fit the 16-bit port numbers the table stores.
-    if lat.hosts_per_router as u64 + 2 * lat.dims.len() as u64 > Port::MAX as u64 {
-        return crate::invalid!("dor: '{}' has more router ports than a 16-bit port number allows", topo.name());
-    }
-    Ok((lat, lat.strides()))
-}
-
-/// Dimension of a router port, `None` for host ports and anything else.
-fn dim_of_port(lat: &Lattice, port: Port) -> Option<usize> {
-    let h = lat.hosts_per_router as usize;
-    let p = port as usize;
-    let per = if lat.shape == Shape::Hypercube { 1 } else { 2 };
-    (p > h && p <= h + per * lat.dims.len()).then(|| (p - h - 1) / per)
-}
-
-/// Coordinates of every router, flat: `coords[r * n + d]`.
-fn router_coords(lat: &Lattice) -> Vec<u32> {
-    let n = lat.dims.len();
-    let routers = lat.num_routers() as usize;
-    let mut out = Vec::with_capacity(routers * n);
-    let mut x = vec![0u32; n];
-    for _ in 0..routers {
-        out.extend_from_slice(&x);
-        lat.step(&mut x);
-    }
-    out
+/// The lattice the topology is ([`Topology::lattice`], the one check), errors prefixed `dor: `.
+fn checked_lattice(topo: &Topology) -> Result<&Lattice> {
+    topo.lattice().map_err(|e| NetweaveError::InvalidParameter(format!("dor: {e}")))
 }
 
 /// VCs the routing needs: 2 on a torus with a ring of 3 or more routers, else 1.
@@ -105,58 +64,6 @@ fn vcs_needed(lat: &Lattice) -> u8 {
     }
 }
 
-/// Check that every router link the lattice implies exists on the port the layout names
-/// and reaches the expected router (switch index = router index).
-fn verify_links(lat: &Lattice, strides: &[u64], topo: &Topology, coords: &[u32]) -> Result<()> {
-    let n = lat.dims.len();
-    for r in 0..lat.num_routers() as usize {
-        let node = topo.switches()[r];
-        let x = &coords[r * n..(r + 1) * n];
-        for (d, &k) in lat.dims.iter().enumerate() {
-            if k < 2 {
-                continue;
-            }
-            let stride = strides[d] as usize;
-            for plus in [true, false] {
-                let expected = match lat.shape {
-                    Shape::Hypercube => {
-                        if !plus {
-                            continue; // same port as `+`
-                        }
-                        Some(if x[d] == 0 { r + stride } else { r - stride })
-                    }
-                    Shape::Mesh => match plus {
-                        true => (x[d] + 1 < k).then(|| r + stride),
-                        false => (x[d] > 0).then(|| r - stride),
-                    },
-                    Shape::Torus => Some(match (plus, x[d] + 1 == k, x[d] == 0) {
-                        (true, false, _) => r + stride,
-                        (true, true, _) => r - (k as usize - 1) * stride,
-                        (false, _, false) => r - stride,
-                        (false, _, true) => r + (k as usize - 1) * stride,
-                    }),
-                };
-                let Some(expected) = expected else { continue };
-                let port = lat.port(d, plus);
-                let reached = topo.out_channel(node, port).map(|c| topo.channel_ends(c).1.node);
-                let ok = reached.is_some_and(|m| !topo.is_host(m) && topo.kind_index(m) == expected);
-                if !ok {
-                    return crate::invalid!(
-                        "dor: '{}' is not the {} its parameters describe: router {} port {port} \
-                         should reach {} (dimension {d}, {} direction)",
-                        topo.name(),
-                        topo.family(),
-                        topo.label(node),
-                        topo.label(topo.switches()[expected]),
-                        if plus { "+" } else { "-" }
-                    );
-                }
-            }
-        }
-    }
-    Ok(())
-}
-
 /// Dimension-order routing (e-cube) on a mesh, torus or hypercube; dateline VCs on tori.
 ///
 /// Dimension 0 is corrected first. Mesh and hypercube: 1 VC. Torus: shortest direction per
@@ -165,7 +72,7 @@ fn verify_links(lat: &Lattice, strides: &[u64], topo: &Topology, coords: &[u32])
 /// torus or hypercube; this is fat_tree"), for a topology that does not match its recorded
 /// parameters, and for a torus when `options.max_vcs` is 1.
 pub fn dimension_order(topo: &Topology, options: &RouteOptions) -> Result<RoutingTable> {
-    let (lat, strides) = checked_lattice(topo)?;
+    let lat = checked_lattice(topo)?;
     let num_vcs = vcs_needed(lat);
     if num_vcs > options.max_vcs {
         return crate::invalid!(
@@ -175,8 +82,7 @@ pub fn dimension_order(topo: &Topology, options: &RouteOptions) -> Result<Routin
     }
     let n = lat.dims.len();
     let routers = lat.num_routers() as usize;
-    let coords = router_coords(lat);
-    verify_links(lat, &strides, topo, &coords)?;
+    let coords = lat.coords();
     let by_switch = hosts_by_switch(topo)?;
 
     let mut table = RoutingTable::new(topo, "dor");
@@ -264,7 +170,7 @@ fn dateline_transitions(topo: &Topology, lat: &Lattice, coords: &[u32]) -> VcTra
                 for a in topo.neighbors(node) {
                     let change = if wrap {
                         VcChange::Set(1)
-                    } else if dim_of_port(lat, a.port) != Some(d) {
+                    } else if lat.dim_of_port(a.port).map(|(dim, _)| dim) != Some(d) {
                         VcChange::Set(0)
                     } else {
                         VcChange::Keep
@@ -468,12 +374,15 @@ mod tests {
         ];
         for t in &topos {
             let e = dimension_order(t, &RouteOptions::default()).unwrap_err().to_string();
-            assert_eq!(e, format!("dor needs a mesh, torus or hypercube; this is {}", t.family()));
+            assert_eq!(
+                e,
+                format!("dor: '{}' is not a mesh, torus or hypercube (its family is {})", t.name(), t.family())
+            );
         }
         let mut b = TopologyBuilder::new("x");
         b.add_switch("s", 2);
         let e = dimension_order(&b.build().unwrap(), &RouteOptions::default()).unwrap_err().to_string();
-        assert_eq!(e, "dor needs a mesh, torus or hypercube; this is custom");
+        assert_eq!(e, "dor: 'x' is not a mesh, torus or hypercube (its family is custom)");
     }
 
     #[test]

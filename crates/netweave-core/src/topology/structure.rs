@@ -24,7 +24,8 @@ use serde::{Deserialize, Serialize};
 
 use super::fat_tree::PgftSpec;
 use super::lsft::LsftLayout;
-use super::Port;
+use super::{Port, Topology};
+use crate::error::Result;
 
 /// Which kind of lattice: the three differ in wrap-around and in the router port layout.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -125,6 +126,151 @@ impl Lattice {
         } else {
             (h + 2 * d + if plus { 1 } else { 2 }) as Port
         }
+    }
+    /// The dimension and direction (`true`: `+`) of router port `port`, the inverse of
+    /// [`port`](Self::port); `None` for host ports and ports past the last dimension. A
+    /// hypercube's one port per dimension reads as `+`.
+    #[inline]
+    pub fn dim_of_port(&self, port: Port) -> Option<(usize, bool)> {
+        let (h, p) = (self.hosts_per_router as usize, port as usize);
+        let per = if self.shape == LatticeShape::Hypercube { 1 } else { 2 };
+        (p > h && p <= h + per * self.dims.len()).then(|| ((p - h - 1) / per, (p - h - 1) % per == 0))
+    }
+    /// The router one step from router `r` along dimension `d` (`plus`: towards `+1`), as the
+    /// generators wire it: `None` past a mesh's edge and in a dimension of size 1; on a torus
+    /// the step wraps; on a hypercube both directions flip the same bit.
+    pub fn neighbour(&self, r: u32, d: usize, plus: bool) -> Option<u32> {
+        let k = self.dims[d];
+        if k < 2 {
+            return None;
+        }
+        let stride: u32 = self.dims[..d].iter().product();
+        let x = r / stride % k;
+        match self.shape {
+            LatticeShape::Hypercube => Some(r ^ stride),
+            LatticeShape::Mesh => match plus {
+                true => (x + 1 < k).then(|| r + stride),
+                false => (x > 0).then(|| r - stride),
+            },
+            LatticeShape::Torus => Some(match (plus, x + 1 == k, x == 0) {
+                (true, false, _) => r + stride,
+                (true, true, _) => r - (k - 1) * stride,
+                (false, _, false) => r - stride,
+                (false, _, true) => r + (k - 1) * stride,
+            }),
+        }
+    }
+    /// Coordinates of every router, flat: `coords[r · n + d]` for `n` dimensions.
+    pub fn coords(&self) -> Vec<u32> {
+        let n = self.dims.len();
+        let routers = self.num_routers() as usize;
+        let mut out = Vec::with_capacity(routers * n);
+        let mut x = vec![0u32; n];
+        for _ in 0..routers {
+            out.extend_from_slice(&x);
+            self.step(&mut x);
+        }
+        out
+    }
+}
+
+impl Topology {
+    /// The mesh, torus or hypercube this topology is, checked against its wiring — the one
+    /// check every user of lattice rules relies on (dimension-order routing, the mapper's
+    /// lattice routes and placements, the flit simulator's BookSim torus routing and digit
+    /// patterns). It holds when the structure is a lattice whose router count is the switch
+    /// count, whose ports fit 16-bit port numbers, every router link is on the port
+    /// [`Lattice::port`] names and reaches [`Lattice::neighbour`] (hosts may hang anywhere; see
+    /// [`lattice_with_hosts`](Self::lattice_with_hosts)). Otherwise one line saying what differs (callers prefix
+    /// their name).
+    ///
+    /// ```
+    /// use netweave_core::topology::grid::{mesh, torus};
+    /// let t = torus(&[4, 3], 2).unwrap();
+    /// let lat = t.lattice().unwrap();
+    /// assert_eq!((lat.neighbour(3, 0, true), lat.port(1, false)), (Some(0), 2 + 2 + 2));
+    /// assert!(netweave_core::topology::fat_tree::k_ary_n_tree(2, 2).unwrap().lattice().is_err());
+    /// ```
+    pub fn lattice(&self) -> Result<&Lattice> {
+        let lat = match self.structure() {
+            Structure::Lattice(lat) => lat,
+            Structure::Malformed { expected, reason } if expected == "lattice" => {
+                return crate::invalid!("{} topology '{}' {reason}", self.family(), self.name())
+            }
+            _ => {
+                return crate::invalid!(
+                    "'{}' is not a mesh, torus or hypercube (its family is {})",
+                    self.name(),
+                    self.family()
+                )
+            }
+        };
+        let routers = lat.num_routers_u64();
+        if routers != self.num_switches() as u64 {
+            return crate::invalid!(
+                "'{}' has {} switches, but its dims {:?} imply {routers} routers",
+                self.name(),
+                self.num_switches(),
+                lat.dims
+            );
+        }
+        if lat.hosts_per_router as u64 + 2 * lat.dims.len() as u64 > Port::MAX as u64 {
+            return crate::invalid!("'{}' has more router ports than a 16-bit port number allows", self.name());
+        }
+        let unlike = |what: String| {
+            crate::invalid!("'{}' is not the {} its parameters describe: {what}", self.name(), self.family())
+        };
+        let switches = self.switches();
+        for (r, &node) in switches.iter().enumerate() {
+            for d in 0..lat.dims.len() {
+                for plus in [true, false] {
+                    if lat.shape == LatticeShape::Hypercube && !plus {
+                        continue; // the same port as `+`
+                    }
+                    let Some(expected) = lat.neighbour(r as u32, d, plus) else { continue };
+                    let port = lat.port(d, plus);
+                    let reached = self.out_channel(node, port).map(|c| self.channel_ends(c).1.node);
+                    if !reached.is_some_and(|m| !self.is_host(m) && self.kind_index(m) == expected as usize) {
+                        return unlike(format!(
+                            "router {} port {port} should reach {} (dimension {d}, {} direction)",
+                            self.label(node),
+                            self.label(switches[expected as usize]),
+                            if plus { "+" } else { "-" }
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(lat)
+    }
+
+    /// [`lattice`](Self::lattice), and also the generators' host layout — host `h` on router
+    /// `h / H` at port `h % H + 1`, `H` hosts on every router — for users that find a host's
+    /// router from its index (the mapper's lattice routes, BookSim's torus routing, the digit
+    /// traffic patterns).
+    pub fn lattice_with_hosts(&self) -> Result<&Lattice> {
+        let lat = self.lattice()?;
+        let routers = lat.num_routers_u64();
+        let unlike = |what: String| {
+            crate::invalid!("'{}' is not the {} its parameters describe: {what}", self.name(), self.family())
+        };
+        let switches = self.switches();
+        let per = lat.hosts_per_router as usize;
+        if self.num_hosts() as u64 != routers * per as u64 {
+            return unlike(format!("{} hosts, not {per} on each of {routers} routers", self.num_hosts()));
+        }
+        for (h, &node) in self.hosts().iter().enumerate() {
+            let (router, port) = (switches[h / per], (h % per + 1) as Port);
+            let reached = self.out_channel(router, port).map(|c| self.channel_ends(c).1.node);
+            if reached != Some(node) {
+                return unlike(format!(
+                    "host {} should sit on router {} port {port}",
+                    self.label(node),
+                    self.label(router)
+                ));
+            }
+        }
+        Ok(lat)
     }
 }
 
