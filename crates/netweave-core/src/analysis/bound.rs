@@ -225,7 +225,7 @@ mod tests {
 
     #[test]
     fn a_lone_sender_is_bound_by_its_injection() {
-        let topo = star_of_switches(1, 4, GIGABIT_LAN, GIGABIT_LAN).unwrap();
+        let topo = star_of_switches(4, 4, GIGABIT_LAN, GIGABIT_LAN).unwrap();
         let routes = shortest_path(&topo).unwrap();
         // Host 0 sends 1 MB to each of three others: its uplink carries 3 MB.
         let b = bottleneck_bound(&topo, &routes, (1..4).map(|d| (0, d, 1_000_000))).unwrap();
