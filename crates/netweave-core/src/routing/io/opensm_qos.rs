@@ -682,7 +682,7 @@ mod tests {
         routes.set_vc_policy(VcPolicy { num_vcs: 3, injection: Injection::PerDestination(per_dest), transitions: None });
         let Lanes::PerPath(levels) = lanes(&topo, &routes).unwrap() else { panic!() };
         let policy = write_policy(&topo, &levels);
-        assert_eq!(policy.matches("qos-match-rule\n").count(), 2, "{policy}");
+        assert_eq!(policy.matches("    qos-match-rule\n").count(), 2, "{policy}");
         assert_eq!(read_policy(&topo, &policy).unwrap(), levels);
         let paths = InstallPaths { lfts: "l", qos_policy: "q", torus_config: "t" };
         let conf = write_options(&topo, &routes, &Lanes::PerPath(levels), &paths);
