@@ -231,6 +231,9 @@ def _print_info(topo: Topology, as_json: bool) -> None:
     print(f"  hosts {data['hosts']}, switches {data['switches']}, links {data['links']} "
           f"({data['switch_links']} switch-switch, {data['host_links']} host)")
     print(f"  switch degree {data['min_switch_degree']}..{data['max_switch_degree']}, radix {data['max_switch_radix']}")
+    if data.get("distances_skipped"):
+        print(f"  {'connected' if data['connected'] else 'disconnected'} switch graph; {data['distances_skipped']}")
+        return
     print(f"  diameter {data['diameter']} switch hops ({data['host_diameter']} links host to host), "
           f"average distance {avg:.4f}" if avg is not None else "  disconnected switch graph")
 

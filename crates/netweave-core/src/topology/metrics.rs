@@ -49,9 +49,18 @@ pub struct TopologyStats {
     pub average_distance: Option<f64>,
     /// Whether every switch reaches every other switch.
     pub connected: bool,
+    /// Why `diameter`, `host_diameter` and `average_distance` were not computed (a fabric too
+    /// large for exact all-pairs distances); `None` when they were.
+    pub distances_skipped: Option<String>,
 }
 
-/// Compute [`TopologyStats`] (exact, all pairs).
+/// Largest switch count whose all-pairs distances [`stats`] computes: the work grows with the
+/// square of the switch count (a 32,768-router torus takes seconds; 4 M routers would take
+/// days), so larger fabrics get their counts and connectivity only, and say why.
+pub const MAX_ALL_PAIRS_SWITCHES: usize = 65_536;
+
+/// Compute [`TopologyStats`] (exact, all pairs; distances only up to
+/// [`MAX_ALL_PAIRS_SWITCHES`] switches).
 pub fn stats(topo: &Topology) -> TopologyStats {
     let switch_graph = SwitchFabric::new(topo);
     let mut switch_links = 0;
@@ -64,8 +73,32 @@ pub fn stats(topo: &Topology) -> TopologyStats {
         }
     }
     let degrees = topo.switches().iter().map(|&s| topo.degree(s));
-    let distances = switch_graph.all_pairs_summary();
     let n = topo.num_switches() as f64;
+    if switch_graph.len() > MAX_ALL_PAIRS_SWITCHES {
+        let mut dist = vec![u32::MAX; switch_graph.len()];
+        switch_graph.bfs(0, &mut dist, &mut Vec::new());
+        return TopologyStats {
+            hosts: topo.num_hosts(),
+            switches: topo.num_switches(),
+            links: topo.num_links(),
+            switch_links,
+            host_links,
+            min_switch_degree: degrees.clone().min().unwrap_or(0),
+            max_switch_degree: degrees.max().unwrap_or(0),
+            max_switch_radix: topo.switches().iter().map(|&s| topo.radix(s) as usize).max().unwrap_or(0),
+            diameter: None,
+            host_diameter: None,
+            average_distance: None,
+            connected: dist.iter().all(|&d| d != u32::MAX),
+            distances_skipped: Some(format!(
+                "distances not computed: {} switches is more than the {} whose all-pairs distances \
+                 can be computed in reasonable time",
+                switch_graph.len(),
+                MAX_ALL_PAIRS_SWITCHES
+            )),
+        };
+    }
+    let distances = switch_graph.all_pairs_summary();
     let connected = distances.unreached == 0;
     let host_diameter = if !connected { None } else { host_diameter(topo, &distances) };
     TopologyStats {
@@ -81,6 +114,7 @@ pub fn stats(topo: &Topology) -> TopologyStats {
         host_diameter,
         average_distance: (connected && n > 1.0).then(|| distances.distance_sum as f64 / (n * (n - 1.0))),
         connected,
+        distances_skipped: None,
     }
 }
 
@@ -218,6 +252,15 @@ mod tests {
             b.connect(h, sw[i as usize], LinkSpec::default()).unwrap();
         }
         b.build().unwrap()
+    }
+
+    #[test]
+    fn too_many_switches_for_all_pairs_says_so_and_still_checks_connectivity() {
+        let s = stats(&ring(MAX_ALL_PAIRS_SWITCHES as u32 + 1));
+        assert!(s.connected);
+        assert_eq!((s.diameter, s.average_distance), (None, None));
+        assert!(s.distances_skipped.unwrap().contains("65537 switches"));
+        assert_eq!(stats(&ring(5)).distances_skipped, None);
     }
 
     #[test]
