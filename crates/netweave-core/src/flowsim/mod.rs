@@ -169,9 +169,10 @@ impl FlowConfig {
 
     /// Bytes on the wire for a payload of `bytes`.
     pub fn wire_bytes(&self, bytes: u64) -> u64 {
+        // Saturates: a message this large is refused by the workload's checked totals.
         match self.mtu {
-            Some(mtu) => bytes + bytes.div_ceil(mtu).max(1) * self.header_bytes,
-            None => bytes + self.header_bytes,
+            Some(mtu) => bytes.saturating_add(bytes.div_ceil(mtu).max(1).saturating_mul(self.header_bytes)),
+            None => bytes.saturating_add(self.header_bytes),
         }
     }
 }

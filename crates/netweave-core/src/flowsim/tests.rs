@@ -298,3 +298,22 @@ fn bad_input_is_refused() {
     assert!(err.to_string().contains("no route"), "{err}");
     assert!("warp".parse::<Executor>().is_err());
 }
+
+#[test]
+fn a_bytes_override_whose_totals_overflow_is_refused_not_wrapped() {
+    let t = star(3, 500.0);
+    let r = shortest_path(&t).unwrap();
+    let s = one_phase(3, &[(0, 1, 1), (1, 2, 1), (2, 0, 1)]);
+    let mut cfg = FlowConfig::new(Executor::Sync);
+    cfg.bytes = Some(i64::MAX as u64);
+    let err = simulate(&t, &r, &s, &cfg).unwrap_err().to_string();
+    assert!(err.contains("--bytes"), "{err}");
+    // One message at the largest size plus a header cannot be carried either.
+    let mut one = FlowConfig::new(Executor::Sync);
+    one.bytes = Some(u64::MAX);
+    one.header_bytes = 64;
+    assert!(simulate(&t, &r, &one_phase(3, &[(0, 1, 1)]), &one).is_err());
+    // Just inside the limit still runs.
+    cfg.bytes = Some(u64::MAX / 4);
+    assert_eq!(simulate(&t, &r, &s, &cfg).unwrap().payload_bytes, 3 * (u64::MAX / 4));
+}

@@ -77,7 +77,13 @@ impl Workload {
             } else {
                 channels.clear();
                 routes.path(topo, s as usize, d as usize, &mut channels)?;
-                w.wire.push(config.wire_bytes(bytes));
+                let wire = config.wire_bytes(bytes);
+                if wire == u64::MAX {
+                    return crate::invalid!(
+                        "--bytes: a message of {bytes} bytes with its headers exceeds 2^64 - 1 bytes on the wire"
+                    );
+                }
+                w.wire.push(wire);
                 w.latency.push(channels.iter().map(|&c| topo.link(c / 2).spec.latency_ns).sum::<f64>() * 1e-9);
                 if config.injection_gbps.is_some() {
                     w.path_res.push((inj_base + s as usize) as u32);
@@ -92,6 +98,10 @@ impl Workload {
             }
             w.path_off.push(w.path_res.len() as u32);
         }
+        // The report sums payloads (and wire bytes) as u64: refuse a workload whose totals would
+        // not fit rather than report a wrapped figure.
+        crate::checked::total_bytes("--bytes: the total payload", w.payload.iter().copied())?;
+        crate::checked::total_bytes("--bytes: the total bytes on the wire", w.wire.iter().copied())?;
         Ok(w)
     }
 
