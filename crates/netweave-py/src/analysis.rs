@@ -31,7 +31,12 @@ fn analyze(
 /// Flows on each directed channel (host links included; channel `2·l` runs from link `l`'s
 /// end `a` to its end `b`, `2·l + 1` back) in phase `phase` of `schedule` routed by `routes`.
 #[pyfunction]
-fn phase_channel_flows(py: Python<'_>, routes: &PyRoutingTable, schedule: &PySchedule, phase: usize) -> PyResult<Vec<u32>> {
+fn phase_channel_flows(
+    py: Python<'_>,
+    routes: &PyRoutingTable,
+    schedule: &PySchedule,
+    phase: usize,
+) -> PyResult<Vec<u32>> {
     let topology = &routes.topology.get().inner;
     py.allow_threads(|| analysis::phase_channel_flows(topology, &routes.inner, &schedule.inner, phase)).map_err(err)
 }

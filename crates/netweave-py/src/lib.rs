@@ -22,7 +22,12 @@ create_exception!(_core, NetweaveErrorPy, PyValueError, "A netweave input or eng
 create_exception!(_core, FileError, NetweaveErrorPy, "An input file is unreadable or malformed.");
 create_exception!(_core, ParameterError, NetweaveErrorPy, "A parameter is out of range or inconsistent.");
 create_exception!(_core, InfeasibleError, NetweaveErrorPy, "Valid inputs asking for what cannot be done.");
-create_exception!(_core, ResourceLimitError, NetweaveErrorPy, "Refused: over the memory budget (--max-memory) or another limit.");
+create_exception!(
+    _core,
+    ResourceLimitError,
+    NetweaveErrorPy,
+    "Refused: over the memory budget (--max-memory) or another limit."
+);
 
 fn err(e: NetweaveError) -> PyErr {
     let message = e.to_string();

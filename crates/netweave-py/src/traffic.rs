@@ -432,7 +432,10 @@ fn contention_free<'py>(
         // A job on part of the fabric: the collective among its hosts, in host indices.
         Some(h) if tasks.is_none() => {
             let on_job = collective_tasks_n(h.len() as u32, collective, bytes, root, None)?;
-            on_job.into_iter().map(|m| Message { src: h[m.src as usize], dst: h[m.dst as usize], bytes: m.bytes }).collect()
+            on_job
+                .into_iter()
+                .map(|m| Message { src: h[m.src as usize], dst: h[m.dst as usize], bytes: m.bytes })
+                .collect()
         }
         _ => collective_tasks(topo, collective, bytes, root, tasks)?,
     };
@@ -445,7 +448,11 @@ fn contention_free<'py>(
         "departure" => Some(cf::RelayRule::Departure),
         "arrival" => Some(cf::RelayRule::Arrival),
         "off" => None,
-        other => return Err(NetweaveErrorPy::new_err(format!("unknown relay rule '{other}' (use departure, arrival or off)"))),
+        other => {
+            return Err(NetweaveErrorPy::new_err(format!(
+                "unknown relay rule '{other}' (use departure, arrival or off)"
+            )))
+        }
     };
     let options = cf::Options {
         scheduler: cf::Scheduler::by_name(scheduler).map_err(err)?,
@@ -495,7 +502,10 @@ fn job_hosts(topo: &PyTopology, hosts: Option<Vec<u32>>) -> PyResult<Option<Vec<
     let t = &topo.inner;
     let label = |h: u32| t.label(t.hosts()[h as usize]).to_string();
     if let Some(&h) = hosts.iter().find(|&&h| h as usize >= t.num_hosts()) {
-        return Err(NetweaveErrorPy::new_err(format!("host index {h} is not a host of the fabric (0..{})", t.num_hosts() - 1)));
+        return Err(NetweaveErrorPy::new_err(format!(
+            "host index {h} is not a host of the fabric (0..{})",
+            t.num_hosts() - 1
+        )));
     }
     if hosts.len() < 2 {
         let which = hosts.first().map(|&h| format!(" (host '{}')", label(h))).unwrap_or_default();
@@ -527,7 +537,9 @@ fn collective_tasks_n(
         ("alltoall", None) => cf::alltoall_tasks(n, bytes),
         ("tasks", Some(list)) => Ok(list.into_iter().map(|(src, dst, bytes)| Message { src, dst, bytes }).collect()),
         ("tasks", None) => netweave_core::invalid!("collective 'tasks' needs the task list"),
-        (other, None) => netweave_core::invalid!("contention-free schedules gather, alltoall or a task list, not {other}"),
+        (other, None) => {
+            netweave_core::invalid!("contention-free schedules gather, alltoall or a task list, not {other}")
+        }
         (other, Some(_)) => netweave_core::invalid!("a task list goes with collective 'tasks', not {other}"),
     }
     .map_err(err)

@@ -236,7 +236,9 @@ mod tests {
         assert_eq!(b.binding.kind(), "link", "a single host link names the link");
         let none = bottleneck_bound(&topo, &routes, [(2, 2, 5)]).unwrap();
         assert_eq!((none.seconds, none.binding.kind()), (0.0, "none"));
-        assert!(bottleneck_bound(&topo, &routes, [(0, 9, 5)]).unwrap_err().to_string().contains("0 -> 9")
-            || bottleneck_bound(&topo, &routes, [(0, 9, 5)]).unwrap_err().to_string().contains("9"));
+        assert!(
+            bottleneck_bound(&topo, &routes, [(0, 9, 5)]).unwrap_err().to_string().contains("0 -> 9")
+                || bottleneck_bound(&topo, &routes, [(0, 9, 5)]).unwrap_err().to_string().contains("9")
+        );
     }
 }

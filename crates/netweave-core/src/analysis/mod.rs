@@ -39,8 +39,8 @@
 //! report does not depend on the number of threads.
 
 pub mod bound;
-pub mod dag;
 mod channel_load;
+pub mod dag;
 mod paths;
 
 use rayon::prelude::*;

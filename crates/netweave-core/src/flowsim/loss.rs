@@ -83,10 +83,16 @@ impl TcpModel {
             return crate::invalid!("TCP segment size must be at least 1 byte");
         }
         if !(self.timeout_s.is_finite() && self.timeout_s > 0.0) {
-            return crate::invalid!("retransmission timeout must be a positive number of seconds, got {}", self.timeout_s);
+            return crate::invalid!(
+                "retransmission timeout must be a positive number of seconds, got {}",
+                self.timeout_s
+            );
         }
         if !(self.window_segments.is_finite() && self.window_segments > 0.0) {
-            return crate::invalid!("window per flow must be a positive number of segments, got {}", self.window_segments);
+            return crate::invalid!(
+                "window per flow must be a positive number of segments, got {}",
+                self.window_segments
+            );
         }
         if !(self.survivor_fraction.is_finite() && (0.0..=1.0).contains(&self.survivor_fraction)) {
             return crate::invalid!("survivor fraction must lie in 0..1, got {}", self.survivor_fraction);

@@ -177,7 +177,6 @@ impl FlowConfig {
     }
 }
 
-
 /// Simulate a phased schedule with the `Sync`, `Async` or `LocalSync` executor.
 pub fn simulate(
     topo: &Topology,
@@ -243,7 +242,6 @@ pub fn simulate_dag_with_progress(
     let control = Control::dag(dag);
     Sim::new(topo, routes, work, control, &config, progress).run()
 }
-
 
 #[cfg(test)]
 mod tests;

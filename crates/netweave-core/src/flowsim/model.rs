@@ -438,7 +438,9 @@ impl<'a> Sim<'a> {
         let narrowest =
             path.iter().map(|&c| bytes_per_s(self.topo.link(c / 2).spec.bandwidth_gbps)).fold(f64::INFINITY, f64::min);
         let wire = self.config.wire_bytes(1) as f64;
-        self.config.sync_s.unwrap_or(self.config.overhead_s) + latency + if narrowest.is_finite() { wire / narrowest } else { 0.0 }
+        self.config.sync_s.unwrap_or(self.config.overhead_s)
+            + latency
+            + if narrowest.is_finite() { wire / narrowest } else { 0.0 }
     }
 
     /// Local sync: release host `h`'s next steps while their conditions hold.
@@ -551,5 +553,4 @@ impl<'a> Sim<'a> {
             });
         }
     }
-
 }

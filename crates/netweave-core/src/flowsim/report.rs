@@ -59,7 +59,6 @@ pub struct FlowReport {
     pub series: Option<Vec<SeriesPoint>>,
 }
 
-
 impl Sim<'_> {
     pub(super) fn report(mut self) -> FlowReport {
         let makespan = self.host_finish.iter().copied().fold(0.0, f64::max);

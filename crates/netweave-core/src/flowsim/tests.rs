@@ -2,10 +2,10 @@
 
 use super::*;
 use crate::analysis::analyze;
-use crate::traffic::dag::Dependency;
 use crate::routing::{route, shortest_path, Engine, RouteOptions};
 use crate::topology::grid::{mesh, torus};
 use crate::topology::{LinkSpec, TopologyBuilder};
+use crate::traffic::dag::Dependency;
 
 /// 8 Gbit/s = 10⁹ B/s, so 10⁶ bytes take exactly 1 ms.
 const GBPS: f64 = 8.0;

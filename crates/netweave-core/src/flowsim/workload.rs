@@ -208,4 +208,3 @@ impl Control {
         Control::Dag { succ_off, succ, waiting, relay_of }
     }
 }
-

@@ -184,7 +184,11 @@ pub struct RoutingTable {
 pub fn ensure_table_fits(topo: &Topology) -> Result<()> {
     let entries = topo.num_switches() as u128 * topo.num_hosts() as u128;
     crate::budget::ensure(
-        &format!("routing {} switches × {} hosts (forwarding tables and the engine's working copy)", topo.num_switches(), topo.num_hosts()),
+        &format!(
+            "routing {} switches × {} hosts (forwarding tables and the engine's working copy)",
+            topo.num_switches(),
+            topo.num_hosts()
+        ),
         entries * 2 * std::mem::size_of::<Port>() as u128,
     )
 }
@@ -463,7 +467,10 @@ pub fn route(topo: &Topology, engine: Engine, options: &RouteOptions) -> Result<
     }
     if topo.num_hosts() == 0 {
         // Nothing to deliver: a table would be empty and vacuously "deadlock-free with 0 VCs".
-        return Err(NetweaveError::InvalidTopology(format!("the fabric '{}' has no hosts: there is nothing to route", topo.name())));
+        return Err(NetweaveError::InvalidTopology(format!(
+            "the fabric '{}' has no hosts: there is nothing to route",
+            topo.name()
+        )));
     }
     ensure_table_fits(topo)?;
     match engine {

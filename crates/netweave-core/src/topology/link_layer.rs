@@ -123,7 +123,10 @@ mod tests {
 
     #[test]
     fn buffers_are_checked_against_the_link_layer() {
-        assert_eq!(Switching::new(LinkLayer::Ethernet, None).unwrap().port_buffer_bytes, Some(DEFAULT_ETHERNET_PORT_BUFFER));
+        assert_eq!(
+            Switching::new(LinkLayer::Ethernet, None).unwrap().port_buffer_bytes,
+            Some(DEFAULT_ETHERNET_PORT_BUFFER)
+        );
         assert_eq!(Switching::new(LinkLayer::Ethernet, Some(4096)).unwrap().port_buffer_bytes, Some(4096));
         assert!(Switching::new(LinkLayer::Ethernet, Some(0)).unwrap_err().to_string().contains("at least one"));
         assert!(Switching::new(LinkLayer::Infiniband, Some(4096)).unwrap_err().to_string().contains("never drops"));

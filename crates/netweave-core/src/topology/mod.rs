@@ -100,10 +100,7 @@ impl LinkSpec {
             );
         }
         if !(0.0..=Self::MAX_LATENCY_NS).contains(&latency_ns) {
-            return crate::invalid!(
-                "link latency must be 0 to {:e} ns, got {latency_ns:?}",
-                Self::MAX_LATENCY_NS
-            );
+            return crate::invalid!("link latency must be 0 to {:e} ns, got {latency_ns:?}", Self::MAX_LATENCY_NS);
         }
         Ok(LinkSpec { bandwidth_gbps, latency_ns })
     }

@@ -76,7 +76,10 @@ pub fn derive(s: &Schedule) -> Result<Option<BlockLists>> {
         let count = offsets[i + 1] - offsets[i];
         if count == 0 {
             if m.bytes != 0 {
-                return Err(refuse(s, format!("message {} → {} has {} bytes but carries no block", m.src, m.dst, m.bytes)));
+                return Err(refuse(
+                    s,
+                    format!("message {} → {} has {} bytes but carries no block", m.src, m.dst, m.bytes),
+                ));
             }
             continue;
         }
@@ -144,7 +147,10 @@ fn bruck_alltoall(s: &Schedule) -> Result<Flat> {
         for m in phase {
             let step = (m.dst + n - m.src) % n;
             if !step.is_power_of_two() {
-                return Err(refuse(s, format!("message {} → {} is not a power-of-two step of Bruck's algorithm", m.src, m.dst)));
+                return Err(refuse(
+                    s,
+                    format!("message {} → {} is not a power-of-two step of Bruck's algorithm", m.src, m.dst),
+                ));
             }
             let start = ids.len();
             held[m.src as usize].retain(|&b| {
@@ -180,7 +186,10 @@ fn check_delivers(s: &Schedule, lists: &BlockLists) -> Result<()> {
         for (k, m) in phase.iter().enumerate() {
             for &b in lists.of(base + k) {
                 if !holders.holds(b, m.src) {
-                    return Err(refuse(s, format!("in phase {p}, rank {} would send block {b} it does not hold", m.src)));
+                    return Err(refuse(
+                        s,
+                        format!("in phase {p}, rank {} would send block {b} it does not hold", m.src),
+                    ));
                 }
                 arrivals.push((b, m.dst));
             }
@@ -227,7 +236,9 @@ impl Holders {
     fn holds(&self, block: u32, rank: u32) -> bool {
         match self {
             Holders::Paths(p) => p[block as usize].contains(&rank),
-            Holders::Bits { words, bits } => bits[block as usize * words + rank as usize / 64] & (1 << (rank % 64)) != 0,
+            Holders::Bits { words, bits } => {
+                bits[block as usize * words + rank as usize / 64] & (1 << (rank % 64)) != 0
+            }
         }
     }
 
@@ -307,13 +318,14 @@ pub fn derive_dag(g: &TaskGraph) -> Option<DagBlocks> {
     }
     let remote: Vec<&(u32, u32)> = filled.keys().filter(|(o, d)| o != d).collect();
     let to_one = remote.first().map(|&&(_, d)| d).filter(|&d| remote.iter().all(|&&(_, x)| x == d));
-    let (collective, block): (Collective, Vec<u32>) = if remote.len() as u64 == n * (n - 1) && n <= MAX_ALLTOALL_RANKS as u64 {
-        (Collective::Alltoall, pair.iter().map(|&(o, d)| o * n as u32 + d).collect())
-    } else if let Some(root) = to_one.filter(|_| remote.len() as u64 == n - 1) {
-        (Collective::Gather { root }, pair.iter().map(|&(o, _)| o).collect())
-    } else {
-        return None;
-    };
+    let (collective, block): (Collective, Vec<u32>) =
+        if remote.len() as u64 == n * (n - 1) && n <= MAX_ALLTOALL_RANKS as u64 {
+            (Collective::Alltoall, pair.iter().map(|&(o, d)| o * n as u32 + d).collect())
+        } else if let Some(root) = to_one.filter(|_| remote.len() as u64 == n - 1) {
+            (Collective::Gather { root }, pair.iter().map(|&(o, _)| o).collect())
+        } else {
+            return None;
+        };
     Some(DagBlocks { collective, block_bytes, block, offset })
 }
 
@@ -389,16 +401,22 @@ mod tests {
     #[test]
     fn schedules_the_rules_do_not_fit_are_refused() {
         // Bytes that are not a whole number of blocks.
-        let odd = Schedule::from_phases("odd", 2, vec![vec![Message { src: 0, dst: 1, bytes: 3 }], vec![
-            Message { src: 1, dst: 0, bytes: 5 },
-        ]])
+        let odd = Schedule::from_phases(
+            "odd",
+            2,
+            vec![vec![Message { src: 0, dst: 1, bytes: 3 }], vec![Message { src: 1, dst: 0, bytes: 5 }]],
+        )
         .unwrap()
         .with_collective(Collective::Alltoall, Delivery::Direct);
         assert!(derive(&odd).unwrap_err().to_string().contains("blocks of 3 bytes"));
         // A forwarded all-to-all that is not Bruck's.
-        let three = Schedule::from_phases("hop3", 4, vec![(0..4).map(|s| Message { src: s, dst: (s + 3) % 4, bytes: 8 }).collect()])
-            .unwrap()
-            .with_collective(Collective::Alltoall, Delivery::Forwarded);
+        let three = Schedule::from_phases(
+            "hop3",
+            4,
+            vec![(0..4).map(|s| Message { src: s, dst: (s + 3) % 4, bytes: 8 }).collect()],
+        )
+        .unwrap()
+        .with_collective(Collective::Alltoall, Delivery::Forwarded);
         assert!(derive(&three).unwrap_err().to_string().contains("power-of-two"));
         // An incomplete forwarded gather.
         let short = Schedule::from_phases("short", 3, vec![vec![Message { src: 1, dst: 0, bytes: 8 }]])

@@ -168,9 +168,10 @@ pub fn from_json(text: &str) -> Result<Schedule> {
 
 fn check_root(collective: Collective, num_ranks: u32) -> std::result::Result<(), String> {
     match collective {
-        Collective::Gather { root } if root >= num_ranks => {
-            Err(format!("gather root {root} is not one of the {num_ranks} ranks (valid: 0..={})", num_ranks.saturating_sub(1)))
-        }
+        Collective::Gather { root } if root >= num_ranks => Err(format!(
+            "gather root {root} is not one of the {num_ranks} ranks (valid: 0..={})",
+            num_ranks.saturating_sub(1)
+        )),
         _ => Ok(()),
     }
 }
@@ -282,7 +283,8 @@ pub fn to_binary_with(s: &Schedule, executor: ExecutorHint) -> Result<Vec<u8>> {
     }
     let lists: Option<BlockLists> = blocks::derive(s).ok().flatten();
     let nblocks = lists.as_ref().map_or(0, |l| l.ids.len());
-    let size = HEADER_BYTES + pad8(name.len()) + pad8(4 * n) + 2 * 8 * (n + 1) + 2 * RECORD_BYTES * m + 8 + pad8(4 * nblocks);
+    let size =
+        HEADER_BYTES + pad8(name.len()) + pad8(4 * n) + 2 * 8 * (n + 1) + 2 * RECORD_BYTES * m + 8 + pad8(4 * nblocks);
     let mut out = Vec::with_capacity(size);
     let (code, root) = collective_code(s.collective());
     let mut flags = 0;
@@ -321,9 +323,9 @@ pub fn to_binary_with(s: &Schedule, executor: ExecutorHint) -> Result<Vec<u8>> {
             out.extend_from_slice(&phase_of[i as usize].to_le_bytes());
             out.extend_from_slice(&(if peer_is_dst { msg.dst } else { msg.src }).to_le_bytes());
             out.extend_from_slice(&msg.bytes.to_le_bytes());
-            let (count, first) = lists.as_ref().map_or((0, 0), |l| {
-                (l.offsets[i as usize + 1] - l.offsets[i as usize], l.offsets[i as usize])
-            });
+            let (count, first) = lists
+                .as_ref()
+                .map_or((0, 0), |l| (l.offsets[i as usize + 1] - l.offsets[i as usize], l.offsets[i as usize]));
             out.extend_from_slice(&(count as u32).to_le_bytes());
             out.extend_from_slice(&0u32.to_le_bytes());
             out.extend_from_slice(&first.to_le_bytes());
@@ -582,9 +584,9 @@ fn check_block_table(
     if num_blocks == 0 && block_bytes == 0 && blocks_of.iter().all(|&(c, _)| c == 0) {
         return Ok(()); // not block-aware: runs by bytes only
     }
-    let derived = blocks::derive(s)
-        .map_err(|e| bin_err(e.to_string()))?
-        .ok_or_else(|| bin_err(format!("a {} schedule carries no blocks, but the file lists some", s.collective().name())))?;
+    let derived = blocks::derive(s).map_err(|e| bin_err(e.to_string()))?.ok_or_else(|| {
+        bin_err(format!("a {} schedule carries no blocks, but the file lists some", s.collective().name()))
+    })?;
     if derived.block_bytes != block_bytes {
         return Err(bin_err(format!(
             "the header says blocks of {block_bytes} bytes, the messages imply {}",
@@ -632,7 +634,11 @@ pub fn dag_to_binary(g: &TaskGraph) -> Vec<u8> {
     let t = g.num_tasks();
     let e = g.num_dependencies();
     let name = g.name().as_bytes();
-    let size = HEADER_BYTES + pad8(name.len()) + pad8(4 * n) + TASK_RECORD_BYTES * t + 8 * (t + 1)
+    let size = HEADER_BYTES
+        + pad8(name.len())
+        + pad8(4 * n)
+        + TASK_RECORD_BYTES * t
+        + 8 * (t + 1)
         + DEPENDENCY_RECORD_BYTES * e;
     let mut out = Vec::with_capacity(size);
     let found = blocks::derive_dag(g);
@@ -722,11 +728,18 @@ pub fn dag_from_binary(data: &[u8]) -> Result<TaskGraph> {
         deps.clear();
         for _ in index[t]..index[t + 1] {
             let (p, kind) = (r.u32("dependency table")?, r.u32("dependency table")?);
-            deps.push((p, match kind {
-                0 => Dependency::Complete,
-                1 => Dependency::Relay,
-                _ => return Err(bin_err(format!("dependency of task {t} has unknown kind {kind} (0 complete, 1 relay)"))),
-            }));
+            deps.push((
+                p,
+                match kind {
+                    0 => Dependency::Complete,
+                    1 => Dependency::Relay,
+                    _ => {
+                        return Err(bin_err(format!(
+                            "dependency of task {t} has unknown kind {kind} (0 complete, 1 relay)"
+                        )))
+                    }
+                },
+            ));
         }
         g.add_task(m, &deps).map_err(|e| bin_err(e.to_string()))?;
     }
@@ -745,7 +758,9 @@ pub fn dag_from_binary(data: &[u8]) -> Result<TaskGraph> {
         for (t, &(block, offset)) in placed.iter().enumerate() {
             let want = found.as_ref().map_or((u32::MAX, 0), |b| (b.block[t], b.offset[t]));
             if (block, offset) != want {
-                return Err(bin_err(format!("task {t} names block {block} at offset {offset}, not the piece it carries")));
+                return Err(bin_err(format!(
+                    "task {t} names block {block} at offset {offset}, not the piece it carries"
+                )));
             }
         }
     }
@@ -879,9 +894,10 @@ mod tests {
         assert_eq!(&b[56..64], &10u64.to_le_bytes()); // blocks of 10 bytes
         let send_table = 64 + 24 + 16 + 64;
         // rank 0's first send: phase 0 to rank 1, 10 bytes, 1 block, the first in the table
-        assert_eq!(&b[send_table..send_table + 32], &[
-            0, 0, 0, 0, 1, 0, 0, 0, 10, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0
-        ]);
+        assert_eq!(
+            &b[send_table..send_table + 32],
+            &[0, 0, 0, 0, 1, 0, 0, 0, 10, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]
+        );
         // ... which is block 0·3 + 1
         assert_eq!(&b[b.len() - 24..b.len() - 20], &1u32.to_le_bytes());
     }
@@ -921,11 +937,13 @@ mod tests {
         wrong_size[56] = 9;
         assert!(msg(&wrong_size).contains("blocks of 9 bytes"), "{}", msg(&wrong_size));
         // A schedule whose bytes are not whole blocks is written without blocks, and read back.
-        let odd = Schedule::from_phases("odd", 2, vec![vec![Message { src: 0, dst: 1, bytes: 3 }], vec![
-            Message { src: 1, dst: 0, bytes: 5 },
-        ]])
+        let odd = Schedule::from_phases(
+            "odd",
+            2,
+            vec![vec![Message { src: 0, dst: 1, bytes: 3 }], vec![Message { src: 1, dst: 0, bytes: 5 }]],
+        )
         .unwrap()
-            .with_collective(Collective::Alltoall, Delivery::Direct);
+        .with_collective(Collective::Alltoall, Delivery::Direct);
         let bin = to_binary(&odd).unwrap();
         assert_eq!(&bin[56..64], &0u64.to_le_bytes());
         assert_eq!(from_binary(&bin).unwrap(), odd);
@@ -936,8 +954,11 @@ mod tests {
         let mut g = TaskGraph::new("dag ü", 4);
         let a = g.add_task(Message { src: 0, dst: 1, bytes: 100 }, &[]).unwrap();
         let b = g.add_task(Message { src: 1, dst: 2, bytes: 100 }, &[(a, Dependency::Relay)]).unwrap();
-        g.add_task(Message { src: 3, dst: 0, bytes: u64::MAX }, &[(a, Dependency::Complete), (b, Dependency::Complete)])
-            .unwrap();
+        g.add_task(
+            Message { src: 3, dst: 0, bytes: u64::MAX },
+            &[(a, Dependency::Complete), (b, Dependency::Complete)],
+        )
+        .unwrap();
         let g = g.with_placement(vec![3, 2, 1, 0]).unwrap();
         let bin = dag_to_binary(&g);
         assert_eq!(dag_from_binary(&bin).unwrap(), g);

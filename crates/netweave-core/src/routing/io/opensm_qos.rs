@@ -262,7 +262,11 @@ pub fn write_policy(topo: &Topology, levels: &ServiceLevels) -> String {
 
     let mut out = String::new();
     let _ = writeln!(out, "# OpenSM QoS policy: the service level of every path of netweave's routing");
-    let _ = writeln!(out, "# of topology {:?} ({h} hosts). SL = the path's virtual lane; opensm.conf", snippet(topo.name()));
+    let _ = writeln!(
+        out,
+        "# of topology {:?} ({h} hosts). SL = the path's virtual lane; opensm.conf",
+        snippet(topo.name())
+    );
     let _ = writeln!(out, "# maps SL n to VL n. Port GUIDs are the hosts' (first) ports.");
     let _ = writeln!(out, "# pairs per SL: {}", sl_summary(&counts));
     let group_of_rules = rules.iter().map(|&(c, _, _)| c).collect::<std::collections::BTreeSet<_>>();
@@ -346,7 +350,12 @@ pub struct InstallPaths<'a> {
 /// operational VLs — or, for [`Lanes::ChangesMidPath`], the equivalent engine and why.
 pub fn write_options(topo: &Topology, routes: &RoutingTable, lanes: &Lanes, paths: &InstallPaths) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "# OpenSM 3.3 options for netweave's {:?} routing of topology {:?}.", snippet(routes.engine()), snippet(topo.name()));
+    let _ = writeln!(
+        out,
+        "# OpenSM 3.3 options for netweave's {:?} routing of topology {:?}.",
+        snippet(routes.engine()),
+        snippet(topo.name())
+    );
     let _ = writeln!(out, "# Start the subnet manager with: opensm -F <this file>");
     match lanes {
         Lanes::PerPath(levels) => {
@@ -417,9 +426,10 @@ fn write_vl_options(out: &mut String, vls: u8) {
 pub fn write_torus_config(topo: &Topology, dims: &[u32]) -> Result<String> {
     let guids = IbsimGuids::new(topo);
     let switch_guid = |index: u64| -> Result<u64> {
-        let node = *topo.switches().get(index as usize).ok_or_else(|| {
-            NetweaveError::InvalidParameter(format!("the torus has no switch {index}"))
-        })?;
+        let node = *topo
+            .switches()
+            .get(index as usize)
+            .ok_or_else(|| NetweaveError::InvalidParameter(format!("the torus has no switch {index}")))?;
         Ok(guids.node_guid(node))
     };
     let mut out = String::from("# torus-2QoS configuration written by netweave\n");
@@ -450,9 +460,7 @@ pub fn read_policy(topo: &Topology, text: &str) -> Result<ServiceLevels> {
     let h = topo.num_hosts();
     let guids = host_port_guids(topo);
     let host_of: HashMap<u64, usize> = guids.iter().enumerate().map(|(i, &g)| (g, i)).collect();
-    let fail = |line: usize, what: String| -> Result<ServiceLevels> {
-        Err(parse_error(FMT, line, what))
-    };
+    let fail = |line: usize, what: String| -> Result<ServiceLevels> { Err(parse_error(FMT, line, what)) };
 
     #[derive(PartialEq)]
     enum Section {
@@ -581,7 +589,9 @@ pub fn read_policy(topo: &Topology, text: &str) -> Result<ServiceLevels> {
         let group = |g: &Option<String>| -> std::result::Result<&Vec<bool>, String> {
             match g {
                 None => Ok(&everyone),
-                Some(g) => groups.get(g).ok_or_else(|| format!("rule names port group '{}', which is not defined", snippet(g))),
+                Some(g) => {
+                    groups.get(g).ok_or_else(|| format!("rule names port group '{}', which is not defined", snippet(g)))
+                }
             }
         };
         let (s, d) = match (group(src), group(dst)) {
@@ -616,7 +626,11 @@ fn parse_guid(s: &str) -> Option<u64> {
 pub fn with_service_levels(topo: &Topology, routes: &RoutingTable, levels: &ServiceLevels) -> Result<RoutingTable> {
     routes.check_fits(topo)?;
     if levels.num_hosts != routes.num_hosts() {
-        return crate::invalid!("the service levels are for {} hosts, the routes for {}", levels.num_hosts, routes.num_hosts());
+        return crate::invalid!(
+            "the service levels are for {} hosts, the routes for {}",
+            levels.num_hosts,
+            routes.num_hosts()
+        );
     }
     let mut out = routes.clone();
     let num_vcs = levels.num_lanes();
@@ -679,7 +693,11 @@ mod tests {
         let mut routes = route(&topo, Engine::MinHop, &options(1)).unwrap();
         let h = topo.num_hosts();
         let per_dest: Vec<u8> = (0..h).map(|d| (d % 3) as u8).collect();
-        routes.set_vc_policy(VcPolicy { num_vcs: 3, injection: Injection::PerDestination(per_dest), transitions: None });
+        routes.set_vc_policy(VcPolicy {
+            num_vcs: 3,
+            injection: Injection::PerDestination(per_dest),
+            transitions: None,
+        });
         let Lanes::PerPath(levels) = lanes(&topo, &routes).unwrap() else { panic!() };
         let policy = write_policy(&topo, &levels);
         assert_eq!(policy.matches("    qos-match-rule\n").count(), 2, "{policy}");
@@ -705,7 +723,10 @@ mod tests {
         let text = "qos-levels\nqos-level\nname: DEFAULT\nsl: 0\nend-qos-level\nend-qos-levels\n\
                     qos-match-rules\nqos-match-rule\nsource: nobody\nqos-level-name: DEFAULT\nend-qos-match-rule\nend-qos-match-rules\n";
         assert!(read_policy(&small, text).unwrap_err().to_string().contains("'nobody'"));
-        assert!(read_policy(&small, "qos-levels\nqos-level\nname: DEFAULT\nsl: 16\n").unwrap_err().to_string().contains("line 4"));
+        assert!(read_policy(&small, "qos-levels\nqos-level\nname: DEFAULT\nsl: 16\n")
+            .unwrap_err()
+            .to_string()
+            .contains("line 4"));
         assert!(read_policy(&small, "qos-ulps\ndefault: 0\nend-qos-ulps\n").is_err());
     }
 

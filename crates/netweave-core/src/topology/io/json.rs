@@ -47,8 +47,18 @@ pub const FORMAT_TAG: &str = "netweave-topology";
 pub const VERSION: u64 = 1;
 
 const FMT: &str = "json";
-const FIELDS: &[&str] =
-    &["format", "version", "name", "family", "params", "structure", "link_layer", "port_buffer_bytes", "nodes", "links"];
+const FIELDS: &[&str] = &[
+    "format",
+    "version",
+    "name",
+    "family",
+    "params",
+    "structure",
+    "link_layer",
+    "port_buffer_bytes",
+    "nodes",
+    "links",
+];
 
 /// One entry of `"nodes"`.
 #[derive(Serialize, Deserialize)]

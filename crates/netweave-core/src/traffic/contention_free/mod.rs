@@ -126,7 +126,12 @@ impl ContentionFree {
 
     /// Like [`ContentionFree::new`] on paths already computed for `topo` (from a routing
     /// table: [`PathTable::with_routes`]).
-    pub fn on_paths(topo: &Topology, paths: PathTable, tasks: Vec<Message>, options: Options) -> Result<ContentionFree> {
+    pub fn on_paths(
+        topo: &Topology,
+        paths: PathTable,
+        tasks: Vec<Message>,
+        options: Options,
+    ) -> Result<ContentionFree> {
         let n = paths.num_hosts() as u32;
         if let Some(t) = tasks.iter().find(|t| t.src >= n || t.dst >= n) {
             return crate::invalid!("task {} -> {} names a host outside 0..{}", t.src, t.dst, n - 1);
@@ -139,15 +144,9 @@ impl ContentionFree {
         let believed = perturbed.as_ref().unwrap_or(&paths);
         let groups = grouping::group(believed, &tasks, options.rule_b);
         let stages = match options.scheduler {
-            Scheduler::Paper => stages::schedule(
-                believed,
-                &tasks,
-                &groups,
-                options.policy,
-                options.seed,
-                options.relay,
-                options.timing,
-            ),
+            Scheduler::Paper => {
+                stages::schedule(believed, &tasks, &groups, options.policy, options.seed, options.relay, options.timing)
+            }
             Scheduler::Packed => packed::schedule(topo, believed, &tasks),
         };
         Ok(ContentionFree { paths, tasks, groups, stages })

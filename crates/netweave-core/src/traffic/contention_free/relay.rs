@@ -150,7 +150,11 @@ impl<'a> Relayer<'a> {
     }
 
     fn link_of(&self, groups: &Groups, g: u32) -> DirLink {
-        if g < self.num_groups { groups.link[g as usize] } else { g - self.num_groups }
+        if g < self.num_groups {
+            groups.link[g as usize]
+        } else {
+            g - self.num_groups
+        }
     }
 
     /// The groups piece `a → b` joins, one per link of its path.
@@ -164,7 +168,8 @@ impl<'a> Relayer<'a> {
     /// A lower bound on β of any chain from `w`: over `w`'s links, the group time there plus the
     /// link's own transmission and latency (a chain's first hop is at least that slow).
     fn beta_floor(&self, state: &GroupState, w: u32, bytes: u64) -> u64 {
-        let links = &self.host_links[self.host_link_off[w as usize] as usize..self.host_link_off[w as usize + 1] as usize];
+        let links =
+            &self.host_links[self.host_link_off[w as usize] as usize..self.host_link_off[w as usize + 1] as usize];
         links
             .iter()
             .map(|&l| {
@@ -223,7 +228,9 @@ impl<'a> Relayer<'a> {
             let mut gmax: Option<u32> = None;
             for &l in self.paths.path(hop[0], hop[1]) {
                 let g = self.group_of(l, hop[0]);
-                if gmax.map_or(true, |m| (state.time[g as usize], std::cmp::Reverse(g)) > (state.time[m as usize], std::cmp::Reverse(m))) {
+                if gmax.map_or(true, |m| {
+                    (state.time[g as usize], std::cmp::Reverse(g)) > (state.time[m as usize], std::cmp::Reverse(m))
+                }) {
                     gmax = Some(g);
                 }
             }
@@ -295,7 +302,13 @@ impl<'a> Relayer<'a> {
 
     /// The relay chain (hosts W, …, Z) to use instead of `task`, whose selected group's tail is
     /// `tail`, or None to schedule the task as it is.
-    pub fn decide(&mut self, state: &GroupState, task: Message, task_groups: &[u32], tail: Option<Message>) -> Option<Chain> {
+    pub fn decide(
+        &mut self,
+        state: &GroupState,
+        task: Message,
+        task_groups: &[u32],
+        tail: Option<Message>,
+    ) -> Option<Chain> {
         let tail = tail?;
         let (w, z, x, y) = (task.src, task.dst, tail.src, tail.dst);
         if x == w || w == y {

@@ -112,15 +112,19 @@ impl Stages {
     /// The transfer of the k-th selected task.
     pub fn message(&self, tasks: &[Message], k: usize) -> Message {
         let i = self.order[k] as usize;
-        if i < tasks.len() { tasks[i] } else { self.pieces[i - tasks.len()] }
+        if i < tasks.len() {
+            tasks[i]
+        } else {
+            self.pieces[i - tasks.len()]
+        }
     }
 }
 
 /// Per-group bookkeeping while stages are appended.
 struct Tails {
-    tail: Vec<u32>,               // position in `order` of each group's last task
+    tail: Vec<u32>, // position in `order` of each group's last task
     tail_msg: Vec<Option<Message>>,
-    time: Vec<u64>,               // T_g (5.3), ps
+    time: Vec<u64>, // T_g (5.3), ps
     timing: Timing,
 }
 
@@ -215,7 +219,8 @@ pub fn schedule(
             cursor[g as usize] += 1;
         }
         let prev = tails.tail_msg[g as usize];
-        let mut unscheduled = (cursor[g as usize]..end).map(|i| groups.members[i as usize]).filter(|&t| !done[t as usize]);
+        let mut unscheduled =
+            (cursor[g as usize]..end).map(|i| groups.members[i as usize]).filter(|&t| !done[t as usize]);
         let pick = match policy {
             Policy::MinSync => match prev {
                 // Without a predecessor every member is sync-free: the first unscheduled wins.

@@ -331,7 +331,8 @@ fn t23_single_switch_gather_relays_into_pipelines_and_is_not_slower() {
         let tasks = gather_tasks(8, 0, bytes).unwrap();
         let plain = ContentionFree::new(&topo, tasks.clone(), Options::default()).unwrap();
         let relayed =
-            ContentionFree::new(&topo, tasks, Options { relay: Some(RelayRule::Departure), ..Default::default() }).unwrap();
+            ContentionFree::new(&topo, tasks, Options { relay: Some(RelayRule::Departure), ..Default::default() })
+                .unwrap();
         assert!(relayed.stages().relayed_tasks > 0, "small gathers relay");
         assert!(relayed.makespan_seconds() <= plain.makespan_seconds() * (1.0 + 1e-12));
         // Chains end at the root and pass through other senders (Fig. 3.4's pipeline).
@@ -347,7 +348,8 @@ fn t20_no_relay_when_the_tail_has_the_same_sender() {
     // alltoall on one switch with one host sending: every group's tail has this sender.
     let topo = tree(1, &[0; 4], &[GIG; 4], &[]);
     let tasks: Vec<Message> = (1..4).map(|d| Message { src: 0, dst: d, bytes: 1000 }).collect();
-    let cf = ContentionFree::new(&topo, tasks, Options { relay: Some(RelayRule::Departure), ..Default::default() }).unwrap();
+    let cf =
+        ContentionFree::new(&topo, tasks, Options { relay: Some(RelayRule::Departure), ..Default::default() }).unwrap();
     assert_eq!(cf.stages().relayed_tasks, 0);
 }
 
@@ -414,7 +416,8 @@ fn timing_reading_only_moves_relay_decisions() {
     let topo = random_tree(11);
     let n = topo.num_hosts() as u32;
     let dag = |timing| {
-        let cf = ContentionFree::new(&topo, alltoall_tasks(n, 5_000).unwrap(), Options { timing, ..Default::default() });
+        let cf =
+            ContentionFree::new(&topo, alltoall_tasks(n, 5_000).unwrap(), Options { timing, ..Default::default() });
         cf.unwrap().task_graph("t").unwrap().to_json()
     };
     assert_eq!(dag(Timing::Sum), dag(Timing::Clock));
@@ -453,6 +456,3 @@ fn perturbation_rate_outside_zero_one_is_refused() {
         assert!(err.contains("must be in [0, 1)"), "{err}");
     }
 }
-
-
-
