@@ -12,6 +12,12 @@ from conftest import run_cli
 MIB = 1 << 20
 
 
+def _lossless(path):
+    """The tree as the lossless flow model sees it: the bound targets are stated for that model
+    (an Ethernet tree's default port buffers add TCP timeouts, a separate question)."""
+    return topology.load(path).with_switching("infiniband", None)
+
+
 def _tree(fanouts, hosts_per_switch, switch_gbps, tmp_path, name):
     path = tmp_path / f"{name}.json"
     run_cli("topo", "tree", "--fanouts", fanouts, "--hosts-per-switch", str(hosts_per_switch),
@@ -24,7 +30,7 @@ TREES = [("2", 14, "10"), ("4", 16, "10"), ("2,3", 8, "10"), ("3,2", 5, "1")]
 
 @pytest.mark.parametrize("fanouts,per_switch,gbps", TREES)
 def test_tree_phased_is_contention_free_and_near_the_bound(fanouts, per_switch, gbps, tmp_path):
-    topo = topology.load(_tree(fanouts, per_switch, gbps, tmp_path, "t"))
+    topo = _lossless(_tree(fanouts, per_switch, gbps, tmp_path, "t"))
     routes = routing.route(topo, "updown")
     sched = traffic.build("alltoall", "tree-phased", topology=topo, bytes=MIB)
     bound = analysis.bottleneck_bound(routes, sched)
@@ -33,14 +39,16 @@ def test_tree_phased_is_contention_free_and_near_the_bound(fanouts, per_switch, 
     if gbps == "1":
         # Uniform links: one flow per link per phase, which the analysis proves.
         assert loads["max_congestion"] == 1
-    sim = flowsim.simulate(routes, sched, executor="local-sync")
+    # Phase-synchronous, as a contention-free phased schedule is meant to run (local-sync lets
+    # ranks that idle in a phase run ahead and collide: 1.45 x on 2 x 14).
+    sim = flowsim.simulate(routes, sched, executor="sync")
     ratio = analysis.bound_ratio(sim["makespan_s"], bound)
     # The issue's target is 1.05; the phase count is within 1.074 of its bound on 2 x 14.
     assert 1.0 <= ratio <= 1.10, f"{fanouts} x {per_switch}: {ratio:.3f} x the bound"
 
 
 def test_packed_dag_is_within_20_percent_of_the_bound_and_beats_the_paper(tmp_path):
-    topo = topology.load(_tree("2", 14, "10", tmp_path, "t"))
+    topo = _lossless(_tree("2", 14, "10", tmp_path, "t"))
     routes = routing.route(topo, "updown")
     packed, s = traffic.contention_free(topo, "alltoall", MIB, scheduler="packed")
     paper, _ = traffic.contention_free(topo, "alltoall", MIB)
