@@ -21,6 +21,7 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
+import uuid
 from pathlib import Path
 
 import pytest
@@ -132,3 +133,28 @@ def test_a_missing_mpi_is_named_in_one_line(installed, tmp_path):
     _run(installed, installed["netweave"], "schedule", "gather", "--ranks", "3", "--algo", "binomial", "-o", "g.nws",
          env=env)
     assert json.loads(_run(installed, installed["netweave"], "run", "g.nws", "--json", env=env).stdout)["ok"] is True
+
+
+def test_mpi_bench_and_emulate_measure_from_the_wheel(installed):
+    """The other two real-run commands work from the installed package: `mpi bench` with the shipped
+    nwbench, and `emulate measure` on namespaces (root only), which leaves no namespace behind."""
+    nw = installed["netweave"]
+    _run(installed, nw, "topo", "tree", "--fanouts", "2", "--hosts-per-switch", "2", "-o", "t.json")
+    _run(installed, nw, "route", "updown", "t.json", "-o", "r.json")
+    _run(installed, nw, "schedule", "alltoall", "t.json", "--algo", "shift", "--bytes", "4096", "-o", "s.json")
+    _run(installed, nw, "schedule", "alltoall", "t.json", "--algo", "shift", "--bytes", "4096", "-o", "s.nws")
+    if shutil.which("mpirun.openmpi") is not None:
+        _run(installed, nw, "mpi", "bench", "s.nws", "-np", "4", "--collective", "alltoall", "--sizes", "4096",
+             "--out", "bench")
+        rows = json.loads((installed["work"] / "bench" / "bench.json").read_text())
+        assert rows, "mpi bench wrote no measurement"
+    if os.geteuid() != 0 or shutil.which("ip") is None:
+        pytest.skip("emulate needs root and iproute2")
+    name = "w" + uuid.uuid4().hex[:10]
+    try:
+        out = _run(installed, nw, "emulate", "measure", "t.json", "r.json", "s.json", "--name", name,
+                   "--scale", "0.01", "--out", "measure").stdout
+        assert "every channel carried its routed bytes" in out, out
+    finally:
+        left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+        assert name not in left, f"namespaces of {name} were left behind"
