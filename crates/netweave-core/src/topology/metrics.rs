@@ -73,35 +73,7 @@ pub fn stats(topo: &Topology) -> TopologyStats {
         }
     }
     let degrees = topo.switches().iter().map(|&s| topo.degree(s));
-    let n = topo.num_switches() as f64;
-    if switch_graph.len() > MAX_ALL_PAIRS_SWITCHES {
-        let mut dist = vec![u32::MAX; switch_graph.len()];
-        switch_graph.bfs(0, &mut dist, &mut Vec::new());
-        return TopologyStats {
-            hosts: topo.num_hosts(),
-            switches: topo.num_switches(),
-            links: topo.num_links(),
-            switch_links,
-            host_links,
-            min_switch_degree: degrees.clone().min().unwrap_or(0),
-            max_switch_degree: degrees.max().unwrap_or(0),
-            max_switch_radix: topo.switches().iter().map(|&s| topo.radix(s) as usize).max().unwrap_or(0),
-            diameter: None,
-            host_diameter: None,
-            average_distance: None,
-            connected: dist.iter().all(|&d| d != u32::MAX),
-            distances_skipped: Some(format!(
-                "distances not computed: {} switches is more than the {} whose all-pairs distances \
-                 can be computed in reasonable time",
-                switch_graph.len(),
-                MAX_ALL_PAIRS_SWITCHES
-            )),
-        };
-    }
-    let distances = switch_graph.all_pairs_summary();
-    let connected = distances.unreached == 0;
-    let host_diameter = if !connected { None } else { host_diameter(topo, &distances) };
-    TopologyStats {
+    let mut out = TopologyStats {
         hosts: topo.num_hosts(),
         switches: topo.num_switches(),
         links: topo.num_links(),
@@ -110,12 +82,33 @@ pub fn stats(topo: &Topology) -> TopologyStats {
         min_switch_degree: degrees.clone().min().unwrap_or(0),
         max_switch_degree: degrees.max().unwrap_or(0),
         max_switch_radix: topo.switches().iter().map(|&s| topo.radix(s) as usize).max().unwrap_or(0),
-        diameter: connected.then_some(distances.max_distance),
-        host_diameter,
-        average_distance: (connected && n > 1.0).then(|| distances.distance_sum as f64 / (n * (n - 1.0))),
-        connected,
+        diameter: None,
+        host_diameter: None,
+        average_distance: None,
+        connected: false,
         distances_skipped: None,
+    };
+    if switch_graph.len() > MAX_ALL_PAIRS_SWITCHES {
+        let mut dist = vec![u32::MAX; switch_graph.len()];
+        switch_graph.bfs(0, &mut dist, &mut Vec::new());
+        out.connected = dist.iter().all(|&d| d != u32::MAX);
+        out.distances_skipped = Some(format!(
+            "distances not computed: {} switches is more than the {} whose all-pairs distances \
+             can be computed in reasonable time",
+            switch_graph.len(),
+            MAX_ALL_PAIRS_SWITCHES
+        ));
+        return out;
     }
+    let distances = switch_graph.all_pairs_summary();
+    let n = topo.num_switches() as f64;
+    out.connected = distances.unreached == 0;
+    if out.connected {
+        out.diameter = Some(distances.max_distance);
+        out.host_diameter = host_diameter(topo, &distances);
+        out.average_distance = (n > 1.0).then(|| distances.distance_sum as f64 / (n * (n - 1.0)));
+    }
+    out
 }
 
 /// Host diameter from switch distances: two hosts on different switches are `d + 2` links

@@ -24,15 +24,7 @@ use crate::traffic::Message;
 pub fn schedule(topo: &Topology, paths: &PathTable, tasks: &[Message]) -> Stages {
     let order = tree_phased::phase_order(topo, paths, tasks);
     let n = tasks.len();
-    let mut pred_off = Vec::with_capacity(n + 1);
-    pred_off.push(0);
-    let mut out = Stages {
-        order: Vec::with_capacity(n),
-        pred_off,
-        preds: Vec::with_capacity(3 * n),
-        relays: Vec::with_capacity(n),
-        ..Default::default()
-    };
+    let mut out = Stages::with_capacity(n);
     // Lane tails per directed link (positions in `order`), and lanes taken in this phase.
     let lane_base: Vec<usize> = std::iter::once(0)
         .chain(order.capacity.iter().scan(0usize, |acc, &c| {

@@ -109,6 +109,20 @@ pub struct Stages {
 }
 
 impl Stages {
+    /// Empty stages with room for `n` tasks sent directly (no relay pieces), so the scheduling
+    /// loops do not grow them: growing showed up as page faults.
+    pub fn with_capacity(n: usize) -> Stages {
+        let mut pred_off = Vec::with_capacity(n + 1);
+        pred_off.push(0);
+        Stages {
+            order: Vec::with_capacity(n),
+            pred_off,
+            preds: Vec::with_capacity(3 * n),
+            relays: Vec::with_capacity(n),
+            ..Default::default()
+        }
+    }
+
     /// The transfer of the k-th selected task.
     pub fn message(&self, tasks: &[Message], k: usize) -> Message {
         let i = self.order[k] as usize;
@@ -199,16 +213,7 @@ pub fn schedule(
     let mut cursor: Vec<u32> = groups.member_off[..ng].to_vec();
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     // Sized for the no-relay case up front: growing these in the loop showed up as page faults.
-    let n = tasks.len();
-    let mut pred_off = Vec::with_capacity(n + 1);
-    pred_off.push(0);
-    let mut out = Stages {
-        order: Vec::with_capacity(n),
-        pred_off,
-        preds: Vec::with_capacity(3 * n),
-        relays: Vec::with_capacity(n),
-        ..Default::default()
-    };
+    let mut out = Stages::with_capacity(tasks.len());
     let mut candidates: Vec<u32> = Vec::new();
     let mut piece_groups: Vec<u32> = Vec::new();
     let mut min_sync = MinSyncIndex::new(ng);
