@@ -88,29 +88,6 @@ impl LsftLayout {
         Ok(LsftLayout { order, two_sided, reduced })
     }
 
-    /// Layout of an LSFT topology, from its [`Structure`](super::structure::Structure).
-    pub fn from_topology(t: &Topology) -> Result<Self> {
-        use super::structure::Structure;
-        let lay = match t.structure() {
-            // Re-checked: a file may state any order.
-            Structure::Lsft(lay) => LsftLayout::new(lay.order, lay.two_sided, lay.reduced)?,
-            Structure::Malformed { expected, reason } if expected == "lsft" => {
-                return crate::invalid!("lsft topology '{}' {reason}", t.name());
-            }
-            _ => return crate::invalid!("topology '{}' is a {}, not an lsft", t.name(), t.family()),
-        };
-        let order = lay.order;
-        if lay.num_nodes() != t.num_nodes() as u64 {
-            return crate::invalid!(
-                "lsft topology '{}' has {} nodes, but order {order} implies {}",
-                t.name(),
-                t.num_nodes(),
-                lay.num_nodes()
-            );
-        }
-        Ok(lay)
-    }
-
     /// Switch degree d = q+1 (servers per leaf, links per leaf or spine side).
     pub fn degree(&self) -> u32 {
         self.order + 1

@@ -274,6 +274,32 @@ impl Topology {
     }
 }
 
+impl LsftLayout {
+    /// Layout of an LSFT topology, from its [`Structure`]. It lives here, beside
+    /// [`Topology::lattice`], so that the generator module `lsft` needs nothing from this one
+    /// (the structure names the layout; the layout does not read the structure back).
+    pub fn from_topology(t: &Topology) -> Result<Self> {
+        let lay = match t.structure() {
+            // Re-checked: a file may state any order.
+            Structure::Lsft(lay) => LsftLayout::new(lay.order, lay.two_sided, lay.reduced)?,
+            Structure::Malformed { expected, reason } if expected == "lsft" => {
+                return crate::invalid!("lsft topology '{}' {reason}", t.name());
+            }
+            _ => return crate::invalid!("topology '{}' is a {}, not an lsft", t.name(), t.family()),
+        };
+        let order = lay.order;
+        if lay.num_nodes() != t.num_nodes() as u64 {
+            return crate::invalid!(
+                "lsft topology '{}' has {} nodes, but order {order} implies {}",
+                t.name(),
+                t.num_nodes(),
+                lay.num_nodes()
+            );
+        }
+        Ok(lay)
+    }
+}
+
 /// Which generator built a fat-tree that is a PGFT underneath.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
