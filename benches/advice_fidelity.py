@@ -9,7 +9,7 @@ Fabrics (1 Gbit/s host links, 10 Gbit/s trunks on the trees; the mesh and the LS
 generators' links): a one-switch star of 16 hosts, 2 x 14 hosts under a root switch, a 3-level
 tree (root, 2, 4 edge switches of 4 hosts), a 4 x 4 mesh routed by `dor`, an LSFT of order 3
 (52 hosts). For each fabric, size and collective the plan is made as `netweave plan` makes it
-(routing by `plan.routing_for`), then `plan_verify.verify` measures the best three of
+(routing by `plan.routing_for`), then `verification.verify` measures the best three of
 netweave's candidates, Concurrent, and Open MPI's and MPICH's own collective with `nwbench` on
 the fabric scaled to what this machine forwards (the scale is printed per case).
 
@@ -28,7 +28,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from netweave import plan, plan_verify, topology
+from netweave import plan, topology
+from netweave.plan import verification
 from netweave._core import NetweaveError
 
 GIGABIT, TEN_GIGABIT, LAN_NS = 1.0, 10.0, 5_000.0
@@ -50,7 +51,7 @@ def case(fabric: str, collective: str, nbytes: int) -> dict[str, Any]:
     routes, why = plan.routing_for(topo, ENGINES.get(fabric), nbytes)
     built = plan.candidates(topo, nbytes, collective=collective)
     result = plan.plan(topo, nbytes, routes=routes, built=built, collective=collective, routing_note=why)
-    rows, summary = plan_verify.verify(topo, routes, result, built)
+    rows, summary = verification.verify(topo, routes, result, built)
     return {"fabric": fabric, "collective": collective, "bytes": nbytes, "routing": result["routing"]["engine"],
             "pick": result["best"]["name"], "reason": result["best"]["reason"], "rows": rows, "summary": summary,
             "seconds": time.perf_counter() - start}

@@ -28,7 +28,8 @@ import statistics
 import time
 import uuid
 
-from netweave import emulate, flowsim, routing, topology, traffic
+from netweave import flowsim, routing, topology, traffic
+from netweave.run import emulate
 from netweave._core import Schedule
 
 

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import argparse
 
-from netweave import _core, runtime, traffic
+from netweave import _core, traffic
+from netweave.run import executor
 
 
 def concurrent(graph: _core.TaskGraph, name: str) -> _core.TaskGraph:
@@ -37,7 +38,7 @@ def concurrent(graph: _core.TaskGraph, name: str) -> _core.TaskGraph:
 def best_of(graph: _core.TaskGraph, repeat: int) -> dict:
     best = None
     for seed in range(repeat):
-        r = runtime.run_local(graph, seed=seed, timeout=60)
+        r = executor.run_local(graph, seed=seed, timeout=60)
         if not r["ok"]:
             raise SystemExit(f"{graph.name}: {r['cause']}")
         if best is None or r["makespan_s"] < best["makespan_s"]:

@@ -36,7 +36,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from netweave import mpi, topology, traffic
+from netweave import topology, traffic
+from netweave.run import mpi
 
 TRANSPORT = {
     ("openmpi", "sm"): ({}, []), ("openmpi", "tcp"): ({}, ["--mca", "btl", "tcp,self"]),

@@ -22,7 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from netweave import plan, report, report_html, routing, topology
+from netweave import plan, report, routing, topology
+from netweave.report import html_page
 
 CASES = {
     "lsft17": lambda: topology.latin_square_fat_tree(17),
@@ -44,7 +45,7 @@ def measure(name: str, out: Path, only: list[str] | None = None) -> dict:
     _, uses = plan.write_artifacts(topo, routes, result, out, built=built)
     artifacts_s = time.perf_counter() - t1
     t2 = time.perf_counter()
-    page = report_html.plan_page(result, topo, routes, built, None, uses, f"netweave plan {name}.json --out {out}")
+    page = html_page.plan_page(result, topo, routes, built, None, uses, f"netweave plan {name}.json --out {out}")
     (out / "index.html").write_text(page)
     page_s = time.perf_counter() - t2
     return {

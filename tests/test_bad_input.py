@@ -537,7 +537,7 @@ def test_a_map_evaluation_budget_is_kept_to_a_round_per_chain(fx):
 
 
 def test_a_changed_schedule_cache_entry_is_not_served(fx, tmp_path):
-    from netweave.schedule_cache import ScheduleCache
+    from netweave.stages.schedule_cache import ScheduleCache
 
     tree = topology.load(fx / "tree.json")
     cache = ScheduleCache(tmp_path / "cache")

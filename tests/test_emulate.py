@@ -12,7 +12,9 @@ import uuid
 import pytest
 
 import netweave
-from netweave import emulate, mpi, routing, topology, traffic
+from netweave import routing, topology, traffic
+from netweave.run import emulate, mpi
+from netweave.run.emulate import cluster, traffic_control
 
 from conftest import run_cli
 
@@ -29,7 +31,7 @@ def _measure(topo, engine, workload, name, **kw):
     routes = routing.route(topo, engine)
     result = emulate.measure(topo, routes, workload, name, **kw)
     assert result["cause"] is None and result["measured_s"] > 0
-    payload = sum(b for s, d, b, _a, _r in netweave.runtime.as_task_graph(workload).tasks() if s != d)
+    payload = sum(b for s, d, b, _a, _r in netweave.run.executor.as_task_graph(workload).tasks() if s != d)
     assert result["bytes_verified"] == payload
     return result
 
@@ -62,10 +64,10 @@ def test_byte_counters_prove_the_fabric_routes_by_the_table(fabric, engine, name
                                   traffic.build("gather", "linear", num_ranks=n, bytes=200_000, root=n // 2 + 1))):
         result = _proved(topo, engine, workload, f"{name[:9]}{i}", scale=0.005, buffer=16 << 20)
         proof = result["routing_proof"]
-        assert 0 <= proof["overhead"] < emulate.DATA_OVERHEAD + emulate.ACK_SHARE
+        assert 0 <= proof["overhead"] < emulate.proof.DATA_OVERHEAD + emulate.proof.ACK_SHARE
         # Independently of the proof's own arithmetic: the flow simulator's bytes per channel.
         routes = routing.route(topo, engine)
-        flow = netweave.flowsim.simulate(routes, netweave.runtime.as_task_graph(workload), executor="dag")
+        flow = netweave.flowsim.simulate(routes, netweave.run.executor.as_task_graph(workload), executor="dag")
         measured = result["channel_bytes"]
         for c, simulated in enumerate(flow["channel_bytes"].tolist()):
             if simulated > 0:
@@ -85,7 +87,7 @@ def test_forwarding_load_counts_every_channel_of_every_route():
     # at 200 Mbit/s it does not.
     mesh = topology.mesh([4, 4])
     mesh_routes = routing.route(mesh, "dor")
-    shift = netweave.runtime.as_task_graph(traffic.alltoall(16, 131072, "shift"))
+    shift = netweave.run.executor.as_task_graph(traffic.alltoall(16, 131072, "shift"))
     for scale, inside in ((0.0005, True), (0.002, False)):
         scaled = emulate.scaled_topology(mesh, scale)
         predicted = netweave.flowsim.simulate(emulate.scaled_routes(mesh_routes, scaled), shift,
@@ -111,8 +113,8 @@ def test_a_bring_up_that_fails_midway_leaves_nothing(name, monkeypatch):
             raise netweave.NetweaveError("injected failure")
         return real(ns, *args)
 
-    real = emulate._configure
-    monkeypatch.setattr(emulate, "_configure", broken)
+    real = cluster._configure
+    monkeypatch.setattr(cluster, "_configure", broken)
     with pytest.raises(netweave.NetweaveError, match="injected failure"):
         emulate.up(topo, routes, name, scale=0.01)
     assert emulate.namespaces(name) == []
@@ -156,7 +158,7 @@ def test_bad_input_is_one_clear_line(name, monkeypatch, tmp_path):
         emulate.up(topo, routes, name, scale=0)
     with pytest.raises(netweave.NetweaveError, match="raise --scale"):
         emulate.up(topo, routes, name, scale=1e-9)
-    monkeypatch.setattr(emulate.os, "geteuid", lambda: 1000)
+    monkeypatch.setattr(cluster.os, "geteuid", lambda: 1000)
     with pytest.raises(netweave.NetweaveError, match="needs root"):
         emulate.up(topo, routes, name)
 
@@ -179,7 +181,7 @@ def test_native_open_mpi_alltoall_runs_over_the_fabric(name):
     topo = topology.mesh([2, 2])
     fabric = emulate.up(topo, routing.route(topo, "dor"), name, scale=0.01)
     before = sum(fabric.channel_bytes())
-    bench = netweave.runtime.executor_path().parent / "nwbench-openmpi"
+    bench = netweave.run.executor.executor_path().parent / "nwbench-openmpi"
     proc = emulate.mpirun(fabric, "openmpi", 4, [str(bench), "--sizes", "0,1,100000", "--check", "--reps", "5"],
                           timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -195,7 +197,7 @@ def test_native_open_mpi_alltoall_runs_over_the_fabric(name):
 def test_nwbench_verifies_every_byte_on_both_mpis(mpi, collective):
     # On shared memory: MPICH's UCX is not dependable on emulated trees (docs/emulate.md).
     launcher = {"openmpi": ["mpirun.openmpi", "--allow-run-as-root", "--oversubscribe"], "mpich": ["mpirun.mpich"]}[mpi]
-    bench = netweave.runtime.executor_path().parent / f"nwbench-{mpi}"
+    bench = netweave.run.executor.executor_path().parent / f"nwbench-{mpi}"
     proc = subprocess.run(launcher + ["-n", "5", str(bench), "--collective", collective, "--sizes", "0,1,4097",
                                       "--check", "--reps", "2"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -306,7 +308,7 @@ def test_ports_serve_control_packets_before_queued_data(name):
     try:
         assert server.stdout.readline().strip() == "ready"
         probe = subprocess.run(fabric.exec_prefix(0) + [sys.executable, "-c", _PROBE, fabric.host_address(1),
-                                                          hex(emulate.CONTROL_TOS)],
+                                                          hex(traffic_control.CONTROL_TOS)],
                                capture_output=True, text=True, timeout=60, check=True)
         rtt = json.loads(probe.stdout)
         assert rtt["marked"] * 3 < rtt["unmarked"], rtt

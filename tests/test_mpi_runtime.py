@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from netweave import mpi, topology, traffic
+from netweave import topology, traffic
+from netweave.run import mpi
 
 IMPLS = mpi.IMPLEMENTATIONS
 

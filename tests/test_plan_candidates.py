@@ -8,7 +8,8 @@ import shutil
 import pytest
 
 import netweave
-from netweave import _core, emulate, plan, report, topology
+from netweave import _core, plan, report, topology
+from netweave.run import emulate
 from conftest import run_cli
 
 

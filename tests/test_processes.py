@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from netweave import emulate, mpi, processes, traffic
+from netweave import traffic
+from netweave.run import emulate, mpi, processes
 
 BIN = Path(sys.executable).parent
 

@@ -16,7 +16,7 @@ import pytest
 from PIL import Image
 
 import netweave
-from netweave import drawing, report_html
+from netweave.report import drawing, html_page
 from conftest import BIN, run_cli
 
 from browser import CHROMIUM, Browser
@@ -150,7 +150,7 @@ def test_a_reproduction_page_inlines_its_figures(tmp_path):
     Image.new("RGB", (4, 4), (200, 30, 30)).save(png, "PNG")
     (tmp_path / "linked.png").write_bytes(png.getvalue())
     (tmp_path / "other.png").write_bytes(png.getvalue())
-    page = report_html.markdown_page("# Paper\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n![fig](linked.png)\n",
+    page = html_page.markdown_page("# Paper\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n![fig](linked.png)\n",
                                      tmp_path, "paper")
     assert "<table>" in page and "<h1>Paper</h1>" in page
     assert page.count("data:image/png;base64,") == 2 and "linked.png\"" not in page

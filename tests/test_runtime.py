@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from conftest import run_cli
-from netweave import _core, runtime, traffic
+from netweave import _core, traffic
+from netweave.run import executor
 
 # A two-level Ethernet tree: 4 edge switches under a 10 Gbps core, 4 hosts each.
 TREE = _core.switch_tree([4], 4, [10.0], [1000.0], 1.0, 1000.0)
@@ -62,7 +63,7 @@ def test_contention_free_schedules_run_on_16_processes(collective):
     """T24/T25: the scheduler's DAGs run on real processes, verified byte for byte."""
     graph, _ = traffic.contention_free(TREE, collective, 256 * 1024, root=5 if collective == "gather" else 0)
     assert graph.num_ranks == 16
-    result = runtime.run_local(graph, seed=11, timeout=20)
+    result = executor.run_local(graph, seed=11, timeout=20)
     check_run(graph, result)
     assert result["connections"] == (15 if collective == "gather" else 120)
 
@@ -72,7 +73,7 @@ def test_a_relayed_gather_runs_with_its_chains():
     still receives every host's data, verified."""
     graph, summary = traffic.contention_free(TREE, "gather", 2000, root=0)
     assert summary["relayed_tasks"] > 0
-    check_run(graph, runtime.run_local(graph, seed=4, timeout=20))
+    check_run(graph, executor.run_local(graph, seed=4, timeout=20))
 
 
 def test_a_relay_chain_forwards_fragments_as_they_arrive():
@@ -81,7 +82,7 @@ def test_a_relay_chain_forwards_fragments_as_they_arrive():
     size = 3 << 20
     tasks = [(0, 1, size, [], None)] + [(i, i + 1, size, [], i - 1) for i in range(1, 16)]
     graph = _core.TaskGraph("relay-chain", 17, tasks)
-    result = runtime.run_local(graph, seed=5, timeout=20)
+    result = executor.run_local(graph, seed=5, timeout=20)
     check_run(graph, result)
     line = result["timeline"]
     for t in range(1, 16):
@@ -90,14 +91,14 @@ def test_a_relay_chain_forwards_fragments_as_they_arrive():
 
 def test_a_phased_schedule_runs_in_local_sync_order():
     schedule = traffic.alltoall(16, 70_001, "xor")  # an odd size: fragments end mid-word
-    graph = runtime.as_task_graph(schedule)
-    check_run(graph, runtime.run_local(graph, seed=2, fragment=8192, timeout=20))
+    graph = executor.as_task_graph(schedule)
+    check_run(graph, executor.run_local(graph, seed=2, fragment=8192, timeout=20))
 
 
 def test_zero_byte_tasks_and_self_copies_complete():
     tasks = [(0, 1, 0, [], None), (1, 1, 5000, [0], None), (1, 2, 0, [1], None), (2, 0, 5000, [2], None)]
     graph = _core.TaskGraph("odd", 3, tasks)
-    check_run(graph, runtime.run_local(graph, timeout=10))
+    check_run(graph, executor.run_local(graph, timeout=10))
 
 
 def _leftovers(tag: str) -> list[str]:
@@ -117,7 +118,7 @@ def _leftovers(tag: str) -> list[str]:
 def test_a_dead_or_silent_peer_fails_every_process_with_the_reason(kind, tmp_path):
     graph, _ = traffic.contention_free(TREE, "alltoall", 64 * 1024)
     work = tmp_path / "run"
-    result = runtime.run_local(graph, timeout=2, fault=f"{kind}:6:2", work_dir=work)
+    result = executor.run_local(graph, timeout=2, fault=f"{kind}:6:2", work_dir=work)
     assert not result["ok"]
     assert {f["rank"] for f in result["failures"]} == set(range(16)), "every process exits non-zero"
     assert result["cause"]["rank"] == 6
@@ -134,9 +135,9 @@ def test_a_dead_or_silent_peer_fails_every_process_with_the_reason(kind, tmp_pat
 
 def test_runs_leave_no_processes_or_scratch_files():
     before = {p for p in os.listdir(tempfile.gettempdir()) if p.startswith("netweave-run-")}
-    graph = runtime.as_task_graph(traffic.alltoall(4, 1000, "shift"))
-    runtime.run_local(graph, timeout=2, fault="crash:1")
-    runtime.run_local(graph)
+    graph = executor.as_task_graph(traffic.alltoall(4, 1000, "shift"))
+    executor.run_local(graph, timeout=2, fault="crash:1")
+    executor.run_local(graph)
     after = {p for p in os.listdir(tempfile.gettempdir()) if p.startswith("netweave-run-")}
     assert after == before
     assert _leftovers("netweave-run-") == []
@@ -151,12 +152,12 @@ def test_dag_files_round_trip_through_the_binary_form(tmp_path):
 
 
 def test_the_executor_refuses_corrupt_schedules_with_one_line(tmp_path):
-    graph = runtime.as_task_graph(traffic.alltoall(3, 100, "shift"))
+    graph = executor.as_task_graph(traffic.alltoall(3, 100, "shift"))
     graph.save(tmp_path / "s.nws")
     data = (tmp_path / "s.nws").read_bytes()
     (tmp_path / "short.nws").write_bytes(data[:-8])
     (tmp_path / "peers.txt").write_text("127.0.0.1 1\n" * 3)
-    exe = str(runtime.executor_path())
+    exe = str(executor.executor_path())
     for bad, why in [("short.nws", "implies"), ("missing.nws", "cannot open")]:
         proc = subprocess.run([exe, "--schedule", str(tmp_path / bad), "--rank", "0", "--peers",
                                str(tmp_path / "peers.txt")], capture_output=True, text=True, timeout=10)

@@ -8,7 +8,8 @@ import json
 
 import pytest
 
-from netweave import mpi, traffic
+from netweave import traffic
+from netweave.run import mpi
 from conftest import run_cli, run_json
 
 

@@ -77,7 +77,7 @@ def _mypy(*paths: str) -> subprocess.CompletedProcess:
 
 
 def test_mypy_accepts_the_stubs_and_their_users():
-    proc = _mypy("netweave/routing.py", "netweave/cli/route.py", "netweave/cli/schedule.py")
+    proc = _mypy("netweave/stages/routing.py", "netweave/cli/route.py", "netweave/cli/schedule.py")
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 

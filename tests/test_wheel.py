@@ -82,7 +82,7 @@ def _run(inst: dict, *args: str, check: bool = True, env: dict | None = None) ->
 
 def test_the_installed_package_is_the_wheel_with_its_runtime(installed):
     out = _run(installed, installed["python"], "-c",
-               "import json, netweave, netweave.runtime as r, netweave.mpi as m;"
+               "import json, netweave, netweave.run.executor as r, netweave.run.mpi as m;"
                "print(json.dumps([netweave.__file__, str(r.executor_path()), str(m.library_path('openmpi'))]))").stdout
     package, executor, library = (Path(p) for p in json.loads(out))
     site_dir = installed["site"]
@@ -109,7 +109,7 @@ def test_mpi_run_uses_the_shipped_library(installed, implementation):
     nw, python = installed["netweave"], installed["python"]
     _run(installed, nw, "mpi", "schedules", "--ranks", "2-4", "--out", "sched", "--collectives", "alltoall")
     nwcheck = _run(installed, python, "-c",
-                   f"import netweave.mpi as m; print(m.program_path('nwcheck', '{implementation}'))").stdout.strip()
+                   f"import netweave.run.mpi as m; print(m.program_path('nwcheck', '{implementation}'))").stdout.strip()
     assert installed["site"] in Path(nwcheck).parents
     proc = _run(installed, nw, "mpi", "run", "-np", "3", "--mpi", implementation, "--schedule", "sched", "--verbose",
                 "--", nwcheck, "--collective", "alltoall", "--counts", "1,100", "--types", "int")
@@ -121,7 +121,7 @@ def test_a_missing_mpi_is_named_in_one_line(installed, tmp_path):
     """A wheel built where MPICH was absent ships no MPICH library: one line naming MPICH, exit 2."""
     only_tcp = tmp_path / "runtime"
     only_tcp.mkdir()
-    executor = _run(installed, installed["python"], "-c", "import netweave.runtime as r; print(r.executor_path())").stdout
+    executor = _run(installed, installed["python"], "-c", "import netweave.run.executor as r; print(r.executor_path())").stdout
     shutil.copy2(executor.strip(), only_tcp / "nw-tcp-run")
     env = {**installed["env"], "NETWEAVE_RUNTIME_DIR": str(only_tcp)}
     proc = _run(installed, installed["netweave"], "mpi", "run", "-np", "2", "--mpi", "mpich", "--schedule", ".", "--",

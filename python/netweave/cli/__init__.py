@@ -11,7 +11,7 @@ from typing import Optional
 
 import typer
 
-from netweave import files, parallel
+from netweave.support import files, parallel
 from netweave._core import NetweaveError
 from netweave.cli import analyze, common, emulate, mpi, plan, reproduce, route, run, schedule, simulate, topo
 from netweave.cli import map as map_cli

@@ -9,7 +9,8 @@ from typing import Optional
 
 import typer
 
-from netweave import calibration, emulate, flowsim, routing, topology
+from netweave.run import calibration, emulate
+from netweave.stages import flowsim, routing, topology
 from netweave.cli.common import JsonOpt, UserError, working
 
 app = typer.Typer(
@@ -112,7 +113,7 @@ def measure_cmd(
         measured_on = emulate.predicted_topology(topo, scale, buffer)
         calib = flowsim.load_calibration(calibration_file, measured_on)
     if out is not None:
-        from netweave import files
+        from netweave.support import files
 
         files.ensure_dir(out, ["measure.json"])  # refused before the fabric comes up, not after the run
     with working(f"measuring on {name}", as_json):

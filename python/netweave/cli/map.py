@@ -9,14 +9,16 @@ from typing import Optional
 
 import typer
 
-from netweave import _core, files, mapping, routing, topology
+from netweave import _core
+from netweave.stages import mapping, routing, topology
+from netweave.support import files
 from netweave.cli.common import UserError, progress, working
 
 
 def _network(topo, routes_arg: str, slots_per_host: int):
     """The mapper's network for a routes file or an engine name (`dor` on a torus or mesh
     computes its routes from coordinates: no routing table, no size cap; see
-    :func:`netweave.mapping.network`)."""
+    :func:`netweave.stages.mapping.network`)."""
     path = Path(routes_arg)
     if path.is_file():
         return mapping.MapNetwork(routing.load(topo, path), slots_per_host)

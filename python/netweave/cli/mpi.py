@@ -9,7 +9,9 @@ from typing import Optional
 
 import typer
 
-from netweave import files, flowsim, mpi
+from netweave.run import mpi
+from netweave.stages import flowsim
+from netweave.support import files
 from netweave.cli.common import JsonOpt, UserError, working
 
 app = typer.Typer(
@@ -88,7 +90,7 @@ def schedules_cmd(
     """Write a schedule directory for communicators of every size in --ranks: the library looks up
     <collective>-<size>.nws there for each communicator, so one directory serves MPI_COMM_WORLD and
     every split of it. Topology-free algorithms: rank r is process r."""
-    from netweave import traffic
+    from netweave.stages import traffic
     from netweave._core import NetweaveError
 
     sizes = parse_rank_counts(ranks)

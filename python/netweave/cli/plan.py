@@ -11,9 +11,12 @@ from typing import Optional
 import typer
 
 from netweave import plan as plan_mod
-from netweave import flowsim, plan_verify, report, report_html, topology
+from netweave import report
+from netweave.plan import verification
+from netweave.report import html_page
+from netweave.stages import flowsim, topology
 from netweave.cli.common import UserError, progress
-from netweave.files import check_dir, write_text
+from netweave.support.files import check_dir, write_text
 
 #: What `plan --out` writes besides the deployable files, checked before any work.
 _REPORT_FILES = ("index.html", "report.json", "report.md", "phases.csv", "topology.json", "routes.json", "README.md",
@@ -59,7 +62,7 @@ def plan_cmd(
         flowsim.load_calibration(calibration, topo)  # another fabric's file: one line, before any work
     if verify:
         # Before any work and before any file: a plan that cannot be verified here writes nothing.
-        plan_verify.check_can_verify(topo, len(plan_mod.job_hosts(topo, hosts, order, seed)))
+        verification.check_can_verify(topo, len(plan_mod.job_hosts(topo, hosts, order, seed)))
     with progress("routing", silent=as_json) as steps:
         steps.note("routing")
         routes, why = plan_mod.routing_for(topo, engine, bytes_per_pair, hosts, order, seed, calibration)
@@ -74,7 +77,7 @@ def plan_cmd(
                                routing_note=why)
     if verify:
         with progress("verifying on the emulated fabric", silent=as_json) as steps:
-            rows, summary = plan_verify.verify(topo, routes, result, built, hosts, order, seed, verify_scale,
+            rows, summary = verification.verify(topo, routes, result, built, hosts, order, seed, verify_scale,
                                                calibration=calibration, progress=steps.note)
         result["verify"] = rows
         result["verify_summary"] = summary
@@ -94,7 +97,7 @@ def plan_cmd(
             written += files
             if placement is not None:
                 written.append(write_text(out / "placement.json", json.dumps(placement.summary, indent=2, sort_keys=True) + "\n"))
-            page = report_html.plan_page(result, topo, routes, built, placement, uses,
+            page = html_page.plan_page(result, topo, routes, built, placement, uses,
                                          shlex.join(["netweave", *sys.argv[1:]]),
                                          plan_mod.job_hosts(topo, hosts, order, seed))
             write_text(out / "index.html", page)

@@ -13,7 +13,8 @@ from typing import Optional
 
 import typer
 
-from netweave import files, report_html
+from netweave.report import html_page
+from netweave.support import files
 from netweave.cli.common import JsonOpt, UserError, progress
 
 app = typer.Typer(
@@ -60,7 +61,7 @@ def _pages(out: Path, since: float, label: str) -> list[Path]:
         if md.stat().st_mtime < since - 1 or not md.stem.startswith(("summary", "results")):
             continue
         page = out / ("index" + md.stem.removeprefix("summary").removeprefix("results") + ".html")
-        files.write_text(page, report_html.markdown_page(md.read_text(), out, f"netweave reproduce: {label}"))
+        files.write_text(page, html_page.markdown_page(md.read_text(), out, f"netweave reproduce: {label}"))
         pages.append(page)
     return pages
 

@@ -8,7 +8,8 @@ from typing import Optional
 
 import typer
 
-from netweave import files, routing, topology
+from netweave.stages import routing, topology
+from netweave.support import files
 from netweave._core import Topology
 from netweave.cli.common import JsonOpt, UserError, err_console, working
 
@@ -61,7 +62,7 @@ def _make_engine_command(engine: str):
     ) -> None:
         if spread_vcs is not None and engine != "updown":
             raise UserError(f"--spread-vcs applies to updown only, not {engine}")
-        from netweave.files import check_file
+        from netweave.support.files import check_file
 
         for target in (output, lft):  # before routing, which can take minutes on a large fabric
             if target is not None:

@@ -10,15 +10,17 @@ from typing import Optional
 
 import typer
 
-from netweave import files, flowsim, routing, runtime, topology
+from netweave.run import executor
+from netweave.stages import flowsim, routing, topology
+from netweave.support import files
 from netweave.cli.common import JsonOpt, UserError, working
 
 
 def run_cmd(
     schedule_file: Path = typer.Argument(..., help="Schedule file: a task DAG or a phased schedule (.json or .nws)."),
     seed: int = typer.Option(0, "--seed", min=0, max=2**64 - 1, help="Seed of the payload every receiver verifies."),
-    fragment: int = typer.Option(runtime.DEFAULT_FRAGMENT, "--fragment", help="Bytes per fragment (relays forward fragment by fragment)."),
-    timeout: float = typer.Option(runtime.DEFAULT_TIMEOUT, "--timeout", help="Seconds a process waits with nothing moving before it fails."),
+    fragment: int = typer.Option(executor.DEFAULT_FRAGMENT, "--fragment", help="Bytes per fragment (relays forward fragment by fragment)."),
+    timeout: float = typer.Option(executor.DEFAULT_TIMEOUT, "--timeout", help="Seconds a process waits with nothing moving before it fails."),
     fault: Optional[str] = typer.Option(None, "--fault", help="Inject a fault: crash:RANK[:K] or hang:RANK[:K] (before that rank's K-th send)."),
     predict_on: Optional[Path] = typer.Option(None, "--topology", help="Also predict the run with the flow simulator on this fabric."),
     out: Optional[Path] = typer.Option(None, "--out", help="Keep the run here: schedule, traces, stderr, result.json, tasks.csv."),
@@ -37,7 +39,7 @@ def run_cmd(
         raise UserError(f"--fragment {fragment}: give a multiple of 8 bytes, at least 4096")
     if out is not None:
         files.check_dir(out, ["result.json", "tasks.csv", "schedule.nws", "peers.txt"])
-    graph = runtime.as_task_graph(flowsim.load_workload(schedule_file))
+    graph = executor.as_task_graph(flowsim.load_workload(schedule_file))
     if graph.num_ranks == 0 or graph.num_tasks == 0:
         raise UserError(f"{schedule_file}: the schedule has {graph.num_ranks} ranks and {graph.num_tasks} tasks: "
                         "nothing to run")
@@ -52,7 +54,7 @@ def run_cmd(
     if out is not None:
         files.ensure_dir(out)
     with working(f"running {graph.name} on {graph.num_ranks} processes", as_json):
-        result = runtime.run_local(graph, seed=seed, fragment=fragment, timeout=timeout, fault=fault, work_dir=out)
+        result = executor.run_local(graph, seed=seed, fragment=fragment, timeout=timeout, fault=fault, work_dir=out)
     result["predicted_makespan_s"] = prediction
     if out is not None:
         _save(result, out)
@@ -69,7 +71,7 @@ def _check_fault(fault: str, graph) -> None:
     """Refuse a fault that names no rank of the schedule or a send its rank never makes: it
     would never fire, and the run would pass as if it had been tested."""
     try:
-        kind, rank, before = runtime.parse_fault(fault)
+        kind, rank, before = executor.parse_fault(fault)
     except ValueError:
         raise UserError(f"--fault '{fault}': want crash:RANK[:K] or hang:RANK[:K]") from None
     if rank >= graph.num_ranks:

@@ -8,10 +8,12 @@ from typing import Optional
 
 import typer
 
-from netweave import _core, files, topology, traffic
-from netweave.traffic import DEFAULT_BYTES
+from netweave import _core
+from netweave.stages import topology, traffic
+from netweave.support import files
+from netweave.stages.traffic import DEFAULT_BYTES
 from netweave.cli.common import JsonOpt, UserError, err_console, working
-from netweave.schedule_cache import ScheduleCache
+from netweave.stages.schedule_cache import ScheduleCache
 
 
 def _algorithm_table() -> str:
@@ -127,7 +129,7 @@ def _contention_free(collective, topo, output, hosts, order, nbytes, root, tasks
         job = [int(h) for h in _core.allocate_hosts(topo, hosts, order, options["seed"], True)]
         options["hosts"] = job
     if routes_file is not None:
-        from netweave import routing
+        from netweave.stages import routing
         options["routes"] = routing.load(topo, routes_file)
     if cache is not None and (job is not None or routes_file is not None):
         raise UserError("--cache keys schedules of the whole fabric by its shortest paths: drop --hosts/--routes or --cache")

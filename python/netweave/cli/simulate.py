@@ -11,7 +11,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from netweave import files, flitsim, flowsim, routing, topology
+from netweave.stages import flitsim, flowsim, routing, topology
+from netweave.support import files
 from netweave._core import TaskGraph
 from netweave.cli.common import JsonOpt, UserError, progress, working
 
@@ -162,7 +163,7 @@ def _print_batch(r: dict, console: Console) -> None:
 
 
 def flit(
-    config: Path = typer.Argument(..., help="TOML config (BookSim key names; netweave.flitsim.KEYS and docs/flitsim.md list them)."),
+    config: Path = typer.Argument(..., help="TOML config (BookSim key names; netweave.stages.flitsim.KEYS and docs/flitsim.md list them)."),
     set_: Optional[list[str]] = typer.Option(None, "--set", help="Override a key: --set key=value (repeatable)."),
     sweep: Optional[str] = typer.Option(None, "--sweep", help="Run several loads in parallel: injection_rate=a,b,c."),
     threads: Optional[int] = typer.Option(None, "--threads", min=0, max=1024,

@@ -9,7 +9,9 @@ from typing import Optional
 
 import typer
 
-from netweave import _core, files, topology
+from netweave import _core
+from netweave.stages import topology
+from netweave.support import files
 from netweave._core import Topology
 from netweave.cli.common import JsonOpt, UserError, err_console, working
 

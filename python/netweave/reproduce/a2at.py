@@ -21,8 +21,8 @@ import json
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from netweave import analysis, routing, topology, traffic
-from netweave.files import ensure_dir, open_atomic, savefig, write_text
+from netweave.stages import analysis, routing, topology, traffic
+from netweave.support.files import ensure_dir, open_atomic, savefig, write_text
 
 #: Bytes per message; the fluid time in message units does not depend on it.
 BYTES = 1 << 20

@@ -29,8 +29,9 @@ import json
 from pathlib import Path
 from typing import Any, Callable
 
-from netweave import flitsim, parallel, routing, topology, traffic
-from netweave.files import ensure_dir, open_atomic, savefig, write_text
+from netweave.stages import flitsim, routing, topology, traffic
+from netweave.support import parallel
+from netweave.support.files import ensure_dir, open_atomic, savefig, write_text
 from netweave.reproduce.a2at import table1
 
 #: Flits per message (one packet), as in the paper's BookSim runs.
@@ -136,7 +137,7 @@ def case_row(k: int, case: tuple) -> dict[str, Any]:
 def run(out_dir: Path, sides: tuple[int, ...] = (5, 7, 9), progress: Callable[[str], None] = lambda _: None,
         workers: int = 2) -> dict[str, Any]:
     """Run every case for every side (in `workers` threads, or over the processes of an MPI
-    job when started by ``mpirun``: :mod:`netweave.parallel`), write the files, return the figures."""
+    job when started by ``mpirun``: :mod:`netweave.support.parallel`), write the files, return the figures."""
     out_dir = Path(out_dir)
     ensure_dir(out_dir)
     jobs = [(k, case) for k in sides for case in CASES] + [(k, case) for k in e4_sides(sides) for case in e4_cases()]

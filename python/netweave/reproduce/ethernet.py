@@ -38,7 +38,7 @@ from typing import Any, Callable, Optional
 
 import networkx as nx
 
-from netweave import flowsim, routing, topology, traffic
+from netweave.stages import flowsim, routing, topology, traffic
 from netweave._core import Topology
 
 #: Bytes per pair of Fig. 5.4 / 5.6 (100 B to 1 MB).

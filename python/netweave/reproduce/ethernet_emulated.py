@@ -1,6 +1,6 @@
 """Paper 004 on the emulated cluster: real TCP through namespaces routed by netweave's tables.
 
-``run(out_dir, quick)`` (root only; :mod:`netweave.emulate`) reproduces:
+``run(out_dir, quick)`` (root only; :mod:`netweave.run.emulate`) reproduces:
 
 - **§3, incast** (Figs. 3.x, Table 3.2's setting): one switch, 1 Gbit/s hosts, ``senders`` hosts
   each sending 1 MB to one root, every sender at once (Concurrent) against one after another
@@ -31,7 +31,8 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from netweave import emulate, mpi, routing, topology, traffic
+from netweave.run import emulate, mpi
+from netweave.stages import routing, topology, traffic
 from netweave.reproduce.ethernet import write_csv
 
 #: Senders of the incast experiment, the bytes each sends, and the switch port queue.

@@ -26,8 +26,8 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from netweave import routing, topology, traffic
-from netweave.files import ensure_dir, open_atomic, savefig, write_text
+from netweave.stages import routing, topology, traffic
+from netweave.support.files import ensure_dir, open_atomic, savefig, write_text
 
 #: Bytes per message. Ratios do not depend on it.
 BYTES = 1 << 20

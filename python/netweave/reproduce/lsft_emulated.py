@@ -2,11 +2,11 @@
 
 The paper built S1–S3 from InfiniBand switches and ran IMB's Alltoall with Open MPI's pairwise
 and linear algorithms and with its LSFT destination order as a custom ``MPI_Alltoall``. Here the
-LSFT is emulated (:mod:`netweave.emulate`: a namespace per server and switch, routed by
+LSFT is emulated (:mod:`netweave.run.emulate`: a namespace per server and switch, routed by
 netweave's ``lsft`` tables), and the same three contenders run inside an unchanged
 ``MPI_Alltoall`` of ``nwbench`` with Open MPI over TCP: the native pairwise and linear
 algorithms, and netweave's shift and proposed (LSFT) schedules through the MPI runtime
-(:mod:`netweave.mpi`). Per-server throughput is ``(N − 1) × bytes per pair / time`` (IMB's
+(:mod:`netweave.run.mpi`). Per-server throughput is ``(N − 1) × bytes per pair / time`` (IMB's
 t_avg), reported against the emulated link rate — the ratio of Fig. 22 — beside the flow
 model's prediction for the same fabric and the paper's real-machine figures.
 
@@ -29,8 +29,9 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from netweave import emulate, flowsim, mpi, routing, topology, traffic
-from netweave.files import ensure_dir, write_text
+from netweave.run import emulate, mpi
+from netweave.stages import flowsim, routing, topology, traffic
+from netweave.support.files import ensure_dir, write_text
 from netweave.reproduce.ethernet import write_csv
 from netweave.reproduce.lsft import PAPER_LIMIT_MIBS, PAPER_REAL_SHIFT_MIBS
 

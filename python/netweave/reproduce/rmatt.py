@@ -25,8 +25,8 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from netweave import flowsim, mapping, routing, topology, traffic
-from netweave.files import ensure_dir, write_text
+from netweave.stages import flowsim, mapping, routing, topology, traffic
+from netweave.support.files import ensure_dir, write_text
 
 #: Extraction §10 reference values (identity and bit-reversal, ties to +).
 REFERENCE = {

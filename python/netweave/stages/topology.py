@@ -19,7 +19,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from netweave import _core, files
+from netweave import _core
+from netweave.support import files
 from netweave._core import ProjectivePlane, Topology
 
 latin_square_fat_tree = _core.latin_square_fat_tree
@@ -99,7 +100,7 @@ def load(path: str | Path, format: str | None = None) -> Topology:
 
 
 def save(topo: Topology, path: str | Path, format: str | None = None, lossy: bool = False) -> Path:
-    """Write a topology file atomically (:mod:`netweave.files`); the format comes from the
+    """Write a topology file atomically (:mod:`netweave.support.files`); the format comes from the
     extension unless given.
 
     A format that cannot hold the topology's link values (ibnet has IB rates only and no

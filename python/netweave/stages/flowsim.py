@@ -8,10 +8,10 @@ barrier), ``async`` (FIFO with ``nct`` concurrent sends per host, paper 001), ``
 dependency DAG with 1-byte sync messages and cut-through relays).
 
 >>> import netweave
->>> topo = netweave.topology.torus([4, 4])
->>> routes = netweave.routing.route(topo, "dor")
->>> sched = netweave.traffic.alltoall(16, 1 << 16)
->>> rep = netweave.flowsim.simulate(routes, sched, executor="async")
+>>> topo = netweave.stages.topology.torus([4, 4])
+>>> routes = netweave.stages.routing.route(topo, "dor")
+>>> sched = netweave.stages.traffic.alltoall(16, 1 << 16)
+>>> rep = netweave.stages.flowsim.simulate(routes, sched, executor="async")
 >>> rep["makespan_s"] > 0
 True
 
@@ -32,7 +32,8 @@ from typing import Any, Callable, Optional, Union
 
 import numpy as np
 
-from netweave import _core, files
+from netweave import _core
+from netweave.support import files
 
 #: Executor names `simulate` accepts.
 EXECUTORS: tuple[str, ...] = tuple(_core.flow_executors())
@@ -197,7 +198,7 @@ def _run_watched(routes, workload, kwargs, on_progress) -> dict:
 
 
 def load_workload(path) -> Workload:
-    """Read a schedule file: the phased form (via :func:`netweave.traffic.load`) or the
+    """Read a schedule file: the phased form (via :func:`netweave.stages.traffic.load`) or the
     dependency-DAG form (``"form": "dag"``)."""
     path = Path(path)
     if path.suffix == ".nws":
@@ -216,11 +217,11 @@ def load_workload(path) -> Workload:
         if isinstance(head, dict) and head.get("form") == "dag":
             with files.naming(path):
                 return _core.TaskGraph.from_json(text)
-    from netweave import traffic
+    from netweave.stages import traffic
 
     loader = getattr(traffic, "load", None)
     if loader is None:
-        raise _core.NetweaveError(f"{path}: phased schedule files need netweave.traffic.load, which this build lacks")
+        raise _core.NetweaveError(f"{path}: phased schedule files need netweave.stages.traffic.load, which this build lacks")
     return loader(path)
 
 

@@ -2,8 +2,8 @@
 
 The library (``runtime/mpi/nwmpi.c``, built once per MPI implementation by ``make setup`` as
 ``runtime/build/libnwmpi-<impl>.so``, and shipped inside a wheel built by ``make wheel``; found by
-:func:`netweave.runtime.runtime_file`) runs a schedule file inside ``MPI_Alltoall``,
-``MPI_Allgather`` and ``MPI_Gather`` of an unchanged program; see ``docs/mpi-runtime.md``.
+:func:`netweave.run.executor.runtime_file`) runs a schedule file inside ``MPI_Alltoall``,
+``MPI_Allgather`` and ``MPI_Gather`` of an unchanged program; see ``docs/mpi-executor.md``.
 
 >>> env = settings(Path("a2a.nws"), verbose=True)                 # doctest: +SKIP
 >>> run(command("openmpi", 4, ["./app"], env=env), timeout=600)   # doctest: +SKIP
@@ -17,7 +17,8 @@ import subprocess
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from netweave import _core, processes, runtime
+from netweave import _core
+from netweave.run import executor, processes
 from netweave._core import NetweaveError
 
 #: Debian's MPI implementations, by their command suffix.
@@ -31,12 +32,12 @@ _MPI_NAMES = {"openmpi": ("Open MPI", "libopenmpi-dev"), "mpich": ("MPICH", "lib
 
 
 def _built(name: str, implementation: str) -> Path:
-    """A file of the C runtime built for `implementation` (:func:`netweave.runtime.runtime_file`),
+    """A file of the C runtime built for `implementation` (:func:`netweave.run.executor.runtime_file`),
     or one line naming the MPI it needs."""
-    path = runtime.runtime_file(name)
+    path = executor.runtime_file(name)
     if path is None:
         mpi_name, package = _MPI_NAMES[implementation]
-        where = " or ".join(str(d) for d in runtime.runtime_dirs())
+        where = " or ".join(str(d) for d in executor.runtime_dirs())
         raise NetweaveError(f"netweave has no {name} for {mpi_name} (looked in {where}): it is built only where {mpi_name} "
                             f"is installed; install {mpi_name} (Debian: {package}) and rebuild (make setup, or make wheel), "
                             f"or choose the other MPI with --mpi")
@@ -106,7 +107,7 @@ def command(implementation: str, ranks: int, program: Sequence[str], preload: bo
 
 
 def run(cmd: list[str], timeout: float) -> subprocess.CompletedProcess:
-    """Run an MPI command, output captured, as a :class:`netweave.processes.Job`: launcher and
+    """Run an MPI command, output captured, as a :class:`netweave.run.processes.Job`: launcher and
     ranks end with it — after `timeout` seconds (the run then fails with that reason), on
     SIGINT/SIGTERM (forwarded first) or when netweave is killed."""
     with processes.Job() as job:
@@ -124,7 +125,7 @@ def nwbench_program(implementation: str, collective: str, sizes: Sequence[int], 
                     check: bool = True, schedules: Sequence[Path | str] = ()) -> list[str]:
     """The `nwbench` command line: `collective` at every size of `sizes` (bytes per pair),
     natively, then with each of `schedules` switched on (``"native"``: the native collective
-    again). Run it under :func:`command` here, or :func:`netweave.emulate.mpirun` on a fabric."""
+    again). Run it under :func:`command` here, or :func:`netweave.run.emulate.mpirun` on a fabric."""
     if collective not in ("alltoall", "allgather", "gather"):
         raise NetweaveError(f"nwbench times alltoall, allgather or gather, not '{collective}'")
     for s in schedules:

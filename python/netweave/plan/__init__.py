@@ -9,7 +9,7 @@ the fabric's real bandwidths and latencies. :mod:`netweave.report` renders the r
 text, JSON or files.
 
 Candidates come from :func:`candidates`, i.e. from the traffic layer's algorithm table: any
-all-to-all registered there (:func:`netweave.traffic.register`) joins the comparison without a
+all-to-all registered there (:func:`netweave.stages.traffic.register`) joins the comparison without a
 change here; algorithms that do not fit the job (XOR on a number of ranks that is no power of
 two, A2AT on a shape that is no odd square, a fabric-specific schedule on another fabric) are
 listed as skipped with the reason.
@@ -20,7 +20,7 @@ Paper 000's sub-cluster schedule ``lsft-partial`` joins when that host set is ex
 of grid leaves: k and m are read off the host set (:func:`lsft_sub_cluster`).
 
 Every candidate is ranked by the time the flow model predicts for it, beside the bottleneck
-lower bound of the job's traffic (:func:`netweave.analysis.bottleneck_bound`) and its ratio
+lower bound of the job's traffic (:func:`netweave.stages.analysis.bottleneck_bound`) and its ratio
 to it: the phased schedules, paper 004's task DAGs (:func:`dag_candidates`: the
 contention-free one and Concurrent, everything at once), and what the user's MPI runs today
 (:func:`native_candidates`: Open MPI 4.1's and MPICH 4.0's default algorithm for the job's
@@ -37,10 +37,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from netweave import analysis, flowsim, routing, topology, traffic
+from netweave.stages import analysis, flowsim, routing, topology, traffic
 from netweave import _core
 from netweave._core import NetweaveError, Schedule, Topology
-from netweave.files import ensure_dir, write_text
+from netweave.support.files import ensure_dir, write_text
 
 #: Bytes each rank sends to each other rank in the default job (1 MiB).
 DEFAULT_BYTES = 1 << 20
@@ -146,7 +146,7 @@ def write_artifacts(topo: Topology, routes: _core.RoutingTable, result: dict[str
                     built: Optional[list[Candidate]] = None) -> tuple[list[Path], list[tuple[str, str]]]:
     """The files a user deploys, beside the report in `out_dir`: the routing tables
     (``routes.json``, and ``opensm/`` for ``opensm -F opensm/opensm.conf``: the tables with their
-    lanes, :func:`netweave.routing.save_opensm`), netweave's best
+    lanes, :func:`netweave.stages.routing.save_opensm`), netweave's best
     schedule for the job as ``<collective>-<ranks>.nws`` (the name the MPI library looks up in
     a schedule directory; a phased schedule asks for the executor the flow model finds fastest
     for it, a paper-004 DAG is written as its task graph) and, phased, as ``.json``; the rank
@@ -626,8 +626,8 @@ class Placement:
         return self.write_map(path, "rankfile")
 
     def write_map(self, path, fmt: str) -> Any:
-        """Write the placement as a map file of format `fmt` (see ``netweave.mapping.FORMATS``)."""
-        from netweave import mapping
+        """Write the placement as a map file of format `fmt` (see ``netweave.stages.mapping.FORMATS``)."""
+        from netweave.stages import mapping
 
         meta = {"pattern": self.summary["pattern"], "cost": self.summary["cost"], "figures": self.summary["placed"]}
         return mapping.write_map(self.net, self.host_of_rank, path, fmt, None, meta)
@@ -644,12 +644,12 @@ def place_ranks(
     evaluations: int | None = None,
 ) -> Placement:
     """Place the ranks of the job's traffic `pattern_source` (a pattern file or generator
-    spec, see :func:`netweave.mapping.load_pattern`) on `topo`, routed as the plan routes it
+    spec, see :func:`netweave.stages.mapping.load_pattern`) on `topo`, routed as the plan routes it
     (`engine`, default the engine suited to the topology): the best of BISEM and the baselines,
     annealed for `seconds` with `seed` (or for `evaluations`, which gives the same placement on
     every run). The summary holds the placement's figures against the
     identity (rank r on host r)."""
-    from netweave import mapping
+    from netweave.stages import mapping
 
     engine = engine or routing.default_engine(topo)
     pattern = mapping.load_pattern(pattern_source)

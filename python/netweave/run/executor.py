@@ -5,9 +5,10 @@ loopback address (``127.1.x.y``), runs a task-DAG schedule over TCP (paper 004's
 one send at a time per host, 1-byte sync messages, relays forwarded fragment by fragment) and
 gathers every process's per-task trace into one result::
 
-    from netweave import runtime, traffic
-    graph = runtime.as_task_graph(traffic.alltoall(8, 4096, "shift"))
-    result = runtime.run_local(graph, seed=1)
+    from netweave.run import executor
+    from netweave.stages import traffic
+    graph = executor.as_task_graph(traffic.alltoall(8, 4096, "shift"))
+    result = executor.run_local(graph, seed=1)
     result["ok"], result["makespan_s"], result["syncs"]
 
 A process that dies or stalls makes its partners exit non-zero at once (a dropped connection)
@@ -30,12 +31,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional, Union
 
-from netweave import _core, processes
+from netweave import _core
+from netweave.run import processes
 
 #: The C programs and libraries shipped inside an installed package (``make wheel`` puts them here).
-PACKAGE_RUNTIME_DIR = Path(__file__).resolve().parent / "_runtime"
+PACKAGE_RUNTIME_DIR = Path(__file__).resolve().parents[1] / "_runtime"
 #: Where ``make setup`` builds them in a source checkout.
-CHECKOUT_RUNTIME_DIR = Path(__file__).resolve().parents[2] / "runtime" / "build"
+CHECKOUT_RUNTIME_DIR = Path(__file__).resolve().parents[3] / "runtime" / "build"
 #: Fragment size the executor moves data in; relays forward at this granularity.
 DEFAULT_FRAGMENT = 64 * 1024
 #: Seconds a process waits with nothing moving before it gives up.

@@ -17,7 +17,7 @@ and the links between two blocks become one bundle coloured by its busiest link;
 ``notes`` say so.
 
 >>> import netweave
->>> d = layout(netweave.topology.mesh([4, 4], 1))
+>>> d = layout(netweave.stages.topology.mesh([4, 4], 1))
 >>> d.kind, len(d.nodes), len(d.segments)
 ('grid', 16, 24)
 >>> "<svg" in svg(d, "fabric")

@@ -1,6 +1,6 @@
 """Calibrating the flow model on the emulated cluster (``netweave emulate calibrate``).
 
-Brings the fabric up once (:mod:`netweave.emulate`, root) and measures with the TCP executor
+Brings the fabric up once (:mod:`netweave.run.emulate`, root) and measures with the TCP executor
 what the flow model takes as parameters:
 
 - **per-message host overhead** (``overhead_s``): a chain of 1-byte tasks bouncing between two
@@ -15,8 +15,8 @@ what the flow model takes as parameters:
   docs/flowsim.md) that the flow model needs to predict the sweep's median times, found by a
   grid search over what the literature and Linux make plausible.
 
-The result is a calibration file (:data:`netweave.flowsim.CALIBRATION_FORMAT`, version
-:data:`netweave.flowsim.CALIBRATION_VERSION`) naming the fabric it was measured on (link
+The result is a calibration file (:data:`netweave.stages.flowsim.CALIBRATION_FORMAT`, version
+:data:`netweave.stages.flowsim.CALIBRATION_VERSION`) naming the fabric it was measured on (link
 layer, port buffer, scale, host link rate): ``simulate flow --calibration F`` and ``plan
 --calibration F`` take it and refuse it for a fabric of another kind.
 """
@@ -34,7 +34,8 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from netweave import _core, emulate, flowsim, processes, runtime
+from netweave.run import emulate, processes
+from netweave.stages import flowsim
 from netweave._core import NetweaveError, RoutingTable, TaskGraph, Topology
 
 #: Incast sweep: senders per point, bytes each sender sends, runs per point.
@@ -156,7 +157,7 @@ def calibrate(topo: Topology, routes: RoutingTable, name: str, scale: float = 1.
                                                   if lossy else []}, fit_error)
 
 
-def _run(fabric: emulate.Fabric, graph: TaskGraph) -> float:
+def _run(fabric: emulate.EmulatedCluster, graph: TaskGraph) -> float:
     result = emulate.run(fabric, graph)
     if not result["ok"] or result["makespan_s"] is None:
         raise NetweaveError(f"calibration run {graph.name} failed: {result['cause']}")

@@ -9,7 +9,7 @@ A run is described by a flat config whose keys match BookSim's where they mean t
 core, the default) sets how many threads step the routers of one run; the results are the same
 for every count.
 
->>> import netweave.flitsim as fs
+>>> import netweave.stages.flitsim as fs
 >>> r = fs.simulate({"k": 4, "packet_size": 4, "injection_rate": 0.02, "sample_period": 300})
 >>> r["mode"], r["saturated"]
 ('open_loop', False)
@@ -21,7 +21,8 @@ import tomllib
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Optional, Union
 
-from netweave import _core, parallel
+from netweave import _core
+from netweave.support import parallel
 
 #: ``{key: meaning}`` of every config key the simulator understands.
 KEYS: dict[str, str] = dict(_core.flitsim_keys())
@@ -136,7 +137,7 @@ def sweep(
 ) -> dict:
     """Open-loop runs at every injection rate, in parallel; marks saturated loads. Under
     ``mpirun`` (and without `routes`) the points are spread over the MPI job's processes as
-    independent tasks (:mod:`netweave.parallel`), with the same results. `progress(i)` hears of
+    independent tasks (:mod:`netweave.support.parallel`), with the same results. `progress(i)` hears of
     each finished point."""
     rates = list(rates)
     if routes is not None or not parallel.using_mpi():

@@ -20,9 +20,9 @@
   ``throughput_ratio``, ``fluid_time_s``, ``fluid_time_host_links_s`` and ``permutation``.
 
 >>> import netweave
->>> topo = netweave.topology.latin_square_fat_tree(2)
->>> routes = netweave.routing.route(topo, "lsft")
->>> report = analyze(routes, netweave.traffic.alltoall(topo.num_hosts, 1 << 20))
+>>> topo = netweave.stages.topology.latin_square_fat_tree(2)
+>>> routes = netweave.stages.routing.route(topo, "lsft")
+>>> report = analyze(routes, netweave.stages.traffic.alltoall(topo.num_hosts, 1 << 20))
 >>> report["complete"], report["max_congestion"] > 1
 (True, True)
 """
@@ -52,9 +52,9 @@ def phase_channel_flows(routes: _core.RoutingTable, schedule: _core.Schedule, ph
     channel ``2*l`` runs along link ``l`` from its end ``a`` to its end ``b``, ``2*l + 1`` back.
 
     >>> import netweave
-    >>> topo = netweave.topology.mesh([4], 1)
-    >>> routes = netweave.routing.route(topo, "dor")
-    >>> max(phase_channel_flows(routes, netweave.traffic.alltoall(4, 1), 1))  # shift by 2
+    >>> topo = netweave.stages.topology.mesh([4], 1)
+    >>> routes = netweave.stages.routing.route(topo, "dor")
+    >>> max(phase_channel_flows(routes, netweave.stages.traffic.alltoall(4, 1), 1))  # shift by 2
     2
     """
     return _core.phase_channel_flows(routes, schedule, phase)
@@ -73,9 +73,9 @@ def bottleneck_bound(routes: _core.RoutingTable, traffic) -> dict:
     :func:`bound_ratio`.
 
     >>> import netweave
-    >>> topo = netweave.topology.mesh([4], 1)
-    >>> routes = netweave.routing.route(topo, "dor")
-    >>> b = bottleneck_bound(routes, netweave.traffic.alltoall(4, 1 << 20))
+    >>> topo = netweave.stages.topology.mesh([4], 1)
+    >>> routes = netweave.stages.routing.route(topo, "dor")
+    >>> b = bottleneck_bound(routes, netweave.stages.traffic.alltoall(4, 1 << 20))
     >>> b["binding"]["kind"], b["bytes"] == 4 << 20
     ('link', True)
     """

@@ -203,8 +203,8 @@ def to_json(plan: dict[str, Any]) -> str:
 
 def write_files(plan: dict[str, Any], out_dir: Path, topology_json: str) -> list[Path]:
     """Write report.json, report.md, phases.csv and topology.json into `out_dir` (atomically,
-    :mod:`netweave.files`)."""
-    from netweave.files import ensure_dir, write_text
+    :mod:`netweave.support.files`)."""
+    from netweave.support.files import ensure_dir, write_text
 
     ensure_dir(out_dir)
     files = {

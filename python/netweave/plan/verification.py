@@ -1,12 +1,12 @@
 """``netweave plan --verify``: the plan's predictions measured on the emulated fabric.
 
 :func:`verify` brings the plan's fabric up as network namespaces routed by the plan's tables
-(:mod:`netweave.emulate`, links at their bandwidth × a scale this machine can forward), runs
+(:mod:`netweave.run.emulate`, links at their bandwidth × a scale this machine can forward), runs
 the candidates that matter at the plan's message size and sets each measured time beside the
 prediction for the same scaled fabric:
 
 - the :data:`TOP` best-predicted of netweave's candidates and paper 004's Concurrent on
-  netweave's TCP executor (:func:`netweave.emulate.run`: a phased schedule in its local-sync
+  netweave's TCP executor (:func:`netweave.run.emulate.run`: a phased schedule in its local-sync
   order, a DAG as it is; one send in flight per host, every receive open), predicted as that
   executor runs them (the flow model's DAG executor) — as ``reproduce ethernet --emulate`` runs
   paper 004's schedules;
@@ -35,7 +35,7 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from netweave import emulate, mpi, runtime
+from netweave.run import emulate, executor, mpi
 from netweave import plan as plan_mod
 from netweave._core import NetweaveError, RoutingTable, Topology
 
@@ -70,13 +70,13 @@ def check_can_verify(topo: Topology, ranks: int) -> None:
         raise NetweaveError(f"--verify brings up an emulated fabric: {e}") from None
     for implementation in mpi.IMPLEMENTATIONS:
         mpi.program_path("nwbench", implementation)
-    runtime.executor_path()
+    executor.executor_path()
 
 
 def _scale(routes: RoutingTable, workloads: list, fastest_s: float) -> float:
     """The link scale at which the heaviest workload, run at its predicted pace, forwards at most
     :data:`FORWARDING_SHARE` of what two cores carry (predicted times grow as 1 / scale)."""
-    heaviest = max(emulate.forwarding_load(routes, runtime.as_task_graph(w), fastest_s) for w in workloads)
+    heaviest = max(emulate.forwarding_load(routes, executor.as_task_graph(w), fastest_s) for w in workloads)
     if heaviest <= 0:
         return 1.0
     return min(1.0, FORWARDING_SHARE * emulate.FORWARDING_BUDGET_BPS / heaviest)
@@ -128,7 +128,7 @@ def verify(topo: Topology, routes: RoutingTable, result: dict[str, Any], built: 
     note("predicting on the scaled fabric")
     scaled = emulate.scaled_topology(topo, scale)
     scaled_routes = emulate.scaled_routes(routes, scaled)
-    graphs = {name: runtime.as_task_graph(work) for name, work in workloads.items()}
+    graphs = {name: executor.as_task_graph(work) for name, work in workloads.items()}
     # Concurrent as the plan predicts it (every send of a host at once); the others one send
     # in flight per host, as netweave's executor runs them.
     predicted = {name: plan_mod.predict(scaled_routes, graph, "dag", max(ranks - 1, 1) if name == plan_mod.CONCURRENT

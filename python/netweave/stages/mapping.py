@@ -1,8 +1,8 @@
 """Mapping: where each rank of a job runs (paper 003's RMATT at interactive speed).
 
 >>> import netweave
->>> topo = netweave.topology.torus([4, 4])
->>> routes = netweave.routing.route(topo, "dor", select="low-port")
+>>> topo = netweave.stages.topology.torus([4, 4])
+>>> routes = netweave.stages.routing.route(topo, "dor", select="low-port")
 >>> net = MapNetwork(routes)
 >>> pattern = load_pattern("bruck:16:2048")
 >>> cost(net, pattern, baseline(net, pattern, "identity"))["hops"]
@@ -23,7 +23,8 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from netweave import _core, files
+from netweave import _core
+from netweave.support import files
 from netweave._core import Annealer, MapNetwork, NetweaveError, Pattern
 
 __all__ = [
@@ -69,7 +70,7 @@ def network(topology, routes, slots_per_host: int = 1) -> MapNetwork:
     the table and flattens it.
 
     >>> import netweave
-    >>> network(netweave.topology.torus([4, 4]), "dor").route_source
+    >>> network(netweave.stages.topology.torus([4, 4]), "dor").route_source
     'lattice'
     """
     if isinstance(routes, str):
@@ -78,7 +79,7 @@ def network(topology, routes, slots_per_host: int = 1) -> MapNetwork:
         shape = topology.structure.get("shape")
         if engine == "dor" and shape in ("torus", "mesh") and select != "balanced":
             return MapNetwork.dor(topology, select, slots_per_host)
-        from netweave import routing
+        from netweave.stages import routing
 
         routes = routing.route(topology, engine, select=select)
     return MapNetwork(routes, slots_per_host)

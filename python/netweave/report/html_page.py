@@ -1,7 +1,7 @@
 """The plan as one self-contained web page (``index.html``), and a reproduction's
 ``summary.md`` as one too.
 
-The plan's page shows the fabric (:mod:`netweave.drawing`), each phased candidate's busiest
+The plan's page shows the fabric (:mod:`netweave.report.drawing`), each phased candidate's busiest
 phase as a heat map on it with a link-load histogram, the candidates as a chart and a table,
 the routing's proof and path lengths, the rank placement when there is one, and under every
 figure the command that reproduces it. Everything is inline (SVG, CSS, a few lines of script
@@ -9,7 +9,7 @@ to switch the heat map between candidates): the page needs no network and no oth
 
 >>> import netweave
 >>> from netweave import plan, routing
->>> topo = netweave.topology.mesh([4, 4], 1)
+>>> topo = netweave.stages.topology.mesh([4, 4], 1)
 >>> routes = routing.route(topo, "dor")
 >>> built = plan.candidates(topo, 1024)
 >>> result = plan.plan(topo, 1024, routes=routes, built=built)
@@ -28,7 +28,8 @@ import shlex
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from netweave import analysis, drawing
+from netweave.report import drawing
+from netweave.stages import analysis
 from netweave._core import RoutingTable, Topology
 from netweave.report import candidate_rows, format_bytes, format_seconds, pick_text, summary_lines, today_line
 

@@ -241,15 +241,15 @@ def alltoall(num_ranks: int, bytes_per_pair: int, algorithm: str = "shift") -> S
 def save(schedule: Schedule, path: str | Path, executor: str = "auto") -> None:
     """Write `schedule`: ``.json`` as JSON, ``.nws`` as the compact binary format, which also
     names the `executor` an MPI runtime should use (``auto``, ``sync``, ``async``,
-    ``local-sync``). Written atomically (:mod:`netweave.files`)."""
-    from netweave import files
+    ``local-sync``). Written atomically (:mod:`netweave.support.files`)."""
+    from netweave.support import files
 
     files.write_with(path, lambda partial: _core.save_schedule(schedule, partial, executor))
 
 
 def load(path: str | Path) -> Schedule:
     """Read a schedule written by :func:`save`; errors name the file."""
-    from netweave import files
+    from netweave.support import files
 
     with files.naming(path):
         return _core.load_schedule(Path(path))

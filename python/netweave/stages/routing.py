@@ -1,8 +1,8 @@
 """Routing: forwarding tables ``out_port[switch][dest host]`` plus a VC policy.
 
 >>> import netweave
->>> topo = netweave.topology.torus([4, 4])
->>> routes = netweave.routing.route(topo, "dor")
+>>> topo = netweave.stages.topology.torus([4, 4])
+>>> routes = netweave.stages.routing.route(topo, "dor")
 >>> routes.num_vcs, routes.check()["deadlock_free"]
 (2, True)
 """
@@ -46,9 +46,9 @@ def default_engine(topology: _core.Topology) -> str:
 
 
 def save(routes: _core.RoutingTable, path, format: str = "json"):
-    """Write a routes file atomically (:mod:`netweave.files`): ``json`` (netweave routes) or
+    """Write a routes file atomically (:mod:`netweave.support.files`): ``json`` (netweave routes) or
     ``lft`` (OpenSM opensm-lfts.dump)."""
-    from netweave import files
+    from netweave.support import files
 
     return files.write_text(path, _core.write_routes(routes, format))
 
@@ -87,7 +87,7 @@ def save_opensm(routes: _core.RoutingTable, out_dir, vcs: int = 8) -> list:
     removed. Returns the paths written. A routing needing more lanes than `vcs` raises."""
     from pathlib import Path
 
-    from netweave import files
+    from netweave.support import files
 
     files.check_dir(out_dir, OPENSM_FILES)
     plan = opensm_install(routes, out_dir, vcs)  # refuses a routing the fabric cannot carry before anything is written
@@ -108,7 +108,7 @@ def apply_qos_policy(routes: _core.RoutingTable, path) -> _core.RoutingTable:
 
 def load(topology: _core.Topology, path, format: str = "json") -> _core.RoutingTable:
     """Read a routes file for `topology`; a file made for another fabric is refused."""
-    from netweave import files
+    from netweave.support import files
 
     with files.naming(path):
         return _core.read_routes(topology, _core.read_text_file(str(path)), format)

@@ -28,7 +28,9 @@ import time
 from pathlib import Path
 from typing import Any, Optional
 
-from netweave import _core, files, traffic
+from netweave import _core
+from netweave.stages import traffic
+from netweave.support import files
 from netweave._core import NetweaveError, TaskGraph, Topology
 
 #: Bumped whenever the scheduler's output for the same inputs may change, so old entries miss
