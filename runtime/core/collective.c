@@ -13,7 +13,7 @@ typedef struct { uint32_t at; uint32_t slot; } place;
 enum { C_SEND = 1, C_RECV = 2, C_BARRIER = 3 };
 #define TAG_PHASES 4096u /* data tags are phase mod this; barrier rounds use the tags above it */
 
-struct nw_plan {
+struct nw_collective {
     uint32_t ranks, me, phases, collective, root, forwarded, concurrent_hint;
     const nws_op *sends, *recvs;
     uint32_t nsends, nrecvs;
@@ -52,7 +52,7 @@ static int64_t find(const uint32_t *sorted, uint64_t n, uint32_t id) {
 }
 
 /* Where block `id` lives on rank `me`, or -1 when it passes through (a scratch slot). */
-static int home(const nw_plan *p, uint32_t id, place *out) {
+static int home(const nw_collective *p, uint32_t id, place *out) {
     uint32_t n = p->ranks, me = p->me;
     if (p->collective == NWS_ALLTOALL) {
         uint32_t origin = id / n, target = id % n;
@@ -69,7 +69,7 @@ static int home(const nw_plan *p, uint32_t id, place *out) {
     return 0;
 }
 
-nw_plan *nw_plan_build(const nws_phases *s, char *err, size_t errlen) {
+nw_collective *nw_collective_build(const nws_phases *s, char *err, size_t errlen) {
     if (s->collective != NWS_ALLTOALL && s->collective != NWS_ALLGATHER && s->collective != NWS_GATHER) {
         nws_fail(err, errlen, "'%s' is not an all-to-all, allgather or gather schedule", s->name);
         return NULL;
@@ -79,12 +79,12 @@ nw_plan *nw_plan_build(const nws_phases *s, char *err, size_t errlen) {
              s->name);
         return NULL;
     }
-    nw_plan *p = calloc(1, sizeof *p);
+    nw_collective *p = calloc(1, sizeof *p);
     if (!p) {
-        nws_fail(err, errlen, "out of memory planning '%s'", s->name);
+        nws_fail(err, errlen, "out of memory resolving '%s'", s->name);
         return NULL;
     }
-    *p = (nw_plan){.ranks = s->ranks, .me = s->rank, .phases = s->phases, .collective = s->collective, .root = s->root,
+    *p = (nw_collective){.ranks = s->ranks, .me = s->rank, .phases = s->phases, .collective = s->collective, .root = s->root,
                    .forwarded = !!(s->flags & NWS_FLAG_FORWARDED), .concurrent_hint = s->concurrent_sends,
                    .sends = s->sends, .recvs = s->recvs, .nsends = s->nsends, .nrecvs = s->nrecvs};
     uint32_t nops = s->nsends + s->nrecvs;
@@ -100,8 +100,8 @@ nw_plan *nw_plan_build(const nws_phases *s, char *err, size_t errlen) {
     if (!p->places || !p->stage || !p->recvs_before || !p->sends_before || !p->recvs_upto || !p->sends_upto ||
         !p->recv_done || !transit) {
         free(transit);
-        nw_plan_free(p);
-        nws_fail(err, errlen, "out of memory planning '%s'", s->name);
+        nw_collective_free(p);
+        nws_fail(err, errlen, "out of memory resolving '%s'", s->name);
         return NULL;
     }
     uint64_t ntransit = 0;
@@ -124,8 +124,8 @@ nw_plan *nw_plan_build(const nws_phases *s, char *err, size_t errlen) {
     uint64_t *arrivals = calloc(nrecv_blocks + 1, sizeof *arrivals); /* id << 32 | phase */
     if (!arrivals) {
         free(transit);
-        nw_plan_free(p);
-        nws_fail(err, errlen, "out of memory planning '%s'", s->name);
+        nw_collective_free(p);
+        nws_fail(err, errlen, "out of memory resolving '%s'", s->name);
         return NULL;
     }
     uint64_t na = 0;
@@ -163,7 +163,7 @@ nw_plan *nw_plan_build(const nws_phases *s, char *err, size_t errlen) {
     free(arrivals);
     free(transit);
     if (rc) {
-        nw_plan_free(p);
+        nw_collective_free(p);
         return NULL;
     }
     for (uint32_t k = 0; k < s->nrecvs; k++) p->recvs_upto[s->recvs[k].phase]++;
@@ -180,7 +180,7 @@ nw_plan *nw_plan_build(const nws_phases *s, char *err, size_t errlen) {
     return p;
 }
 
-void nw_plan_free(nw_plan *p) {
+void nw_collective_free(nw_collective *p) {
     if (!p) return;
     void *arrays[] = {p->places, p->stage, p->recvs_before, p->sends_before, p->recvs_upto, p->sends_upto, p->arena,
                       p->recv_done};
@@ -189,7 +189,7 @@ void nw_plan_free(nw_plan *p) {
 }
 
 typedef struct {
-    nw_plan *p;
+    nw_collective *p;
     nw_transport *tp;
     uint8_t *base[3];
     size_t B;
@@ -206,7 +206,7 @@ static int transport_failed(call *c, const char *what) {
 }
 
 static int start_send(call *c, uint32_t k) {
-    nw_plan *p = c->p;
+    nw_collective *p = c->p;
     const nws_op *op = &p->sends[k];
     const place *w = &p->places[op->first];
     const uint8_t *buf;
@@ -225,7 +225,7 @@ static int start_send(call *c, uint32_t k) {
 }
 
 static int post_receives(call *c) {
-    nw_plan *p = c->p;
+    nw_collective *p = c->p;
     for (uint32_t k = 0; k < p->nrecvs; k++) {
         const nws_op *op = &p->recvs[k];
         uint64_t st = p->stage[p->nsends + k];
@@ -238,7 +238,7 @@ static int post_receives(call *c) {
 }
 
 static void on_receive(call *c, uint32_t k) {
-    nw_plan *p = c->p;
+    nw_collective *p = c->p;
     const nws_op *op = &p->recvs[k];
     uint64_t st = p->stage[p->nsends + k];
     if (st != UINT64_MAX) {
@@ -276,7 +276,7 @@ static int barrier(call *c, uint32_t phase) {
     return 0;
 }
 
-int nw_plan_run(nw_plan *p, nw_transport *tp, const nw_buffers *b, uint32_t executor, uint32_t concurrent, char *err,
+int nw_collective_run(nw_collective *p, nw_transport *tp, const nw_buffers *b, uint32_t executor, uint32_t concurrent, char *err,
                 size_t errlen) {
     if (tp->ranks != p->ranks || tp->rank != p->me)
         return nws_fail(err, errlen, "the schedule is for %u ranks, the call has %u", p->ranks, tp->ranks);

@@ -1,7 +1,7 @@
 /* collective.h — one rank's share of a phases schedule, run on real buffers over any transport.
  *
- * The schedule (nws.h, version 2) says which blocks each message carries; a *plan* resolves,
- * once per schedule and rank, where each block lives on this rank — the caller's send buffer,
+ * The schedule (nws.h, version 2) says which blocks each message carries; an *nw_collective*
+ * resolves, once per schedule and rank, where each block lives on this rank — the caller's send buffer,
  * its receive buffer, or a scratch slot for data only passing through (Bruck, binomial trees) —
  * so a call at any size only multiplies by the block size. A message of one block is sent from
  * or received into its place directly; a message of several is packed and unpacked.
@@ -14,9 +14,9 @@
  * Receives are posted at the start in every mode.
  *
  *     char err[256];
- *     nw_plan *p = nw_plan_build(&schedule, err, sizeof err);
+ *     nw_collective *p = nw_collective_build(&schedule, err, sizeof err);
  *     nw_buffers b = {.sendbuf = s, .recvbuf = r, .block_bytes = count * type_size};
- *     if (!p || nw_plan_run(p, &transport, &b, NWS_EXEC_ASYNC, 1, err, sizeof err)) fail(err);
+ *     if (!p || nw_collective_run(p, &transport, &b, NWS_EXEC_ASYNC, 1, err, sizeof err)) fail(err);
  */
 #ifndef NW_COLLECTIVE_H
 #define NW_COLLECTIVE_H
@@ -30,16 +30,16 @@ typedef struct {
     size_t block_bytes;
 } nw_buffers;
 
-typedef struct nw_plan nw_plan;
+typedef struct nw_collective nw_collective;
 
 /* Resolve where every block of `s` lives on its rank, checking that the rank never sends a
  * block it has not received by then. NULL with a reason in `err` when the schedule cannot run
- * on buffers (no blocks, a custom or barrier schedule, a block sent before it is held). The plan
+ * on buffers (no blocks, a custom or barrier schedule, a block sent before it is held). The result
  * points into `s`, which must outlive it. */
-nw_plan *nw_plan_build(const nws_phases *s, char *err, size_t errlen);
-/* Run the plan on `b`. Returns 0, or -1 with one line in `err`. */
-int nw_plan_run(nw_plan *p, nw_transport *tp, const nw_buffers *b, uint32_t executor, uint32_t concurrent, char *err,
-                size_t errlen);
-void nw_plan_free(nw_plan *p);
+nw_collective *nw_collective_build(const nws_phases *s, char *err, size_t errlen);
+/* Run the resolved collective on `b`. Returns 0, or -1 with one line in `err`. */
+int nw_collective_run(nw_collective *p, nw_transport *tp, const nw_buffers *b, uint32_t executor, uint32_t concurrent,
+                      char *err, size_t errlen);
+void nw_collective_free(nw_collective *p);
 
 #endif

@@ -73,13 +73,13 @@ static struct {
 
 typedef struct {
     unsigned generation;
-    int usable;        /* 1: run the plan or the DAG; 0: native */
+    int usable;        /* 1: run the schedule or the DAG; 0: native */
     int is_dag;
     int root_warned;   /* the "wrong root" line was printed */
     int decider;       /* the rank whose verdict (and reason) the communicator took */
     char why[WHY_LEN]; /* why the native collective runs (agreed over the communicator) */
-    nws_phases sched;  /* phases: this rank's share and its plan */
-    nw_plan *plan;
+    nws_phases sched;  /* phases: this rank's share, resolved below */
+    nw_collective *resolved;
     nws_dag dag;       /* task DAG as generated, and scaled to the last call's block size */
     nws_task *scaled;
     size_t scaled_for;
@@ -120,11 +120,11 @@ static int fail(MPI_Comm comm, const char *what, const char *why) { return fail_
 
 /* Free what `c` loaded from its file (the decision and its reason stay). */
 static void unload(choice *c) {
-    nw_plan_free(c->plan);
+    nw_collective_free(c->resolved);
     nws_phases_free(&c->sched);
     nws_dag_free(&c->dag);
     free(c->scaled);
-    c->plan = NULL, c->scaled = NULL, c->scaled_for = 0, c->is_dag = 0;
+    c->resolved = NULL, c->scaled = NULL, c->scaled_for = 0, c->is_dag = 0;
     memset(&c->sched, 0, sizeof c->sched);
     memset(&c->dag, 0, sizeof c->dag);
 }
@@ -382,7 +382,7 @@ static int local_verdict(comm_state *st, int which, choice *c, char *why, size_t
     } else {
         nws_phases_free(&c->sched);
         if (nws_phases_parse(data, len, (uint32_t)st->rank, &c->sched, err, sizeof err) ||
-            !(c->plan = nw_plan_build(&c->sched, err, sizeof err))) {
+            !(c->resolved = nw_collective_build(&c->sched, err, sizeof err))) {
             snprintf(why, whylen, "%s: %s", path, err);
             verdict = VERDICT_ERROR;
         } else {
@@ -582,7 +582,7 @@ static int run_dag(MPI_Comm comm, comm_state *st, choice *c, int which, const vo
     return MPI_SUCCESS;
 }
 
-/* Run the chosen plan on contiguous buffers of `block_bytes` per block; a failure (a peer
+/* Run the chosen schedule on contiguous buffers of `block_bytes` per block; a failure (a peer
  * died, a transfer failed) goes through `comm`'s error handler. */
 static int run(MPI_Comm comm, comm_state *st, choice *c, int which, const void *sendbuf, void *recvbuf,
                size_t block_bytes) {
@@ -591,7 +591,7 @@ static int run(MPI_Comm comm, comm_state *st, choice *c, int which, const void *
     nw_transport tp = nw_mpi_transport_start(&st->tp, st->comm, (uint32_t)st->rank, (uint32_t)st->size);
     nw_buffers b = {.sendbuf = sendbuf, .recvbuf = recvbuf, .block_bytes = block_bytes};
     uint32_t executor = g.executor >= 0 ? (uint32_t)g.executor : c->sched.executor;
-    if (nw_plan_run(c->plan, &tp, &b, executor, g.concurrent, err, sizeof err)) {
+    if (nw_collective_run(c->resolved, &tp, &b, executor, g.concurrent, err, sizeof err)) {
         nw_mpi_transport_cancel(&st->tp);
         return fail(comm, call_name[which], err);
     }

@@ -3,7 +3,7 @@
  *
  *     nw_mpi_transport state = {0};
  *     nw_transport tp = nw_mpi_transport_start(&state, private_comm, rank, size);
- *     ... nw_plan_run(plan, &tp, ...) ...
+ *     ... nw_collective_run(resolved, &tp, ...) ...
  *     nw_mpi_transport_free(&state);
  */
 #ifndef NW_TRANSPORT_MPI_H

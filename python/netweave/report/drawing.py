@@ -94,24 +94,24 @@ class Drawing:
 
 def layout(topo: Topology, job_hosts: Optional[Sequence[int]] = None) -> Drawing:
     """Lay `topo` out by its structure; `job_hosts` (host indices, default all) are marked."""
-    fabric = _Fabric(topo, job_hosts)
+    nodes = _NodeLists(topo, job_hosts)
     kind = topo.structure["kind"]
     if kind == "lattice":
-        drawing = _grid(fabric, [int(d) for d in topo.structure["dims"]])
-    elif kind in ("fat_tree", "lsft", "tree") or (kind != "dragonfly" and fabric.has_bare_switches()):
-        drawing = _layered(fabric)
+        drawing = _grid(nodes, [int(d) for d in topo.structure["dims"]])
+    elif kind in ("fat_tree", "lsft", "tree") or (kind != "dragonfly" and nodes.has_bare_switches()):
+        drawing = _layered(nodes)
     else:
-        drawing = _circular(fabric)
+        drawing = _circular(nodes)
     for i, n in enumerate(drawing.nodes):
         for m in n.members:
             drawing.dot_of[m] = i
-    for h in fabric.hosts:
-        if h not in drawing.dot_of and h in fabric.host_switch:
-            drawing.dot_of[h] = drawing.dot_of[fabric.host_switch[h]]
+    for h in nodes.hosts:
+        if h not in drawing.dot_of and h in nodes.host_switch:
+            drawing.dot_of[h] = drawing.dot_of[nodes.host_switch[h]]
     return drawing
 
 
-class _Fabric:
+class _NodeLists:
     """The topology's nodes and links as plain lists, read once."""
 
     def __init__(self, topo: Topology, job_hosts: Optional[Sequence[int]]):
@@ -151,7 +151,7 @@ def _radius(spacing: float) -> float:
     return max(0.8, min(8.0, 0.3 * spacing))
 
 
-def _grid(f: _Fabric, dims: list[int]) -> Drawing:
+def _grid(f: _NodeLists, dims: list[int]) -> Drawing:
     dx = dims[0]
     dy = dims[1] if len(dims) > 1 else 1
     tiles = math.prod(dims[2:])
@@ -199,7 +199,7 @@ def _arc(a: Node, b: Node, cell: float) -> tuple[float, float]:
     return mx - 0.8 * cell, my
 
 
-def _layered(f: _Fabric) -> Drawing:
+def _layered(f: _NodeLists) -> Drawing:
     leaves = sorted(set(f.host_switch.values()))
     level = {s: 0 for s in leaves}
     frontier = list(leaves)
@@ -252,7 +252,7 @@ def _layered(f: _Fabric) -> Drawing:
     return drawing
 
 
-def _add_hosts(f: _Fabric, drawing: Drawing, y: float) -> None:
+def _add_hosts(f: _NodeLists, drawing: Drawing, y: float) -> None:
     """One dot per host in a row under the leaves, each host under its own leaf."""
     index = {n.members[0]: i for i, n in enumerate(drawing.nodes)}
     by_leaf: dict[int, list[int]] = defaultdict(list)
@@ -273,7 +273,7 @@ def _add_hosts(f: _Fabric, drawing: Drawing, y: float) -> None:
             drawing.segments.append(Segment(index[f.host_switch[h]], len(drawing.nodes) - 1, [2 * link, 2 * link + 1]))
 
 
-def _circular(f: _Fabric) -> Drawing:
+def _circular(f: _NodeLists) -> Drawing:
     n = len(f.switches)
     radius = WIDTH * 0.42
     centre = WIDTH / 2
@@ -287,7 +287,7 @@ def _circular(f: _Fabric) -> Drawing:
     return _bundle(f, place, lambda s, block: (position[s] // block,), lambda a, b: True, spacing, WIDTH, "circular")
 
 
-def _bundle(f: _Fabric, place, block_key, drawn, spacing: float, height: float, kind: str) -> Drawing:
+def _bundle(f: _NodeLists, place, block_key, drawn, spacing: float, height: float, kind: str) -> Drawing:
     """Dots and segments for the switch graph: one per switch and link while the drawing has
     at most LINK_LIMIT links, else one per block of switches (`block_key(switch, block)`,
     blocks growing until the bundles fit). Links `drawn(a, b)` rejects colour their ends."""
