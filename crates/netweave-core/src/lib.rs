@@ -20,11 +20,14 @@
 //! Beside the pipeline, every stage uses [`error`] (one error type, four kinds), [`budget`]
 //! (the memory budget checked before large allocations), [`checked`] (overflow-checked sizes
 //! and finite times) and [`input`] (size-limited, UTF-8-checked file reading).
+//! The runs split over processes (the flit simulator's, the mapper's tempering) talk through
+//! [`exchange`]'s one collective.
 
 pub mod analysis;
 pub mod budget;
 pub mod checked;
 pub mod error;
+pub mod exchange;
 pub mod flitsim;
 pub mod flowsim;
 pub mod input;

@@ -29,80 +29,13 @@
 //! assert_eq!(peer.join().unwrap()[0], b"to 1");
 //! ```
 
-use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
-use std::time::Duration;
-
 use super::flit::{Flit, NONE};
 use super::network::SimNetwork;
 use crate::error::{NetweaveError, Result};
 
-/// How ranks swap mail: a collective every rank calls the same number of times.
-pub trait Exchange: Send {
-    /// This process's rank, `0..ranks()`.
-    fn rank(&self) -> usize;
-    fn ranks(&self) -> usize;
-    /// Send `out[k]` to rank `k` (`out[rank()]` is ignored) and return what each rank sent this
-    /// one, `[k]` from rank `k`. A rank that has gone away is an error naming it.
-    fn exchange(&mut self, out: Vec<Vec<u8>>) -> Result<Vec<Vec<u8>>>;
-}
-
-/// Ranks as threads of one process (tests, and a stand-in for MPI): one channel per ordered
-/// pair, so rounds never mix.
-pub struct LocalExchange {
-    rank: usize,
-    to: Vec<Option<Sender<Vec<u8>>>>,
-    from: Vec<Option<Receiver<Vec<u8>>>>,
-}
-
-/// `n` connected [`LocalExchange`]s, rank `k` at index `k`.
-pub fn local_group(n: usize) -> Vec<LocalExchange> {
-    let mut group: Vec<LocalExchange> = (0..n)
-        .map(|rank| LocalExchange { rank, to: (0..n).map(|_| None).collect(), from: (0..n).map(|_| None).collect() })
-        .collect();
-    for a in 0..n {
-        for b in 0..n {
-            if a != b {
-                let (tx, rx) = channel();
-                group[a].to[b] = Some(tx);
-                group[b].from[a] = Some(rx);
-            }
-        }
-    }
-    group
-}
-
-/// How long a thread-rank waits for a peer before calling it stuck: far longer than any
-/// exchange takes, short enough that a test fails instead of hanging.
-const LOCAL_PEER_TIMEOUT: Duration = Duration::from_secs(120);
-
-impl Exchange for LocalExchange {
-    fn rank(&self) -> usize {
-        self.rank
-    }
-    fn ranks(&self) -> usize {
-        self.to.len()
-    }
-    fn exchange(&mut self, mut out: Vec<Vec<u8>>) -> Result<Vec<Vec<u8>>> {
-        let gone = |k: usize| NetweaveError::InvalidParameter(format!("rank {k} left the simulation"));
-        for (k, tx) in self.to.iter().enumerate() {
-            if let Some(tx) = tx {
-                tx.send(std::mem::take(&mut out[k])).map_err(|_| gone(k))?;
-            }
-        }
-        let mut got = vec![Vec::new(); self.ranks()];
-        for (k, rx) in self.from.iter().enumerate() {
-            if let Some(rx) = rx {
-                got[k] = rx.recv_timeout(LOCAL_PEER_TIMEOUT).map_err(|e| match e {
-                    RecvTimeoutError::Timeout => {
-                        NetweaveError::InvalidParameter(format!("rank {k} sent nothing for two minutes"))
-                    }
-                    RecvTimeoutError::Disconnected => gone(k),
-                })?;
-            }
-        }
-        Ok(got)
-    }
-}
+/// The ranks' carrier is the crate's one [`Exchange`] (re-exported here, where the split
+/// began, so `flitsim::partition::{Exchange, local_group}` keep working).
+pub use crate::exchange::{local_group, Exchange, LocalExchange};
 
 /// Rank of every router: METIS's k-way partition of the router graph (channels as edges,
 /// routers weighted by their ports), which cuts few channels; ids in blocks when METIS cannot

@@ -471,7 +471,7 @@ fn a_rank_that_leaves_stops_the_others_with_its_name() {
     let errors: Vec<String> =
         run_ranks(&t, &r, &c, Job::Config, group).into_iter().map(|run| run.unwrap_err().to_string()).collect();
     // Whoever finds rank 2 gone stops, and the other then finds that one gone.
-    assert!(errors.iter().all(|e| e.contains("left the simulation")), "{errors:?}");
+    assert!(errors.iter().all(|e| e.contains("left the run")), "{errors:?}");
     assert!(errors.iter().any(|e| e.contains("rank 2 left")), "{errors:?}");
 }
 
