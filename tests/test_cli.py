@@ -34,6 +34,31 @@ def test_generators_write_files_that_info_reads(tmp_path, args, hosts, switches)
     assert info["diameter"] is not None
 
 
+
+@pytest.mark.parametrize("args, family_layer", [
+    (["fattree", "--degree", "4"], "infiniband"),
+    (["torus", "--dims", "4x4"], "infiniband"),
+    (["tree", "--fanouts", "2", "--hosts-per-switch", "4"], "ethernet"),
+])
+def test_every_generator_sets_link_layer_and_port_buffer(tmp_path, args, family_layer):
+    """--link-layer and --buffer reach the written file on every family; --buffer alone keeps an
+    Ethernet family's link layer and is refused on a lossless one."""
+    import json
+    path = tmp_path / "t.json"
+    run_cli("topo", *args, "-o", str(path))
+    assert json.loads(path.read_text())["link_layer"] == family_layer
+    run_cli("topo", *args, "--link-layer", "ethernet", "--buffer", "131072", "-o", str(path))
+    doc = json.loads(path.read_text())
+    assert (doc["link_layer"], doc["port_buffer_bytes"]) == ("ethernet", 131072)
+    if family_layer == "ethernet":
+        run_cli("topo", *args, "--buffer", "32768", "-o", str(path))
+        doc = json.loads(path.read_text())
+        assert (doc["link_layer"], doc["port_buffer_bytes"]) == ("ethernet", 32768)
+    else:  # a lossless fabric has no drop-tail buffer to set: refused, naming the way out
+        path.unlink()
+        proc = run_cli("topo", *args, "--buffer", "32768", "-o", str(path), check=False)
+        assert proc.returncode == 2 and "link layer ethernet" in proc.stderr and not path.exists()
+
 def test_paper_002_mesh_and_torus_metrics(tmp_path):
     # Extraction 002 §3.6: 4×4 mesh diameter 6, average distance 2.6667; torus 4 and 2.1333.
     mesh = run_json("topo", "mesh", "--dims", "4x4", "--hosts-per-router", "4")

@@ -24,7 +24,7 @@ OutputOpt = typer.Option(None, "-o", "--output", help="File to write; the format
 BandwidthOpt = typer.Option(None, "--bandwidth", help="Set every link's bandwidth, Gbit/s.")
 LatencyOpt = typer.Option(None, "--latency", help="Set every link's latency, ns.")
 LinkLayerOpt = typer.Option(None, "--link-layer", help="ethernet (drop-tail port buffers, TCP losses) or infiniband "
-                                                       "(lossless); default the family's (trees: ethernet).")
+                                                       "(lossless, credit flow control); default the family's (switch trees: ethernet; others: infiniband).")
 PortBufferOpt = typer.Option(None, "--buffer", help="Bytes a switch port queues before it drops (Ethernet; default 65536).")
 
 
@@ -37,8 +37,10 @@ def _with_switching(topo: Topology, link_layer: Optional[str], buffer: Optional[
     return topo.with_switching(link_layer or topo.link_layer, buffer)
 
 
-def _emit(topo: Topology, output: Optional[Path], bandwidth: Optional[float], latency: Optional[float], as_json: bool = False) -> None:
-    """Apply link overrides, then write `topo` to `output` or describe it on stdout."""
+def _emit(topo: Topology, output: Optional[Path], bandwidth: Optional[float], latency: Optional[float], as_json: bool = False,
+          link_layer: Optional[str] = None, buffer: Optional[int] = None) -> None:
+    """Apply link and switching overrides, then write `topo` to `output` or describe it on stdout."""
+    topo = _with_switching(topo, link_layer, buffer)
     if bandwidth is not None and not (math.isfinite(bandwidth) and bandwidth > 0):
         raise UserError(f"--bandwidth {bandwidth}: give a positive, finite number of Gbit/s")
     if latency is not None and not (math.isfinite(latency) and latency >= 0):
@@ -62,9 +64,10 @@ def topo_lsft(
     two_sided: bool = typer.Option(False, "--two-sided", help="Use both sides of the spines (twice the servers)."),
     reduced: bool = typer.Option(False, "--reduced", help="Grid leaves only, spine L omitted (paper 000's S3 build)."),
     output: Optional[Path] = OutputOpt, bandwidth: Optional[float] = BandwidthOpt, latency: Optional[float] = LatencyOpt, as_json: bool = JsonOpt,
+    link_layer: Optional[str] = LinkLayerOpt, buffer: Optional[int] = PortBufferOpt,
 ) -> None:
     """Latin-square fat-tree from PG(2, q): (q+1)(q²+q+1) servers, degree q+1."""
-    _emit(topology.latin_square_fat_tree(order, two_sided, reduced), output, bandwidth, latency, as_json)
+    _emit(topology.latin_square_fat_tree(order, two_sided, reduced), output, bandwidth, latency, as_json, link_layer, buffer)
 
 
 @app.command("fattree")
@@ -73,9 +76,10 @@ def topo_fattree(
     levels: int = typer.Option(2, "--levels", min=0, help="2 or 3 switch levels."),
     two_sided: bool = typer.Option(False, "--two-sided", help="Use both sides of the top switches."),
     output: Optional[Path] = OutputOpt, bandwidth: Optional[float] = BandwidthOpt, latency: Optional[float] = LatencyOpt, as_json: bool = JsonOpt,
+    link_layer: Optional[str] = LinkLayerOpt, buffer: Optional[int] = PortBufferOpt,
 ) -> None:
     """Fat-tree as in paper 000: d² (2-level) or d³ (3-level) servers, one-sided by default."""
-    _emit(topology.fat_tree(degree, levels, two_sided), output, bandwidth, latency, as_json)
+    _emit(topology.fat_tree(degree, levels, two_sided), output, bandwidth, latency, as_json, link_layer, buffer)
 
 
 @app.command("kary-ntree")
@@ -83,18 +87,20 @@ def topo_kary(
     k: int = typer.Option(..., "--k", min=0, help="Arity: k down and k up ports per switch."),
     n: int = typer.Option(..., "--n", min=0, help="Number of switch levels."),
     output: Optional[Path] = OutputOpt, bandwidth: Optional[float] = BandwidthOpt, latency: Optional[float] = LatencyOpt, as_json: bool = JsonOpt,
+    link_layer: Optional[str] = LinkLayerOpt, buffer: Optional[int] = PortBufferOpt,
 ) -> None:
     """k-ary n-tree: k^n hosts, n levels of k^(n-1) switches."""
-    _emit(topology.k_ary_n_tree(k, n), output, bandwidth, latency, as_json)
+    _emit(topology.k_ary_n_tree(k, n), output, bandwidth, latency, as_json, link_layer, buffer)
 
 
 @app.command("pgft")
 def topo_pgft(
     spec: str = typer.Argument(..., help='PGFT in "h; m1,…,mh; w1,…,wh; p1,…,ph" notation, e.g. "2; 4,4; 1,4; 1,2".'),
     output: Optional[Path] = OutputOpt, bandwidth: Optional[float] = BandwidthOpt, latency: Optional[float] = LatencyOpt, as_json: bool = JsonOpt,
+    link_layer: Optional[str] = LinkLayerOpt, buffer: Optional[int] = PortBufferOpt,
 ) -> None:
     """Parallel-ports generalised fat-tree (XGFT when the p list is left out)."""
-    _emit(topology.pgft(spec), output, bandwidth, latency, as_json)
+    _emit(topology.pgft(spec), output, bandwidth, latency, as_json, link_layer, buffer)
 
 
 @app.command("mesh")
@@ -102,9 +108,10 @@ def topo_mesh(
     dims: str = typer.Option(..., "--dims", help="Routers per dimension, e.g. 4x4 or 8x8x8."),
     hosts_per_router: int = typer.Option(1, "--hosts-per-router", min=0, help="Hosts attached to each router."),
     output: Optional[Path] = OutputOpt, bandwidth: Optional[float] = BandwidthOpt, latency: Optional[float] = LatencyOpt, as_json: bool = JsonOpt,
+    link_layer: Optional[str] = LinkLayerOpt, buffer: Optional[int] = PortBufferOpt,
 ) -> None:
     """n-dimensional mesh."""
-    _emit(topology.mesh(topology.parse_dims(dims), hosts_per_router), output, bandwidth, latency, as_json)
+    _emit(topology.mesh(topology.parse_dims(dims), hosts_per_router), output, bandwidth, latency, as_json, link_layer, buffer)
 
 
 @app.command("torus")
@@ -112,9 +119,10 @@ def topo_torus(
     dims: str = typer.Option(..., "--dims", help="Routers per dimension, e.g. 16x16x16."),
     hosts_per_router: int = typer.Option(1, "--hosts-per-router", min=0, help="Hosts attached to each router."),
     output: Optional[Path] = OutputOpt, bandwidth: Optional[float] = BandwidthOpt, latency: Optional[float] = LatencyOpt, as_json: bool = JsonOpt,
+    link_layer: Optional[str] = LinkLayerOpt, buffer: Optional[int] = PortBufferOpt,
 ) -> None:
     """n-dimensional torus (wrap-around in every dimension of size ≥ 2)."""
-    _emit(topology.torus(topology.parse_dims(dims), hosts_per_router), output, bandwidth, latency, as_json)
+    _emit(topology.torus(topology.parse_dims(dims), hosts_per_router), output, bandwidth, latency, as_json, link_layer, buffer)
 
 
 @app.command("hypercube")
@@ -122,9 +130,10 @@ def topo_hypercube(
     dim: int = typer.Option(..., "--dim", min=0, help="Dimension n: 2^n routers."),
     hosts_per_router: int = typer.Option(1, "--hosts-per-router", min=0),
     output: Optional[Path] = OutputOpt, bandwidth: Optional[float] = BandwidthOpt, latency: Optional[float] = LatencyOpt, as_json: bool = JsonOpt,
+    link_layer: Optional[str] = LinkLayerOpt, buffer: Optional[int] = PortBufferOpt,
 ) -> None:
     """Binary hypercube."""
-    _emit(topology.hypercube(dim, hosts_per_router), output, bandwidth, latency, as_json)
+    _emit(topology.hypercube(dim, hosts_per_router), output, bandwidth, latency, as_json, link_layer, buffer)
 
 
 @app.command("hyperx")
@@ -133,9 +142,10 @@ def topo_hyperx(
     trunking: int = typer.Option(1, "--trunking", min=0, help="Parallel links between connected routers."),
     hosts_per_router: int = typer.Option(1, "--hosts-per-router", min=0),
     output: Optional[Path] = OutputOpt, bandwidth: Optional[float] = BandwidthOpt, latency: Optional[float] = LatencyOpt, as_json: bool = JsonOpt,
+    link_layer: Optional[str] = LinkLayerOpt, buffer: Optional[int] = PortBufferOpt,
 ) -> None:
     """HyperX: routers fully connected along every dimension."""
-    _emit(topology.hyperx(topology.parse_dims(dims), trunking, hosts_per_router), output, bandwidth, latency, as_json)
+    _emit(topology.hyperx(topology.parse_dims(dims), trunking, hosts_per_router), output, bandwidth, latency, as_json, link_layer, buffer)
 
 
 @app.command("dragonfly")
@@ -146,9 +156,10 @@ def topo_dragonfly(
     g: Optional[int] = typer.Option(None, "--g", min=0, help="Groups (default a·h+1)."),
     arrangement: str = typer.Option("absolute", "--arrangement", help="Global links: absolute, relative or circulant."),
     output: Optional[Path] = OutputOpt, bandwidth: Optional[float] = BandwidthOpt, latency: Optional[float] = LatencyOpt, as_json: bool = JsonOpt,
+    link_layer: Optional[str] = LinkLayerOpt, buffer: Optional[int] = PortBufferOpt,
 ) -> None:
     """Dragonfly (Kim et al.): all-to-all groups joined by global links."""
-    _emit(topology.dragonfly(a, p, h, g, arrangement), output, bandwidth, latency, as_json)
+    _emit(topology.dragonfly(a, p, h, g, arrangement), output, bandwidth, latency, as_json, link_layer, buffer)
 
 
 @app.command("random-regular")
@@ -158,9 +169,10 @@ def topo_random_regular(
     hosts_per_switch: int = typer.Option(1, "--hosts-per-switch", min=0),
     seed: int = typer.Option(0, "--seed", min=0),
     output: Optional[Path] = OutputOpt, bandwidth: Optional[float] = BandwidthOpt, latency: Optional[float] = LatencyOpt, as_json: bool = JsonOpt,
+    link_layer: Optional[str] = LinkLayerOpt, buffer: Optional[int] = PortBufferOpt,
 ) -> None:
     """Random regular switch graph (Jellyfish-like), reproducible per seed."""
-    _emit(topology.random_regular(switches, degree, hosts_per_switch, seed), output, bandwidth, latency, as_json)
+    _emit(topology.random_regular(switches, degree, hosts_per_switch, seed), output, bandwidth, latency, as_json, link_layer, buffer)
 
 
 @app.command("irregular")
@@ -171,9 +183,10 @@ def topo_irregular(
     hosts_per_switch: int = typer.Option(4, "--hosts-per-switch", min=0),
     seed: int = typer.Option(0, "--seed", min=0),
     output: Optional[Path] = OutputOpt, bandwidth: Optional[float] = BandwidthOpt, latency: Optional[float] = LatencyOpt, as_json: bool = JsonOpt,
+    link_layer: Optional[str] = LinkLayerOpt, buffer: Optional[int] = PortBufferOpt,
 ) -> None:
     """Irregular fabric standing in for paper 002's topologies A and B (defaults: its shape)."""
-    _emit(topology.irregular(switches, max_links, diameter, hosts_per_switch, seed), output, bandwidth, latency, as_json)
+    _emit(topology.irregular(switches, max_links, diameter, hosts_per_switch, seed), output, bandwidth, latency, as_json, link_layer, buffer)
 
 
 def _floats(text: str, name: str, count: int) -> list[float]:
@@ -207,7 +220,7 @@ def topo_tree(
     if clusters is not None:
         if fanouts is not None:
             raise UserError("give either --fanouts (one tree) or --clusters (several), not both")
-        _emit(_with_switching(topology.multi_cluster(clusters, wan_latency), link_layer, buffer), output, None, None, as_json)
+        _emit(topology.multi_cluster(clusters, wan_latency), output, None, None, as_json, link_layer, buffer)
         return
     try:
         fan = [int(v) for v in (fanouts or "7").split(",")]
@@ -216,7 +229,7 @@ def topo_tree(
     bws = _floats(bandwidth_levels, "--switch-bandwidth", len(fan))
     lats = _floats(latency_levels, "--switch-latency", len(fan))
     tree = topology.switch_tree(fan, hosts_per_switch, bws, lats, host_bandwidth, host_latency)
-    _emit(_with_switching(tree, link_layer, buffer), output, None, None, as_json)
+    _emit(tree, output, None, None, as_json, link_layer, buffer)
 
 
 # --- topo: inspection ------------------------------------------------------------------------
