@@ -52,9 +52,11 @@ def case(fabric: str, collective: str, nbytes: int) -> dict[str, Any]:
     built = plan.candidates(topo, nbytes, collective=collective)
     result = plan.plan(topo, nbytes, routes=routes, built=built, collective=collective, routing_note=why)
     rows, summary = verification.verify(topo, routes, result, built)
-    return {"fabric": fabric, "collective": collective, "bytes": nbytes, "routing": result["routing"]["engine"],
-            "pick": result["best"]["name"], "reason": result["best"]["reason"], "rows": rows, "summary": summary,
-            "seconds": time.perf_counter() - start}
+    best = result.best
+    assert best is not None, f"{fabric}: the plan proved no schedule"
+    return {"fabric": fabric, "collective": collective, "bytes": nbytes, "routing": result.routing.engine,
+            "pick": best.name, "reason": best.reason, "rows": [r.to_dict() for r in rows],
+            "summary": summary.to_dict(), "seconds": time.perf_counter() - start}
 
 
 def tables(cases: list[dict[str, Any]]) -> str:

@@ -7,6 +7,7 @@ import pytest
 
 import netweave
 from netweave import plan, report, topology
+from netweave.plan.result import NativeRow
 from conftest import run_cli
 
 
@@ -65,7 +66,7 @@ def _reference_ratio(topo) -> float:
 @pytest.mark.parametrize("order", [2, 3])
 def test_shift_ratio_matches_independent_reference(order):
     topo = topology.latin_square_fat_tree(order)
-    got = plan.plan(topo)["schedules"][0]["throughput_ratio"]
+    got = plan.plan(topo).schedules[0].throughput_ratio
     assert got == pytest.approx(_reference_ratio(topo), abs=1e-12)
 
 
@@ -73,7 +74,7 @@ def test_shift_ratio_on_lsft_order_2_matches_extraction_estimate():
     # Extraction §4.1: S1 (LSFT q=2, 21 servers) shift ≈ 0.565 with self-sends counted as 1.
     topo = topology.latin_square_fat_tree(2)
     n = topo.num_hosts
-    excl = plan.plan(topo)["schedules"][0]["throughput_ratio"]
+    excl = plan.plan(topo).schedules[0].throughput_ratio
     incl = (n + n * (n - 1) * excl) / (n * n)
     assert incl == pytest.approx(0.565, abs=0.0006)
 
@@ -108,15 +109,16 @@ def test_plan_picks_a2at_over_shift_on_a_torus(tmp_path):
 
 def test_plan_lists_every_candidate_and_keeps_shift_when_nothing_beats_it():
     data = plan.plan()
-    names = [s["name"] for s in data["schedules"]] + [s["name"] for s in data["skipped"]]
+    names = [s.name for s in data.schedules] + [s.name for s in data.skipped]
     assert names[0] == "shift"
     assert sorted(names) == sorted(netweave.traffic.algorithms("alltoall"))
-    assert all(s["complete"] for s in data["schedules"])
-    shift = data["schedules"][0]
-    ours = data["ours"]
-    fastest = min(r["predicted_time_s"] for r in data["schedules"] + data["dag_schedules"] if r["name"] != "concurrent")
-    assert ours["predicted_time_s"] <= fastest * (1 + plan.CONTENTION_FREE_MARGIN)
-    assert ours["predicted_time_s"] <= shift["predicted_time_s"] * (1 + plan.CONTENTION_FREE_MARGIN)
+    assert all(s.complete for s in data.schedules)
+    shift = data.schedules[0]
+    ours = data.ours
+    assert ours is not None
+    fastest = min(r.predicted_time_s for r in [*data.schedules, *data.dag_schedules] if r.name != "concurrent")
+    assert ours.predicted_time_s <= fastest * (1 + plan.CONTENTION_FREE_MARGIN)
+    assert ours.predicted_time_s <= shift.predicted_time_s * (1 + plan.CONTENTION_FREE_MARGIN)
 
 
 def test_plan_never_picks_an_unproven_schedule(monkeypatch):
@@ -129,28 +131,35 @@ def test_plan_never_picks_an_unproven_schedule(monkeypatch):
     monkeypatch.setitem(netweave.traffic.ALGORITHMS, ("alltoall", "half"),
                         netweave.traffic.Algorithm("alltoall", "half", "incomplete on purpose", half))
     data = plan.plan(topology.latin_square_fat_tree(2))
-    by_name = {s["name"]: s for s in data["schedules"]}
-    assert not by_name["half"]["complete"]
-    assert by_name["half"]["fluid_time_host_links_s"] < by_name["shift"]["fluid_time_host_links_s"]
-    assert data["best"]["name"] != "half"
+    by_name = {s.name: s for s in data.schedules}
+    assert not by_name["half"].complete
+    assert by_name["half"].fluid_time_host_links_s < by_name["shift"].fluid_time_host_links_s
+    assert data.best is not None and data.best.name != "half"
     assert "INCOMPLETE" in "\n".join(report.summary_lines(data))
 
 
 def test_choose_prefers_the_baseline_on_ties_and_contention_free_within_the_margin():
     def s(name, t, free=False, phases=10, complete=True):
-        return {"name": name, "predicted_time_s": t, "contention_free": free, "phases": phases, "complete": complete}
+        return NativeRow(name=name, predicted_time_s=t, contention_free=free, phases=phases, complete=complete,
+                         throughput_per_server_mib_s=0.0, bound_s=0.0, library=name, label=name, algorithm=name,
+                         schedule=name, executor="sync", concurrent_sends=1)
 
-    assert plan.choose([s("shift", 1.0), s("a2a", 1.0 - 1e-12)])["name"] == "shift"
-    assert plan.choose([s("shift", 1.0), s("fast", 0.5)])["name"] == "fast"
-    assert plan.choose([s("shift", 1.0), s("fast", 0.5, complete=False)])["name"] == "shift"
-    assert plan.choose([s("shift", 1.0), s("free", 1.0, free=True)])["name"] == "free"
-    assert plan.choose([s("x", 1.0, complete=False)]) is None
+    def picked(rows):
+        choice = plan.choose(rows)
+        return None if choice is None else choice.row.name
+
+    assert picked([s("shift", 1.0), s("a2a", 1.0 - 1e-12)]) == "shift"
+    assert picked([s("shift", 1.0), s("fast", 0.5)]) == "fast"
+    assert picked([s("shift", 1.0), s("fast", 0.5, complete=False)]) == "shift"
+    assert picked([s("shift", 1.0), s("free", 1.0, free=True)]) == "free"
+    assert picked([s("shift", 1.0), s("few", 1.0, phases=2)]) == "few"
+    assert picked([s("x", 1.0, complete=False)]) is None
     # Within 2 %: the contention-free one, and the reason names the one it displaced.
     pick = plan.choose([s("concurrent", 1.0), s("tree", 1.0 + plan.CONTENTION_FREE_MARGIN * 0.9, free=True)])
-    assert pick["name"] == "tree" and "contention-free" in pick["reason"] and "concurrent" in pick["reason"]
+    assert pick is not None
+    assert pick.row.name == "tree" and "contention-free" in pick.reason and "concurrent" in pick.reason
     # Beyond it: the contended one stays.
-    assert plan.choose([s("concurrent", 1.0), s("tree", 1.0 + plan.CONTENTION_FREE_MARGIN * 1.5, free=True)])["name"] \
-        == "concurrent"
+    assert picked([s("concurrent", 1.0), s("tree", 1.0 + plan.CONTENTION_FREE_MARGIN * 1.5, free=True)]) == "concurrent"
 
 
 def test_plan_on_lsft_picks_the_contention_free_lsft_schedule():
@@ -159,10 +168,10 @@ def test_plan_on_lsft_picks_the_contention_free_lsft_schedule():
     if ("alltoall", "lsft") not in netweave.traffic.ALGORITHMS:
         pytest.skip("the traffic layer has no LSFT all-to-all")
     data = plan.plan()
-    lsft = next(s for s in data["schedules"] if s["name"] == "lsft")
-    assert lsft["complete"] and lsft["contention_free"] and lsft["throughput_ratio"] == 1.0
-    assert data["best"]["name"] == "lsft"
-    assert data["best"]["speedup_vs_shift"] > 1
+    lsft = next(s for s in data.schedules if s.name == "lsft")
+    assert lsft.complete and lsft.contention_free and lsft.throughput_ratio == 1.0
+    assert data.best is not None and data.best.name == "lsft"
+    assert data.best.speedup_vs_shift is not None and data.best.speedup_vs_shift > 1
 
 
 def _host_list(hosts) -> str:
@@ -227,19 +236,20 @@ def test_plan_on_a_one_rank_job_is_a_clear_error(tmp_path):
 def test_plan_offers_paper_004_on_trees_and_says_why_not_elsewhere(tmp_path):
     tree = topology.multi_cluster("a:4,b:4")
     result = plan.plan(tree, bytes_per_pair=32768)
-    rows = {s["name"]: s for s in result["dag_schedules"]}
+    rows = {s.name: s for s in result.dag_schedules}
     assert set(rows) == {"contention-free", "concurrent"}
     for row in rows.values():
-        assert row["tasks"] == 8 * 7
+        assert row.tasks == 8 * 7
         # Each host sends 7 x 32 KiB through its 1 Gbit/s link: the flow model cannot beat that.
-        assert row["predicted_time_s"] >= 7 * 32768 / 1.25e8
-    assert rows["contention-free"]["groups"] > 0
+        assert row.predicted_time_s >= 7 * 32768 / 1.25e8
+    groups = rows["contention-free"].groups
+    assert groups is not None and groups > 0
     assert "contention-free" in report.to_text(result)
     # Paper 000's fat-tree joins any two leaves by one spine, so it qualifies; a torus does not.
-    assert plan.plan(bytes_per_pair=1024)["dag_schedules"]
+    assert plan.plan(bytes_per_pair=1024).dag_schedules
     on_torus = plan.plan(topology.torus([3, 3]), bytes_per_pair=1024)
-    assert on_torus["dag_schedules"] == []
-    reason = next(s["reason"] for s in on_torus["skipped"] if s["name"] == "contention-free")
+    assert on_torus.dag_schedules == []
+    reason = next(s.reason for s in on_torus.skipped if s.name == "contention-free")
     assert "more than one shortest path" in reason
 
 

@@ -31,27 +31,26 @@ def test_the_native_model_names_each_librarys_default_and_builds_it():
 def test_the_report_says_what_your_mpi_takes_today_and_the_bound():
     tree = topology.switch_tree([2], 4, [10.0], [5000.0], 1.0, 5000.0)
     result = plan.plan(tree, bytes_per_pair=1 << 16)
-    natives = {n["library"]: n for n in result["native"]}
+    natives = {n.library: n for n in result.native}
     assert set(natives) == {"openmpi", "mpich"}
-    assert natives["openmpi"]["algorithm"] == _core.native_mpi("openmpi", "alltoall", 8, 1 << 16)[1]["algorithm"]
+    assert natives["openmpi"].algorithm == _core.native_mpi("openmpi", "alltoall", 8, 1 << 16)[1]["algorithm"]
     # No candidate beats the bound: every one moves at least the job's bytes over its busiest link.
-    everything = result["schedules"] + result["dag_schedules"] + result["native"]
-    assert all(r["bound_ratio"] >= 1 - 1e-9 for r in everything)
+    assert all(r.bound_ratio is not None and r.bound_ratio >= 1 - 1e-9 for r in result.candidates)
     # Each host sends 7 x 64 KiB through its 1 Gbit/s link.
-    assert result["bound"]["seconds"] == pytest.approx(7 * 65536 / 1.25e8)
+    assert result.bound.seconds == pytest.approx(7 * 65536 / 1.25e8)
     text = report.to_text(result)
     assert "your MPI today:" in text and "Open MPI 4.1.4's" in text and "MPICH 4.0.2's" in text
-    assert "bound" in text and result["ranking"][0] in text
+    assert "bound" in text and result.ranking[0] in text
 
 
 def test_a_tree_is_routed_in_one_lane_and_the_plan_says_why():
     tree = topology.multi_cluster("a:4,b:4,c:4")
     assert netweave.routing.route(tree, netweave.routing.default_engine(tree)).check()["vcs_used"] > 1
     result = plan.plan(tree, bytes_per_pair=4096)
-    assert result["routing"]["engine"] == "updown" and result["routing"]["vcs"] == 1
-    assert "one lane" in result["routing"]["why"] and "minimal" in result["routing"]["why"]
+    assert result.routing.engine == "updown" and result.routing.vcs == 1
+    assert "one lane" in result.routing.why and "minimal" in result.routing.why
     # Given an engine, the plan keeps it.
-    assert plan.plan(tree, bytes_per_pair=4096, engine="nue")["routing"]["engine"] == "nue"
+    assert plan.plan(tree, bytes_per_pair=4096, engine="nue").routing.engine == "nue"
 
 
 def test_a_contention_free_dag_is_picked_and_deployed_as_its_task_graph(tmp_path):

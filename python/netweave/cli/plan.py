@@ -13,6 +13,7 @@ import typer
 from netweave import plan as plan_mod
 from netweave import report
 from netweave.plan import verification
+from netweave.plan.result import PlacementSummary
 from netweave.report import html_page
 from netweave.stages import flowsim, topology
 from netweave.cli.common import UserError, progress
@@ -79,14 +80,13 @@ def plan_cmd(
         with progress("verifying on the emulated fabric", silent=as_json) as steps:
             rows, summary = verification.verify(topo, routes, result, built, hosts, order, seed, verify_scale,
                                                calibration=calibration, progress=steps.note)
-        result["verify"] = rows
-        result["verify_summary"] = summary
+        result.verify, result.verify_summary = rows, summary
     placement = None
     if pattern is not None:
         with progress(f"placing ranks for {pattern}", silent=as_json):
-            placement = plan_mod.place_ranks(topo, pattern, result["routing"]["engine"], map_time, map_seed,
+            placement = plan_mod.place_ranks(topo, pattern, result.routing.engine, map_time, map_seed,
                                              evaluations=map_evals)
-        result["placement"] = placement.summary
+        result.placement = placement.summary
     print(report.to_json(result) if as_json else report.to_text(result), end="")
     if placement is not None and not as_json:
         print(_placement_text(placement.summary), end="")
@@ -96,7 +96,8 @@ def plan_cmd(
             files, uses = plan_mod.write_artifacts(topo, routes, result, out, hosts, order, seed, placement, built)
             written += files
             if placement is not None:
-                written.append(write_text(out / "placement.json", json.dumps(placement.summary, indent=2, sort_keys=True) + "\n"))
+                written.append(write_text(out / "placement.json",
+                                          json.dumps(placement.summary.to_dict(), indent=2, sort_keys=True) + "\n"))
             page = html_page.plan_page(result, topo, routes, built, placement, uses,
                                          shlex.join(["netweave", *sys.argv[1:]]),
                                          plan_mod.job_hosts(topo, hosts, order, seed))
@@ -107,15 +108,15 @@ def plan_cmd(
                 print(f"wrote {path}")
 
 
-def _placement_text(s: dict) -> str:
+def _placement_text(s: PlacementSummary) -> str:
     """The rank placement as a few report lines: identity against the placed figures."""
-    lines = [f"rank placement for {s['pattern']} ({s['ranks']} ranks, cost {s['cost']}, seed {s['seed']}, "
-             f"{s['evaluations']:,} evaluations in {s['seconds']:.1f} s):"]
-    lines.append(f"  structure: {s['structure']['description']}")
+    lines = [f"rank placement for {s.pattern} ({s.ranks} ranks, cost {s.cost}, seed {s.seed}, "
+             f"{s.evaluations:,} evaluations in {s.seconds:.1f} s):"]
+    lines.append(f"  structure: {s.structure['description']}")
     lines.append(f"  {'placement':<10}{'hops':>12}{'hop-bytes':>18}{'max-link':>14}{'hops x max-link':>20}")
-    for label, f in (("identity", s["identity"]), ("placed", s["placed"])):
+    for label, f in (("identity", s.identity), ("placed", s.placed)):
         lines.append(f"  {label:<10}{f['hops']:>12,}{f['hop_bytes']:>18,}{f['max_link']:>14,}{f['rmatt']:>20,}")
-    g = s["identity_over_placed"]
+    g = s.identity_over_placed
     fmt = lambda v: "-" if v is None else f"{v:.2f}x"  # noqa: E731
     lines.append(f"  identity / placed: hop-bytes {fmt(g['hop_bytes'])}, max-link {fmt(g['max_link'])}, "
                  f"hops x max-link {fmt(g['rmatt'])}")

@@ -35,11 +35,13 @@ from __future__ import annotations
 import inspect
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Sequence
 
 from netweave.stages import analysis, flowsim, routing, topology, traffic
 from netweave import _core
 from netweave._core import NetweaveError, Schedule, Topology
+from netweave.plan.result import (Bound, CandidateRow, DagRow, Job, NativeRow, PhasedRow, Pick, PlacementSummary,
+                                  PlanResult, Prediction, RoutingChoice, Skipped, Today, TodayLibrary)
 from netweave.support.files import ensure_dir, write_text
 
 #: Bytes each rank sends to each other rank in the default job (1 MiB).
@@ -140,7 +142,7 @@ def predict(routes: _core.RoutingTable, workload, executor: str, nct: int = 1,
     return flowsim.simulate(routes, workload, executor=executor, nct=nct, calibration=calibration)
 
 
-def write_artifacts(topo: Topology, routes: _core.RoutingTable, result: dict[str, Any], out_dir: Path,
+def write_artifacts(topo: Topology, routes: _core.RoutingTable, result: PlanResult, out_dir: Path,
                     hosts: Optional[str] = None, order: str = "listed", seed: Optional[int] = None,
                     placement: Optional["Placement"] = None,
                     built: Optional[list[Candidate]] = None) -> tuple[list[Path], list[tuple[str, str]]]:
@@ -172,37 +174,41 @@ def write_artifacts(topo: Topology, routes: _core.RoutingTable, result: dict[str
         written += osm
     except NetweaveError as e:
         uses.append(("(no opensm/)", f"these tables cannot be written for OpenSM: {e}"))
-    job = result["job"]
-    collective, ranks = job["collective"], job["ranks"]
-    ours = result.get("ours")
+    job = result.job
+    collective, ranks = job.collective, job.ranks
+    ours = result.ours
     if ours is not None:
-        name = ours["name"]
+        name = ours.name
         nws = out_dir / f"{collective}-{ranks}.nws"
         verdict = _deploy_note(result)
         program = (f"`netweave mpi run -np {ranks} --schedule {nws} -- ./your_program`, or `mpirun -np {ranks} "
                    f"-x LD_PRELOAD=<netweave>/runtime/build/libnwmpi-openmpi.so -x NETWEAVE_SCHEDULE={nws} "
                    "./your_program` (MPICH: `-env LD_PRELOAD … -env NETWEAVE_SCHEDULE …`)")
         mpi_call = {"alltoall": "MPI_Alltoall", "allgather": "MPI_Allgather", "gather": "MPI_Gather"}[collective]
-        if ours["kind"] == "dag":
-            graph = _dag_workload(topo, name, collective, job["bytes_per_pair"], job.get("root", 0))
+        if ours.kind == "dag":
+            graph = dag_workload(topo, name, collective, job.bytes_per_pair, job.root_rank)
             graph.save(nws)
             written.append(nws)
             uses.append((nws.name, f"{name} (paper 004 task DAG) inside `{mpi_call}` of an unchanged program at "
-                         f"{job['bytes_per_pair']} bytes per block{verdict}: " + program))
+                         f"{job.bytes_per_pair} bytes per block{verdict}: " + program))
         else:
             chosen = next((c for c in built or () if c.name == name), None)
             if chosen is None:
-                (chosen,) = candidates(topo, job["bytes_per_pair"], hosts, order, seed, only=name,
-                                       collective=collective, root=job.get("root", 0))
+                (chosen,) = candidates(topo, job.bytes_per_pair, hosts, order, seed, only=name,
+                                       collective=collective, root=job.root_rank)
+            schedule = chosen.schedule
+            assert schedule is not None, f"the pick {name} is a phased candidate that was built"
             # A contention-free phase schedule stays so only while its phases do not overlap; which
             # executor keeps them apart best depends on the schedule (half-empty phases favour sync).
             # The plan already predicted the chosen schedule with its own executor.
-            times = {ex: ours["predicted_time_s"] if ex == PREDICT_EXECUTOR
-                     else predict(routes, chosen.schedule, ex, calibration=result["prediction"].get("calibration"))["makespan_s"]
+            calibration = result.prediction.calibration
+            times = {ex: ours.predicted_time_s if ex == PREDICT_EXECUTOR
+                     else predict(routes, schedule, ex,
+                                  calibration=None if calibration is None else Path(calibration))["makespan_s"]
                      for ex in _core.schedule_executors() if ex != "auto"}
-            executor = min(times, key=times.get)
-            traffic.save(chosen.schedule, nws, executor=executor)
-            traffic.save(chosen.schedule, out_dir / f"{collective}-{ranks}.json")
+            executor = min(times, key=lambda ex: times[ex])
+            traffic.save(schedule, nws, executor=executor)
+            traffic.save(schedule, out_dir / f"{collective}-{ranks}.json")
             written += [nws, out_dir / f"{collective}-{ranks}.json"]
             uses.append((nws.name, f"{name} inside `{mpi_call}` of an unchanged program, any message size, with the "
                          f"{executor} executor (flow model: " + ", ".join(f"{ex} {t * 1e3:.3f} ms" for ex, t in times.items())
@@ -216,7 +222,7 @@ def write_artifacts(topo: Topology, routes: _core.RoutingTable, result: dict[str
                                 "in the working directory")):
             try:
                 written.append(placement.write_map(out_dir / file, fmt))
-                uses.append((file, f"the ranks placed for {placement.summary['pattern']}; {use}"))
+                uses.append((file, f"the ranks placed for {placement.summary.pattern}; {use}"))
             except NetweaveError as e:
                 uses.append((f"(no {file})", str(e)))
     readme = out_dir / "README.md"
@@ -226,12 +232,12 @@ def write_artifacts(topo: Topology, routes: _core.RoutingTable, result: dict[str
     return written, uses
 
 
-def _deploy_note(result: dict[str, Any]) -> str:
+def _deploy_note(result: PlanResult) -> str:
     """How the deployed schedule stands against the user's MPI, for README.md."""
-    best = result.get("best")
-    if best is not None and best["kind"] == "native":
-        return (f" — not recommended: the flow model predicts your MPI's own {best['label']} "
-                f"{best['algorithm']} faster ({best['predicted_time_s'] * 1e3:.3f} ms); keep it")
+    best = result.best
+    if best is not None and best.is_native:
+        return (f" — not recommended: the flow model predicts your MPI's own {best.label} "
+                f"{best.algorithm} faster ({best.predicted_time_s * 1e3:.3f} ms); keep it")
     return ""
 
 
@@ -287,29 +293,33 @@ def _sub_cluster_candidate(topo: Topology, bytes_per_pair: int, sub_cluster) -> 
     return Candidate(SUB_CLUSTER, _core.lsft_partial_alltoall(topo, k, m, bytes_per_pair, "text", "row-major", side))
 
 
-def _measure(name: str, schedule: Schedule, loads: dict[str, Any]) -> dict[str, Any]:
+def _measure(name: str, schedule: Schedule, loads: dict[str, Any], flow: dict[str, Any], bound_s: float) -> PhasedRow:
+    """A phased candidate's row: the exact analysis' `loads`, the flow model's prediction `flow`
+    and its traffic's bound."""
     worst = max(range(len(loads["phases"])), key=lambda p: loads["phases"][p]["max_load"], default=0)
-    return {
-        "name": name,
-        "kind": "phased",
-        "schedule": schedule.name,
-        "phases": schedule.num_phases,
-        "messages": schedule.num_messages,
-        "complete": loads["complete"],
-        "problem": loads["problem"],
-        "max_congestion": loads["max_congestion"],
-        "throughput_ratio": loads["throughput_ratio"],
-        "fluid_time_s": loads["fluid_time_s"],
-        "fluid_time_host_links_s": loads["fluid_time_host_links_s"],
-        "flows": loads["flows"],
-        "bytes": loads["bytes"],
-        "max_channel_bytes": loads["max_channel_bytes"],
-        "max_link_bytes": loads["max_link_bytes"],
-        "hop_bytes": loads["hop_bytes"],
-        "contention_free": loads["max_congestion"] <= 1,
-        "worst_phase": worst,
-        "phase_loads": loads["phases"],
-    }
+    return PhasedRow(
+        name=name,
+        schedule=schedule.name,
+        phases=schedule.num_phases,
+        messages=schedule.num_messages,
+        complete=loads["complete"],
+        problem=loads["problem"],
+        max_congestion=loads["max_congestion"],
+        throughput_ratio=loads["throughput_ratio"],
+        fluid_time_s=loads["fluid_time_s"],
+        fluid_time_host_links_s=loads["fluid_time_host_links_s"],
+        flows=loads["flows"],
+        bytes=loads["bytes"],
+        max_channel_bytes=loads["max_channel_bytes"],
+        max_link_bytes=loads["max_link_bytes"],
+        hop_bytes=loads["hop_bytes"],
+        contention_free=loads["max_congestion"] <= 1,
+        worst_phase=worst,
+        phase_loads=loads["phases"],
+        predicted_time_s=flow["makespan_s"],
+        throughput_per_server_mib_s=flow["throughput_per_server_mib_s"],
+        bound_s=bound_s,
+    )
 
 
 #: Times closer than this (relative) count as equal: the executors sum the same transfers in
@@ -317,31 +327,39 @@ def _measure(name: str, schedule: Schedule, loads: dict[str, Any]) -> dict[str, 
 TIME_TOLERANCE = 1e-6
 
 
-def choose(rows: list[dict[str, Any]]) -> Optional[dict[str, Any]]:
+@dataclass
+class Choice:
+    """A candidate :func:`choose` picked, and one line saying why."""
+
+    row: CandidateRow
+    reason: str
+
+
+def choose(rows: Sequence[CandidateRow]) -> Optional[Choice]:
     """The pick among every candidate row (phased, DAG, native): complete (its claims hold) and
     fastest as the flow model predicts it; on equal time the contention-free one, then the one
     with fewer phases (fewer synchronisations), then the earlier in the list — so the baseline,
     listed first, stays unless another schedule really beats it. A contention-free candidate
     within :data:`CONTENTION_FREE_MARGIN` of a contended pick replaces it. Returns the row
-    with ``reason``, one line saying why it was picked; None when nothing is proven."""
-    proven = [s for s in rows if s.get("complete", True)]
+    with the reason it was picked; None when nothing is proven."""
+    proven = [s for s in rows if s.complete]
     if not proven:
         return None
-    fastest = min(s["predicted_time_s"] for s in proven)
-    tied = [s for s in proven if s["predicted_time_s"] <= fastest * (1 + TIME_TOLERANCE)]
-    pick = min(tied, key=lambda s: (not s.get("contention_free"), s.get("phases") or 0, rows.index(s)))
+    fastest = min(s.predicted_time_s for s in proven)
+    tied = [s for s in proven if s.predicted_time_s <= fastest * (1 + TIME_TOLERANCE)]
+    pick = min(tied, key=lambda s: (not s.contention_free, s.phase_count, rows.index(s)))
     reason = "fastest predicted"
-    if not pick.get("contention_free"):
-        near = [s for s in proven if s.get("contention_free")
-                and s["predicted_time_s"] <= pick["predicted_time_s"] * (1 + CONTENTION_FREE_MARGIN)]
+    if not pick.contention_free:
+        near = [s for s in proven if s.contention_free
+                and s.predicted_time_s <= pick.predicted_time_s * (1 + CONTENTION_FREE_MARGIN)]
         if near:
-            free = min(near, key=lambda s: (s["predicted_time_s"], rows.index(s)))
-            slower = free["predicted_time_s"] / pick["predicted_time_s"] - 1
-            reason = (f"contention-free and within {CONTENTION_FREE_MARGIN:.0%} of the fastest, {pick['name']} "
+            free = min(near, key=lambda s: (s.predicted_time_s, rows.index(s)))
+            slower = free.predicted_time_s / pick.predicted_time_s - 1
+            reason = (f"contention-free and within {CONTENTION_FREE_MARGIN:.0%} of the fastest, {pick.name} "
                       f"({slower:+.1%}): no link carries two of its flows at once, so a shallow switch buffer "
                       "never overflows where the flow model assumed fair sharing")
             pick = free
-    return {**pick, "reason": reason}
+    return Choice(pick, reason)
 
 
 def routing_for(topo: Topology, engine: Optional[str] = None, bytes_per_pair: int = DEFAULT_BYTES,
@@ -395,7 +413,7 @@ def plan(
     root: int = 0,
     calibration: Optional[Path] = None,
     routing_note: Optional[str] = None,
-) -> dict[str, Any]:
+) -> PlanResult:
     """Route `topo` (default: the built-in LSFT of order 3) with a deadlock-free engine
     (:func:`routing_for`, or `engine`; or take `routes` already made, with `routing_note`
     saying why), predict every candidate `collective` for the job — phased ones of
@@ -411,27 +429,26 @@ def plan(
         note("routing")
         routes, routing_note = routing_for(topo, engine, bytes_per_pair, hosts, order, seed, calibration)
     proof = routes.check()
-    measured, skipped = [], []
+    measured: list[PhasedRow] = []
+    skipped: list[Skipped] = []
     placed = job_hosts(topo, hosts, order, seed)
     if collective == "gather" and not 0 <= root < len(placed):
         raise NetweaveError(f"--root {root} is not a rank of the job (0..{len(placed) - 1})")
     for cand in built if built is not None else candidates(topo, bytes_per_pair, hosts, order, seed,
                                                            collective=collective, root=root):
         if cand.schedule is None:
-            skipped.append({"name": cand.name, "reason": cand.skipped})
+            skipped.append(Skipped(name=cand.name, reason=cand.skipped or "it was not built"))
             continue
         note(f"analysing {cand.name}")
-        row = _measure(cand.name, cand.schedule, analysis.analyze(routes, cand.schedule))
+        loads = analysis.analyze(routes, cand.schedule)
         note(f"simulating {cand.name}")
         flow = predict(routes, cand.schedule, PREDICT_EXECUTOR, calibration=calibration)
-        row["predicted_time_s"] = flow["makespan_s"]
-        row["throughput_per_server_mib_s"] = flow["throughput_per_server_mib_s"]
-        row["bound_s"] = analysis.bottleneck_bound(routes, cand.schedule)["seconds"]
-        measured.append(row)
+        bound_s = analysis.bottleneck_bound(routes, cand.schedule)["seconds"]
+        measured.append(_measure(cand.name, cand.schedule, loads, flow, bound_s))
     baseline_name = BASELINES[collective]
-    baseline = next((s for s in measured if s["name"] == baseline_name), None)
+    baseline = next((s for s in measured if s.name == baseline_name), None)
     if baseline is None:
-        reason = next((s["reason"] for s in skipped if s["name"] == baseline_name), "it was not built")
+        reason = next((s.reason for s in skipped if s.name == baseline_name), "it was not built")
         raise NetweaveError(f"the job has no {baseline_name} {collective} to compare with: {reason}")
     dags, dag_skipped = dag_candidates(topo, routes, bytes_per_pair, hosts, note, collective, root, calibration)
     skipped += dag_skipped
@@ -442,69 +459,68 @@ def plan(
                            bytes=bytes_per_pair, root=root if collective == "gather" else None).with_placement(placed)
     bound = analysis.bottleneck_bound(routes, direct)
     # The user's MPI first: on a tie, what the program already runs stays.
-    everything = natives + measured + dags
+    everything: list[CandidateRow] = [*natives, *measured, *dags]
     for row in everything:
-        row["bound_ratio"] = analysis.bound_ratio(row["predicted_time_s"], bound)
+        row.bound_ratio = analysis.bound_ratio(row.predicted_time_s, bound)
     # Concurrent is ranked but not picked: it is what the native MPIs' linear algorithms do.
-    pickable = [r for r in everything if r.get("deployable", True)]
-    ours = choose([r for r in pickable if r["kind"] != "native"])
+    pickable = [r for r in everything if r.pickable]
+    ours = choose([r for r in pickable if r.kind != "native"])
     best = choose(pickable)
-    job = {"collective": collective, "ranks": len(placed), "hosts": hosts or "all", "bytes_per_pair": bytes_per_pair}
-    if collective == "gather":
-        job["root"] = root
-    return {
-        "topology": topology.info(topo),
-        "routing": {"engine": routes.engine, "vcs": proof["vcs_used"], "deadlock_free": proof["deadlock_free"],
-                    "why": routing_note or f"{routes.engine}, as given"},
-        "job": job,
-        "bound": {k: bound[k] for k in ("seconds", "bytes", "describe")},
-        "schedules": measured,
-        "dag_schedules": dags,
-        "native": natives,
-        "skipped": skipped,
-        "ranking": [r["name"] for r in sorted(everything, key=lambda r: r["predicted_time_s"])],
-        "best": None if best is None else _summary(best, baseline),
-        "ours": None if ours is None else _summary(ours, baseline),
-        "today": _today(natives, ours),
-        "prediction": {"model": "flow-level, max-min fair sharing, link latencies", "executor": PREDICT_EXECUTOR,
-                       "calibration": None if calibration is None else str(calibration)},
-    }
+    return PlanResult(
+        topology=topology.info(topo),
+        routing=RoutingChoice(engine=routes.engine, vcs=proof["vcs_used"], deadlock_free=proof["deadlock_free"],
+                              why=routing_note or f"{routes.engine}, as given"),
+        job=Job(collective=collective, ranks=len(placed), hosts=hosts or "all", bytes_per_pair=bytes_per_pair,
+                root=root if collective == "gather" else None),
+        bound=Bound(seconds=bound["seconds"], bytes=bound["bytes"], describe=bound["describe"]),
+        schedules=measured,
+        dag_schedules=dags,
+        native=natives,
+        skipped=skipped,
+        ranking=[r.name for r in sorted(everything, key=lambda r: r.predicted_time_s)],
+        best=None if best is None else _pick(best, baseline),
+        ours=None if ours is None else _pick(ours, baseline),
+        today=_today(natives, ours),
+        prediction=Prediction(model="flow-level, max-min fair sharing, link latencies", executor=PREDICT_EXECUTOR,
+                              calibration=None if calibration is None else str(calibration)),
+    )
 
 
-def _summary(row: dict[str, Any], baseline: dict[str, Any]) -> dict[str, Any]:
+def _pick(choice: Choice, baseline: PhasedRow) -> Pick:
     """What the report says of a pick: its times, against the baseline, and why it was picked."""
-    lockstep = row.get("fluid_time_host_links_s")
-    out = {
-        "name": row["name"],
-        "kind": row["kind"],
-        "reason": row["reason"],
-        "fluid_time_host_links_s": lockstep,
-        "throughput_ratio": row.get("throughput_ratio"),
-        "speedup_vs_shift": _speedup(baseline, row) if lockstep is not None else None,
-        "predicted_time_s": row["predicted_time_s"],
-        "predicted_speedup_vs_shift": baseline["predicted_time_s"] / row["predicted_time_s"]
-        if row["predicted_time_s"] > 0 else None,
-        "baseline": baseline["name"],
-        "bound_ratio": row["bound_ratio"],
-        "contention_free": bool(row.get("contention_free")),
-    }
-    if row["kind"] == "native":
-        out.update(label=row["label"], algorithm=row["algorithm"])
-    return out
+    row = choice.row
+    phased = row if isinstance(row, PhasedRow) else None
+    native = row if isinstance(row, NativeRow) else None
+    return Pick(
+        name=row.name,
+        kind=row.kind,
+        reason=choice.reason,
+        fluid_time_host_links_s=None if phased is None else phased.fluid_time_host_links_s,
+        throughput_ratio=None if phased is None else phased.throughput_ratio,
+        speedup_vs_shift=None if phased is None else _speedup(baseline, phased),
+        predicted_time_s=row.predicted_time_s,
+        predicted_speedup_vs_shift=baseline.predicted_time_s / row.predicted_time_s if row.predicted_time_s > 0
+        else None,
+        baseline=baseline.name,
+        bound_ratio=row.bound_ratio,
+        contention_free=row.contention_free,
+        label=None if native is None else native.label,
+        algorithm=None if native is None else native.algorithm,
+    )
 
 
-def _today(natives: list[dict[str, Any]], ours: Optional[dict[str, Any]]) -> Optional[dict[str, Any]]:
+def _today(natives: list[NativeRow], ours: Optional[Choice]) -> Optional[Today]:
     """"Your MPI today: X, ours: Y": each library's default against netweave's pick."""
     if ours is None or not natives:
         return None
-    return {
-        "ours": ours["name"],
-        "ours_s": ours["predicted_time_s"],
-        "libraries": [{"library": n["library"], "label": n["label"], "algorithm": n["algorithm"],
-                       "predicted_time_s": n["predicted_time_s"],
-                       "ours_speedup": n["predicted_time_s"] / ours["predicted_time_s"] if ours["predicted_time_s"] > 0
-                       else None} for n in natives],
-    }
+    ours_s = ours.row.predicted_time_s
+    return Today(
+        ours=ours.row.name,
+        ours_s=ours_s,
+        libraries=[TodayLibrary(library=n.library, label=n.label, algorithm=n.algorithm,
+                                predicted_time_s=n.predicted_time_s,
+                                ours_speedup=n.predicted_time_s / ours_s if ours_s > 0 else None) for n in natives],
+    )
 
 
 #: Paper 004's schedule, offered where every host pair has one path (trees, Ethernet clusters).
@@ -513,8 +529,8 @@ CONTENTION_FREE = "contention-free"
 CONCURRENT = "concurrent"
 
 
-def _dag_workload(topo: Topology, name: str, collective: str, bytes_per_pair: int, root: int):
-    """The task DAG of `name` (contention-free or concurrent) for the whole fabric."""
+def dag_workload(topo: Topology, name: str, collective: str, bytes_per_pair: int, root: int) -> _core.TaskGraph:
+    """The task DAG of `name` (:data:`CONTENTION_FREE` or :data:`CONCURRENT`) for the whole fabric."""
     if name == CONTENTION_FREE:
         return traffic.contention_free(topo, collective, bytes_per_pair, root=root)[0]
     return traffic.concurrent(topo, collective, bytes_per_pair, root=root)
@@ -522,7 +538,7 @@ def _dag_workload(topo: Topology, name: str, collective: str, bytes_per_pair: in
 
 def dag_candidates(topo: Topology, routes, bytes_per_pair: int, hosts: Optional[str],
                    note: Callable[[str], None], collective: str = "alltoall", root: int = 0,
-                   calibration: Optional[Path] = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+                   calibration: Optional[Path] = None) -> tuple[list[DagRow], list[Skipped]]:
     """Paper 004's contention-free `collective` (all-to-all or gather) and its Concurrent
     baseline (everyone at once) as task DAGs, each predicted by the flow simulator's DAG
     executor: ``(rows, skipped)``. They are not phased, so the lock-step analysis does not
@@ -530,43 +546,43 @@ def dag_candidates(topo: Topology, routes, bytes_per_pair: int, hosts: Optional[
     fabrics where some host pair has several shortest paths, on jobs that are not the whole
     fabric and for allgather."""
     if collective not in ("alltoall", "gather"):
-        return [], [{"name": CONTENTION_FREE, "reason": "paper 004 schedules gather and all-to-all only"}]
+        return [], [Skipped(name=CONTENTION_FREE, reason="paper 004 schedules gather and all-to-all only")]
     if hosts is not None:
-        return [], [{"name": CONTENTION_FREE, "reason": "it schedules every host of the fabric; drop --hosts"}]
+        return [], [Skipped(name=CONTENTION_FREE, reason="it schedules every host of the fabric; drop --hosts")]
     try:
         note(f"scheduling {CONTENTION_FREE}")
         graph, summary = traffic.contention_free(topo, collective, bytes_per_pair, root=root)
     except NetweaveError as e:
-        return [], [{"name": CONTENTION_FREE, "reason": str(e)}]
+        return [], [Skipped(name=CONTENTION_FREE, reason=str(e))]
     rows = []
     # Concurrent posts every send at once, as MPI's nonblocking sends do; the contention-free
     # DAG sends one task at a time per host, as the thesis' engine does.
     everyone = max(topo.num_hosts - 1, 1)
+    no_summary: dict[str, Any] = {}
     for name, dag, extra, nct in ((CONTENTION_FREE, graph, summary, 1),
-                                  (CONCURRENT, traffic.concurrent(topo, collective, bytes_per_pair, root=root), {},
-                                   everyone)):
+                                  (CONCURRENT, traffic.concurrent(topo, collective, bytes_per_pair, root=root),
+                                   no_summary, everyone)):
         note(f"simulating {name}")
         flow = predict(routes, dag, "dag", nct=nct, calibration=calibration)
-        rows.append({
-            "name": name,
-            "kind": "dag",
-            "complete": True,
-            "contention_free": name == CONTENTION_FREE,
+        rows.append(DagRow(
+            name=name,
+            complete=True,
+            contention_free=name == CONTENTION_FREE,
             # Concurrent is what an unscheduled MPI collective already does: a baseline, not advice.
-            "deployable": name == CONTENTION_FREE,
-            "tasks": dag.num_tasks,
-            "predicted_time_s": flow["makespan_s"],
-            "throughput_per_server_mib_s": flow["throughput_per_server_mib_s"],
-            "bound_s": analysis.bottleneck_bound(routes, dag)["seconds"],
-            "cost_model_s": extra.get("predicted_seconds"),
-            "groups": extra.get("groups"),
-        })
+            deployable=name == CONTENTION_FREE,
+            tasks=dag.num_tasks,
+            predicted_time_s=flow["makespan_s"],
+            throughput_per_server_mib_s=flow["throughput_per_server_mib_s"],
+            bound_s=analysis.bottleneck_bound(routes, dag)["seconds"],
+            cost_model_s=extra.get("predicted_seconds"),
+            groups=extra.get("groups"),
+        ))
     return rows, []
 
 
 def native_candidates(routes, placed: list[int], bytes_per_pair: int, note: Callable[[str], None],
                       collective: str = "alltoall", root: int = 0,
-                      calibration: Optional[Path] = None) -> list[dict[str, Any]]:
+                      calibration: Optional[Path] = None) -> list[NativeRow]:
     """What the user's MPI runs today: for each of :data:`NATIVE_LIBRARIES`, the algorithm its
     default decision rule picks for the job's rank count and block size, as a schedule on the
     job's hosts (``traffic::native_mpi``), predicted with the executor and sends in flight
@@ -578,22 +594,21 @@ def native_candidates(routes, placed: list[int], bytes_per_pair: int, note: Call
         sched = sched.with_placement(placed)
         note(f"simulating {info['label']}'s {info['algorithm']}")
         flow = predict(routes, sched, info["executor"], nct=info["concurrent_sends"], calibration=calibration)
-        rows.append({
-            "name": library,
-            "kind": "native",
-            "complete": True,
-            "contention_free": False,
-            "library": library,
-            "label": info["label"],
-            "algorithm": info["algorithm"],
-            "schedule": sched.name,
-            "phases": sched.num_phases,
-            "executor": info["executor"],
-            "concurrent_sends": info["concurrent_sends"],
-            "predicted_time_s": flow["makespan_s"],
-            "throughput_per_server_mib_s": flow["throughput_per_server_mib_s"],
-            "bound_s": analysis.bottleneck_bound(routes, sched)["seconds"],
-        })
+        rows.append(NativeRow(
+            name=library,
+            complete=True,
+            contention_free=False,
+            library=library,
+            label=info["label"],
+            algorithm=info["algorithm"],
+            schedule=sched.name,
+            phases=sched.num_phases,
+            executor=info["executor"],
+            concurrent_sends=info["concurrent_sends"],
+            predicted_time_s=flow["makespan_s"],
+            throughput_per_server_mib_s=flow["throughput_per_server_mib_s"],
+            bound_s=analysis.bottleneck_bound(routes, sched)["seconds"],
+        ))
     return rows
 
 
@@ -603,9 +618,10 @@ def native_schedule(library: str, collective: str, placed: list[int], bytes_per_
     return sched.with_placement(placed)
 
 
-def _speedup(baseline: dict[str, Any], best: dict[str, Any]) -> Optional[float]:
-    t = best["fluid_time_host_links_s"]
-    return baseline["fluid_time_host_links_s"] / t if t > 0 else None
+def _speedup(baseline: PhasedRow, best: PhasedRow) -> Optional[float]:
+    """The baseline's lock-step time over `best`'s."""
+    t = best.fluid_time_host_links_s
+    return baseline.fluid_time_host_links_s / t if t > 0 else None
 
 
 
@@ -617,7 +633,7 @@ PLACE_COST = "rmatt"
 class Placement:
     """Where the job's ranks run: the summary the report shows, and what a map file needs."""
 
-    summary: dict[str, Any]
+    summary: PlacementSummary
     net: Any
     host_of_rank: Any
 
@@ -629,7 +645,7 @@ class Placement:
         """Write the placement as a map file of format `fmt` (see ``netweave.stages.mapping.FORMATS``)."""
         from netweave.stages import mapping
 
-        meta = {"pattern": self.summary["pattern"], "cost": self.summary["cost"], "figures": self.summary["placed"]}
+        meta = {"pattern": self.summary.pattern, "cost": self.summary.cost, "figures": self.summary.placed}
         return mapping.write_map(self.net, self.host_of_rank, path, fmt, None, meta)
 
 
@@ -660,18 +676,18 @@ def place_ranks(
     result = mapping.optimize(net, pattern, start, cost=cost, seconds=seconds, evaluations=evaluations, seed=seed)
     gain = {k: (identity[k] / result.figures[k] if result.figures[k] > 0 else None)
             for k in ("hop_bytes", "max_link", "rmatt")}
-    summary = {
-        "pattern": pattern.name,
-        "source": pattern_source,
-        "ranks": pattern.num_ranks,
-        "engine": engine,
-        "cost": cost,
-        "seed": seed,
-        "seconds": round(result.seconds, 3),
-        "evaluations": result.evaluations,
-        "structure": {k: v for k, v in mapping.structure(pattern).items() if k != "coords"},
-        "identity": identity,
-        "placed": result.figures,
-        "identity_over_placed": gain,
-    }
+    summary = PlacementSummary(
+        pattern=pattern.name,
+        source=pattern_source,
+        ranks=pattern.num_ranks,
+        engine=engine,
+        cost=cost,
+        seed=seed,
+        seconds=round(result.seconds, 3),
+        evaluations=result.evaluations,
+        structure={k: v for k, v in mapping.structure(pattern).items() if k != "coords"},
+        identity=identity,
+        placed=result.figures,
+        identity_over_placed=gain,
+    )
     return Placement(summary, net, result.host_of_rank)

@@ -37,7 +37,8 @@ from typing import Any, Callable, Optional
 
 from netweave.run import emulate, executor, mpi
 from netweave import plan as plan_mod
-from netweave._core import NetweaveError, RoutingTable, Topology
+from netweave._core import NetweaveError, RoutingTable, Schedule, TaskGraph, Topology
+from netweave.plan.result import CandidateRow, PlanResult, VerifyRow, VerifySummary
 
 #: netweave candidates measured besides Concurrent and the native MPIs: the best predicted.
 TOP = 3
@@ -82,35 +83,35 @@ def _scale(routes: RoutingTable, workloads: list, fastest_s: float) -> float:
     return min(1.0, FORWARDING_SHARE * emulate.FORWARDING_BUDGET_BPS / heaviest)
 
 
-def verify(topo: Topology, routes: RoutingTable, result: dict[str, Any], built: list[plan_mod.Candidate],
+def verify(topo: Topology, routes: RoutingTable, result: PlanResult, built: list[plan_mod.Candidate],
            hosts: Optional[str] = None, order: str = "listed", seed: Optional[int] = None,
            scale: Optional[float] = None, buffer: Optional[int] = None, calibration: Optional[Path] = None,
-           progress: Optional[Callable[[str], None]] = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+           progress: Optional[Callable[[str], None]] = None) -> tuple[list[VerifyRow], VerifySummary]:
     """Measure the plan `result` (from :func:`netweave.plan.plan` with `routes` and the phased
-    candidates `built`) on the emulated fabric: ``(rows, summary)`` — rows
-    ``{name, kind, predicted_s, measured_s, ratio}`` (the same rows ``report.json`` holds as
-    ``verify``), the summary with the ``scale``, ``buffer``, the ``pick``, the
+    candidates `built`) on the emulated fabric: ``(rows, summary)`` — a
+    :class:`~netweave.plan.result.VerifyRow` per candidate measured (``report.json``'s
+    ``verify``), and the summary with the ``scale``, ``buffer``, the ``pick``, the
     ``measured_best``, ``pick_over_best`` and the verdict ``pick_is_best`` (within
     :data:`PICK_MARGIN`). `scale` defaults to what this machine forwards (:func:`_scale`),
     `buffer` to the Ethernet fabric's port buffer (the flow model's), else emulate's queue."""
     note = progress or (lambda _msg: None)
-    job = result["job"]
-    collective, nbytes, ranks, root = job["collective"], job["bytes_per_pair"], job["ranks"], job.get("root", 0)
+    job = result.job
+    collective, nbytes, ranks, root = job.collective, job.bytes_per_pair, job.ranks, job.root_rank
     if collective == "gather" and root != 0:
         raise NetweaveError("--verify times gathers to rank 0 (nwbench's root); drop --root")
     check_can_verify(topo, ranks)
     placed = plan_mod.job_hosts(topo, hosts, order, seed)
     phased = {c.name: c.schedule for c in built if c.schedule is not None}
-    rows = [r for r in result["schedules"] + result["dag_schedules"] if r.get("complete", True)]
-    ours = [r for r in sorted(rows, key=lambda r: r["predicted_time_s"]) if r["name"] != plan_mod.CONCURRENT][:TOP]
-    chosen = ours + [r for r in result["dag_schedules"] if r["name"] == plan_mod.CONCURRENT]
-    workloads = {}
+    rows: list[CandidateRow] = [r for r in [*result.schedules, *result.dag_schedules] if r.complete]
+    ours = [r for r in sorted(rows, key=lambda r: r.predicted_time_s) if r.name != plan_mod.CONCURRENT][:TOP]
+    chosen = ours + [r for r in result.dag_schedules if r.name == plan_mod.CONCURRENT]
+    workloads: dict[str, Schedule | TaskGraph] = {}
     for r in chosen:
-        workloads[r["name"]] = (phased[r["name"]] if r["kind"] == "phased"
-                                else plan_mod._dag_workload(topo, r["name"], collective, nbytes, root))
-    natives = {r["name"]: r for r in result["native"]}
+        workloads[r.name] = (phased[r.name] if r.kind == "phased"
+                             else plan_mod.dag_workload(topo, r.name, collective, nbytes, root))
+    natives = {r.name: r for r in result.native}
     native_work = {name: plan_mod.native_schedule(name, collective, placed, nbytes, root) for name in natives}
-    fastest = min(r["predicted_time_s"] for r in chosen + list(natives.values()))
+    fastest = min(r.predicted_time_s for r in [*chosen, *natives.values()])
     if buffer is None and topo.link_layer == "ethernet":
         # The switch port buffer the flow model assumes for this fabric, so both see the same drops.
         buffer = topo.port_buffer_bytes
@@ -135,7 +136,7 @@ def verify(topo: Topology, routes: RoutingTable, result: dict[str, Any], built: 
                                         else 1, calibration)["makespan_s"]
                  for name, graph in graphs.items()}
     for name, r in natives.items():
-        predicted[name] = plan_mod.predict(scaled_routes, native_work[name], r["executor"], r["concurrent_sends"],
+        predicted[name] = plan_mod.predict(scaled_routes, native_work[name], r.executor, r.concurrent_sends,
                                            calibration)["makespan_s"]
 
     measured: dict[str, Optional[float]] = {}
@@ -167,11 +168,11 @@ def verify(topo: Topology, routes: RoutingTable, result: dict[str, Any], built: 
     finally:
         emulate.down(fabric_name)
     out = []
-    for r in chosen + list(natives.values()):
-        name = r["name"]
+    for r in [*chosen, *natives.values()]:
+        name = r.name
         m, p = measured.get(name), predicted[name]
-        out.append({"name": name, "kind": r["kind"], "predicted_s": p, "measured_s": m,
-                    "ratio": m / p if m and p else None, "measured_by": how.get(name), "problem": problems.get(name)})
+        out.append(VerifyRow(name=name, kind=r.kind, predicted_s=p, measured_s=m, ratio=m / p if m and p else None,
+                             measured_by=how.get(name), problem=problems.get(name)))
     return out, _summary(out, result, scale, buffer)
 
 
@@ -190,26 +191,27 @@ def _nwbench(fabric, implementation: str, collective: str, nbytes: int, ranks: i
         raise NetweaveError(f"nwbench ({implementation}, emulated) printed no JSON report ({e})") from None
 
 
-def _summary(rows: list[dict[str, Any]], result: dict[str, Any], scale: float, buffer: Optional[int]) -> dict[str, Any]:
-    timed = [r for r in rows if r["measured_s"]]
-    best = min(timed, key=lambda r: r["measured_s"], default=None)
-    pick = (result.get("best") or {}).get("name")
-    pick_row = next((r for r in timed if r["name"] == pick), None)
-    over = pick_row["measured_s"] / best["measured_s"] if pick_row and best else None
-    ratios = [r["ratio"] for r in timed if r["ratio"]]
+def _summary(rows: list[VerifyRow], result: PlanResult, scale: float, buffer: Optional[int]) -> VerifySummary:
+    """The verdict on the plan's pick from the measured `rows`."""
+    timed = [(r, r.measured_s) for r in rows if r.measured_s]
+    best = min(timed, key=lambda rm: rm[1], default=None)
+    pick = None if result.best is None else result.best.name
+    pick_row = next((rm for rm in timed if rm[0].name == pick), None)
+    over = pick_row[1] / best[1] if pick_row and best else None
+    ratios = [r.ratio for r in rows if r.measured_s and r.ratio]
     # Scaling changes an Ethernet fabric's regime (the retransmission timeout does not scale with
     # the links), so the pick the model makes for the scaled fabric is judged too.
-    scaled_pick = min(timed, key=lambda r: r["predicted_s"], default=None)
-    scaled_over = scaled_pick["measured_s"] / best["measured_s"] if scaled_pick and best else None
-    return {
-        "pick_at_scale": None if scaled_pick is None else scaled_pick["name"],
-        "pick_at_scale_over_best": scaled_over,
-        "scale": scale,
-        "buffer": buffer,
-        "pick": pick,
-        "measured_best": None if best is None else best["name"],
-        "pick_over_best": over,
-        "pick_is_best": None if over is None else over <= 1 + PICK_MARGIN,
-        "worst_ratio": max(ratios, key=lambda x: abs(x - 1), default=None),
-        "latency": "none (the emulation adds none; predictions are made without it too)",
-    }
+    scaled_pick = min(timed, key=lambda rm: rm[0].predicted_s, default=None)
+    scaled_over = scaled_pick[1] / best[1] if scaled_pick and best else None
+    return VerifySummary(
+        pick_at_scale=None if scaled_pick is None else scaled_pick[0].name,
+        pick_at_scale_over_best=scaled_over,
+        scale=scale,
+        buffer=buffer,
+        pick=pick,
+        measured_best=None if best is None else best[0].name,
+        pick_over_best=over,
+        pick_is_best=None if over is None else over <= 1 + PICK_MARGIN,
+        worst_ratio=max(ratios, key=lambda x: abs(x - 1), default=None),
+        latency="none (the emulation adds none; predictions are made without it too)",
+    )

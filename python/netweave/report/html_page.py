@@ -31,6 +31,8 @@ from typing import Any, Optional, Sequence
 from netweave.report import drawing
 from netweave.stages import analysis
 from netweave._core import RoutingTable, Topology
+from netweave.plan import Candidate, Placement
+from netweave.plan.result import PlanResult, VerifyRow, VerifySummary
 from netweave.report import candidate_rows, format_bytes, format_seconds, pick_text, summary_lines, today_line
 
 _STYLE = """
@@ -97,8 +99,8 @@ _VERDICT_COLOUR = {"contention-free": "#1a9850", "contended": "#f39c12", "incomp
                    "native": "#7b5ea7"}
 
 
-def plan_page(result: dict[str, Any], topo: Topology, routes: RoutingTable, built: Sequence[Any],
-              placement: Any = None, files: Sequence[tuple[str, str]] = (), command: str = "netweave plan",
+def plan_page(result: PlanResult, topo: Topology, routes: RoutingTable, built: Sequence[Candidate],
+              placement: Optional[Placement] = None, files: Sequence[tuple[str, str]] = (), command: str = "netweave plan",
               job_hosts: Optional[Sequence[int]] = None) -> str:
     """The plan `result` (from :func:`netweave.plan.plan`) as one HTML page: `built` are the
     candidates the plan measured (:func:`netweave.plan.candidates`), `placement` the rank
@@ -113,13 +115,13 @@ def plan_page(result: dict[str, Any], topo: Topology, routes: RoutingTable, buil
         _heat_section(result, fabric, routes, schedules, command),
         _routing_section(result, routes),
     ]
-    if result.get("verify"):
-        sections.insert(3, _verify_section(result, command))
+    if result.verify and result.verify_summary is not None:
+        sections.insert(3, _verify_section(result.verify, result.verify_summary, command))
     if placement is not None:
         sections.append(_placement_section(placement, fabric, topo))
     if files:
         sections.append(_files_section(files))
-    return _page("netweave plan: " + result["topology"]["name"], "".join(sections))
+    return _page("netweave plan: " + result.topology["name"], "".join(sections))
 
 
 def _page(title: str, body: str, script: str = "") -> str:
@@ -132,30 +134,31 @@ def _cmd(*lines: str) -> str:
     return '<pre class="cmd">' + html.escape("\n".join(lines)) + "</pre>"
 
 
-def _header(result: dict[str, Any]) -> str:
-    t, job, best = result["topology"], result["job"], result.get("best")
+def _header(result: PlanResult) -> str:
+    t, job, best = result.topology, result.job, result.best
     if best is None:
         verdict = "No schedule could be proven complete."
     else:
-        baseline = best["baseline"]
-        predicted = best["predicted_speedup_vs_shift"]
-        verdict = (f"<b>{html.escape(pick_text(best))}</b>: predicted {format_seconds(best['predicted_time_s'])}"
-                   + (f" ({predicted:.2f}× {html.escape(baseline)}'s speed)" if predicted and best["name"] != baseline
+        baseline = best.baseline
+        predicted = best.predicted_speedup_vs_shift
+        ratio = "-" if best.bound_ratio is None else f"{best.bound_ratio:.2f}"
+        verdict = (f"<b>{html.escape(pick_text(best))}</b>: predicted {format_seconds(best.predicted_time_s)}"
+                   + (f" ({predicted:.2f}× {html.escape(baseline)}'s speed)" if predicted and best.name != baseline
                       else "")
-                   + f", {best['bound_ratio']:.2f}× the bound — {html.escape(best['reason'])}.")
+                   + f", {ratio}× the bound — {html.escape(best.reason)}.")
         today = today_line(result)
         if today:
             verdict += f"<br>{html.escape(today[0].upper() + today[1:])}."
     lines = "".join(f"<li>{html.escape(line)}</li>" for line in summary_lines(result)[:4])
-    unit = "pair" if job["collective"] == "alltoall" else "block"
+    unit = "pair" if job.collective == "alltoall" else "block"
     return (f"<h1>netweave plan — {html.escape(t['name'])}</h1>"
             f"<p class='verdict' id='verdict'>{verdict}</p><ul>{lines}</ul>"
-            f"<p class='note'>{job['ranks']} ranks, {job['collective']}, {format_bytes(job['bytes_per_pair'])} per {unit}; "
-            f"hosts: {html.escape(str(job['hosts']))}.</p>")
+            f"<p class='note'>{job.ranks} ranks, {job.collective}, {format_bytes(job.bytes_per_pair)} per {unit}; "
+            f"hosts: {html.escape(job.hosts)}.</p>")
 
 
-def _fabric_section(result: dict[str, Any], fabric: drawing.Drawing, topo: Topology) -> str:
-    t = result["topology"]
+def _fabric_section(result: PlanResult, fabric: drawing.Drawing, topo: Topology) -> str:
+    t = result.topology
     notes = "".join(f"<p class='note'>{html.escape(n)}.</p>" for n in fabric.notes)
     return (f"<section id='fabric-section'><h2>Fabric</h2>"
             f"<p>{t['hosts']:,} hosts, {t['switches']:,} switches, {t['links']:,} links, diameter {t['diameter']} "
@@ -165,31 +168,31 @@ def _fabric_section(result: dict[str, Any], fabric: drawing.Drawing, topo: Topol
             + _cmd("netweave topo info topology.json") + "</section>")
 
 
-def _candidates_section(result: dict[str, Any], command: str) -> str:
+def _candidates_section(result: PlanResult, command: str) -> str:
     rows = candidate_rows(result)
-    best = (result.get("best") or {}).get("name")
-    baseline = (result.get("best") or {}).get("baseline", "shift")
-    shift = next((r["predicted"] for r in rows if r["name"] == baseline), None)
-    top = max((r["predicted"] for r in rows), default=0) or 1.0
+    best = None if result.best is None else result.best.name
+    baseline = "shift" if result.best is None else result.best.baseline
+    shift = next((r.predicted for r in rows if r.name == baseline), None)
+    top = max((r.predicted for r in rows), default=0) or 1.0
     label_w, bar_w, row_h = 150, 560, 24
     height = row_h * len(rows) + 40
     bars = []
     for i, r in enumerate(rows):
         y = 10 + i * row_h
-        w = max(1.0, bar_w * r["predicted"] / top)
-        colour = _VERDICT_COLOUR[r["verdict"]]
-        weight = "bold" if r["name"] == best else "normal"
+        w = max(1.0, bar_w * r.predicted / top)
+        colour = _VERDICT_COLOUR[r.verdict]
+        weight = "bold" if r.name == best else "normal"
         bars.append(f"<text x='{label_w - 6}' y='{y + 15}' text-anchor='end' font-size='13' font-weight='{weight}'>"
-                    f"{html.escape(r['name'])}</text><rect class='bar' x='{label_w}' y='{y + 3}' width='{w:.1f}' "
-                    f"height='{row_h - 8}' fill='{colour}'><title>{html.escape(r['name'])}: predicted "
-                    f"{format_seconds(r['predicted'])}</title></rect><text x='{label_w + w + 5:.1f}' y='{y + 15}' "
-                    f"font-size='12'>{format_seconds(r['predicted'])}</text>")
-        if r["lockstep"] is not None:
-            x = label_w + bar_w * r["lockstep"] / top
+                    f"{html.escape(r.name)}</text><rect class='bar' x='{label_w}' y='{y + 3}' width='{w:.1f}' "
+                    f"height='{row_h - 8}' fill='{colour}'><title>{html.escape(r.name)}: predicted "
+                    f"{format_seconds(r.predicted)}</title></rect><text x='{label_w + w + 5:.1f}' y='{y + 15}' "
+                    f"font-size='12'>{format_seconds(r.predicted)}</text>")
+        if r.lockstep is not None:
+            x = label_w + bar_w * r.lockstep / top
             bars.append(f"<line x1='{x:.1f}' x2='{x:.1f}' y1='{y + 1}' y2='{y + row_h - 3}' stroke='#000' "
                         "stroke-width='2'/>")
     axis_y = 14 + len(rows) * row_h
-    bound = (result.get("bound") or {}).get("seconds")
+    bound = result.bound.seconds
     if bound:
         x = label_w + bar_w * bound / top
         bars.append(f"<line id='bound-line' x1='{x:.1f}' x2='{x:.1f}' y1='6' y2='{axis_y}' stroke='#d7191c' "
@@ -205,69 +208,68 @@ def _candidates_section(result: dict[str, Any], command: str) -> str:
             f"<th>vs {html.escape(baseline)}</th><th>throughput ratio</th><th>max congestion</th><th>verdict</th></tr>")
     body = []
     for r in rows:
-        vs = f"{shift / r['predicted']:.2f}×" if shift and r["predicted"] else "-"
-        mark = " ★" if r["name"] == best else ""
-        body.append(f"<tr><td>{html.escape(r['name'])}{mark}</td><td>{r['size']}</td>"
-                    f"<td>{'-' if r['lockstep'] is None else format_seconds(r['lockstep'])}</td>"
-                    f"<td>{format_seconds(r['predicted'])}</td>"
-                    f"<td>{'-' if r['bound_ratio'] is None else format(r['bound_ratio'], '.2f') + '×'}</td><td>{vs}</td>"
-                    f"<td>{'-' if r['ratio'] is None else format(r['ratio'], '.4f')}</td>"
-                    f"<td>{'-' if r['congestion'] is None else r['congestion']}</td><td>{r['verdict']}</td></tr>")
-    for s in result.get("skipped", []):
-        body.append(f"<tr class='skipped'><td>{html.escape(s['name'])}</td><td colspan='8' style='text-align:left'>"
-                    f"skipped: {html.escape(s['reason'])}</td></tr>")
-    executor = result["prediction"]["executor"]
+        vs = f"{shift / r.predicted:.2f}×" if shift and r.predicted else "-"
+        mark = " ★" if r.name == best else ""
+        body.append(f"<tr><td>{html.escape(r.name)}{mark}</td><td>{r.size}</td>"
+                    f"<td>{'-' if r.lockstep is None else format_seconds(r.lockstep)}</td>"
+                    f"<td>{format_seconds(r.predicted)}</td>"
+                    f"<td>{'-' if r.bound_ratio is None else format(r.bound_ratio, '.2f') + '×'}</td><td>{vs}</td>"
+                    f"<td>{'-' if r.ratio is None else format(r.ratio, '.4f')}</td>"
+                    f"<td>{'-' if r.congestion is None else r.congestion}</td><td>{r.verdict}</td></tr>")
+    for s in result.skipped:
+        body.append(f"<tr class='skipped'><td>{html.escape(s.name)}</td><td colspan='8' style='text-align:left'>"
+                    f"skipped: {html.escape(s.reason)}</td></tr>")
+    executor = result.prediction.executor
     return ("<section id='candidates-section'><h2>Candidate schedules</h2>"
-            f"<p>Every {html.escape(result['job']['collective'])} netweave can build for the job, paper 004's task "
+            f"<p>Every {html.escape(result.job.collective)} netweave can build for the job, paper 004's task "
             "DAGs and the algorithm Open MPI and MPICH run by default for this size, each predicted by the flow "
             f"simulation (phased schedules with the {executor} executor) and set against the bottleneck bound "
-            f"({html.escape((result.get('bound') or {}).get('describe', '-'))}); phased schedules also proven by the exact "
+            f"({html.escape(result.bound.describe)}); phased schedules also proven by the exact "
             "analysis and timed lock-step (paper 001: phases back to back, each as long as its busiest link needs). "
-            f"★ marks the pick: {html.escape((result.get('best') or {}).get('reason', 'none'))}.</p>"
+            f"★ marks the pick: {html.escape('none' if result.best is None else result.best.reason)}.</p>"
             + chart + legend + f"<table id='candidates-table'>{head}{''.join(body)}</table>"
             + _cmd(command, "netweave plan … --json   # every figure of this table as JSON") + "</section>")
 
 
-def _verify_section(result: dict[str, Any], command: str) -> str:
+def _verify_section(rows: Sequence[VerifyRow], summary: VerifySummary, command: str) -> str:
     """``--verify``: predicted against measured per candidate, as paired bars and a table, with
     the verdict on the pick."""
-    rows, summary = result["verify"], result["verify_summary"]
-    top = max([r["predicted_s"] for r in rows] + [r["measured_s"] or 0 for r in rows]) or 1.0
+    top = max([r.predicted_s for r in rows] + [r.measured_s or 0 for r in rows]) or 1.0
     label_w, bar_w, row_h = 150, 520, 30
     parts = []
     for i, r in enumerate(rows):
         y = 10 + i * row_h
-        weight = "bold" if r["name"] == summary["pick"] else "normal"
+        weight = "bold" if r.name == summary.pick else "normal"
         parts.append(f"<text x='{label_w - 6}' y='{y + 17}' text-anchor='end' font-size='13' font-weight='{weight}'>"
-                     f"{html.escape(r['name'])}</text>")
-        for j, (key, colour) in enumerate((("predicted_s", "#9ecae1"), ("measured_s", "#08519c"))):
-            value = r[key]
+                     f"{html.escape(r.name)}</text>")
+        for j, (key, value, colour) in enumerate((("predicted_s", r.predicted_s, "#9ecae1"),
+                                                  ("measured_s", r.measured_s, "#08519c"))):
             if value is None:
                 continue
             w = max(1.0, bar_w * value / top)
             parts.append(f"<rect class='bar {key}' x='{label_w}' y='{y + 3 + j * 12}' width='{w:.1f}' height='11' "
-                         f"fill='{colour}'><title>{html.escape(r['name'])}: {key[:-2]} {format_seconds(value)}</title></rect>"
+                         f"fill='{colour}'><title>{html.escape(r.name)}: {key[:-2]} {format_seconds(value)}</title></rect>"
                          f"<text x='{label_w + w + 4:.1f}' y='{y + 12 + j * 12}' font-size='10'>{format_seconds(value)}</text>")
     height = 10 + len(rows) * row_h + 24
     chart = (f"<svg id='verify-chart' class='chart' width='{label_w + bar_w + 110}' height='{height}' "
              f"xmlns='http://www.w3.org/2000/svg'>{''.join(parts)}<text x='{label_w}' y='{height - 6}' font-size='12' "
              "fill='#555'>light: predicted; dark: measured on the emulated fabric</text></svg>")
     body = "".join(
-        f"<tr><td>{html.escape(r['name'])}{' ★' if r['name'] == summary['pick'] else ''}</td><td>{r['kind']}</td>"
-        f"<td>{format_seconds(r['predicted_s'])}</td>"
-        f"<td>{'-' if r['measured_s'] is None else format_seconds(r['measured_s'])}</td>"
-        f"<td>{'-' if r['ratio'] is None else format(r['ratio'], '.2f') + '×'}</td>"
-        f"<td style='text-align:left'>{html.escape(r.get('problem') or '')}</td></tr>" for r in rows)
-    if summary["pick_over_best"] is None:
-        verdict = f"The pick, {html.escape(str(summary['pick']))}, was not measured."
+        f"<tr><td>{html.escape(r.name)}{' ★' if r.name == summary.pick else ''}</td><td>{r.kind}</td>"
+        f"<td>{format_seconds(r.predicted_s)}</td>"
+        f"<td>{'-' if r.measured_s is None else format_seconds(r.measured_s)}</td>"
+        f"<td>{'-' if r.ratio is None else format(r.ratio, '.2f') + '×'}</td>"
+        f"<td style='text-align:left'>{html.escape(r.problem or '')}</td></tr>" for r in rows)
+    if summary.pick_over_best is None:
+        verdict = f"The pick, {html.escape(str(summary.pick))}, was not measured."
     else:
-        cls = "ok" if summary["pick_is_best"] else "bad"
-        verdict = (f"<span class='{cls}'>The pick, {html.escape(summary['pick'])}, "
-                   f"{'is' if summary['pick_is_best'] else 'is not'} the measured best</span>: "
-                   f"{html.escape(summary['measured_best'])} measured fastest; the pick took "
-                   f"{summary['pick_over_best']:.2f}× its time.")
+        cls = "ok" if summary.pick_is_best else "bad"
+        verdict = (f"<span class='{cls}'>The pick, {html.escape(str(summary.pick))}, "
+                   f"{'is' if summary.pick_is_best else 'is not'} the measured best</span>: "
+                   f"{html.escape(str(summary.measured_best))} measured fastest; the pick took "
+                   f"{summary.pick_over_best:.2f}× its time.")
     return ("<section id='verify-section'><h2>Measured on the emulated fabric</h2>"
-            f"<p>{verdict} Links at {summary['scale']:.3g}× their bandwidth, no link latency (predictions made the "
+            f"<p>{verdict} Links at {summary.scale:.3g}× their bandwidth, no link latency (predictions made the "
             "same way); each time is the slowest rank's mean over nwbench's calls, netweave's schedules inside the "
             "MPI collective through netweave's library under Open MPI.</p>" + chart
             + "<table id='verify-table'><tr><th>candidate</th><th>kind</th><th>predicted</th><th>measured</th>"
@@ -275,22 +277,23 @@ def _verify_section(result: dict[str, Any], command: str) -> str:
             + _cmd(command if "--verify" in command else command + " --verify") + "</section>")
 
 
-def _heat_section(result: dict[str, Any], fabric: drawing.Drawing, routes: RoutingTable,
+def _heat_section(result: PlanResult, fabric: drawing.Drawing, routes: RoutingTable,
                   schedules: dict[str, Any], command: str) -> str:
-    phased = [s for s in result["schedules"] if s["name"] in schedules]
+    phased = [s for s in result.schedules if s.name in schedules]
     if not phased:
         return "<section id='heat-section'><h2>Link load</h2><p>No phased schedule to show.</p></section>"
-    names = {s["name"] for s in phased}
+    names = {s.name for s in phased}
     # The pick when it is phased, else netweave's own pick (the pick may be a DAG or the user's MPI).
-    default = next((n for n in ((result.get("best") or {}).get("name"), (result.get("ours") or {}).get("name"))
-                    if n in names), phased[0]["name"])
-    data, histograms = {}, []
+    picks = [p.name for p in (result.best, result.ours) if p is not None]
+    default = next((n for n in picks if n in names), phased[0].name)
+    data: dict[str, dict[str, Any]] = {}
+    histograms = []
     for s in phased:
-        phase = s["worst_phase"]
-        flows = analysis.phase_channel_flows(routes, schedules[s["name"]], phase)
+        phase = s.worst_phase
+        flows = analysis.phase_channel_flows(routes, schedules[s.name], phase)
         seg, dot = fabric.loads(flows)
-        data[s["name"]] = {"phase": phase, "phases": s["phases"], "seg": seg, "dot": dot, "max": max(flows, default=0)}
-        histograms.append(_histogram(s["name"], flows, phase))
+        data[s.name] = {"phase": phase, "phases": s.phases, "seg": seg, "dot": dot, "max": max(flows, default=0)}
+        histograms.append(_histogram(s.name, flows, phase))
     first = data[default]
     top = max(first["max"], 1)  # each schedule on its own scale: red is its busiest link
     heat = drawing.svg(fabric, "heatmap", first["seg"], first["dot"], top, title="busiest phase link loads")
@@ -302,7 +305,7 @@ def _heat_section(result: dict[str, Any], fabric: drawing.Drawing, routes: Routi
     payload = {"folded": [bool(n.folded) for n in fabric.nodes], "candidates": data}
     folded = " Dots coloured by load stand for links not drawn." if any(n.folded for n in fabric.nodes) else ""
     dags = ("<p class='note'>Paper 004's DAG schedules have no phases; they are timed in the candidates' table.</p>"
-            if result.get("dag_schedules") else "")
+            if result.dag_schedules else "")
     hosts = _job_options(command)
     return ("<section id='heat-section'><h2>Link load in the busiest phase</h2>"
             f"<p>Each link coloured by the flows crossing it (the busier direction) in the phase with the most "
@@ -361,16 +364,16 @@ def _bars_chart(element_id: str, title: str, bars: list[tuple[str, int]], xlabel
     return "".join(parts)
 
 
-def _routing_section(result: dict[str, Any], routes: RoutingTable) -> str:
-    r = result["routing"]
+def _routing_section(result: PlanResult, routes: RoutingTable) -> str:
+    r = result.routing
     metrics = routes.metrics()
-    verdict = ("<span class='ok'>deadlock-free</span>" if r["deadlock_free"]
+    verdict = ("<span class='ok'>deadlock-free</span>" if r.deadlock_free
                else "<span class='bad'>CAN DEADLOCK: the channel dependency graph has a cycle</span>")
     hist = _bars_chart("hops-histogram", "host pairs by switch-to-switch hops",
                        [(str(h), n) for h, n in enumerate(metrics["hops_histogram"])], "hops", "pairs")
     table = ("<table id='routing-table'>"
-             f"<tr><td>engine</td><td>{html.escape(r['engine'])}</td></tr>"
-             f"<tr><td>virtual channels</td><td>{r['vcs']}</td></tr>"
+             f"<tr><td>engine</td><td>{html.escape(r.engine)}</td></tr>"
+             f"<tr><td>virtual channels</td><td>{r.vcs}</td></tr>"
              f"<tr><td>deadlock proof (channel dependency graph)</td><td>{verdict}</td></tr>"
              f"<tr><td>mean hops / longest</td><td>{metrics['avg_hops']:.3f} / {metrics['max_hops']}</td></tr>"
              f"<tr><td>non-minimal pairs</td><td>{metrics['non_minimal_pairs']:,} of {metrics['pairs']:,}</td></tr>"
@@ -380,10 +383,10 @@ def _routing_section(result: dict[str, Any], routes: RoutingTable) -> str:
             + "</section>")
 
 
-def _placement_section(placement: Any, fabric: drawing.Drawing, topo: Topology) -> str:
+def _placement_section(placement: Placement, fabric: drawing.Drawing, topo: Topology) -> str:
     s = placement.summary
     hosts = [int(h) for h in topo.hosts]
-    ranks = s["ranks"]
+    ranks = s.ranks
     pictures = []
     for label, host_of_rank in (("identity: rank r on host r", list(range(ranks))),
                                 ("placed", [int(h) for h in placement.host_of_rank])):
@@ -392,20 +395,20 @@ def _placement_section(placement: Any, fabric: drawing.Drawing, topo: Topology) 
                         + drawing.svg(fabric, "placement-" + label.split(":")[0], node_colours=colours, title=label)
                         + "</div>")
     rows = "".join(f"<tr><td>{k}</td><td>{f['hops']:,}</td><td>{f['hop_bytes']:,}</td><td>{f['max_link']:,}</td>"
-                   f"<td>{f['rmatt']:,}</td></tr>" for k, f in (("identity", s["identity"]), ("placed", s["placed"])))
-    gain = s["identity_over_placed"]
+                   f"<td>{f['rmatt']:,}</td></tr>" for k, f in (("identity", s.identity), ("placed", s.placed)))
+    gain = s.identity_over_placed
     fmt = lambda v: "-" if v is None else f"{v:.2f}×"  # noqa: E731
     return ("<section id='placement-section'><h2>Rank placement</h2>"
-            f"<p>{html.escape(s['pattern'])}: {ranks:,} ranks, cost {html.escape(s['cost'])}, seed {s['seed']}, "
-            f"{s['evaluations']:,} evaluations in {s['seconds']:.1f} s; structure: "
-            f"{html.escape(s['structure']['description'])}.</p>"
+            f"<p>{html.escape(s.pattern)}: {ranks:,} ranks, cost {html.escape(s.cost)}, seed {s.seed}, "
+            f"{s.evaluations:,} evaluations in {s.seconds:.1f} s; structure: "
+            f"{html.escape(s.structure['description'])}.</p>"
             "<table id='placement-table'><tr><th>placement</th><th>hops</th><th>hop-bytes</th><th>max link</th>"
             f"<th>hops × max link</th></tr>{rows}</table>"
             f"<p>identity / placed: hop-bytes {fmt(gain['hop_bytes'])}, max link {fmt(gain['max_link'])}, "
             f"hops × max link {fmt(gain['rmatt'])}. Colour: rank number (violet = first, red = last), so a "
             "placement that keeps neighbouring ranks together shows smooth colour.</p>" + "".join(pictures)
-            + _cmd(f"netweave map topology.json {s['engine']} {shlex.quote(s.get('source', s['pattern']))} "
-                   f"--cost {s['cost']} --seed {s['seed']} --evals {s['evaluations']} --format rankfile -o rankfile")
+            + _cmd(f"netweave map topology.json {s.engine} {shlex.quote(s.source)} "
+                   f"--cost {s.cost} --seed {s.seed} --evals {s.evaluations} --format rankfile -o rankfile")
             + "</section>")
 
 

@@ -1,0 +1,118 @@
+"""The plan's typed result (:mod:`netweave.plan.result`): ``report.json`` keeps the fields it
+has always had, record by record, and reads back as the same typed result."""
+
+import json
+
+import pytest
+
+from netweave import plan, report, topology
+from netweave.plan.result import PlanResult, VerifyRow, VerifySummary
+
+# The fields report.json held before the result was typed (``netweave plan --json`` on an LSFT,
+# a gather on a two-switch tree, a mesh with --pattern, a --hosts job and an allgather).
+PLAN = {"best", "bound", "dag_schedules", "job", "native", "ours", "prediction", "ranking", "routing", "schedules",
+        "skipped", "today", "topology"}
+JOB = {"bytes_per_pair", "collective", "hosts", "ranks"}
+ROUTING = {"deadlock_free", "engine", "vcs", "why"}
+BOUND = {"bytes", "describe", "seconds"}
+PREDICTION = {"calibration", "executor", "model"}
+CANDIDATE = {"bound_ratio", "bound_s", "complete", "contention_free", "kind", "name", "predicted_time_s",
+             "throughput_per_server_mib_s"}
+PHASED = CANDIDATE | {"bytes", "flows", "fluid_time_host_links_s", "fluid_time_s", "hop_bytes", "max_channel_bytes",
+                      "max_congestion", "max_link_bytes", "messages", "phase_loads", "phases", "problem", "schedule",
+                      "throughput_ratio", "worst_phase"}
+DAG = CANDIDATE | {"cost_model_s", "deployable", "groups", "tasks"}
+NATIVE = CANDIDATE | {"algorithm", "concurrent_sends", "executor", "label", "library", "phases", "schedule"}
+SKIPPED = {"name", "reason"}
+PICK = {"baseline", "bound_ratio", "contention_free", "fluid_time_host_links_s", "kind", "name",
+        "predicted_speedup_vs_shift", "predicted_time_s", "reason", "speedup_vs_shift", "throughput_ratio"}
+TODAY = {"libraries", "ours", "ours_s"}
+TODAY_LIBRARY = {"algorithm", "label", "library", "ours_speedup", "predicted_time_s"}
+PLACEMENT = {"cost", "engine", "evaluations", "identity", "identity_over_placed", "pattern", "placed", "ranks",
+             "seconds", "seed", "source", "structure"}
+VERIFY_ROW = {"kind", "measured_by", "measured_s", "name", "predicted_s", "problem", "ratio"}
+VERIFY_SUMMARY = {"buffer", "latency", "measured_best", "pick", "pick_at_scale", "pick_at_scale_over_best",
+                  "pick_is_best", "pick_over_best", "scale", "worst_ratio"}
+
+
+def _gather_on_a_tree() -> PlanResult:
+    tree = topology.switch_tree([2], 14, [10.0], [5000.0], 1.0, 5000.0)
+    return plan.plan(tree, bytes_per_pair=100_000, collective="gather", root=3)
+
+
+def _mesh_with_a_placement() -> PlanResult:
+    mesh = topology.mesh([4, 4], 1)
+    result = plan.plan(mesh, bytes_per_pair=1024)
+    result.placement = plan.place_ranks(mesh, "stencil:4x4", result.routing.engine, evaluations=200).summary
+    return result
+
+
+def _verified() -> PlanResult:
+    # --verify's rows need the emulated fabric; their records are checked as the CLI fills them in.
+    result = plan.plan(topology.latin_square_fat_tree(2), bytes_per_pair=4096)
+    result.verify = [VerifyRow(name="lsft", kind="phased", predicted_s=1e-3, measured_s=1.2e-3, ratio=1.2,
+                               measured_by="netweave's TCP executor", problem=None),
+                     VerifyRow(name="openmpi", kind="native", predicted_s=2e-3, measured_s=None, ratio=None,
+                               measured_by="nwbench, 3 calls", problem="the run failed")]
+    result.verify_summary = VerifySummary(pick_at_scale="lsft", pick_at_scale_over_best=1.0, scale=0.01, buffer=None,
+                                          pick="lsft", measured_best="lsft", pick_over_best=1.0, pick_is_best=True,
+                                          worst_ratio=1.2, latency="none")
+    return result
+
+
+JOBS = {
+    "lsft": lambda: plan.plan(topology.latin_square_fat_tree(2), bytes_per_pair=4096),
+    "hosts": lambda: plan.plan(topology.latin_square_fat_tree(3), bytes_per_pair=4096, hosts="leaf:0-1"),
+    "gather": _gather_on_a_tree,
+    "allgather": lambda: plan.plan(topology.multi_cluster("a:4,b:4"), bytes_per_pair=4096, collective="allgather"),
+    "placement": _mesh_with_a_placement,
+    "verify": _verified,
+}
+
+
+@pytest.fixture(scope="module", params=sorted(JOBS))
+def job(request) -> tuple[str, PlanResult]:
+    return request.param, JOBS[request.param]()
+
+
+def test_report_json_keeps_its_fields(job):
+    name, result = job
+    data = json.loads(report.to_json(result))
+    extra = {"placement"} if name == "placement" else {"verify", "verify_summary"} if name == "verify" else set()
+    assert set(data) == PLAN | extra
+    assert set(data["job"]) == JOB | ({"root"} if name == "gather" else set())
+    assert (set(data["routing"]), set(data["bound"]), set(data["prediction"])) == (ROUTING, BOUND, PREDICTION)
+    for rows, fields in ((data["schedules"], PHASED), (data["dag_schedules"], DAG), (data["native"], NATIVE),
+                         (data["skipped"], SKIPPED)):
+        assert all(set(row) == fields for row in rows)
+    assert {r["kind"] for r in data["schedules"]} == {"phased"} and {r["kind"] for r in data["native"]} == {"native"}
+    for pick in (data["best"], data["ours"]):
+        assert set(pick) == PICK | ({"label", "algorithm"} if pick["kind"] == "native" else set())
+    assert set(data["today"]) == TODAY and all(set(n) == TODAY_LIBRARY for n in data["today"]["libraries"])
+    if name == "placement":
+        assert set(data["placement"]) == PLACEMENT
+    if name == "verify":
+        assert all(set(r) == VERIFY_ROW for r in data["verify"]) and set(data["verify_summary"]) == VERIFY_SUMMARY
+    # The job that shows every kind of pick: the user's MPI is fastest on the small mesh.
+    if name == "placement":
+        assert data["best"]["kind"] == "native" and data["ours"]["kind"] != "native"
+
+
+def test_report_json_reads_back_as_the_same_typed_result(job):
+    _name, result = job
+    text = report.to_json(result)
+    again = PlanResult.from_dict(json.loads(text))
+    assert again == result
+    assert report.to_json(again) == text
+    assert report.to_text(again) == report.to_text(result)
+
+
+def test_a_report_with_a_field_the_result_lacks_is_refused():
+    data = json.loads(report.to_json(JOBS["lsft"]()))
+    data["schedules"][0]["surprise"] = 1
+    with pytest.raises(ValueError, match="PhasedRow has no field surprise"):
+        PlanResult.from_dict(data)
+    data = json.loads(report.to_json(JOBS["lsft"]()))
+    data["native"][0]["kind"] = "dag"
+    with pytest.raises(ValueError, match="NativeRow holds native rows, not dag"):
+        PlanResult.from_dict(data)
