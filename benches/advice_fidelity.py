@@ -25,12 +25,13 @@ import argparse
 import json
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from netweave import plan, topology
-from netweave.plan import verification
 from netweave._core import NetweaveError
+from netweave.plan import verification
 
 GIGABIT, TEN_GIGABIT, LAN_NS = 1.0, 10.0, 5_000.0
 

@@ -29,8 +29,8 @@ import time
 import uuid
 
 from netweave import flowsim, routing, topology, traffic
-from netweave.run import emulate
 from netweave._core import Schedule
+from netweave.run import emulate
 
 
 def name() -> str:

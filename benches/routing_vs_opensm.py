@@ -63,7 +63,6 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
 
 OPENSM_ENGINE = {"updown": "updn", "nue": "nue", "lash": "lash", "dfsssp": "dfsssp", "dl": None, "sssp": None}
 MAX_UNICAST_LID = 0xBFFF
@@ -80,21 +79,21 @@ _STAMP = re.compile(r"^(\w{3} +\d+ \d\d:\d\d:\d\d) (\d{6}) ")
 @dataclass
 class Outcome:
     ok: bool = False
-    seconds: Optional[float] = None
+    seconds: float | None = None
     vcs: str = ""
     note: str = ""
-    total: Optional[float] = None  # OpenSM only: first log line to SUBNET UP
+    total: float | None = None  # OpenSM only: first log line to SUBNET UP
     extra: dict = field(default_factory=dict)
 
 
 # --- tools -----------------------------------------------------------------------------------
 
 
-def which(name: str) -> Optional[str]:
+def which(name: str) -> str | None:
     return shutil.which(name) or shutil.which(name, path=os.pathsep.join(["/usr/sbin", "/sbin", "/usr/local/sbin"]))
 
 
-def umad2sim() -> Optional[str]:
+def umad2sim() -> str | None:
     for c in glob.glob("/usr/lib/*/umad2sim/libumad2sim.so") + glob.glob("/usr/lib*/umad2sim/libumad2sim.so"):
         if os.path.isfile(c):
             return c
@@ -165,7 +164,7 @@ def run_netweave(topo, engine: str, vcs: int, check: bool, timeout: float) -> Ou
 # --- OpenSM through ibsim --------------------------------------------------------------------
 
 
-def stamp(line: str) -> Optional[dt.datetime]:
+def stamp(line: str) -> dt.datetime | None:
     """Timestamp of an OpenSM log line ("Nov 21 23:37:20 826796 [...] ...")."""
     m = _STAMP.match(line)
     if not m:
@@ -296,7 +295,7 @@ def run_opensm(topo, netfile: Path, engine: str, vcs: int, workdir: Path, tools:
 # --- main ------------------------------------------------------------------------------------
 
 
-def fmt(x: Optional[float]) -> str:
+def fmt(x: float | None) -> str:
     return "-" if x is None else f"{x:.3f}"
 
 

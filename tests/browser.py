@@ -17,7 +17,7 @@ import shutil
 import subprocess
 import tempfile
 import time
-from typing import Any, Optional
+from typing import Any
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
@@ -52,7 +52,7 @@ class Browser:
         os.close(from_browser_w)
         self._next_id, self._buffer, self.events = 0, b"", []
 
-    def __enter__(self) -> "Browser":
+    def __enter__(self) -> Browser:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -75,7 +75,7 @@ class Browser:
                 pass
         shutil.rmtree(self.profile, ignore_errors=True)
 
-    def send(self, method: str, params: Optional[dict] = None, session: Optional[str] = None) -> dict[str, Any]:
+    def send(self, method: str, params: dict | None = None, session: str | None = None) -> dict[str, Any]:
         """Send one command and wait for its answer; events arriving meanwhile go to `events`."""
         self._next_id += 1
         message = {"id": self._next_id, "method": method, "params": params or {}}
@@ -113,7 +113,7 @@ class Browser:
         text, self._buffer = self._buffer.split(b"\0", 1)
         return json.loads(text)
 
-    def open(self, url: str) -> "Page":
+    def open(self, url: str) -> Page:
         """Load `url` in a new tab and wait for its load event."""
         target = self.send("Target.createTarget", {"url": "about:blank"})["targetId"]
         session = self.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]

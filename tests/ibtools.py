@@ -14,9 +14,9 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, Optional
 
 import pytest
 
@@ -25,18 +25,18 @@ IBSIM_READY_TIMEOUT = 30  # s, for ibsim to parse the file and open its socket
 IBSIM_DEFAULT_NODES, IBSIM_DEFAULT_SWITCHES, IBSIM_DEFAULT_PORTS = 2048, 256, 256 * 36 + 2048 * 2
 
 
-def which(name: str) -> Optional[str]:
+def which(name: str) -> str | None:
     """A tool on PATH, or in the sbin directories a non-root PATH often lacks."""
     return shutil.which(name) or shutil.which(name, path=os.pathsep.join(["/usr/sbin", "/sbin", "/usr/local/sbin"]))
 
 
-def umad2sim() -> Optional[str]:
+def umad2sim() -> str | None:
     candidates = glob.glob("/usr/lib/*/umad2sim/libumad2sim.so") + glob.glob("/usr/lib*/umad2sim/libumad2sim.so")
     candidates += glob.glob("/usr/local/lib*/umad2sim/libumad2sim.so")
     return next((c for c in candidates if os.path.isfile(c)), None)
 
 
-def netweave_cli() -> Optional[str]:
+def netweave_cli() -> str | None:
     explicit = os.environ.get("NETWEAVE_CLI")
     if explicit:
         return explicit
@@ -44,7 +44,7 @@ def netweave_cli() -> Optional[str]:
     return str(venv) if venv.is_file() else shutil.which("netweave")
 
 
-def require(path: Optional[str], what: str) -> str:
+def require(path: str | None, what: str) -> str:
     """The path of a required tool; skip without it, or fail under CI."""
     if path and os.access(path, os.X_OK if not path.endswith(".so") else os.R_OK):
         return path

@@ -7,8 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import netweave
-from netweave import _core, analysis, routing, topology
 from conftest import run_cli
+from netweave import _core, analysis, routing, topology
 
 
 def _bruck_pattern(ranks: int) -> _core.Schedule:

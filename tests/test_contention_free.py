@@ -5,9 +5,8 @@ import json
 import pytest
 
 import netweave
-from netweave import traffic
-
 from conftest import run_cli
+from netweave import traffic
 
 
 @pytest.fixture(scope="module")

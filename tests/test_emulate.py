@@ -12,11 +12,10 @@ import uuid
 import pytest
 
 import netweave
+from conftest import run_cli
 from netweave import routing, topology, traffic
 from netweave.run import emulate, mpi
 from netweave.run.emulate import cluster, traffic_control
-
-from conftest import run_cli
 
 
 @pytest.fixture

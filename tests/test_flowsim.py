@@ -8,10 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conftest import run_cli
 from netweave import flowsim, routing, topology, traffic
 from netweave._core import NetweaveError, Schedule, TaskGraph
-
-from conftest import run_cli
 
 GBPS = 8.0  # 10^9 bytes/s: one megabyte takes exactly one millisecond
 MB = 1_000_000

@@ -24,9 +24,13 @@ import json
 from pathlib import Path
 
 import pytest
-
-from ibtools import ibsim as _ibsim, limits as _limits, netweave_cli as _netweave, require as _require, run as _run
-from ibtools import umad2sim as _umad2sim, which as _which
+from ibtools import ibsim as _ibsim
+from ibtools import limits as _limits
+from ibtools import netweave_cli as _netweave
+from ibtools import require as _require
+from ibtools import run as _run
+from ibtools import umad2sim as _umad2sim
+from ibtools import which as _which
 
 CLI_TIMEOUT = 300  # s, one netweave command
 DISCOVER_TIMEOUT = 120  # s, ibnetdiscover over the simulated fabric

@@ -7,9 +7,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from conftest import run_cli
 from netweave import NetweaveError, routing, topology, traffic
 from netweave.reproduce.lsft import PAPER_TABLE1, PAPER_TABLE3
-from conftest import run_cli
 
 PRIME_POWERS = (2, 3, 4, 5, 7)
 _ROUTED: dict = {}

@@ -11,10 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import netweave
+from conftest import BIN, run_cli
 from netweave import mapping
 from netweave._core import NetweaveError
-
-from conftest import BIN, run_cli
 
 
 @pytest.fixture(scope="module")

@@ -8,9 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import netweave
-from netweave import mapping
-
 from conftest import run_cli
+from netweave import mapping
 
 
 def _net(dims, torus=True, hosts=1):

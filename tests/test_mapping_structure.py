@@ -11,9 +11,8 @@ import numpy as np
 import pytest
 
 import netweave
-from netweave import mapping
-
 from conftest import run_cli
+from netweave import mapping
 
 
 def stencil_coords(dims):

@@ -49,15 +49,20 @@ import json
 import re
 import subprocess
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, Optional
 
 import pytest
-
-from ibtools import ibsim as _ibsim, limits as _limits, netweave_cli as _netweave, require as _require, run as _run
-from ibtools import stop as _stop, umad2sim as _umad2sim, which as _which
+from ibtools import ibsim as _ibsim
+from ibtools import limits as _limits
+from ibtools import netweave_cli as _netweave
+from ibtools import require as _require
+from ibtools import run as _run
+from ibtools import stop as _stop
+from ibtools import umad2sim as _umad2sim
+from ibtools import which as _which
 
 CLI_TIMEOUT = 300  # s, one netweave command
 OPENSM_TIMEOUT = 120  # s, one single-shot OpenSM run
@@ -93,7 +98,7 @@ def tools() -> dict:
 
 
 @contextmanager
-def _subnet_manager(tools: dict, env: dict, workdir: Path, config: Path, cache: Optional[str] = None) -> Iterator[Path]:
+def _subnet_manager(tools: dict, env: dict, workdir: Path, config: Path, cache: str | None = None) -> Iterator[Path]:
     """OpenSM running as the subnet manager (and administrator) with `config` until the block
     exits; yields its log once the subnet is up. Stopped in ``finally`` whatever happens."""
     cache_dir = workdir / "osm-cache"
@@ -125,7 +130,7 @@ def _subnet_manager(tools: dict, env: dict, workdir: Path, config: Path, cache: 
             _stop(proc)
 
 
-def _opensm(tools: dict, env: dict, workdir: Path, engine_args: list[str], cache: Optional[str] = None) -> Path:
+def _opensm(tools: dict, env: dict, workdir: Path, engine_args: list[str], cache: str | None = None) -> Path:
     """Run OpenSM once (``-o``) in `workdir` with its own cache, config, log and dump
     directory; returns the dump directory. Fails if routing fails or the subnet does not come
     up: with ``-o`` a failing OpenSM retries forever, so the log is watched."""

@@ -6,9 +6,9 @@ import networkx as nx
 import pytest
 
 import netweave
+from conftest import run_cli
 from netweave import plan, report, topology
 from netweave.plan.result import NativeRow
-from conftest import run_cli
 
 
 def test_plan_on_builtin_cluster_reports_contended_shift():

@@ -8,9 +8,9 @@ import shutil
 import pytest
 
 import netweave
+from conftest import run_cli
 from netweave import _core, plan, report, topology
 from netweave.run import emulate
-from conftest import run_cli
 
 
 def test_the_native_model_names_each_librarys_default_and_builds_it():

@@ -13,13 +13,12 @@ import time
 
 import numpy as np
 import pytest
+from browser import CHROMIUM, Browser
 from PIL import Image
 
 import netweave
-from netweave.report import drawing, html_page
 from conftest import BIN, run_cli
-
-from browser import CHROMIUM, Browser
+from netweave.report import drawing, html_page
 
 needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed (make setup installs it)")
 

@@ -3,9 +3,8 @@
 import csv
 import json
 
-from netweave.reproduce import ethernet
-
 from conftest import run_cli
+from netweave.reproduce import ethernet
 
 
 def _rows(path):

@@ -7,7 +7,8 @@ import csv
 import json
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import run_cli
 from netweave import _core, flitsim, routing, topology, traffic

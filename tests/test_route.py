@@ -5,8 +5,8 @@ import json
 import pytest
 
 import netweave
-from netweave import routing, topology
 from conftest import run_cli, run_json
+from netweave import routing, topology
 
 # Engine → a topology family it accepts (CLI arguments of `netweave topo`).
 FABRICS = {

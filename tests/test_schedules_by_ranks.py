@@ -8,9 +8,9 @@ import json
 
 import pytest
 
+from conftest import run_cli, run_json
 from netweave import traffic
 from netweave.run import mpi
-from conftest import run_cli, run_json
 
 
 def test_a_schedule_for_n_ranks_needs_no_topology(tmp_path):

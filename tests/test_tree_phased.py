@@ -5,9 +5,8 @@ import json
 
 import pytest
 
-from netweave import analysis, flowsim, routing, topology, traffic
-
 from conftest import run_cli
+from netweave import analysis, flowsim, routing, topology, traffic
 
 MIB = 1 << 20
 

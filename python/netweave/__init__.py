@@ -32,15 +32,25 @@ import os
 # the simulators' own threads (and MPI ranks), would take their cores. Set before numpy loads.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from netweave._core import NetweaveError, ProjectivePlane, RoutingTable, Schedule, TaskGraph, Topology  # noqa: E402
 # The kinds of NetweaveError a caller can tell apart (all are NetweaveError, itself a ValueError).
-from netweave._core import FileError, InfeasibleError, ParameterError, ResourceLimitError  # noqa: E402
+from netweave._core import (
+    FileError,
+    InfeasibleError,
+    NetweaveError,
+    ParameterError,
+    ProjectivePlane,
+    ResourceLimitError,
+    RoutingTable,
+    Schedule,
+    TaskGraph,
+    Topology,
+)
 
 #: ``netweave.Error`` is the base of every error netweave raises for bad input or limits.
 Error = NetweaveError
-from netweave.stages import analysis, flitsim, flowsim, mapping, routing, topology, traffic  # noqa: E402
-
 import sys as _sys  # noqa: E402
+
+from netweave.stages import analysis, flitsim, flowsim, mapping, routing, topology, traffic  # noqa: E402
 
 # Each stage is public as netweave.<stage> too, for `import netweave.topology` and
 # `from netweave.routing import …`: the same module object, registered under its short name.
@@ -55,8 +65,8 @@ __all__ = [
     "InfeasibleError",
     "NetweaveError",
     "ParameterError",
-    "ResourceLimitError",
     "ProjectivePlane",
+    "ResourceLimitError",
     "RoutingTable",
     "Schedule",
     "TaskGraph",

@@ -1,7 +1,7 @@
 """Typed stubs of netweave's extension module (written by crates/netweave-py/stubgen.py; do not edit)."""
 
 import os
-from typing import Any, Self
+from typing import Any
 
 import numpy
 

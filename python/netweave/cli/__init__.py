@@ -11,11 +11,11 @@ from typing import Optional
 
 import typer
 
-from netweave.support import files, parallel
 from netweave._core import NetweaveError
 from netweave.cli import analyze, common, emulate, mpi, plan, reproduce, route, run, schedule, simulate, topo
 from netweave.cli import map as map_cli
 from netweave.cli.common import UserError
+from netweave.support import files, parallel
 
 app = typer.Typer(
     help="netweave: an interconnect lab for HPC cluster networks.",
@@ -31,7 +31,7 @@ def _global_options(
                                "anyway); accepted after the command too."),
     mkdir: bool = typer.Option(False, "--mkdir", help="Create missing parent directories of output files and "
                                "directories (refused otherwise); accepted after the command too."),
-    max_memory: Optional[str] = typer.Option(None, "--max-memory", metavar="SIZE",
+    max_memory: str | None = typer.Option(None, "--max-memory", metavar="SIZE",
                                              help="Memory budget for tables, fabrics and schedules, e.g. 4G "
                                              "(default: NETWEAVE_MAX_MEMORY, else the memory available); "
                                              "work over it is refused before it starts. Accepted after the "
@@ -56,7 +56,7 @@ app.add_typer(emulate.app, name="emulate")
 app.add_typer(mpi.app, name="mpi")
 
 
-def main(argv: Optional[list[str]] = None) -> None:
+def main(argv: list[str] | None = None) -> None:
     """Entry point: run the app on `argv` (the words after ``netweave``; default the process's
     own), turning input errors into one line and exit code 2."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -77,7 +77,7 @@ def main(argv: Optional[list[str]] = None) -> None:
 _SPMD_COMMANDS = {"map"}
 
 
-def _command(argv: list[str]) -> Optional[str]:
+def _command(argv: list[str]) -> str | None:
     return next((w for w in argv if not w.startswith("-")), None)
 
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import typer
 
 from netweave import _core, report
-from netweave.stages import analysis, routing, topology
 from netweave.cli.analyze_dag import analyze_dag_cmd
 from netweave.cli.common import JsonOpt, working
+from netweave.stages import analysis, routing, topology
 
 
 def analyze_cmd(

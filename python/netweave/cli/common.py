@@ -4,8 +4,8 @@ options."""
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator, Optional
 
 import typer
 from rich.console import Console
@@ -40,7 +40,7 @@ class Steps:
     """What a command reports while it works: the step it is on and how far it got. Shown as a
     bar on stderr when that is a terminal; nothing otherwise (a pipe, ``--json``, ``--quiet``)."""
 
-    def __init__(self, bar: Optional[Progress] = None, task=None):
+    def __init__(self, bar: Progress | None = None, task=None):
         self._bar, self._task, self._started = bar, task, 0
 
     def note(self, description: str) -> None:
@@ -49,8 +49,8 @@ class Steps:
             self._started += 1
             self._bar.update(self._task, description=description, completed=self._started - 1)
 
-    def update(self, completed: Optional[float] = None, total: Optional[float] = None,
-               description: Optional[str] = None) -> None:
+    def update(self, completed: float | None = None, total: float | None = None,
+               description: str | None = None) -> None:
         """Set how much is done (and the total, or the description)."""
         if self._bar is not None:
             self._bar.update(self._task, completed=completed, total=total, description=description)
@@ -67,7 +67,7 @@ def shows_progress(silent: bool = False) -> bool:
 
 
 @contextmanager
-def progress(description: str, total: Optional[float] = None, silent: bool = False) -> Iterator[Steps]:
+def progress(description: str, total: float | None = None, silent: bool = False) -> Iterator[Steps]:
     """A progress bar on stderr for a command that can take more than a moment: `total` steps
     (a pulsing bar when unknown), the current step's description and the time elapsed. Gone
     when the command ends; never shown on a pipe, with ``--quiet``, or when `silent` (``--json``)."""

@@ -5,13 +5,12 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Optional
 
 import typer
 
+from netweave.cli.common import JsonOpt, UserError, working
 from netweave.run import calibration, emulate
 from netweave.stages import flowsim, routing, topology
-from netweave.cli.common import JsonOpt, UserError, working
 
 app = typer.Typer(
     help="An emulated cluster: a network namespace per host and switch, a veth pair per link, switches "
@@ -35,7 +34,7 @@ def _load(topology_file: Path, routes_file: Path):
 def up_cmd(
     topology_file: Path = typer.Argument(..., metavar="TOPO", help="Topology file."),
     routes_file: Path = typer.Argument(..., metavar="ROUTES", help="Routing table (netweave route ... -o)."),
-    name: str = NameOpt, scale: float = ScaleOpt, buffer: Optional[int] = BufferOpt, as_json: bool = JsonOpt,
+    name: str = NameOpt, scale: float = ScaleOpt, buffer: int | None = BufferOpt, as_json: bool = JsonOpt,
 ) -> None:
     """Bring the fabric up; `netweave emulate down NAME` removes it."""
     topo, routes = _load(topology_file, routes_file)
@@ -95,10 +94,10 @@ def measure_cmd(
     topology_file: Path = typer.Argument(..., metavar="TOPO", help="Topology file."),
     routes_file: Path = typer.Argument(..., metavar="ROUTES", help="Routing table."),
     schedule_file: Path = typer.Argument(..., metavar="SCHEDULE", help="Schedule or DAG file (.json or .nws)."),
-    name: str = NameOpt, scale: float = ScaleOpt, buffer: Optional[int] = BufferOpt,
+    name: str = NameOpt, scale: float = ScaleOpt, buffer: int | None = BufferOpt,
     seed: int = typer.Option(0, "--seed", min=0, help="Seed of the verified payload."),
-    out: Optional[Path] = typer.Option(None, "--out", help="Keep the run's files and measure.json here."),
-    calibration_file: Optional[Path] = CalibrationOpt,
+    out: Path | None = typer.Option(None, "--out", help="Keep the run's files and measure.json here."),
+    calibration_file: Path | None = CalibrationOpt,
     as_json: bool = JsonOpt,
 ) -> None:
     """Bring up a fabric, run SCHEDULE on it with the TCP executor, prove by byte counters that
@@ -143,7 +142,7 @@ def measure_cmd(
 def calibrate_cmd(
     topology_file: Path = typer.Argument(..., metavar="TOPO", help="Topology file: the fabric to calibrate."),
     routes_file: Path = typer.Argument(..., metavar="ROUTES", help="Routing table."),
-    name: str = NameOpt, scale: float = ScaleOpt, buffer: Optional[int] = BufferOpt,
+    name: str = NameOpt, scale: float = ScaleOpt, buffer: int | None = BufferOpt,
     output: Path = typer.Option(..., "-o", "--output", help="Calibration file to write (JSON)."),
     senders: str = typer.Option(",".join(map(str, calibration.DEFAULT_SENDERS)), "--senders",
                                 help="Incast sweep: senders per point (hosts 1..k send to host 0)."),

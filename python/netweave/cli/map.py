@@ -5,14 +5,13 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Optional
 
 import typer
 
 from netweave import _core
+from netweave.cli.common import UserError, progress, working
 from netweave.stages import mapping, routing, topology
 from netweave.support import files
-from netweave.cli.common import UserError, progress, working
 
 
 def _network(topo, routes_arg: str, slots_per_host: int):
@@ -45,24 +44,24 @@ def map_cmd(
     topology_file: Path = typer.Argument(..., help="Topology file."),
     routes_arg: str = typer.Argument(..., metavar="ROUTES", help="Routes file, or an engine name (e.g. dor, dor:per-destination)."),
     pattern_arg: str = typer.Argument(..., metavar="PATTERN", help="Pattern file (.csv, .json, .trace, schedule JSON or .nws) or generator spec: " + ", ".join(u.split()[0] for u in mapping.GENERATORS.values()) + "."),
-    output: Optional[Path] = typer.Option(None, "-o", "--output", help="Map file to write."),
+    output: Path | None = typer.Option(None, "-o", "--output", help="Map file to write."),
     fmt: str = typer.Option("rankfile", "--format", help="Map file format: " + ", ".join(mapping.FORMATS) + " (Open MPI, Fujitsu, Cray MPICH_RANK_ORDER, netweave)."),
     cost: str = typer.Option("rmatt", "--cost", help="Objective: rmatt (hops x max-link), hop-bytes, max-link, step-max-link (sum of each step's busiest link), or a weighted sum like 'hop-bytes+1e3*max-link'."),
     seconds: float = typer.Option(60.0, "--time", min=0.0, help="Time budget in seconds."),
-    evaluations: Optional[int] = typer.Option(None, "--evals", min=1, help="Evaluation budget instead of time (reproducible; rounded up to one move per tempering chain)."),
-    target: Optional[float] = typer.Option(None, "--target", help="Stop once the cost is at or below this."),
-    stall: Optional[float] = typer.Option(None, "--stall", min=0.0, help="Stop after this many seconds without improvement."),
+    evaluations: int | None = typer.Option(None, "--evals", min=1, help="Evaluation budget instead of time (reproducible; rounded up to one move per tempering chain)."),
+    target: float | None = typer.Option(None, "--target", help="Stop once the cost is at or below this."),
+    stall: float | None = typer.Option(None, "--stall", min=0.0, help="Stop after this many seconds without improvement."),
     seed: int = typer.Option(0, "--seed", min=0, max=2**63 - 1, help="Seed for every random choice."),
     start: str = typer.Option("best", "--start", help="Starting placement: best (lowest cost of BISEM and the baselines), bisem, bisem-full, " + ", ".join(mapping.BASELINES) + "."),
     replicas: int = typer.Option(2, "--replicas", min=1, max=64, help="Tempering chains (threads) per process."),
     range_: int = typer.Option(4, "--range", min=0, help="Move box side in routers (paper's RANGE; 0 = whole network)."),
     swaps: int = typer.Option(2, "--swaps", min=2, max=64, help="Ranks rotated per move (paper's NUM_SWAPS)."),
     ranks_per_host: int = typer.Option(1, "--ranks-per-host", min=1, max=4096, help="Rank slots on every host."),
-    num_ranks: Optional[int] = typer.Option(None, "--ranks", min=1, help="Job size (default: from the pattern); ranks the pattern names must be below it."),
-    shape: Optional[str] = typer.Option(None, "--shape", help="Expected torus/mesh shape, e.g. 16x16x16; refused if the topology differs."),
-    hostnames: Optional[Path] = typer.Option(None, "--hostnames", help="File with one hostname per host index, for rankfiles."),
+    num_ranks: int | None = typer.Option(None, "--ranks", min=1, help="Job size (default: from the pattern); ranks the pattern names must be below it."),
+    shape: str | None = typer.Option(None, "--shape", help="Expected torus/mesh shape, e.g. 16x16x16; refused if the topology differs."),
+    hostnames: Path | None = typer.Option(None, "--hostnames", help="File with one hostname per host index, for rankfiles."),
     mpi: bool = typer.Option(False, "--mpi", help="Run under mpirun: processes share one tempering ladder and exchange states (mpi4py)."),
-    plots: Optional[Path] = typer.Option(None, "--plots", help="Directory for cost-vs-time and link-load histogram PNGs."),
+    plots: Path | None = typer.Option(None, "--plots", help="Directory for cost-vs-time and link-load histogram PNGs."),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
     """Optimise where each rank runs: the best of BISEM and the baselines, then parallel-tempering annealing."""

@@ -5,14 +5,13 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Optional
 
 import typer
 
+from netweave.cli.common import JsonOpt, UserError, working
 from netweave.run import mpi
 from netweave.stages import flowsim
 from netweave.support import files
-from netweave.cli.common import JsonOpt, UserError, working
 
 app = typer.Typer(
     help="netweave's schedules inside MPI_Alltoall, MPI_Allgather and MPI_Gather of an unchanged program "
@@ -39,8 +38,8 @@ def run_cmd(
     np_: int = typer.Option(..., "-np", "--np", help="Number of ranks."),
     schedule: Path = typer.Option(..., "--schedule", help="A schedule file (.nws) or a directory of <collective>-<ranks>.nws."),
     implementation: str = ImplOpt,
-    executor: Optional[str] = ExecutorOpt,
-    concurrent_sends: Optional[int] = typer.Option(None, "--concurrent-sends", help="Sends in flight for the async executor."),
+    executor: str | None = ExecutorOpt,
+    concurrent_sends: int | None = typer.Option(None, "--concurrent-sends", help="Sends in flight for the async executor."),
     verbose: bool = typer.Option(False, "--verbose", help="Say per communicator which schedule runs, or why the native one does."),
     timeout: float = typer.Option(3600.0, "--timeout", help="Kill every rank after this many seconds."),
 ) -> None:
@@ -90,8 +89,8 @@ def schedules_cmd(
     """Write a schedule directory for communicators of every size in --ranks: the library looks up
     <collective>-<size>.nws there for each communicator, so one directory serves MPI_COMM_WORLD and
     every split of it. Topology-free algorithms: rank r is process r."""
-    from netweave.stages import traffic
     from netweave._core import NetweaveError
+    from netweave.stages import traffic
 
     sizes = parse_rank_counts(ranks)
     chosen = dict(SCHEDULE_DEFAULTS)
@@ -143,8 +142,8 @@ def bench_cmd(
     reps: int = typer.Option(20, "--reps", min=1, help="Timed repetitions per size."),
     warmup: int = typer.Option(3, "--warmup", min=0, help="Untimed calls before timing."),
     implementation: str = ImplOpt,
-    executor: Optional[str] = ExecutorOpt,
-    out: Optional[Path] = typer.Option(None, "--out", help="Write bench.json and bench.png here."),
+    executor: str | None = ExecutorOpt,
+    out: Path | None = typer.Option(None, "--out", help="Write bench.json and bench.png here."),
     strict: bool = typer.Option(False, "--strict", help="Fail (exit 2) when a schedule fell back to the native collective."),
     as_json: bool = JsonOpt,
 ) -> None:

@@ -6,17 +6,16 @@ import json
 import shlex
 import sys
 from pathlib import Path
-from typing import Optional
 
 import typer
 
 from netweave import plan as plan_mod
 from netweave import report
+from netweave.cli.common import UserError, progress
 from netweave.plan import verification
 from netweave.plan.result import PlacementSummary
 from netweave.report import html_page
 from netweave.stages import flowsim, topology
-from netweave.cli.common import UserError, progress
 from netweave.support.files import check_dir, write_text
 
 #: What `plan --out` writes besides the deployable files, checked before any work.
@@ -25,22 +24,22 @@ _REPORT_FILES = ("index.html", "report.json", "report.md", "phases.csv", "topolo
 
 
 def plan_cmd(
-    topology_file: Optional[Path] = typer.Argument(None, help="Topology file; default: the built-in LSFT of order 3 (52 servers)."),
+    topology_file: Path | None = typer.Argument(None, help="Topology file; default: the built-in LSFT of order 3 (52 servers)."),
     bytes_per_pair: int = typer.Option(plan_mod.DEFAULT_BYTES, "--bytes", min=1, max=2**63, help="Bytes each rank sends to each other rank (all-to-all), or each rank's block (allgather, gather)."),
     collective: str = typer.Option("alltoall", "--collective", help="The collective to plan: alltoall, allgather or gather."),
     root: int = typer.Option(0, "--root", min=0, help="Root rank of --collective gather."),
-    engine: Optional[str] = typer.Option(None, "--engine", help="Routing engine (default: the deadlock-free engine suited to the topology, or up*/down* in one lane when it is minimal and as fast)."),
-    calibration: Optional[Path] = typer.Option(None, "--calibration", help="The fabric's flow-model parameters (netweave emulate calibrate); every prediction uses them."),
+    engine: str | None = typer.Option(None, "--engine", help="Routing engine (default: the deadlock-free engine suited to the topology, or up*/down* in one lane when it is minimal and as fast)."),
+    calibration: Path | None = typer.Option(None, "--calibration", help="The fabric's flow-model parameters (netweave emulate calibrate); every prediction uses them."),
     verify: bool = typer.Option(False, "--verify", help="Also measure the best three, Concurrent and the native Open MPI and MPICH on the emulated fabric (root; at most 64 hosts) and set each measured time beside its prediction."),
-    verify_scale: Optional[float] = typer.Option(None, "--verify-scale", help="Link scale of the --verify fabric (default: what this machine forwards)."),
+    verify_scale: float | None = typer.Option(None, "--verify-scale", help="Link scale of the --verify fabric (default: what this machine forwards)."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
-    out: Optional[Path] = typer.Option(None, "--out", help="Also write the report here: index.html (a page with the fabric, heat maps, charts and the commands behind them), report.json, report.md, phases.csv, topology.json; and what to deploy (routes, OpenSM tables, the chosen schedule, rank maps; README.md says which command uses each)."),
-    hosts: Optional[str] = typer.Option(None, "--hosts", help="Hosts of the job: 'all', '0-15,20', 'leaf:0-3' (fat-trees: whole leaves, or an LSFT sub-cluster)."),
+    out: Path | None = typer.Option(None, "--out", help="Also write the report here: index.html (a page with the fabric, heat maps, charts and the commands behind them), report.json, report.md, phases.csv, topology.json; and what to deploy (routes, OpenSM tables, the chosen schedule, rank maps; README.md says which command uses each)."),
+    hosts: str | None = typer.Option(None, "--hosts", help="Hosts of the job: 'all', '0-15,20', 'leaf:0-3' (fat-trees: whole leaves, or an LSFT sub-cluster)."),
     order: str = typer.Option("listed", "--order", help="Rank order on the hosts: listed, cyclic or random (--seed)."),
-    seed: Optional[int] = typer.Option(None, "--seed", min=0, help="Seed of --order random."),
-    pattern: Optional[str] = typer.Option(None, "--pattern", help="Also place the job's ranks for this traffic: a pattern file or generator spec (e.g. stencil:4x4x4); with --out, writes rankfile and placement.json."),
+    seed: int | None = typer.Option(None, "--seed", min=0, help="Seed of --order random."),
+    pattern: str | None = typer.Option(None, "--pattern", help="Also place the job's ranks for this traffic: a pattern file or generator spec (e.g. stencil:4x4x4); with --out, writes rankfile and placement.json."),
     map_time: float = typer.Option(5.0, "--map-time", min=0.0, help="Seconds of annealing for --pattern."),
-    map_evals: Optional[int] = typer.Option(None, "--map-evals", min=1, help="Evaluation budget for --pattern instead of time (same placement on every run)."),
+    map_evals: int | None = typer.Option(None, "--map-evals", min=1, help="Evaluation budget for --pattern instead of time (same placement on every run)."),
     map_seed: int = typer.Option(0, "--map-seed", min=0, max=2**63 - 1, help="Seed for the --pattern rank placement."),
 ) -> None:
     """Route the fabric, predict every schedule for the job — netweave's, paper 004's DAGs and

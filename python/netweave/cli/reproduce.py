@@ -9,13 +9,12 @@ import json
 import math
 import time
 from pathlib import Path
-from typing import Optional
 
 import typer
 
+from netweave.cli.common import JsonOpt, UserError, progress
 from netweave.report import html_page
 from netweave.support import files
-from netweave.cli.common import JsonOpt, UserError, progress
 
 app = typer.Typer(
     help="Regenerate the papers' tables and figures (CSV, PNG, Markdown) next to the papers' numbers.",
@@ -30,7 +29,7 @@ def _check_out(out: Path, names: tuple[str, ...] = ()) -> None:
     files.check_dir(out, ("index.html", *names))
 
 
-def _reproduce(label: str, out: Path, run, as_json: bool, json_view=lambda result: result) -> Optional[dict]:
+def _reproduce(label: str, out: Path, run, as_json: bool, json_view=lambda result: result) -> dict | None:
     """Run `run(progress)` under a progress display named `label`, then write the summary it
     left in `out` as ``index.html`` too; with --json print its result (as `json_view` shows
     it) and return None, else return the result for the command's text lines."""
@@ -118,7 +117,7 @@ def lsft_cmd(
 def a2at_cmd(
     out: Path = typer.Option(..., "--out", "-o", help="Directory for the CSV files, PNG plot and summary.md."),
     model: str = typer.Option("fluid", "--model", help="Evaluation model: fluid (lock-step fluid time of the analysis engine) or flit (cycle-accurate flit simulator, experiments E1–E5)."),
-    sides: Optional[str] = typer.Option(None, "--sides", help="Odd sides to run, e.g. 5,7,9 (default 5..17)."),
+    sides: str | None = typer.Option(None, "--sides", help="Odd sides to run, e.g. 5,7,9 (default 5..17)."),
     as_json: bool = JsonOpt,
 ) -> None:
     """Paper 001 (A2AT on mesh/torus): the T4 table — A2AT reaching TV_NCT1, LB_Mesh, TV_NCT2 and

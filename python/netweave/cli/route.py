@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
 
 import typer
 
-from netweave.stages import routing, topology
-from netweave.support import files
 from netweave._core import Topology
 from netweave.cli.common import JsonOpt, UserError, err_console, working
+from netweave.stages import routing, topology
+from netweave.support import files
 
 app = typer.Typer(
     help="Compute deadlock-free routing tables, check them, and exchange them with OpenSM.\n\n"
@@ -44,17 +43,17 @@ def _load_routes(topo: Topology, path: Path):
 def _make_engine_command(engine: str):
     def command(
         topology_file: Path = typer.Argument(..., help="Topology file."),
-        output: Optional[Path] = typer.Option(None, "-o", "--output", help="Routes file to write (netweave routes JSON)."),
+        output: Path | None = typer.Option(None, "-o", "--output", help="Routes file to write (netweave routes JSON)."),
         vcs: int = typer.Option(8, "--vcs", min=1, max=16, help="VC budget; engines needing more fail and say how many."),
         root: int = typer.Option(0, "--root", min=0, help="Root switch index (updown, prefix, dl)."),
         select: str = typer.Option("per-destination", "--select", help="Path selection: per-destination, low-port or balanced."),
         seed: int = typer.Option(0, "--seed", min=0, help="Seed for random choices."),
-        lft: Optional[Path] = typer.Option(None, "--lft", help="Also write the tables as an OpenSM opensm-lfts.dump file (tables only, no lanes)."),
-        opensm: Optional[Path] = typer.Option(
+        lft: Path | None = typer.Option(None, "--lft", help="Also write the tables as an OpenSM opensm-lfts.dump file (tables only, no lanes)."),
+        opensm: Path | None = typer.Option(
             None, "--opensm", help="Also write into this directory what OpenSM needs to install the routing with its lanes "
             "(opensm.conf, opensm-lfts.dump, qos-policy.conf): opensm -F DIR/opensm.conf.",
         ),
-        spread_vcs: Optional[int] = typer.Option(
+        spread_vcs: int | None = typer.Option(
             None, "--spread-vcs", min=1, max=16,
             help="updown only: inject each source host on VC (host index mod N), N <= --vcs (paper 002's multi-VC up*/down*).",
         ),
@@ -154,7 +153,7 @@ def route_import_lft(
     topology_file: Path = typer.Argument(..., help="Topology file (the fabric OpenSM routed)."),
     lft_file: Path = typer.Argument(..., help="OpenSM opensm-lfts.dump file."),
     output: Path = typer.Option(..., "-o", "--output", help="Routes file to write."),
-    qos: Optional[Path] = typer.Option(
+    qos: Path | None = typer.Option(
         None, "--qos", help="OpenSM QoS policy file installed with the tables: its service levels become the VCs (SL n = VC n).",
     ),
 ) -> None:

@@ -6,14 +6,13 @@ import csv
 import json
 import math
 from pathlib import Path
-from typing import Optional
 
 import typer
 
+from netweave.cli.common import JsonOpt, UserError, working
 from netweave.run import executor
 from netweave.stages import flowsim, routing, topology
 from netweave.support import files
-from netweave.cli.common import JsonOpt, UserError, working
 
 
 def run_cmd(
@@ -21,9 +20,9 @@ def run_cmd(
     seed: int = typer.Option(0, "--seed", min=0, max=2**64 - 1, help="Seed of the payload every receiver verifies."),
     fragment: int = typer.Option(executor.DEFAULT_FRAGMENT, "--fragment", help="Bytes per fragment (relays forward fragment by fragment)."),
     timeout: float = typer.Option(executor.DEFAULT_TIMEOUT, "--timeout", help="Seconds a process waits with nothing moving before it fails."),
-    fault: Optional[str] = typer.Option(None, "--fault", help="Inject a fault: crash:RANK[:K] or hang:RANK[:K] (before that rank's K-th send)."),
-    predict_on: Optional[Path] = typer.Option(None, "--topology", help="Also predict the run with the flow simulator on this fabric."),
-    out: Optional[Path] = typer.Option(None, "--out", help="Keep the run here: schedule, traces, stderr, result.json, tasks.csv."),
+    fault: str | None = typer.Option(None, "--fault", help="Inject a fault: crash:RANK[:K] or hang:RANK[:K] (before that rank's K-th send)."),
+    predict_on: Path | None = typer.Option(None, "--topology", help="Also predict the run with the flow simulator on this fabric."),
+    out: Path | None = typer.Option(None, "--out", help="Keep the run here: schedule, traces, stderr, result.json, tasks.csv."),
     as_json: bool = JsonOpt,
 ) -> None:
     """Run SCHEDULE with one process per rank on loopback addresses, every byte verified.

@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
 
 import typer
 
 from netweave import _core
-from netweave.stages import topology, traffic
-from netweave.support import files
-from netweave.stages.traffic import DEFAULT_BYTES
 from netweave.cli.common import JsonOpt, UserError, err_console, working
+from netweave.stages import topology, traffic
 from netweave.stages.schedule_cache import ScheduleCache
+from netweave.stages.traffic import DEFAULT_BYTES
+from netweave.support import files
 
 
 def _algorithm_table() -> str:
@@ -24,36 +23,36 @@ def _algorithm_table() -> str:
     return "\n\n".join(lines)
 
 
-def _parse_shape(text: Optional[str]) -> Optional[list[int]]:
+def _parse_shape(text: str | None) -> list[int] | None:
     return None if text is None else topology.parse_dims(text)
 
 
 def schedule_cmd(
     collective: str = typer.Argument(..., metavar="COLLECTIVE", help="alltoall, allgather, gather, barrier, or tasks (contention-free over --tasks FILE)."),
-    topology_file: Optional[Path] = typer.Argument(None, metavar="[TOPO]", help="Topology file (or --ranks N instead)."),
+    topology_file: Path | None = typer.Argument(None, metavar="[TOPO]", help="Topology file (or --ranks N instead)."),
     algo: str = typer.Option(..., "--algo", help="Algorithm (see the table below)."),
-    ranks: Optional[int] = typer.Option(None, "--ranks", help="No topology: a communicator of N ranks, for topology-free algorithms (shift, bruck, ring, binomial, ...)."),
-    output: Optional[Path] = typer.Option(None, "-o", "--output", help="Schedule file: .json or .nws (compact binary)."),
+    ranks: int | None = typer.Option(None, "--ranks", help="No topology: a communicator of N ranks, for topology-free algorithms (shift, bruck, ring, binomial, ...)."),
+    output: Path | None = typer.Option(None, "-o", "--output", help="Schedule file: .json or .nws (compact binary)."),
     hosts: str = typer.Option("all", "--hosts", help="Hosts of the job: 'all', '0-15,20', 'leaf:0-3' (fat-trees: whole leaves)."),
     order: str = typer.Option("listed", "--order", help="Rank order on the hosts: listed, cyclic (round-robin over leaves) or random (--seed)."),
-    nbytes: Optional[int] = typer.Option(None, "--bytes", min=0, help="Bytes per pair / block (default 1 MiB; barrier 8)."),
-    nct: Optional[int] = typer.Option(None, "--nct", min=1, help="Concurrent sends per rank (a2a, a2and, a2at)."),
-    root: Optional[int] = typer.Option(None, "--root", min=0, help="Root rank (gather, multicast barrier)."),
-    seed: Optional[int] = typer.Option(None, "--seed", min=0, help="Seed (multicast barrier's visiting list, --order random)."),
-    shape: Optional[str] = typer.Option(None, "--shape", help="Lattice shape of the ranks, e.g. 5x5 (a2and, a2at; default: the mesh/torus)."),
-    k: Optional[int] = typer.Option(None, "--k", min=1, help="Sub-cluster columns k: the n x k rectangle of grid leaves (lsft-partial)."),
-    m: Optional[int] = typer.Option(None, "--m", min=1, help="Servers per leaf m (lsft-partial)."),
-    rule: Optional[str] = typer.Option(None, "--rule", help="Move rule: text or paper-table3 (lsft-partial)."),
-    policy: Optional[str] = typer.Option(None, "--policy", help="Task policy (contention-free): " + ", ".join(traffic.CONTENTION_FREE_POLICIES) + "."),
-    rule_b: Optional[str] = typer.Option(None, "--rule-b", help="Rule B's comparison (contention-free): ge (default) or lt."),
-    relay: Optional[str] = typer.Option(None, "--relay", help="Relaying by task splitting (contention-free): departure (the thesis' rule; gather's default), arrival, or off (all-to-all's default)."),
-    timing: Optional[str] = typer.Option(None, "--timing", help="Group times for relay decisions (contention-free): sum (as (5.3) is written; default) or clock."),
-    perturb: Optional[float] = typer.Option(None, "--perturb", help="Schedule from link values off by up to +-this fraction, e.g. 0.2 (contention-free; paper 004 (6.1)/(6.2))."),
-    perturb_seed: Optional[int] = typer.Option(None, "--perturb-seed", min=0, help="Seed of --perturb's draws (default 0)."),
-    tasks_file: Optional[Path] = typer.Option(None, "--tasks", help="CSV of 'src,dst,bytes' rows (collective tasks, contention-free)."),
-    cache: Optional[Path] = typer.Option(None, "--cache", help="Schedule cache directory (contention-free): reuse the DAG for the same operation, size, hosts, fabric and options."),
-    scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Stage scheduler (contention-free): paper (the thesis', default) or packed (stages filled from contention-free phases)."),
-    routes_file: Optional[Path] = typer.Option(None, "--routes", help="Routing table (contention-free): each pair's path from it, so a fabric whose routes are unique is schedulable."),
+    nbytes: int | None = typer.Option(None, "--bytes", min=0, help="Bytes per pair / block (default 1 MiB; barrier 8)."),
+    nct: int | None = typer.Option(None, "--nct", min=1, help="Concurrent sends per rank (a2a, a2and, a2at)."),
+    root: int | None = typer.Option(None, "--root", min=0, help="Root rank (gather, multicast barrier)."),
+    seed: int | None = typer.Option(None, "--seed", min=0, help="Seed (multicast barrier's visiting list, --order random)."),
+    shape: str | None = typer.Option(None, "--shape", help="Lattice shape of the ranks, e.g. 5x5 (a2and, a2at; default: the mesh/torus)."),
+    k: int | None = typer.Option(None, "--k", min=1, help="Sub-cluster columns k: the n x k rectangle of grid leaves (lsft-partial)."),
+    m: int | None = typer.Option(None, "--m", min=1, help="Servers per leaf m (lsft-partial)."),
+    rule: str | None = typer.Option(None, "--rule", help="Move rule: text or paper-table3 (lsft-partial)."),
+    policy: str | None = typer.Option(None, "--policy", help="Task policy (contention-free): " + ", ".join(traffic.CONTENTION_FREE_POLICIES) + "."),
+    rule_b: str | None = typer.Option(None, "--rule-b", help="Rule B's comparison (contention-free): ge (default) or lt."),
+    relay: str | None = typer.Option(None, "--relay", help="Relaying by task splitting (contention-free): departure (the thesis' rule; gather's default), arrival, or off (all-to-all's default)."),
+    timing: str | None = typer.Option(None, "--timing", help="Group times for relay decisions (contention-free): sum (as (5.3) is written; default) or clock."),
+    perturb: float | None = typer.Option(None, "--perturb", help="Schedule from link values off by up to +-this fraction, e.g. 0.2 (contention-free; paper 004 (6.1)/(6.2))."),
+    perturb_seed: int | None = typer.Option(None, "--perturb-seed", min=0, help="Seed of --perturb's draws (default 0)."),
+    tasks_file: Path | None = typer.Option(None, "--tasks", help="CSV of 'src,dst,bytes' rows (collective tasks, contention-free)."),
+    cache: Path | None = typer.Option(None, "--cache", help="Schedule cache directory (contention-free): reuse the DAG for the same operation, size, hosts, fabric and options."),
+    scheduler: str | None = typer.Option(None, "--scheduler", help="Stage scheduler (contention-free): paper (the thesis', default) or packed (stages filled from contention-free phases)."),
+    routes_file: Path | None = typer.Option(None, "--routes", help="Routing table (contention-free): each pair's path from it, so a fabric whose routes are unique is schedulable."),
     executor: str = typer.Option("auto", "--executor", help="Executor the .nws file asks the MPI runtime for: auto, sync, async, local-sync (phased schedules)."),
     as_json: bool = JsonOpt,
 ) -> None:

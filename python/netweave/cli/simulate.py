@@ -5,16 +5,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from netweave.stages import flitsim, flowsim, routing, topology
-from netweave.support import files
 from netweave._core import TaskGraph
 from netweave.cli.common import JsonOpt, UserError, progress, working
+from netweave.stages import flitsim, flowsim, routing, topology
+from netweave.support import files
 
 app = typer.Typer(help="Simulate a routed fabric: flow level (how long a schedule takes) or flit level.", no_args_is_help=True)
 
@@ -27,22 +26,22 @@ def flow(
     executor: str = typer.Option(
         "sync", "--executor", "-e", help="sync (barrier per phase), async (FIFO, NCT sends), local-sync, or dag."
     ),
-    nct: Optional[int] = typer.Option(
+    nct: int | None = typer.Option(
         None, "--nct", min=1, help="Concurrent sends per host (default: the schedule's, else 1)."
     ),
-    bytes_: Optional[int] = typer.Option(None, "--bytes", min=0, help="Replace every message's size by B bytes."),
-    barrier: Optional[float] = typer.Option(None, "--barrier", min=0.0, help="Barrier cost between phases (sync), seconds "
+    bytes_: int | None = typer.Option(None, "--bytes", min=0, help="Replace every message's size by B bytes."),
+    barrier: float | None = typer.Option(None, "--barrier", min=0.0, help="Barrier cost between phases (sync), seconds "
                                             "(default: the calibration's, else 0)."),
-    overhead: Optional[float] = typer.Option(None, "--overhead", min=0.0, help="Software overhead per message, seconds "
+    overhead: float | None = typer.Option(None, "--overhead", min=0.0, help="Software overhead per message, seconds "
                                              "(default: the calibration's, else 0)."),
-    calibration_file: Optional[Path] = typer.Option(None, "--calibration", help="Calibration file (netweave emulate "
+    calibration_file: Path | None = typer.Option(None, "--calibration", help="Calibration file (netweave emulate "
                                                     "calibrate): measured overheads and TCP loss parameters."),
-    mtu: Optional[int] = typer.Option(None, "--mtu", min=1, help="Packet payload bytes (packetise messages)."),
+    mtu: int | None = typer.Option(None, "--mtu", min=1, help="Packet payload bytes (packetise messages)."),
     header: int = typer.Option(0, "--header", min=0, help="Header bytes per packet (per message without --mtu)."),
-    injection: Optional[float] = typer.Option(None, "--injection-gbps", help="Host injection limit, Gbit/s."),
-    ejection: Optional[float] = typer.Option(None, "--ejection-gbps", help="Host ejection limit, Gbit/s."),
+    injection: float | None = typer.Option(None, "--injection-gbps", help="Host injection limit, Gbit/s."),
+    ejection: float | None = typer.Option(None, "--ejection-gbps", help="Host ejection limit, Gbit/s."),
     series: bool = typer.Option(False, "--series", help="Record active flows and aggregate rate over time."),
-    out: Optional[Path] = typer.Option(
+    out: Path | None = typer.Option(
         None, "--out", "-o", help="Directory for flow.json, hosts.csv, channels.csv and PNG plots."
     ),
     as_json: bool = JsonOpt,
@@ -164,9 +163,9 @@ def _print_batch(r: dict, console: Console) -> None:
 
 def flit(
     config: Path = typer.Argument(..., help="TOML config (BookSim key names; netweave.stages.flitsim.KEYS and docs/flitsim.md list them)."),
-    set_: Optional[list[str]] = typer.Option(None, "--set", help="Override a key: --set key=value (repeatable)."),
-    sweep: Optional[str] = typer.Option(None, "--sweep", help="Run several loads in parallel: injection_rate=a,b,c."),
-    threads: Optional[int] = typer.Option(None, "--threads", min=0, max=1024,
+    set_: list[str] | None = typer.Option(None, "--set", help="Override a key: --set key=value (repeatable)."),
+    sweep: str | None = typer.Option(None, "--sweep", help="Run several loads in parallel: injection_rate=a,b,c."),
+    threads: int | None = typer.Option(None, "--threads", min=0, max=1024,
                                           help="Threads stepping the routers (0: every core, the default; a sweep's "
                                                "points take one each). The results are the same for every count."),
     mpi: bool = typer.Option(False, "--mpi", help="Split this one run over the processes of the MPI job it was "

@@ -5,15 +5,14 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Optional
 
 import typer
 
 from netweave import _core
-from netweave.stages import topology
-from netweave.support import files
 from netweave._core import Topology
 from netweave.cli.common import JsonOpt, UserError, err_console, working
+from netweave.stages import topology
+from netweave.support import files
 
 app = typer.Typer(help="Build, inspect and convert topologies.", no_args_is_help=True)
 
@@ -28,7 +27,7 @@ LinkLayerOpt = typer.Option(None, "--link-layer", help="ethernet (drop-tail port
 PortBufferOpt = typer.Option(None, "--buffer", help="Bytes a switch port queues before it drops (Ethernet; default 65536).")
 
 
-def _with_switching(topo: Topology, link_layer: Optional[str], buffer: Optional[int]) -> Topology:
+def _with_switching(topo: Topology, link_layer: str | None, buffer: int | None) -> Topology:
     """`topo` with the link layer and port buffer the options state (see docs/topology-json.md)."""
     if buffer is not None and buffer <= 0:
         raise UserError(f"--buffer {buffer}: a port buffer must be a positive number of bytes")
@@ -37,8 +36,8 @@ def _with_switching(topo: Topology, link_layer: Optional[str], buffer: Optional[
     return topo.with_switching(link_layer or topo.link_layer, buffer)
 
 
-def _emit(topo: Topology, output: Optional[Path], bandwidth: Optional[float], latency: Optional[float], as_json: bool = False,
-          link_layer: Optional[str] = None, buffer: Optional[int] = None) -> None:
+def _emit(topo: Topology, output: Path | None, bandwidth: float | None, latency: float | None, as_json: bool = False,
+          link_layer: str | None = None, buffer: int | None = None) -> None:
     """Apply link and switching overrides, then write `topo` to `output` or describe it on stdout."""
     topo = _with_switching(topo, link_layer, buffer)
     if bandwidth is not None and not (math.isfinite(bandwidth) and bandwidth > 0):
@@ -63,8 +62,8 @@ def topo_lsft(
     order: int = typer.Option(..., "--order", min=0, help="Order q of the projective plane (any prime power)."),
     two_sided: bool = typer.Option(False, "--two-sided", help="Use both sides of the spines (twice the servers)."),
     reduced: bool = typer.Option(False, "--reduced", help="Grid leaves only, spine L omitted (paper 000's S3 build)."),
-    output: Optional[Path] = OutputOpt, bandwidth: Optional[float] = BandwidthOpt, latency: Optional[float] = LatencyOpt, as_json: bool = JsonOpt,
-    link_layer: Optional[str] = LinkLayerOpt, buffer: Optional[int] = PortBufferOpt,
+    output: Path | None = OutputOpt, bandwidth: float | None = BandwidthOpt, latency: float | None = LatencyOpt, as_json: bool = JsonOpt,
+    link_layer: str | None = LinkLayerOpt, buffer: int | None = PortBufferOpt,
 ) -> None:
     """Latin-square fat-tree from PG(2, q): (q+1)(q²+q+1) servers, degree q+1."""
     _emit(topology.latin_square_fat_tree(order, two_sided, reduced), output, bandwidth, latency, as_json, link_layer, buffer)
@@ -75,8 +74,8 @@ def topo_fattree(
     degree: int = typer.Option(..., "--degree", min=0, help="Switch degree d = ports / 2."),
     levels: int = typer.Option(2, "--levels", min=0, help="2 or 3 switch levels."),
     two_sided: bool = typer.Option(False, "--two-sided", help="Use both sides of the top switches."),
-    output: Optional[Path] = OutputOpt, bandwidth: Optional[float] = BandwidthOpt, latency: Optional[float] = LatencyOpt, as_json: bool = JsonOpt,
-    link_layer: Optional[str] = LinkLayerOpt, buffer: Optional[int] = PortBufferOpt,
+    output: Path | None = OutputOpt, bandwidth: float | None = BandwidthOpt, latency: float | None = LatencyOpt, as_json: bool = JsonOpt,
+    link_layer: str | None = LinkLayerOpt, buffer: int | None = PortBufferOpt,
 ) -> None:
     """Fat-tree as in paper 000: d² (2-level) or d³ (3-level) servers, one-sided by default."""
     _emit(topology.fat_tree(degree, levels, two_sided), output, bandwidth, latency, as_json, link_layer, buffer)
@@ -86,8 +85,8 @@ def topo_fattree(
 def topo_kary(
     k: int = typer.Option(..., "--k", min=0, help="Arity: k down and k up ports per switch."),
     n: int = typer.Option(..., "--n", min=0, help="Number of switch levels."),
-    output: Optional[Path] = OutputOpt, bandwidth: Optional[float] = BandwidthOpt, latency: Optional[float] = LatencyOpt, as_json: bool = JsonOpt,
-    link_layer: Optional[str] = LinkLayerOpt, buffer: Optional[int] = PortBufferOpt,
+    output: Path | None = OutputOpt, bandwidth: float | None = BandwidthOpt, latency: float | None = LatencyOpt, as_json: bool = JsonOpt,
+    link_layer: str | None = LinkLayerOpt, buffer: int | None = PortBufferOpt,
 ) -> None:
     """k-ary n-tree: k^n hosts, n levels of k^(n-1) switches."""
     _emit(topology.k_ary_n_tree(k, n), output, bandwidth, latency, as_json, link_layer, buffer)
@@ -96,8 +95,8 @@ def topo_kary(
 @app.command("pgft")
 def topo_pgft(
     spec: str = typer.Argument(..., help='PGFT in "h; m1,…,mh; w1,…,wh; p1,…,ph" notation, e.g. "2; 4,4; 1,4; 1,2".'),
-    output: Optional[Path] = OutputOpt, bandwidth: Optional[float] = BandwidthOpt, latency: Optional[float] = LatencyOpt, as_json: bool = JsonOpt,
-    link_layer: Optional[str] = LinkLayerOpt, buffer: Optional[int] = PortBufferOpt,
+    output: Path | None = OutputOpt, bandwidth: float | None = BandwidthOpt, latency: float | None = LatencyOpt, as_json: bool = JsonOpt,
+    link_layer: str | None = LinkLayerOpt, buffer: int | None = PortBufferOpt,
 ) -> None:
     """Parallel-ports generalised fat-tree (XGFT when the p list is left out)."""
     _emit(topology.pgft(spec), output, bandwidth, latency, as_json, link_layer, buffer)
@@ -107,8 +106,8 @@ def topo_pgft(
 def topo_mesh(
     dims: str = typer.Option(..., "--dims", help="Routers per dimension, e.g. 4x4 or 8x8x8."),
     hosts_per_router: int = typer.Option(1, "--hosts-per-router", min=0, help="Hosts attached to each router."),
-    output: Optional[Path] = OutputOpt, bandwidth: Optional[float] = BandwidthOpt, latency: Optional[float] = LatencyOpt, as_json: bool = JsonOpt,
-    link_layer: Optional[str] = LinkLayerOpt, buffer: Optional[int] = PortBufferOpt,
+    output: Path | None = OutputOpt, bandwidth: float | None = BandwidthOpt, latency: float | None = LatencyOpt, as_json: bool = JsonOpt,
+    link_layer: str | None = LinkLayerOpt, buffer: int | None = PortBufferOpt,
 ) -> None:
     """n-dimensional mesh."""
     _emit(topology.mesh(topology.parse_dims(dims), hosts_per_router), output, bandwidth, latency, as_json, link_layer, buffer)
@@ -118,8 +117,8 @@ def topo_mesh(
 def topo_torus(
     dims: str = typer.Option(..., "--dims", help="Routers per dimension, e.g. 16x16x16."),
     hosts_per_router: int = typer.Option(1, "--hosts-per-router", min=0, help="Hosts attached to each router."),
-    output: Optional[Path] = OutputOpt, bandwidth: Optional[float] = BandwidthOpt, latency: Optional[float] = LatencyOpt, as_json: bool = JsonOpt,
-    link_layer: Optional[str] = LinkLayerOpt, buffer: Optional[int] = PortBufferOpt,
+    output: Path | None = OutputOpt, bandwidth: float | None = BandwidthOpt, latency: float | None = LatencyOpt, as_json: bool = JsonOpt,
+    link_layer: str | None = LinkLayerOpt, buffer: int | None = PortBufferOpt,
 ) -> None:
     """n-dimensional torus (wrap-around in every dimension of size ≥ 2)."""
     _emit(topology.torus(topology.parse_dims(dims), hosts_per_router), output, bandwidth, latency, as_json, link_layer, buffer)
@@ -129,8 +128,8 @@ def topo_torus(
 def topo_hypercube(
     dim: int = typer.Option(..., "--dim", min=0, help="Dimension n: 2^n routers."),
     hosts_per_router: int = typer.Option(1, "--hosts-per-router", min=0),
-    output: Optional[Path] = OutputOpt, bandwidth: Optional[float] = BandwidthOpt, latency: Optional[float] = LatencyOpt, as_json: bool = JsonOpt,
-    link_layer: Optional[str] = LinkLayerOpt, buffer: Optional[int] = PortBufferOpt,
+    output: Path | None = OutputOpt, bandwidth: float | None = BandwidthOpt, latency: float | None = LatencyOpt, as_json: bool = JsonOpt,
+    link_layer: str | None = LinkLayerOpt, buffer: int | None = PortBufferOpt,
 ) -> None:
     """Binary hypercube."""
     _emit(topology.hypercube(dim, hosts_per_router), output, bandwidth, latency, as_json, link_layer, buffer)
@@ -141,8 +140,8 @@ def topo_hyperx(
     dims: str = typer.Option(..., "--dims", help="Routers per dimension, e.g. 4x4."),
     trunking: int = typer.Option(1, "--trunking", min=0, help="Parallel links between connected routers."),
     hosts_per_router: int = typer.Option(1, "--hosts-per-router", min=0),
-    output: Optional[Path] = OutputOpt, bandwidth: Optional[float] = BandwidthOpt, latency: Optional[float] = LatencyOpt, as_json: bool = JsonOpt,
-    link_layer: Optional[str] = LinkLayerOpt, buffer: Optional[int] = PortBufferOpt,
+    output: Path | None = OutputOpt, bandwidth: float | None = BandwidthOpt, latency: float | None = LatencyOpt, as_json: bool = JsonOpt,
+    link_layer: str | None = LinkLayerOpt, buffer: int | None = PortBufferOpt,
 ) -> None:
     """HyperX: routers fully connected along every dimension."""
     _emit(topology.hyperx(topology.parse_dims(dims), trunking, hosts_per_router), output, bandwidth, latency, as_json, link_layer, buffer)
@@ -153,10 +152,10 @@ def topo_dragonfly(
     a: int = typer.Option(..., "--a", min=0, help="Routers per group."),
     p: int = typer.Option(..., "--p", min=0, help="Hosts per router."),
     h: int = typer.Option(..., "--h", min=0, help="Global links per router."),
-    g: Optional[int] = typer.Option(None, "--g", min=0, help="Groups (default a·h+1)."),
+    g: int | None = typer.Option(None, "--g", min=0, help="Groups (default a·h+1)."),
     arrangement: str = typer.Option("absolute", "--arrangement", help="Global links: absolute, relative or circulant."),
-    output: Optional[Path] = OutputOpt, bandwidth: Optional[float] = BandwidthOpt, latency: Optional[float] = LatencyOpt, as_json: bool = JsonOpt,
-    link_layer: Optional[str] = LinkLayerOpt, buffer: Optional[int] = PortBufferOpt,
+    output: Path | None = OutputOpt, bandwidth: float | None = BandwidthOpt, latency: float | None = LatencyOpt, as_json: bool = JsonOpt,
+    link_layer: str | None = LinkLayerOpt, buffer: int | None = PortBufferOpt,
 ) -> None:
     """Dragonfly (Kim et al.): all-to-all groups joined by global links."""
     _emit(topology.dragonfly(a, p, h, g, arrangement), output, bandwidth, latency, as_json, link_layer, buffer)
@@ -168,8 +167,8 @@ def topo_random_regular(
     degree: int = typer.Option(..., "--degree", min=0, help="Switch-to-switch links per switch."),
     hosts_per_switch: int = typer.Option(1, "--hosts-per-switch", min=0),
     seed: int = typer.Option(0, "--seed", min=0),
-    output: Optional[Path] = OutputOpt, bandwidth: Optional[float] = BandwidthOpt, latency: Optional[float] = LatencyOpt, as_json: bool = JsonOpt,
-    link_layer: Optional[str] = LinkLayerOpt, buffer: Optional[int] = PortBufferOpt,
+    output: Path | None = OutputOpt, bandwidth: float | None = BandwidthOpt, latency: float | None = LatencyOpt, as_json: bool = JsonOpt,
+    link_layer: str | None = LinkLayerOpt, buffer: int | None = PortBufferOpt,
 ) -> None:
     """Random regular switch graph (Jellyfish-like), reproducible per seed."""
     _emit(topology.random_regular(switches, degree, hosts_per_switch, seed), output, bandwidth, latency, as_json, link_layer, buffer)
@@ -182,8 +181,8 @@ def topo_irregular(
     diameter: int = typer.Option(6, "--diameter", min=0, help="Exact switch-graph diameter wanted."),
     hosts_per_switch: int = typer.Option(4, "--hosts-per-switch", min=0),
     seed: int = typer.Option(0, "--seed", min=0),
-    output: Optional[Path] = OutputOpt, bandwidth: Optional[float] = BandwidthOpt, latency: Optional[float] = LatencyOpt, as_json: bool = JsonOpt,
-    link_layer: Optional[str] = LinkLayerOpt, buffer: Optional[int] = PortBufferOpt,
+    output: Path | None = OutputOpt, bandwidth: float | None = BandwidthOpt, latency: float | None = LatencyOpt, as_json: bool = JsonOpt,
+    link_layer: str | None = LinkLayerOpt, buffer: int | None = PortBufferOpt,
 ) -> None:
     """Irregular fabric standing in for paper 002's topologies A and B (defaults: its shape)."""
     _emit(topology.irregular(switches, max_links, diameter, hosts_per_switch, seed), output, bandwidth, latency, as_json, link_layer, buffer)
@@ -204,16 +203,16 @@ def _floats(text: str, name: str, count: int) -> list[float]:
 
 @app.command("tree")
 def topo_tree(
-    fanouts: Optional[str] = typer.Option(None, "--fanouts", help="Children per switch at each depth, e.g. 7 (one core, 7 edge switches) or 2,4."),
+    fanouts: str | None = typer.Option(None, "--fanouts", help="Children per switch at each depth, e.g. 7 (one core, 7 edge switches) or 2,4."),
     hosts_per_switch: int = typer.Option(14, "--hosts-per-switch", min=0, help="Hosts on each edge switch."),
     bandwidth_levels: str = typer.Option("10", "--switch-bandwidth", help="Switch-link Gbit/s, one value or one per depth."),
     latency_levels: str = typer.Option("5000", "--switch-latency", help="Switch-link latency ns, one value or one per depth."),
     host_bandwidth: float = typer.Option(1.0, "--host-bandwidth", help="Host-link Gbit/s."),
     host_latency: float = typer.Option(5000.0, "--host-latency", help="Host-link latency ns."),
-    clusters: Optional[str] = typer.Option(None, "--clusters", help='Several clusters joined by WAN links: "name:hosts[:gbps],…" , "intrigger" (Table 6.1) or "intrigger-6.2[:K]" (the first K clusters of Table 6.2).'),
-    wan_latency: Optional[float] = typer.Option(None, "--wan-latency", help="Latency of each WAN link, ns (cluster to cluster crosses two; with --clusters)."),
-    link_layer: Optional[str] = LinkLayerOpt, buffer: Optional[int] = PortBufferOpt,
-    output: Optional[Path] = OutputOpt, as_json: bool = JsonOpt,
+    clusters: str | None = typer.Option(None, "--clusters", help='Several clusters joined by WAN links: "name:hosts[:gbps],…" , "intrigger" (Table 6.1) or "intrigger-6.2[:K]" (the first K clusters of Table 6.2).'),
+    wan_latency: float | None = typer.Option(None, "--wan-latency", help="Latency of each WAN link, ns (cluster to cluster crosses two; with --clusters)."),
+    link_layer: str | None = LinkLayerOpt, buffer: int | None = PortBufferOpt,
+    output: Path | None = OutputOpt, as_json: bool = JsonOpt,
 ) -> None:
     """Tree of Ethernet switches with per-link bandwidth and latency (paper 004), or several
     such clusters joined by WAN links."""
@@ -256,7 +255,7 @@ def _print_info(topo: Topology, as_json: bool) -> None:
 @app.command("info")
 def topo_info(
     file: Path = typer.Argument(..., help="Topology file (.json .net .anynet .dot)."),
-    fmt: Optional[str] = typer.Option(None, "--format", help="Override the format implied by the extension."),
+    fmt: str | None = typer.Option(None, "--format", help="Override the format implied by the extension."),
     as_json: bool = JsonOpt,
 ) -> None:
     """Counts, degrees, diameter and average distance of a topology file."""
@@ -267,8 +266,8 @@ def topo_info(
 def topo_convert(
     src: Path = typer.Argument(..., help="Input file."),
     dst: Path = typer.Argument(..., help="Output file."),
-    from_fmt: Optional[str] = typer.Option(None, "--from", help="Input format (default: by extension)."),
-    to_fmt: Optional[str] = typer.Option(None, "--to", help="Output format (default: by extension)."),
+    from_fmt: str | None = typer.Option(None, "--from", help="Input format (default: by extension)."),
+    to_fmt: str | None = typer.Option(None, "--to", help="Output format (default: by extension)."),
     lossy: bool = typer.Option(False, "--lossy", help="Write even when the output format cannot hold every link's "
                                "bandwidth or latency (ibnet: IB rates only, no latency); says what was lost."),
 ) -> None:

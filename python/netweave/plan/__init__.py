@@ -33,15 +33,30 @@ that needs one virtual lane when it is minimal and as fast (:data:`ONE_LANE_MARG
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Optional
 
-from netweave.stages import analysis, flowsim, routing, topology, traffic
 from netweave import _core
 from netweave._core import NetweaveError, Schedule, Topology
-from netweave.plan.result import (Bound, CandidateRow, DagRow, Job, NativeRow, PhasedRow, Pick, PlacementSummary,
-                                  PlanResult, Prediction, RoutingChoice, Skipped, Today, TodayLibrary)
+from netweave.plan.result import (
+    Bound,
+    CandidateRow,
+    DagRow,
+    Job,
+    NativeRow,
+    PhasedRow,
+    Pick,
+    PlacementSummary,
+    PlanResult,
+    Prediction,
+    RoutingChoice,
+    Skipped,
+    Today,
+    TodayLibrary,
+)
+from netweave.stages import analysis, flowsim, routing, topology, traffic
 from netweave.support.files import ensure_dir, write_text
 
 #: Bytes each rank sends to each other rank in the default job (1 MiB).
@@ -75,17 +90,17 @@ class Candidate:
     """One algorithm tried for the job: its schedule, or why it does not apply."""
 
     name: str
-    schedule: Optional[Schedule] = None
-    skipped: Optional[str] = None
+    schedule: Schedule | None = None
+    skipped: str | None = None
 
 
 def candidates(
     topo: Topology,
     bytes_per_pair: int,
-    hosts: Optional[str] = None,
+    hosts: str | None = None,
     order: str = "listed",
-    seed: Optional[int] = None,
-    only: Optional[str] = None,
+    seed: int | None = None,
+    only: str | None = None,
     collective: str = "alltoall",
     root: int = 0,
 ) -> list[Candidate]:
@@ -131,7 +146,7 @@ def _check_collective(collective: str) -> None:
 
 
 def predict(routes: _core.RoutingTable, workload, executor: str, nct: int = 1,
-            calibration: Optional[Path] = None) -> dict[str, Any]:
+            calibration: Path | None = None) -> dict[str, Any]:
     """The flow model's prediction of `workload` (a schedule or a DAG) on `routes`: the one
     place the plan asks it, so the fabric's calibration (``--calibration F``, from
     ``netweave emulate calibrate``) reaches every candidate alike."""
@@ -143,9 +158,9 @@ def predict(routes: _core.RoutingTable, workload, executor: str, nct: int = 1,
 
 
 def write_artifacts(topo: Topology, routes: _core.RoutingTable, result: PlanResult, out_dir: Path,
-                    hosts: Optional[str] = None, order: str = "listed", seed: Optional[int] = None,
-                    placement: Optional["Placement"] = None,
-                    built: Optional[list[Candidate]] = None) -> tuple[list[Path], list[tuple[str, str]]]:
+                    hosts: str | None = None, order: str = "listed", seed: int | None = None,
+                    placement: Placement | None = None,
+                    built: list[Candidate] | None = None) -> tuple[list[Path], list[tuple[str, str]]]:
     """The files a user deploys, beside the report in `out_dir`: the routing tables
     (``routes.json``, and ``opensm/`` for ``opensm -F opensm/opensm.conf``: the tables with their
     lanes, :func:`netweave.stages.routing.save_opensm`), netweave's best
@@ -245,7 +260,7 @@ def _deploy_note(result: PlanResult) -> str:
 SUB_CLUSTER = "lsft-partial"
 
 
-def job_hosts(topo: Topology, hosts: Optional[str], order: str = "listed", seed: Optional[int] = None) -> list[int]:
+def job_hosts(topo: Topology, hosts: str | None, order: str = "listed", seed: int | None = None) -> list[int]:
     """Host index of each rank of the job named by `hosts` (all hosts when None). Fat-trees
     take whole leaves, except that a job that is exactly an LSFT sub-cluster allocation (m
     servers on each leaf of an n x k rectangle) may use part of each leaf, as paper 000's
@@ -261,7 +276,7 @@ def job_hosts(topo: Topology, hosts: Optional[str], order: str = "listed", seed:
         return placed
 
 
-def lsft_sub_cluster(topo: Topology, placed: list[int]) -> Optional[tuple[int, int, int]]:
+def lsft_sub_cluster(topo: Topology, placed: list[int]) -> tuple[int, int, int] | None:
     """``(k, m, side)`` when the host set `placed` is exactly paper 000's sub-cluster
     allocation on a Latin-square fat-tree of order n — the m lowest slots of every leaf of the
     n x k rectangle of grid leaves on one side, m <= k <= n; None otherwise (rank order does
@@ -335,7 +350,7 @@ class Choice:
     reason: str
 
 
-def choose(rows: Sequence[CandidateRow]) -> Optional[Choice]:
+def choose(rows: Sequence[CandidateRow]) -> Choice | None:
     """The pick among every candidate row (phased, DAG, native): complete (its claims hold) and
     fastest as the flow model predicts it; on equal time the contention-free one, then the one
     with fewer phases (fewer synchronisations), then the earlier in the list — so the baseline,
@@ -362,9 +377,9 @@ def choose(rows: Sequence[CandidateRow]) -> Optional[Choice]:
     return Choice(pick, reason)
 
 
-def routing_for(topo: Topology, engine: Optional[str] = None, bytes_per_pair: int = DEFAULT_BYTES,
-                hosts: Optional[str] = None, order: str = "listed", seed: Optional[int] = None,
-                calibration: Optional[Path] = None) -> tuple[_core.RoutingTable, str]:
+def routing_for(topo: Topology, engine: str | None = None, bytes_per_pair: int = DEFAULT_BYTES,
+                hosts: str | None = None, order: str = "listed", seed: int | None = None,
+                calibration: Path | None = None) -> tuple[_core.RoutingTable, str]:
     """The plan's routing and one line saying why: `engine` when given; else the engine suited
     to the fabric, unless it needs more than one virtual lane and up*/down* (one lane, what
     OpenSM installs from a forwarding-table dump alone) is deadlock-free, minimal (no pair on a
@@ -411,8 +426,8 @@ def plan(
     built: list[Candidate] | None = None,
     collective: str = "alltoall",
     root: int = 0,
-    calibration: Optional[Path] = None,
-    routing_note: Optional[str] = None,
+    calibration: Path | None = None,
+    routing_note: str | None = None,
 ) -> PlanResult:
     """Route `topo` (default: the built-in LSFT of order 3) with a deadlock-free engine
     (:func:`routing_for`, or `engine`; or take `routes` already made, with `routing_note`
@@ -509,7 +524,7 @@ def _pick(choice: Choice, baseline: PhasedRow) -> Pick:
     )
 
 
-def _today(natives: list[NativeRow], ours: Optional[Choice]) -> Optional[Today]:
+def _today(natives: list[NativeRow], ours: Choice | None) -> Today | None:
     """"Your MPI today: X, ours: Y": each library's default against netweave's pick."""
     if ours is None or not natives:
         return None
@@ -536,9 +551,9 @@ def dag_workload(topo: Topology, name: str, collective: str, bytes_per_pair: int
     return traffic.concurrent(topo, collective, bytes_per_pair, root=root)
 
 
-def dag_candidates(topo: Topology, routes, bytes_per_pair: int, hosts: Optional[str],
+def dag_candidates(topo: Topology, routes, bytes_per_pair: int, hosts: str | None,
                    note: Callable[[str], None], collective: str = "alltoall", root: int = 0,
-                   calibration: Optional[Path] = None) -> tuple[list[DagRow], list[Skipped]]:
+                   calibration: Path | None = None) -> tuple[list[DagRow], list[Skipped]]:
     """Paper 004's contention-free `collective` (all-to-all or gather) and its Concurrent
     baseline (everyone at once) as task DAGs, each predicted by the flow simulator's DAG
     executor: ``(rows, skipped)``. They are not phased, so the lock-step analysis does not
@@ -582,7 +597,7 @@ def dag_candidates(topo: Topology, routes, bytes_per_pair: int, hosts: Optional[
 
 def native_candidates(routes, placed: list[int], bytes_per_pair: int, note: Callable[[str], None],
                       collective: str = "alltoall", root: int = 0,
-                      calibration: Optional[Path] = None) -> list[NativeRow]:
+                      calibration: Path | None = None) -> list[NativeRow]:
     """What the user's MPI runs today: for each of :data:`NATIVE_LIBRARIES`, the algorithm its
     default decision rule picks for the job's rank count and block size, as a schedule on the
     job's hosts (``traffic::native_mpi``), predicted with the executor and sends in flight
@@ -618,7 +633,7 @@ def native_schedule(library: str, collective: str, placed: list[int], bytes_per_
     return sched.with_placement(placed)
 
 
-def _speedup(baseline: PhasedRow, best: PhasedRow) -> Optional[float]:
+def _speedup(baseline: PhasedRow, best: PhasedRow) -> float | None:
     """The baseline's lock-step time over `best`'s."""
     t = best.fluid_time_host_links_s
     return baseline.fluid_time_host_links_s / t if t > 0 else None

@@ -3,7 +3,7 @@ report, the web page and ``netweave plan`` read, and what ``report.json`` holds.
 
 Every record is a dataclass; :meth:`Record.to_dict` gives the JSON form (``report.json``,
 ``netweave plan --json``) and :meth:`Record.from_dict` reads it back, so a report written by
-one run can be loaded as the same typed result. A field marked :func:`omitted_when_none` is left
+one run can be loaded as the same typed result. A field whose metadata is :data:`OMITTED_WHEN_NONE` is left
 out of the JSON form while it is None (a job's ``root`` outside gathers, a pick's MPI
 ``label`` and ``algorithm`` outside natives), as the report has always written them.
 
@@ -23,12 +23,8 @@ from typing import Any, ClassVar, Literal, Self
 #: The kinds of candidate a plan ranks: a phased schedule, a paper-004 task DAG, an MPI's own.
 CandidateKind = Literal["phased", "dag", "native"]
 
-_OMIT_WHEN_NONE = "omit_when_none"
-
-
-def omitted_when_none() -> Any:
-    """A field defaulting to None that the JSON form leaves out while it is None."""
-    return field(default=None, metadata={_OMIT_WHEN_NONE: True})
+#: Metadata of a field defaulting to None that the JSON form leaves out while it is None.
+OMITTED_WHEN_NONE = {"omitted_when_none": True}
 
 
 @dataclass
@@ -40,7 +36,7 @@ class Record:
         out: dict[str, Any] = {}
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
-            if value is None and f.metadata.get(_OMIT_WHEN_NONE):
+            if value is None and f.metadata.get("omitted_when_none"):
                 continue
             out[f.name] = _plain(value)
         return out
@@ -92,7 +88,7 @@ class Job(Record):
     #: Bytes each rank sends each other rank (all-to-all), or each rank's block.
     bytes_per_pair: int
     #: The root rank of a gather; None (and not written) for the other collectives.
-    root: int | None = omitted_when_none()
+    root: int | None = field(default=None, metadata=OMITTED_WHEN_NONE)
 
     @property
     def root_rank(self) -> int:
@@ -276,8 +272,8 @@ class Pick(Record):
     bound_ratio: float | None
     contention_free: bool
     #: A native pick's library label and algorithm; None (not written) otherwise.
-    label: str | None = omitted_when_none()
-    algorithm: str | None = omitted_when_none()
+    label: str | None = field(default=None, metadata=OMITTED_WHEN_NONE)
+    algorithm: str | None = field(default=None, metadata=OMITTED_WHEN_NONE)
 
     @property
     def is_native(self) -> bool:
@@ -382,10 +378,10 @@ class PlanResult(Record):
     today: Today | None
     prediction: Prediction
     #: ``--verify``'s measurements (not written without it).
-    verify: list[VerifyRow] | None = omitted_when_none()
-    verify_summary: VerifySummary | None = omitted_when_none()
+    verify: list[VerifyRow] | None = field(default=None, metadata=OMITTED_WHEN_NONE)
+    verify_summary: VerifySummary | None = field(default=None, metadata=OMITTED_WHEN_NONE)
     #: ``--pattern``'s placement (not written without it).
-    placement: PlacementSummary | None = omitted_when_none()
+    placement: PlacementSummary | None = field(default=None, metadata=OMITTED_WHEN_NONE)
 
     @property
     def candidates(self) -> list[CandidateRow]:

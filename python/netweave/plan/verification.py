@@ -32,13 +32,14 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any
 
-from netweave.run import emulate, executor, mpi
 from netweave import plan as plan_mod
 from netweave._core import NetweaveError, RoutingTable, Schedule, TaskGraph, Topology
 from netweave.plan.result import CandidateRow, PlanResult, VerifyRow, VerifySummary
+from netweave.run import emulate, executor, mpi
 
 #: netweave candidates measured besides Concurrent and the native MPIs: the best predicted.
 TOP = 3
@@ -84,9 +85,9 @@ def _scale(routes: RoutingTable, workloads: list, fastest_s: float) -> float:
 
 
 def verify(topo: Topology, routes: RoutingTable, result: PlanResult, built: list[plan_mod.Candidate],
-           hosts: Optional[str] = None, order: str = "listed", seed: Optional[int] = None,
-           scale: Optional[float] = None, buffer: Optional[int] = None, calibration: Optional[Path] = None,
-           progress: Optional[Callable[[str], None]] = None) -> tuple[list[VerifyRow], VerifySummary]:
+           hosts: str | None = None, order: str = "listed", seed: int | None = None,
+           scale: float | None = None, buffer: int | None = None, calibration: Path | None = None,
+           progress: Callable[[str], None] | None = None) -> tuple[list[VerifyRow], VerifySummary]:
     """Measure the plan `result` (from :func:`netweave.plan.plan` with `routes` and the phased
     candidates `built`) on the emulated fabric: ``(rows, summary)`` — a
     :class:`~netweave.plan.result.VerifyRow` per candidate measured (``report.json``'s
@@ -139,7 +140,7 @@ def verify(topo: Topology, routes: RoutingTable, result: PlanResult, built: list
         predicted[name] = plan_mod.predict(scaled_routes, native_work[name], r.executor, r.concurrent_sends,
                                            calibration)["makespan_s"]
 
-    measured: dict[str, Optional[float]] = {}
+    measured: dict[str, float | None] = {}
     problems: dict[str, str] = {}
     how: dict[str, str] = {}
     fabric_name = "v" + uuid.uuid4().hex[:11]
@@ -191,7 +192,7 @@ def _nwbench(fabric, implementation: str, collective: str, nbytes: int, ranks: i
         raise NetweaveError(f"nwbench ({implementation}, emulated) printed no JSON report ({e})") from None
 
 
-def _summary(rows: list[VerifyRow], result: PlanResult, scale: float, buffer: Optional[int]) -> VerifySummary:
+def _summary(rows: list[VerifyRow], result: PlanResult, scale: float, buffer: int | None) -> VerifySummary:
     """The verdict on the plan's pick from the measured `rows`."""
     timed = [(r, r.measured_s) for r in rows if r.measured_s]
     best = min(timed, key=lambda rm: rm[1], default=None)

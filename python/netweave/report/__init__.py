@@ -5,8 +5,8 @@ from __future__ import annotations
 import csv
 import io
 import json
-from pathlib import Path
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal, Optional
 
 from netweave.plan.result import CandidateKind, Pick, PlanResult
@@ -135,7 +135,7 @@ def pick_text(pick: Pick) -> str:
     return pick.name
 
 
-def today_line(plan: PlanResult) -> Optional[str]:
+def today_line(plan: PlanResult) -> str | None:
     """"your MPI today: X (Open MPI's pairwise), ours: Y" — or None without natives."""
     today = plan.today
     if today is None:
@@ -160,12 +160,12 @@ class DisplayRow:
     #: Predicted time (s).
     predicted: float
     #: Lock-step time, throughput ratio and busiest link's flows: phased candidates only.
-    lockstep: Optional[float]
-    ratio: Optional[float]
-    congestion: Optional[int]
+    lockstep: float | None
+    ratio: float | None
+    congestion: int | None
     #: "51 phases", "2652 tasks".
     size: str
-    bound_ratio: Optional[float]
+    bound_ratio: float | None
     #: One line saying what it is.
     detail: str
 

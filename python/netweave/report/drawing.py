@@ -29,8 +29,8 @@ from __future__ import annotations
 import html
 import math
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Optional, Sequence
 
 from netweave._core import Topology
 
@@ -67,7 +67,7 @@ class Segment:
     b: int
     channels: list[int]
     #: Control point of a quadratic arc (torus wrap-around links); None for a straight line.
-    bend: Optional[tuple[float, float]] = None
+    bend: tuple[float, float] | None = None
 
 
 @dataclass
@@ -92,7 +92,7 @@ class Drawing:
         return seg, dot
 
 
-def layout(topo: Topology, job_hosts: Optional[Sequence[int]] = None) -> Drawing:
+def layout(topo: Topology, job_hosts: Sequence[int] | None = None) -> Drawing:
     """Lay `topo` out by its structure; `job_hosts` (host indices, default all) are marked."""
     nodes = _NodeLists(topo, job_hosts)
     kind = topo.structure["kind"]
@@ -114,7 +114,7 @@ def layout(topo: Topology, job_hosts: Optional[Sequence[int]] = None) -> Drawing
 class _NodeLists:
     """The topology's nodes and links as plain lists, read once."""
 
-    def __init__(self, topo: Topology, job_hosts: Optional[Sequence[int]]):
+    def __init__(self, topo: Topology, job_hosts: Sequence[int] | None):
         self.topo = topo
         self.hosts = [int(h) for h in topo.hosts]
         self.switches = [int(s) for s in topo.switches]
@@ -201,7 +201,7 @@ def _arc(a: Node, b: Node, cell: float) -> tuple[float, float]:
 
 def _layered(f: _NodeLists) -> Drawing:
     leaves = sorted(set(f.host_switch.values()))
-    level = {s: 0 for s in leaves}
+    level = dict.fromkeys(leaves, 0)
     frontier = list(leaves)
     while frontier:  # breadth-first from the leaves: a switch's row is its distance from a host
         nxt = []
@@ -356,9 +356,9 @@ def rank_colour(value: float) -> str:
     return f"hsl({hue:.0f},75%,50%)"
 
 
-def svg(drawing: Drawing, element_id: str, segment_loads: Optional[Sequence[int]] = None,
-        node_loads: Optional[Sequence[int]] = None, top: int = 1,
-        node_colours: Optional[Sequence[Optional[str]]] = None, title: str = "") -> str:
+def svg(drawing: Drawing, element_id: str, segment_loads: Sequence[int] | None = None,
+        node_loads: Sequence[int] | None = None, top: int = 1,
+        node_colours: Sequence[str | None] | None = None, title: str = "") -> str:
     """The drawing as an inline ``<svg id=element_id>``: plain grey links, or a heat map when
     `segment_loads` are given (`node_loads` colouring dots by their folded links), or dots
     coloured by `node_colours`. Segments and dots carry ``data-i`` so a script can recolour them."""

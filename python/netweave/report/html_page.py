@@ -25,15 +25,15 @@ import html
 import json
 import re
 import shlex
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any
 
-from netweave.report import drawing
-from netweave.stages import analysis
 from netweave._core import RoutingTable, Topology
 from netweave.plan import Candidate, Placement
 from netweave.plan.result import PlanResult, VerifyRow, VerifySummary
-from netweave.report import candidate_rows, format_bytes, format_seconds, pick_text, summary_lines, today_line
+from netweave.report import candidate_rows, drawing, format_bytes, format_seconds, pick_text, summary_lines, today_line
+from netweave.stages import analysis
 
 _STYLE = """
 body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:0;color:#1d1d1f;background:#fafafa}
@@ -100,8 +100,8 @@ _VERDICT_COLOUR = {"contention-free": "#1a9850", "contended": "#f39c12", "incomp
 
 
 def plan_page(result: PlanResult, topo: Topology, routes: RoutingTable, built: Sequence[Candidate],
-              placement: Optional[Placement] = None, files: Sequence[tuple[str, str]] = (), command: str = "netweave plan",
-              job_hosts: Optional[Sequence[int]] = None) -> str:
+              placement: Placement | None = None, files: Sequence[tuple[str, str]] = (), command: str = "netweave plan",
+              job_hosts: Sequence[int] | None = None) -> str:
     """The plan `result` (from :func:`netweave.plan.plan`) as one HTML page: `built` are the
     candidates the plan measured (:func:`netweave.plan.candidates`), `placement` the rank
     placement of ``--pattern``, `files` the deployable files with their use, `command` the
@@ -412,7 +412,7 @@ def _placement_section(placement: Placement, fabric: drawing.Drawing, topo: Topo
             + "</section>")
 
 
-def _rank_colours(fabric: drawing.Drawing, node_of_rank: list[int], ranks: int) -> list[Optional[str]]:
+def _rank_colours(fabric: drawing.Drawing, node_of_rank: list[int], ranks: int) -> list[str | None]:
     """Per dot, the colour of the mean rank placed on it (on its own host, or the hosts of its switches)."""
     dot = fabric.dot_of
     total: dict[int, list[float]] = {}

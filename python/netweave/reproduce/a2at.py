@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import csv
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any
 
 from netweave.stages import analysis, routing, topology, traffic
 from netweave.support.files import ensure_dir, open_atomic, savefig, write_text
@@ -72,7 +73,7 @@ def fluid_units(routes, schedule, bandwidth_gbps: float) -> float:
     return seconds * bandwidth_gbps * 1e9 / 8 / BYTES
 
 
-def _exact(x: float) -> Optional[int]:
+def _exact(x: float) -> int | None:
     """`x` as an integer when it is one (up to float rounding), else None."""
     r = round(x)
     return r if abs(x - r) < 1e-6 * max(1.0, abs(x)) else None

@@ -26,13 +26,14 @@ from __future__ import annotations
 
 import csv
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
+from netweave.reproduce.a2at import table1
 from netweave.stages import flitsim, routing, topology, traffic
 from netweave.support import parallel
 from netweave.support.files import ensure_dir, open_atomic, savefig, write_text
-from netweave.reproduce.a2at import table1
 
 #: Flits per message (one packet), as in the paper's BookSim runs.
 MESSAGE_FLITS = 100

@@ -33,13 +33,14 @@ from __future__ import annotations
 import csv
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any
 
 import networkx as nx
 
-from netweave.stages import flowsim, routing, topology, traffic
 from netweave._core import Topology
+from netweave.stages import flowsim, routing, topology, traffic
 
 #: Bytes per pair of Fig. 5.4 / 5.6 (100 B to 1 MB).
 SIZES = (100, 1_000, 2_000, 10_000, 20_000, 100_000, 200_000, 1_000_000)
@@ -120,7 +121,7 @@ class _Fabric:
         nct = max(self.topo.num_hosts - 1, 1) if all_at_once else 1
         return flowsim.simulate(self.routes, dag, executor="dag", nct=nct)["makespan_s"]
 
-    def method(self, collective: str, nbytes: int, policy: Optional[str], relay: Optional[str], root: int = 0,
+    def method(self, collective: str, nbytes: int, policy: str | None, relay: str | None, root: int = 0,
                **options: Any) -> dict[str, Any]:
         """One method's run: flow time, cost-model time (None for Concurrent) and the summary."""
         if policy is None:

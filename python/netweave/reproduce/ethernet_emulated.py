@@ -28,12 +28,13 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any
 
+from netweave.reproduce.ethernet import write_csv
 from netweave.run import emulate, mpi
 from netweave.stages import routing, topology, traffic
-from netweave.reproduce.ethernet import write_csv
 
 #: Senders of the incast experiment, the bytes each sends, and the switch port queue.
 SENDERS, QUICK_SENDERS = (1, 2, 4, 8, 16, 31), (4, 31)
@@ -81,7 +82,7 @@ def incast(quick: bool, note: Callable[[str], None]) -> list[dict[str, Any]]:
     return rows
 
 
-def _slowest(result: dict[str, Any]) -> Optional[float]:
+def _slowest(result: dict[str, Any]) -> float | None:
     """The longest send-to-delivery time of any task (an RTO shows as ≥ 0.2 s)."""
     spans = [t["last_s"] - t["start_s"] for t in result.get("timeline", []) if t["last_s"] is not None
              and t["start_s"] is not None]

@@ -21,8 +21,9 @@ from __future__ import annotations
 import csv
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any
 
 import numpy as np
 
@@ -377,7 +378,7 @@ def _plot_erratum(path: Path, rows: list[dict[str, Any]]) -> None:
 # --- Summary --------------------------------------------------------------------------------
 
 
-def _fmt(v: Optional[float], digits: int = 4) -> str:
+def _fmt(v: float | None, digits: int = 4) -> str:
     return "–" if v is None else f"{v:.{digits}f}"
 
 
@@ -471,7 +472,7 @@ def _markdown(t13: dict, f17: list, t5: list, f18: list, quick: bool) -> str:
     return "\n".join(md)
 
 
-def run(out_dir: Path | str, quick: bool = False, progress: Optional[Progress] = None) -> dict[str, Any]:
+def run(out_dir: Path | str, quick: bool = False, progress: Progress | None = None) -> dict[str, Any]:
     """Write every table, figure and the Markdown summary into `out_dir`; return key figures.
 
     `quick` evaluates Fig. 18 on L1–L3 only (seconds instead of a minute or two)."""

@@ -26,14 +26,15 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any
 
+from netweave.reproduce.ethernet import write_csv
+from netweave.reproduce.lsft import PAPER_LIMIT_MIBS, PAPER_REAL_SHIFT_MIBS
 from netweave.run import emulate, mpi
 from netweave.stages import flowsim, routing, topology, traffic
 from netweave.support.files import ensure_dir, write_text
-from netweave.reproduce.ethernet import write_csv
-from netweave.reproduce.lsft import PAPER_LIMIT_MIBS, PAPER_REAL_SHIFT_MIBS
 
 #: (name, LSFT order, k, m); k = None is the full system.
 CONFIGS = (("S1", 2, None, None), ("S2", 2, 2, 2), ("S3", 3, 3, 3))
@@ -52,7 +53,7 @@ NATIVE = {"pairwise": 2, "linear": 1}
 SCHEDULE_BYTES = 1 << 20
 
 
-def _schedules(order: int, k: Optional[int], m: Optional[int]):
+def _schedules(order: int, k: int | None, m: int | None):
     topo = topology.lsft(order)
     if k is None:
         return topo, traffic.alltoall(topo.num_hosts, SCHEDULE_BYTES), traffic.lsft_alltoall(topo, SCHEDULE_BYTES)

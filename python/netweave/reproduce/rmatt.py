@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, Optional
 
 import numpy as np
 
@@ -109,7 +109,7 @@ def recursive_cube_placement(size: int) -> np.ndarray:
 
 
 def run(out: Path, seconds: float = 60.0, seed: int = 0, size: int = 16, replicas: int = 2,
-        progress: Optional[Callable[[str], None]] = None) -> dict:
+        progress: Callable[[str], None] | None = None) -> dict:
     """Run the reproduction and write ``results.json``, ``results.md``, the maps and the PNGs;
     `progress` hears of each step."""
     note = progress or (lambda _msg: None)

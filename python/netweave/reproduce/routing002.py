@@ -44,12 +44,13 @@ minimal, then takes as **A** the graph with the fewest minimal paths per switch 
 from __future__ import annotations
 
 import csv
+import functools
 import json
 import math
-import functools
 from collections import deque
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any
 
 from netweave import _core
 from netweave.stages import flitsim, routing, topology, traffic
@@ -213,7 +214,7 @@ def make_routes(topo: _core.Topology, name: str, select: str = "per-destination"
     return routing.route(topo, engine, vcs=vcs, select=select, spread_vcs=spread)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def routes_of(a_seed: int, b_seed: int, topo_name: str, name: str, select: str) -> _core.RoutingTable:
     """The routes of one routing on one of the four fabrics (A and B named by their seeds),
     built once per process: the run's tasks name them instead of carrying tables."""
@@ -262,7 +263,7 @@ def causal_dag(schedule: _core.Schedule) -> _core.TaskGraph:
     of a program that blocks on its receives (paper 002's barrier: a host passes the gather
     up once its children have reported, and forwards the release once its own has arrived)."""
     n = schedule.num_ranks
-    last_sent: list[Optional[int]] = [None] * n
+    last_sent: list[int | None] = [None] * n
     received: list[list[int]] = [[] for _ in range(n)]
     tasks: list[tuple[int, int, int, list[int], None]] = []
     for p in range(schedule.num_phases):
@@ -305,7 +306,7 @@ def gather_before_release(result: dict, schedule: _core.Schedule) -> bool:
 
 
 def barrier_run(routes: _core.RoutingTable, num_ranks: int, seed: int,
-                placement: Optional[list[int]] = None) -> dict[str, Any]:
+                placement: list[int] | None = None) -> dict[str, Any]:
     sched = traffic.build("barrier", "multicast", num_ranks=num_ranks, bytes=BARRIER_FLITS, seed=seed)
     if placement is not None:
         sched = sched.with_placement(placement)
@@ -474,7 +475,7 @@ def _write(out, ab, hop_stats, bw_rows, hop_rows, bar_rows, fig, topo_names, siz
     return files
 
 
-def _verdict(ok: Optional[bool]) -> str:
+def _verdict(ok: bool | None) -> str:
     return "–" if ok is None else ("holds" if ok else "does not hold")
 
 

@@ -31,12 +31,13 @@ import socket
 import statistics
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any
 
+from netweave._core import NetweaveError, RoutingTable, TaskGraph, Topology
 from netweave.run import emulate, processes
 from netweave.stages import flowsim
-from netweave._core import NetweaveError, RoutingTable, TaskGraph, Topology
 
 #: Incast sweep: senders per point, bytes each sender sends, runs per point.
 DEFAULT_SENDERS = (2, 4, 8, 16, 24)
@@ -69,8 +70,8 @@ def incast(senders: int, nbytes: int, num_ranks: int) -> TaskGraph:
     return TaskGraph(f"incast{senders}", num_ranks, [(s, 0, nbytes, [], None) for s in range(1, senders + 1)])
 
 
-def _checked(topo: Topology, scale: float, buffer: Optional[int], senders: tuple[int, ...], nbytes: int,
-             repeats: int) -> Optional[int]:
+def _checked(topo: Topology, scale: float, buffer: int | None, senders: tuple[int, ...], nbytes: int,
+             repeats: int) -> int | None:
     if not scale > 0:
         raise NetweaveError(f"--scale {scale} must be positive (a fraction of each link's bandwidth)")
     if buffer is not None and buffer <= 0:
@@ -87,7 +88,7 @@ def _checked(topo: Topology, scale: float, buffer: Optional[int], senders: tuple
     return emulate.port_buffer(topo, buffer)
 
 
-def fit_tcp(topo: Topology, routes: RoutingTable, points: list[dict[str, Any]], scale: float, buffer: Optional[int],
+def fit_tcp(topo: Topology, routes: RoutingTable, points: list[dict[str, Any]], scale: float, buffer: int | None,
             overhead_s: float, sync_s: float) -> tuple[dict[str, float], float]:
     """The TCP parameters whose predictions of the incast `points` (``senders``, ``bytes``,
     ``median_s``) are closest, in squared log ratio summed over the points; and that error."""
@@ -110,9 +111,9 @@ def fit_tcp(topo: Topology, routes: RoutingTable, points: list[dict[str, Any]], 
     return best[1], best[0]
 
 
-def calibrate(topo: Topology, routes: RoutingTable, name: str, scale: float = 1.0, buffer: Optional[int] = None,
+def calibrate(topo: Topology, routes: RoutingTable, name: str, scale: float = 1.0, buffer: int | None = None,
               senders: tuple[int, ...] = DEFAULT_SENDERS, nbytes: int = DEFAULT_INCAST_BYTES,
-              repeats: int = DEFAULT_REPEATS, progress: Optional[Callable[[str], None]] = None) -> dict[str, Any]:
+              repeats: int = DEFAULT_REPEATS, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Measure the flow model's parameters on the emulated `topo` (see the module doc) and return
     the calibration document. Root only; the fabric is torn down however this ends."""
     note = progress or (lambda _msg: None)
@@ -164,8 +165,8 @@ def _run(fabric: emulate.EmulatedCluster, graph: TaskGraph) -> float:
     return float(result["makespan_s"])
 
 
-def _document(topo: Topology, scale: float, queue: Optional[int], params: dict[str, Any],
-              measurements: dict[str, Any], fit_error: Optional[float]) -> dict[str, Any]:
+def _document(topo: Topology, scale: float, queue: int | None, params: dict[str, Any],
+              measurements: dict[str, Any], fit_error: float | None) -> dict[str, Any]:
     specs = topo.link_specs()
     host_links = sorted({float(b) for b, _lat in specs.tolist()}) if len(specs) else []
     return {
@@ -174,7 +175,7 @@ def _document(topo: Topology, scale: float, queue: Optional[int], params: dict[s
                    "link_layer": topo.link_layer, "port_buffer_bytes": topo.port_buffer_bytes if queue is None else queue,
                    "scale": scale, "link_gbps": host_links},
         "machine": socket.gethostname(),
-        "measured_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "measured_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "parameters": params,
         "fit_error": fit_error,
         "measurements": measurements,

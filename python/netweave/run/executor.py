@@ -29,7 +29,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional, Union
+from typing import Any
 
 from netweave import _core
 from netweave.run import processes
@@ -55,7 +55,7 @@ def runtime_dirs() -> list[Path]:
     return [PACKAGE_RUNTIME_DIR, CHECKOUT_RUNTIME_DIR]
 
 
-def runtime_file(name: str) -> Optional[Path]:
+def runtime_file(name: str) -> Path | None:
     """The first `name` (a program or a library of the C runtime) in :func:`runtime_dirs`, or None."""
     for directory in runtime_dirs():
         if (directory / name).is_file():
@@ -73,7 +73,7 @@ def executor_path() -> Path:
     return exe
 
 
-def as_task_graph(workload: Union[_core.Schedule, _core.TaskGraph]) -> _core.TaskGraph:
+def as_task_graph(workload: _core.Schedule | _core.TaskGraph) -> _core.TaskGraph:
     """A DAG as it is; a phased schedule in its local-sync order (each message waits for the
     previous phase's messages of its sender and receiver)."""
     if isinstance(workload, _core.TaskGraph):
@@ -113,9 +113,9 @@ def run_local(
     seed: int = 0,
     fragment: int = DEFAULT_FRAGMENT,
     timeout: float = DEFAULT_TIMEOUT,
-    fault: Optional[str] = None,
-    work_dir: Optional[Path] = None,
-    placement: Optional[Placement] = None,
+    fault: str | None = None,
+    work_dir: Path | None = None,
+    placement: Placement | None = None,
 ) -> dict[str, Any]:
     """Run `graph` with one process per rank on loopback (or where `placement` says) and
     return the merged result.
@@ -200,15 +200,15 @@ def _start_together(procs: list[subprocess.Popen]) -> None:
         p.stdout.close()
 
 
-def _wait_all(procs: list[subprocess.Popen], grace: float) -> tuple[list[Optional[int]], list[int]]:
+def _wait_all(procs: list[subprocess.Popen], grace: float) -> tuple[list[int | None], list[int]]:
     """Wait for every process. Once one has failed, the rest get `grace` seconds to notice (they
     exit on their own when a peer's connection drops or their timeout passes); a process still
     running then is silent, and killed. Returns exit codes (None: killed by the launcher) and
     the ranks in the order they ended."""
-    codes: list[Optional[int]] = [None] * len(procs)
+    codes: list[int | None] = [None] * len(procs)
     running = set(range(len(procs)))
     order: list[int] = []
-    failed_at: Optional[float] = None
+    failed_at: float | None = None
     while running:
         for i in sorted(running):
             rc = procs[i].poll()
@@ -228,7 +228,7 @@ def _wait_all(procs: list[subprocess.Popen], grace: float) -> tuple[list[Optiona
     return codes, order
 
 
-def _reason(out: Path, rank: int, code: Optional[int]) -> str:
+def _reason(out: Path, rank: int, code: int | None) -> str:
     lines = (out / f"stderr-{rank}.txt").read_text(errors="replace").strip().splitlines()
     if lines:
         return lines[-1]
@@ -239,7 +239,7 @@ def _reason(out: Path, rank: int, code: Optional[int]) -> str:
     return f"exited with status {code}"
 
 
-def _merge(graph: _core.TaskGraph, out: Path, codes: list[Optional[int]], order: list[int], wall: float) -> dict[str, Any]:
+def _merge(graph: _core.TaskGraph, out: Path, codes: list[int | None], order: list[int], wall: float) -> dict[str, Any]:
     traces = []
     for r in range(graph.num_ranks):
         path = out / f"trace-{r}.json"

@@ -14,12 +14,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any
 
 from netweave import _core
-from netweave.run import executor, processes
 from netweave._core import NetweaveError
+from netweave.run import executor, processes
 
 #: Debian's MPI implementations, by their command suffix.
 IMPLEMENTATIONS = ("openmpi", "mpich")
@@ -61,8 +62,8 @@ def _check(implementation: str) -> None:
         raise NetweaveError(f"unknown MPI '{implementation}' (known: {', '.join(IMPLEMENTATIONS)})")
 
 
-def settings(schedule: Optional[Path] = None, executor: Optional[str] = None,
-             concurrent_sends: Optional[int] = None, verbose: bool = False) -> dict[str, str]:
+def settings(schedule: Path | None = None, executor: str | None = None,
+             concurrent_sends: int | None = None, verbose: bool = False) -> dict[str, str]:
     """The NETWEAVE_* environment the library reads."""
     env: dict[str, str] = {}
     if schedule is not None:
@@ -83,7 +84,7 @@ def settings(schedule: Optional[Path] = None, executor: Optional[str] = None,
 
 
 def command(implementation: str, ranks: int, program: Sequence[str], preload: bool = True,
-            env: Optional[dict[str, str]] = None, launcher_args: Sequence[str] = ()) -> list[str]:
+            env: dict[str, str] | None = None, launcher_args: Sequence[str] = ()) -> list[str]:
     """`mpirun` of `implementation` running `program` as `ranks` processes on this machine
     (oversubscribed), with the library preloaded, `env` passed to every rank and
     `launcher_args` (e.g. ``--mca btl tcp,self``) given to the launcher."""
@@ -147,8 +148,8 @@ def nwbench_report(proc: subprocess.CompletedProcess, where: str = "") -> dict[s
 
 
 def bench(implementation: str, ranks: int, collective: str, schedules: Sequence[Path], sizes: Sequence[int],
-          reps: int = 20, warmup: int = 3, check: bool = True, executor: Optional[str] = None,
-          timeout: float = 600.0, env: Optional[dict[str, str]] = None,
+          reps: int = 20, warmup: int = 3, check: bool = True, executor: str | None = None,
+          timeout: float = 600.0, env: dict[str, str] | None = None,
           launcher_args: Sequence[str] = ()) -> dict[str, Any]:
     """Run `nwbench`: the native collective, then each schedule, in one MPI run. Returns its
     JSON report (``results`` native; ``schedules``: ``[{schedule, results, ran, fell_back}]``,

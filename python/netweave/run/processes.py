@@ -35,8 +35,9 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any
 
 #: Environment variable that marks every process of a job.
 MARK_VARIABLE = "NETWEAVE_JOB"
@@ -46,7 +47,7 @@ GRACE_S = 3.0
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
-def _stat(pid: int) -> Optional[tuple[int, int]]:
+def _stat(pid: int) -> tuple[int, int] | None:
     """(parent pid, session id) of `pid`, or None when it is gone."""
     try:
         text = Path(f"/proc/{pid}/stat").read_text()
@@ -137,16 +138,16 @@ class Job:
         self.mark = f"{os.getpid()}-{secrets.token_hex(8)}"
         self.grace = grace
         self.procs: list[subprocess.Popen] = []
-        self._guardian: Optional[subprocess.Popen] = None
+        self._guardian: subprocess.Popen | None = None
         self._handlers: dict[int, Any] = {}
 
-    def __enter__(self) -> "Job":
+    def __enter__(self) -> Job:
         return self.start()
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
-    def start(self) -> "Job":
+    def start(self) -> Job:
         """Start the guardian and take over SIGINT/SIGTERM/SIGHUP (what ``with`` does)."""
         self._guardian = subprocess.Popen(
             [sys.executable, "-I", str(Path(__file__).resolve()), "guard", self.mark],
@@ -179,7 +180,7 @@ class Job:
         """The sessions our children lead (each child starts one, so its pid is the id)."""
         return [p.pid for p in self.procs]
 
-    def popen(self, cmd: Sequence[str], env: Optional[dict[str, str]] = None, **kwargs: Any) -> subprocess.Popen:
+    def popen(self, cmd: Sequence[str], env: dict[str, str] | None = None, **kwargs: Any) -> subprocess.Popen:
         """Start `cmd` as a member of the job: its own session (so a terminal's Ctrl-C reaches
         netweave, which forwards it), the job's mark in its environment. Other arguments as
         :class:`subprocess.Popen`'s."""

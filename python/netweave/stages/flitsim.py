@@ -18,8 +18,9 @@ for every count.
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Optional, Union
+from typing import Any, Union
 
 from netweave import _core
 from netweave.support import parallel
@@ -47,7 +48,7 @@ def _text(key: str, value: Any) -> str:
     return str(value)
 
 
-def load_config(path: Union[str, Path]) -> dict[str, Any]:
+def load_config(path: str | Path) -> dict[str, Any]:
     """Read a TOML config file into a flat dict, file paths made absolute."""
     path = Path(path)
     try:
@@ -71,7 +72,7 @@ def parse_overrides(pairs: Iterable[str]) -> dict[str, str]:
     return out
 
 
-def settings(config: Config, overrides: Optional[Mapping[str, Any]] = None) -> list[tuple[str, str]]:
+def settings(config: Config, overrides: Mapping[str, Any] | None = None) -> list[tuple[str, str]]:
     """The ``(key, value)`` text pairs the engine takes, from a dict or a TOML path."""
     data = dict(load_config(config) if isinstance(config, (str, Path)) else config)
     data.update(overrides or {})
@@ -80,10 +81,10 @@ def settings(config: Config, overrides: Optional[Mapping[str, Any]] = None) -> l
 
 def simulate(
     config: Config,
-    overrides: Optional[Mapping[str, Any]] = None,
-    routes: Optional[_core.RoutingTable] = None,
-    schedule: Optional[Union[_core.Schedule, _core.TaskGraph]] = None,
-    progress: Optional[Callable[[int], None]] = None,
+    overrides: Mapping[str, Any] | None = None,
+    routes: _core.RoutingTable | None = None,
+    schedule: _core.Schedule | _core.TaskGraph | None = None,
+    progress: Callable[[int], None] | None = None,
 ) -> dict:
     """Run one simulation; returns the open-loop statistics or the batch completion as a dict.
 
@@ -100,11 +101,11 @@ def simulate(
 
 def simulate_mpi(
     config: Config,
-    overrides: Optional[Mapping[str, Any]] = None,
+    overrides: Mapping[str, Any] | None = None,
     comm: Any = None,
-    routes: Optional[_core.RoutingTable] = None,
-    schedule: Optional[Union[_core.Schedule, _core.TaskGraph]] = None,
-    progress: Optional[Callable[[int], None]] = None,
+    routes: _core.RoutingTable | None = None,
+    schedule: _core.Schedule | _core.TaskGraph | None = None,
+    progress: Callable[[int], None] | None = None,
 ) -> tuple[dict, dict]:
     """One run split over the processes of an MPI job (every process calls this alike, e.g.
     under ``mpirun -n 4``): each steps its share of the routers — METIS's partition of the
@@ -131,9 +132,9 @@ def simulate_mpi(
 def sweep(
     config: Config,
     rates: Iterable[float],
-    overrides: Optional[Mapping[str, Any]] = None,
-    routes: Optional[_core.RoutingTable] = None,
-    progress: Optional[Callable[[int], None]] = None,
+    overrides: Mapping[str, Any] | None = None,
+    routes: _core.RoutingTable | None = None,
+    progress: Callable[[int], None] | None = None,
 ) -> dict:
     """Open-loop runs at every injection rate, in parallel; marks saturated loads. Under
     ``mpirun`` (and without `routes`) the points are spread over the MPI job's processes as
@@ -161,7 +162,7 @@ def _open_loop_point(pairs: list[tuple[str, str]]) -> dict:
     return result
 
 
-def network(config: Config, overrides: Optional[Mapping[str, Any]] = None) -> dict:
+def network(config: Config, overrides: Mapping[str, Any] | None = None) -> dict:
     """Name, host and router counts, routing engine and VCs of a config's network."""
     name, hosts, routers, engine, vcs = _core.flitsim_network(settings(config, overrides))
     return {"topology": name, "hosts": hosts, "routers": routers, "routing": engine, "routing_vcs": vcs}

@@ -27,8 +27,9 @@ from __future__ import annotations
 import csv
 import json
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Optional, Union
+from typing import Any, Union
 
 import numpy as np
 
@@ -83,7 +84,7 @@ def check_calibration(calibration: dict[str, Any], topology: _core.Topology, sou
     return calibration
 
 
-def _buffer_text(buffer: Optional[int]) -> str:
+def _buffer_text(buffer: int | None) -> str:
     return "none" if buffer is None else f"{buffer:,} bytes"
 
 
@@ -104,18 +105,18 @@ def simulate(
     workload: Workload,
     executor: str = "sync",
     nct: int = 1,
-    barrier_s: Optional[float] = None,
-    overhead_s: Optional[float] = None,
-    mtu: Optional[int] = None,
+    barrier_s: float | None = None,
+    overhead_s: float | None = None,
+    mtu: int | None = None,
     header_bytes: int = 0,
-    injection_gbps: Optional[float] = None,
-    ejection_gbps: Optional[float] = None,
-    bytes: Optional[int] = None,
+    injection_gbps: float | None = None,
+    ejection_gbps: float | None = None,
+    bytes: int | None = None,
     series: bool = False,
-    on_progress: Optional[Callable[[int, int], None]] = None,
-    calibration: Union[None, str, Path, dict[str, Any]] = None,
-    tcp: Optional[dict[str, float]] = None,
-    sync_s: Optional[float] = None,
+    on_progress: Callable[[int, int], None] | None = None,
+    calibration: str | Path | dict[str, Any] | None = None,
+    tcp: dict[str, float] | None = None,
+    sync_s: float | None = None,
 ) -> dict[str, Any]:
     """Simulate `workload` (a Schedule, or a TaskGraph for the ``dag`` executor; a Schedule run
     with ``dag`` becomes its local-sync DAG) on the topology `routes` was computed for.

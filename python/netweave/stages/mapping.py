@@ -17,20 +17,39 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Optional
 
 import numpy as np
 
 from netweave import _core
-from netweave.support import files
 from netweave._core import Annealer, MapNetwork, NetweaveError, Pattern
+from netweave.support import files
 
 __all__ = [
-    "Annealer", "MapNetwork", "Pattern", "BASELINES", "FORMATS", "GENERATORS", "OptimizeResult", "network",
-    "load_pattern", "parse_pattern_text", "save_pattern", "cost", "channel_loads", "baseline", "bisem", "descend",
-    "optimize", "write_map", "format_map", "read_map", "plot_trace", "plot_link_histogram",
+    "BASELINES",
+    "FORMATS",
+    "GENERATORS",
+    "Annealer",
+    "MapNetwork",
+    "OptimizeResult",
+    "Pattern",
+    "baseline",
+    "bisem",
+    "channel_loads",
+    "cost",
+    "descend",
+    "format_map",
+    "load_pattern",
+    "network",
+    "optimize",
+    "parse_pattern_text",
+    "plot_link_histogram",
+    "plot_trace",
+    "read_map",
+    "save_pattern",
+    "write_map",
 ]
 
 #: Baseline placements `baseline` accepts.
@@ -41,7 +60,7 @@ FORMATS: tuple[str, ...] = tuple(_core.map_formats())
 GENERATORS: dict[str, str] = dict(_core.pattern_generators())
 
 
-def parse_pattern_text(text: str, fmt: str, name: str = "pattern", num_ranks: Optional[int] = None) -> Pattern:
+def parse_pattern_text(text: str, fmt: str, name: str = "pattern", num_ranks: int | None = None) -> Pattern:
     """Parse a pattern file's text: ``csv`` (``src,dst,bytes``), ``json`` or ``trace``.
 
     `num_ranks` overrides the job size the file declares (else the largest rank + 1).
@@ -49,7 +68,7 @@ def parse_pattern_text(text: str, fmt: str, name: str = "pattern", num_ranks: Op
     return _core.parse_pattern_text(text, fmt, name, num_ranks)
 
 
-def load_pattern(source: str | Path, num_ranks: Optional[int] = None) -> Pattern:
+def load_pattern(source: str | Path, num_ranks: int | None = None) -> Pattern:
     """A pattern from a file (``.csv``, ``.json``, ``.trace``; a netweave schedule, ``.json``
     or ``.nws``, is aggregated) or a generator spec (``bruck:4096:2048``, ``stencil:16x16x16``, …)."""
     return _core.load_pattern(str(source), num_ranks)
@@ -113,8 +132,8 @@ def baseline(net: MapNetwork, pattern: Pattern, kind: str, seed: int = 0) -> np.
     return _core.map_baseline(net, pattern, kind, seed)
 
 
-def descend(net: MapNetwork, pattern: Pattern, host_of_rank, max_evaluations: Optional[int] = None,
-            seconds: Optional[float] = None) -> dict:
+def descend(net: MapNetwork, pattern: Pattern, host_of_rank, max_evaluations: int | None = None,
+            seconds: float | None = None) -> dict:
     """Swap descent on hop-bytes from a placement: every rank, heaviest first, tries the slots one
     switch hop from its partners that are farther away, farthest first, and takes the first swap
     that lowers hop-bytes, pass after pass until nothing improves, `max_evaluations` moves were tried or `seconds` passed. Returns
@@ -131,7 +150,7 @@ def descend(net: MapNetwork, pattern: Pattern, host_of_rank, max_evaluations: Op
     return _core.map_descend(net, pattern, _placement(host_of_rank), max_evaluations, seconds)
 
 
-def bisem(net: MapNetwork, pattern: Pattern, levels: Optional[int] = None, seed: int = 0) -> dict:
+def bisem(net: MapNetwork, pattern: Pattern, levels: int | None = None, seed: int = 0) -> dict:
     """Paper 003's BISEM: ``{host_of_rank, axes, group_sizes, regions, grid}`` (``grid``: the
     stencil grid the groups were cut along geometrically, or None where METIS cut them)."""
     return _core.map_bisem(net, pattern, levels, seed)
@@ -210,10 +229,10 @@ def optimize(
     pattern: Pattern,
     start,
     cost: str = "rmatt",
-    seconds: Optional[float] = 60.0,
-    evaluations: Optional[int] = None,
-    target: Optional[float] = None,
-    stall: Optional[float] = None,
+    seconds: float | None = 60.0,
+    evaluations: int | None = None,
+    target: float | None = None,
+    stall: float | None = None,
     seed: int = 0,
     replicas: int = 2,
     range: int = 4,
@@ -221,7 +240,7 @@ def optimize(
     sweep: int = 2000,
     t_min: float = 1e-6,
     t_max: float = 3e-4,
-    progress: Optional[Callable[[dict, float], None]] = None,
+    progress: Callable[[dict, float], None] | None = None,
     comm=None,
 ) -> OptimizeResult:
     """Anneal from `start` with parallel tempering until the time budget (`seconds`), the
@@ -345,8 +364,8 @@ def _exchange_across_processes(comm, ann: Annealer, ladder, replicas: int, round
 _hostname = _core.map_hostname
 
 
-def format_map(net: MapNetwork, host_of_rank, fmt: str, hostnames: Optional[list[str]] = None,
-               meta: Optional[dict] = None) -> str:
+def format_map(net: MapNetwork, host_of_rank, fmt: str, hostnames: list[str] | None = None,
+               meta: dict | None = None) -> str:
     """The text of a map file (see `FORMATS` and docs/mapping-formats.md); `meta` adds fields
     to the JSON format."""
     return _core.format_map(net, _placement(host_of_rank), fmt, hostnames, None if meta is None else json.dumps(meta))

@@ -26,12 +26,12 @@ import hashlib
 import json
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from netweave import _core
+from netweave._core import NetweaveError, TaskGraph, Topology
 from netweave.stages import traffic
 from netweave.support import files
-from netweave._core import NetweaveError, TaskGraph, Topology
 
 #: Bumped whenever the scheduler's output for the same inputs may change, so old entries miss
 #: (2: entries carry the checksum of their DAG file).
@@ -57,7 +57,7 @@ class ScheduleCache:
         return f"{operation}-{bytes}-{fingerprint}"
 
     def contention_free(self, topology: Topology, operation: str, bytes: int,
-                        tasks: Optional[list[tuple[int, int, int]]] = None,
+                        tasks: list[tuple[int, int, int]] | None = None,
                         **options: Any) -> tuple[TaskGraph, dict[str, Any], bool]:
         """:func:`traffic.contention_free` through the cache: ``(graph, summary, hit)``.
         On a hit the summary is the one stored with the entry (``scheduling_seconds`` is the
@@ -87,7 +87,7 @@ class ScheduleCache:
         return graph, summary, False
 
     @staticmethod
-    def _verified(dag_path: Path, meta_path: Path) -> tuple[Optional[tuple[TaskGraph, dict[str, Any]]], Optional[str]]:
+    def _verified(dag_path: Path, meta_path: Path) -> tuple[tuple[TaskGraph, dict[str, Any]] | None, str | None]:
         """``((graph, summary), None)`` for an entry whose DAG matches the checksum its summary
         records, else ``(None, why it was rejected)``."""
         try:

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from netweave import _core
-from netweave.support import files
 from netweave._core import ProjectivePlane, Topology
+from netweave.support import files
 
 latin_square_fat_tree = _core.latin_square_fat_tree
 lsft = _core.latin_square_fat_tree

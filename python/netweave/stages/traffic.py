@@ -19,9 +19,10 @@ JSON) or ``.nws`` (the compact binary format an MPI runtime reads; see
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any
 
 from netweave import _core
 from netweave._core import NetweaveError, Schedule, Topology
@@ -40,9 +41,9 @@ class Job:
     #: Bytes per pair (all-to-all) or per block (allgather, gather); per signal (barrier).
     bytes: int
     #: The topology the job runs on, if any (algorithms that depend on the fabric read it).
-    topology: Optional[Topology] = None
+    topology: Topology | None = None
     #: The ranks' lattice shape, dimension 0 fastest (A2AND, A2AT).
-    shape: Optional[list[int]] = None
+    shape: list[int] | None = None
     #: Concurrent sends per rank (paper 001's NCT).
     nct: int = 1
     #: Root rank (gather, multicast barrier).
@@ -66,7 +67,7 @@ class Algorithm:
     help: str
     #: Builds the schedule over ranks ``0..job.num_ranks``; None for the core's own algorithms,
     #: which :func:`build` hands to the core's catalogue.
-    build: Optional[Callable[[Job], Schedule]] = None
+    build: Callable[[Job], Schedule] | None = None
     #: Job fields and options this algorithm reads besides hosts and bytes
     #: (any of ``nct``, ``root``, ``seed``, ``shape`` or an ``options`` key).
     takes: tuple[str, ...] = ()
@@ -110,15 +111,15 @@ def build(
     collective: str,
     algorithm: str,
     *,
-    topology: Optional[Topology] = None,
-    hosts: Optional[str] = None,
+    topology: Topology | None = None,
+    hosts: str | None = None,
     order: str = "listed",
-    num_ranks: Optional[int] = None,
-    bytes: Optional[int] = None,
-    nct: Optional[int] = None,
-    root: Optional[int] = None,
-    seed: Optional[int] = None,
-    shape: Optional[list[int]] = None,
+    num_ranks: int | None = None,
+    bytes: int | None = None,
+    nct: int | None = None,
+    root: int | None = None,
+    seed: int | None = None,
+    shape: list[int] | None = None,
     allow_partial_leaves: bool = False,
     **options: Any,
 ) -> Schedule:
@@ -166,10 +167,10 @@ CONTENTION_FREE_POLICIES: list[str] = _core.contention_free_policies()
 
 
 def contention_free(topology: Topology, collective: str, bytes: int, root: int = 0, policy: str = "min-sync",
-                    rule_b: str = "ge", seed: int = 0, relay: Optional[str] = None, timing: str = "sum",
+                    rule_b: str = "ge", seed: int = 0, relay: str | None = None, timing: str = "sum",
                     perturbation: float = 0.0, perturbation_seed: int = 0,
-                    tasks: Optional[list[tuple[int, int, int]]] = None, scheduler: str = "paper",
-                    hosts: Optional[list[int]] = None, routes=None):
+                    tasks: list[tuple[int, int, int]] | None = None, scheduler: str = "paper",
+                    hosts: list[int] | None = None, routes=None):
     """Paper 004's contention-free ``gather`` or ``alltoall`` over every host of `topology` (a
     tree, or a fabric with unique shortest paths), or collective ``tasks`` with `tasks` a list of
     ``(src, dst, bytes)``: ``(TaskGraph, summary)``, the summary with ``tasks``,
@@ -204,7 +205,7 @@ def contention_free(topology: Topology, collective: str, bytes: int, root: int =
 
 
 def concurrent(topology: Topology, collective: str, bytes: int, root: int = 0,
-               tasks: Optional[list[tuple[int, int, int]]] = None):
+               tasks: list[tuple[int, int, int]] | None = None):
     """Paper 004's Concurrent baseline as a DAG: the same tasks as :func:`contention_free`, all
     started at once (what an unscheduled MPI gather or all-to-all does)."""
     return _core.concurrent_dag(topology, collective, bytes, root, tasks)

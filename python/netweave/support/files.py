@@ -25,9 +25,10 @@ from __future__ import annotations
 import os
 import stat
 import uuid
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Callable, Iterable, Iterator, Union
+from typing import IO, Union
 
 from netweave._core import NetweaveError
 
@@ -206,9 +207,8 @@ def open_atomic(path: PathLike, mode: str = "w", newline: str | None = None,
     """``open(path, mode)`` whose file replaces `path` only once the block ends without error."""
     if "b" in mode:
         encoding = None
-    with atomic_path(path) as partial:
-        with open(partial, mode, newline=newline, encoding=encoding) as f:
-            yield f
+    with atomic_path(path) as partial, open(partial, mode, newline=newline, encoding=encoding) as f:
+        yield f
 
 
 def write_text(path: PathLike, text: str) -> Path:

@@ -15,15 +15,16 @@ inputs picklable.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator, Optional, Sequence
+from typing import Any
 
 #: Environment variables in which launchers give the job's process count (Open MPI; MPICH's Hydra).
 _WORLD_SIZE_VARS = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE")
 
 #: The executor handing tasks to the other processes, while :func:`spread_over_mpi` is open.
-_mpi_executor: Optional[Executor] = None
+_mpi_executor: Executor | None = None
 
 
 def mpi_processes() -> int:
@@ -56,8 +57,8 @@ def spread_over_mpi() -> Iterator[bool]:
             _mpi_executor = None
 
 
-def run_all(fn: Callable[..., Any], args: Sequence[tuple], on_done: Optional[Callable[[int], None]] = None,
-            threads: Optional[int] = None) -> list[Any]:
+def run_all(fn: Callable[..., Any], args: Sequence[tuple], on_done: Callable[[int], None] | None = None,
+            threads: int | None = None) -> list[Any]:
     """``[fn(*a) for a in args]``, the calls spread over the MPI job's processes inside
     :func:`spread_over_mpi`, else over `threads` threads (default one per core; the Rust
     engines release the GIL). `on_done(i)` hears of each finished task."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 import ipaddress
 import os
 import time
-from typing import Any, Optional
+from typing import Any
 
 from netweave._core import NetweaveError, RoutingTable, Topology
 from netweave.run.emulate.traffic_control import FRAME_OVERHEAD
@@ -44,7 +44,7 @@ def mgmt_address(host: int) -> str:
 
 
 
-def address_plan(topo: Topology, routes: RoutingTable, name: str, scale: float, buffer: Optional[int]) -> dict[str, Any]:
+def address_plan(topo: Topology, routes: RoutingTable, name: str, scale: float, buffer: int | None) -> dict[str, Any]:
     """Everything :func:`~netweave.run.emulate.cluster.up` will create, as the state file records it
     (keys starting with ``_`` are working data, not recorded)."""
     hosts, switches = [int(n) for n in topo.hosts], [int(n) for n in topo.switches]

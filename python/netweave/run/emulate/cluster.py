@@ -14,12 +14,19 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from netweave._core import NetweaveError, RoutingTable, Topology
 from netweave.run import executor
 from netweave.run.emulate.addresses import MGMT_NETWORK, PREFIX, address_plan
-from netweave.run.emulate.traffic_control import DEFAULT_MIN_QUEUE, GSO_BYTES, HOST_QUEUE_S, port_buffer, queue_bytes, tc_lines
+from netweave.run.emulate.traffic_control import (
+    DEFAULT_MIN_QUEUE,
+    GSO_BYTES,
+    HOST_QUEUE_S,
+    port_buffer,
+    queue_bytes,
+    tc_lines,
+)
 
 #: Where fabric state files live (tmpfs: a reboot forgets fabrics, as it forgets namespaces).
 STATE_DIR = Path(os.environ.get("NETWEAVE_EMULATE_STATE", "/run/netweave/emulate"))
@@ -75,7 +82,7 @@ def check_size(topo: Topology) -> None:
                             f"({NAMESPACES_PER_CORE} per core on {os.cpu_count() or 1} cores, within the kernel's limit)")
 
 
-def sh(cmd: list[str], input: Optional[str] = None) -> str:
+def sh(cmd: list[str], input: str | None = None) -> str:
     """Run a command; its stdout, or an error with the command and its last line of output."""
     proc = subprocess.run(cmd, input=input, capture_output=True, text=True)
     if proc.returncode != 0:
@@ -85,7 +92,7 @@ def sh(cmd: list[str], input: Optional[str] = None) -> str:
     return proc.stdout
 
 
-def namespaces(name: Optional[str] = None) -> list[str]:
+def namespaces(name: str | None = None) -> list[str]:
     """Namespaces of fabric `name` (of every emulated fabric when None) that exist now."""
     out = sh(["ip", "netns", "list"])
     names = [line.split()[0] for line in out.splitlines() if line.strip()]
@@ -114,7 +121,7 @@ class EmulatedCluster:
         """The command prefix that runs a program on host `host`."""
         return ["ip", "netns", "exec", self.host_ns(host)]
 
-    def placement(self) -> "executor.Placement":
+    def placement(self) -> executor.Placement:
         """Where the executor's rank r runs: host r's fabric address, inside its namespace."""
         return executor.Placement([(h["address"], EXECUTOR_PORT) for h in self.state["hosts"]],
                                  [self.exec_prefix(i) for i in range(self.num_hosts)])
@@ -226,7 +233,7 @@ def _configure(ns: str, sysctls: list[str], ip_lines: list[str], tc_lines: list[
     sh(["ip", "netns", "exec", ns, "sh", "-ec", "; ".join(steps)])
 
 
-def up(topo: Topology, routes: RoutingTable, name: str, scale: float = 1.0, buffer: Optional[int] = None,
+def up(topo: Topology, routes: RoutingTable, name: str, scale: float = 1.0, buffer: int | None = None,
        workers: int = 4) -> EmulatedCluster:
     """Bring fabric `name` up from `topo` and `routes` (see the module doc). On any failure
     everything created so far is removed before the error is raised."""

@@ -3,7 +3,7 @@ interface counter against the payload the table puts on it."""
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 from netweave._core import RoutingTable, TaskGraph
 
@@ -32,7 +32,7 @@ def routed_bytes(routes: RoutingTable, graph: TaskGraph) -> tuple[list[int], lis
 
 
 def routing_proof(routes: RoutingTable, graph: TaskGraph, measured: list[int],
-                  losses: Optional[dict[str, int]] = None) -> dict[str, Any]:
+                  losses: dict[str, int] | None = None) -> dict[str, Any]:
     """Check that the fabric carried the schedule exactly as the routing table routes it: each
     channel's measured bytes lie between its routed payload and that payload plus the overhead
     allowed above. Returns ``ok``, the overall ``overhead`` (measured ÷ payload − 1 on the

@@ -9,8 +9,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any
 
 from netweave import _core
 from netweave._core import NetweaveError, RoutingTable, Topology
@@ -21,7 +22,8 @@ from netweave.run.emulate.proof import FORWARDING_BUDGET_BPS, forwarding_load, r
 from netweave.run.emulate.traffic_control import port_buffer
 from netweave.stages import flowsim, routing
 
-def predicted_topology(topo: Topology, scale: float, buffer: Optional[int] = None) -> Topology:
+
+def predicted_topology(topo: Topology, scale: float, buffer: int | None = None) -> Topology:
     """`topo` as the flow model should see the emulated fabric: scaled (:func:`scaled_topology`)
     and, on Ethernet, with the port buffer the emulation queues."""
     scaled = scaled_topology(topo, scale)
@@ -65,7 +67,7 @@ def run(fabric: EmulatedCluster, graph: _core.TaskGraph, **options: Any) -> dict
 
 
 def predict(topo: Topology, routes: RoutingTable, graph: _core.TaskGraph, scale: float = 1.0,
-            buffer: Optional[int] = None, calibration=None) -> dict[str, Any]:
+            buffer: int | None = None, calibration=None) -> dict[str, Any]:
     """The flow model's report for `graph` run by the TCP executor on the emulated fabric: the
     DAG executor on :func:`predicted_topology` (scaled, no link latency, the emulated port
     buffer), with `calibration`'s measured parameters when given."""
@@ -74,8 +76,8 @@ def predict(topo: Topology, routes: RoutingTable, graph: _core.TaskGraph, scale:
 
 
 def measure(topo: Topology, routes: RoutingTable, workload, name: str, scale: float = 1.0,
-            buffer: Optional[int] = None, seed: int = 0, timeout: float = executor.DEFAULT_TIMEOUT,
-            work_dir: Optional[Path] = None, calibration=None) -> dict[str, Any]:
+            buffer: int | None = None, seed: int = 0, timeout: float = executor.DEFAULT_TIMEOUT,
+            work_dir: Path | None = None, calibration=None) -> dict[str, Any]:
     """Bring up a fabric, run `workload` (a schedule or a DAG) on it with the TCP executor, prove
     the routing by byte counters, predict the same run with the flow simulator's DAG executor
     on the scaled fabric (no link latency, as emulated; on Ethernet the emulated port buffer and
@@ -115,7 +117,7 @@ def measure(topo: Topology, routes: RoutingTable, workload, name: str, scale: fl
 
 
 def mpi_command(fabric: EmulatedCluster, implementation: str, ranks: int, program: list[str],
-                env: Optional[dict[str, str]] = None, hosts: Optional[list[int]] = None) -> list[str]:
+                env: dict[str, str] | None = None, hosts: list[int] | None = None) -> list[str]:
     """The command that runs `program` as `ranks` MPI processes, rank r on host r, launched from
     the management namespace: daemons and control over the management network, MPI traffic
     over the fabric only (Open MPI: TCP BTL on 10.0.0.0/8; MPICH: UCX's TCP on the fabric
@@ -149,8 +151,8 @@ def mpi_command(fabric: EmulatedCluster, implementation: str, ranks: int, progra
 
 
 def mpirun(fabric: EmulatedCluster, implementation: str, ranks: int, program: list[str],
-           timeout: float = 300.0, env: Optional[dict[str, str]] = None,
-           hosts: Optional[list[int]] = None, done_when: Optional[Callable[[str], bool]] = None,
+           timeout: float = 300.0, env: dict[str, str] | None = None,
+           hosts: list[int] | None = None, done_when: Callable[[str], bool] | None = None,
            grace: float = 10.0) -> subprocess.CompletedProcess:
     """Run `program` under MPI on the fabric (see :func:`mpi_command`); output captured. A run
     that outlives `timeout` seconds is killed, with every process it left in the fabric.

@@ -4,8 +4,6 @@ the port's buffer — what reproduces shallow-buffer incast."""
 
 from __future__ import annotations
 
-from typing import Optional
-
 from netweave._core import Topology
 
 #: A switch port's queue without ``buffer``: this many seconds of the port's rate, at least
@@ -21,7 +19,7 @@ HOST_QUEUE_S = 0.2
 FRAME_OVERHEAD = 1514 / 1460
 
 
-def port_buffer(topo: Topology, buffer: Optional[int] = None) -> Optional[int]:
+def port_buffer(topo: Topology, buffer: int | None = None) -> int | None:
     """The bytes a switch port of the emulated `topo` queues: `buffer` when given, else the
     topology's own port buffer (an Ethernet fabric's ``port_buffer_bytes``, the value the flow
     model's loss rule uses); None on a lossless fabric, whose ports then queue the deep default
@@ -32,7 +30,7 @@ def port_buffer(topo: Topology, buffer: Optional[int] = None) -> Optional[int]:
 
 
 
-def queue_bytes(rate_bps: float, buffer: Optional[int]) -> int:
+def queue_bytes(rate_bps: float, buffer: int | None) -> int:
     return int(buffer) if buffer is not None else max(DEFAULT_MIN_QUEUE, int(rate_bps / 8 * DEFAULT_QUEUE_S))
 
 
