@@ -82,6 +82,30 @@ def check_size(topo: Topology) -> None:
                             f"({NAMESPACES_PER_CORE} per core on {os.cpu_count() or 1} cores, within the kernel's limit)")
 
 
+#: The kernel's ARP cache limits (machine-wide: every namespace's entries count against them).
+NEIGHBOUR_LIMITS = Path("/proc/sys/net/ipv4/neigh/default")
+
+
+def make_neighbour_room(topo: Topology) -> None:
+    """Raise the kernel's ARP cache limits so the fabric's entries fit beside those that exist.
+    Every host reaches every other host's address through its switch's proxy ARP, so a host
+    caches one entry per other host: a 64-host fabric needs about 4,100 entries, and past the
+    default limit of 1,024 the kernel refuses new ones ("neighbor table overflow"): SYNs are
+    never sent and runs fail to connect. The limits are only ever raised."""
+    hosts = topo.num_hosts
+    wanted = hosts * (hosts - 1) + 2 * hosts + 2 * topo.num_links  # hosts, management, switch ports
+    try:
+        # The first column of the first counter row: the entries that exist now, in hex.
+        wanted += int(Path("/proc/net/stat/arp_cache").read_text().splitlines()[1].split()[0], 16)
+        thresholds = {k: int((NEIGHBOUR_LIMITS / k).read_text()) for k in ("gc_thresh2", "gc_thresh3")}
+    except (OSError, ValueError, IndexError):
+        return
+    # Below gc_thresh2 entries are collected lazily; gc_thresh3 is the hard limit.
+    for key, target in (("gc_thresh2", 2 * wanted), ("gc_thresh3", 4 * wanted)):
+        if thresholds[key] < target:
+            (NEIGHBOUR_LIMITS / key).write_text(str(target))
+
+
 def sh(cmd: list[str], input: str | None = None) -> str:
     """Run a command; its stdout, or an error with the command and its last line of output."""
     proc = subprocess.run(cmd, input=input, capture_output=True, text=True)
@@ -127,8 +151,9 @@ class EmulatedCluster:
                                  [self.exec_prefix(i) for i in range(self.num_hosts)])
 
     def losses(self) -> dict[str, int]:
-        """Packets dropped by the fabric's queues so far (every port) and TCP segments the hosts
-        retransmitted: what makes a run's bytes exceed its payload beyond the headers."""
+        """Packets dropped by the fabric's queues so far (every port), TCP segments the hosts
+        retransmitted (what makes a run's bytes exceed its payload beyond the headers) and the
+        retransmission timeouts that fired (``tcp_timeouts``: each a stall of at least 200 ms)."""
         drops = 0
         for ns in self.state["namespaces"]:
             if ns == self.state["mgmt_ns"]:
@@ -136,12 +161,14 @@ class EmulatedCluster:
             # A root qdisc counts its bands' drops too.
             for q in json.loads(sh(["tc", "-n", ns, "-s", "-j", "qdisc", "show"]) or "[]"):
                 drops += int(q.get("drops", 0)) if q.get("root") else 0
-        retrans = 0
+        retrans = timeouts = 0
         for h in self.state["hosts"]:
-            lines = [l.split() for l in sh(["ip", "netns", "exec", h["ns"], "cat", "/proc/net/snmp"]).splitlines()
-                     if l.startswith("Tcp:")]
-            retrans += int(lines[1][lines[0].index("RetransSegs")])
-        return {"dropped_packets": drops, "retransmitted_segments": retrans}
+            text = sh(["ip", "netns", "exec", h["ns"], "cat", "/proc/net/snmp", "/proc/net/netstat"])
+            tcp = [line.split() for line in text.splitlines() if line.startswith("Tcp:")]
+            ext = [line.split() for line in text.splitlines() if line.startswith("TcpExt:")]
+            retrans += int(tcp[1][tcp[0].index("RetransSegs")])
+            timeouts += int(ext[1][ext[0].index("TCPTimeouts")])
+        return {"dropped_packets": drops, "retransmitted_segments": retrans, "tcp_timeouts": timeouts}
 
     def channel_bytes(self) -> list[int]:
         """Bytes each directed channel (``2·link`` a→b, ``2·link + 1`` b→a) has carried so far:
@@ -251,6 +278,7 @@ def up(topo: Topology, routes: RoutingTable, name: str, scale: float = 1.0, buff
     if routes.topology.num_nodes != topo.num_nodes:
         raise NetweaveError("the routing table was computed for another topology")
     plan = address_plan(topo, routes, name, scale, buffer)
+    make_neighbour_room(topo)
     for link in plan["links"]:
         if link["rate_bps"] < 8_000:
             raise NetweaveError(f"link {link['link']} would run at {link['rate_bps']:.0f} bit/s after --scale {scale}: "
