@@ -63,9 +63,9 @@ def main() -> None:
             cf = best_of(graph, args.repeat)
             conc = best_of(concurrent(graph, f"{collective}-concurrent"), args.repeat)
             payload = conc["bytes"]  # the collective's bytes; relay pieces move some of them twice
-            rate = lambda r: payload / r["makespan_s"] / 1e6  # noqa: E731
-            print(f"{collective:<10}{size:>11}{cf['makespan_s'] * 1e3:>10.2f}{rate(cf):>10.0f}{cf['syncs']:>7}"
-                  f"{summary['relayed_tasks']:>8}{conc['makespan_s'] * 1e3:>10.2f}{rate(conc):>10.0f}"
+            cf_rate, conc_rate = (payload / r["makespan_s"] / 1e6 for r in (cf, conc))
+            print(f"{collective:<10}{size:>11}{cf['makespan_s'] * 1e3:>10.2f}{cf_rate:>10.0f}{cf['syncs']:>7}"
+                  f"{summary['relayed_tasks']:>8}{conc['makespan_s'] * 1e3:>10.2f}{conc_rate:>10.0f}"
                   f"{cf['makespan_s'] / conc['makespan_s']:>9.2f}", flush=True)
 
 

@@ -25,6 +25,7 @@ Needs Debian's `scotch` package (the `scotch_gmap` command); prints a note and e
 from __future__ import annotations
 
 import argparse
+import functools
 import shutil
 import subprocess
 import tempfile
@@ -107,6 +108,11 @@ def discovery_table(gmap: str, seed: int) -> None:
               f"{s_sec:>12.2f}{d_sec / s_sec:>8.3f}", flush=True)
 
 
+def _hop_bytes(net, pattern, hor) -> int:
+    """The placement `hor`'s hop-bytes."""
+    return mapping.cost(net, pattern, hor)["hop_bytes"]
+
+
 def _unstack(hor: np.ndarray, hosts: int) -> int:
     """Move ranks stacked on one host to the free hosts (lowest first); returns how many moved."""
     seen = np.zeros(hosts, dtype=bool)
@@ -159,7 +165,7 @@ def main() -> None:
             # leave it little to do for the time its set-up takes at 4,096 ranks.
             start = mapping.descend(net, pattern, start, seconds=0.9 * left)["host_of_rank"]
         b_sec = time.perf_counter() - t0
-        hb = lambda hor: mapping.cost(net, pattern, hor)["hop_bytes"]  # noqa: E731
+        hb = functools.partial(_hop_bytes, net, pattern)
         ours, ours_sec = start, b_sec
         # Anneal only with time to spare (a round must fit in what is left of Scotch's time).
         left = s_sec - b_sec

@@ -189,7 +189,7 @@ def ibsim_limits(topo) -> list[str]:
 
 def parse_opensm_log(text: str, engine: str, vcs: int) -> Outcome:
     lines = text.splitlines()
-    first = next((stamp(l) for l in lines if stamp(l)), None)
+    first = next((stamp(line) for line in lines if stamp(line)), None)
     start = configured = up = failed = None
     error = ""
     vls = ""

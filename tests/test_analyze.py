@@ -46,7 +46,7 @@ def test_shift_on_lsft_is_complete_and_contended_with_listed_links():
     assert report["max_congestion"] > 1 and 0 < report["throughput_ratio"] < 1
     links = report["contended_links"]
     assert 0 < len(links) <= 5
-    assert [l["max_load"] for l in links] == sorted((l["max_load"] for l in links), reverse=True)
+    assert [link["max_load"] for link in links] == sorted((link["max_load"] for link in links), reverse=True)
     assert links[0]["max_load"] == report["max_congestion"]
     # A listed channel names its end nodes.
     assert topo.label(links[0]["from"]) == links[0]["from_label"]

@@ -519,7 +519,7 @@ def test_mkdir_creates_missing_parents_only_when_asked(tmp_path):
 
 def test_a_lossy_conversion_says_what_was_lost_when_allowed(fx, tmp_path):
     target = tmp_path / "tree.net"
-    code, stdout, stderr = _run_in_process(["topo", "convert", str(fx / "tree.json"), str(target), "--lossy"])
+    code, _stdout, stderr = _run_in_process(["topo", "convert", str(fx / "tree.json"), str(target), "--lossy"])
     assert code == 0 and target.exists()
     assert "warning:" in stderr and "bandwidth" in stderr and "latency" in stderr
     back = topology.load(target)

@@ -150,7 +150,7 @@ def test_the_python_api_raises_error_kinds_instead_of_aborting(monkeypatch):
     with pytest.raises(netweave.ResourceLimitError, match="alltoall-shift"):
         traffic.alltoall(10**9, 1)
     monkeypatch.setenv("NETWEAVE_MAX_MEMORY", "64M")
-    with pytest.raises(netweave.ResourceLimitError, match="64.0 MiB"):
+    with pytest.raises(netweave.ResourceLimitError, match=r"64\.0 MiB"):
         topology.torus([2000, 2000])
     with pytest.raises(netweave.ResourceLimitError, match="routing"):
         routing.route(topology.torus([100, 100]), "shortest")

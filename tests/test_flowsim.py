@@ -191,7 +191,7 @@ def _one_line_exit_2(proc, needle):
 
 
 def test_cli_bad_input_is_one_line_exit_2(fabric, tmp_path):
-    d, topo, routes, sched = fabric
+    _d, topo, routes, sched = fabric
     off = _schedule_file(tmp_path / "off.json", 2, [[[0, 1, 10]]], placement=[0, 99])
     _one_line_exit_2(run_cli("simulate", "flow", str(topo), str(routes), str(off), check=False), "host 99")
     # Routes that do not deliver a pair: clear one table entry.

@@ -63,7 +63,7 @@ def _description(label: str) -> str:
 
 def _links_by_label(fabric: dict, rename) -> set:
     labels = [rename(n["label"]) for n in fabric["nodes"]]
-    return {frozenset([(labels[l["a"][0]], l["a"][1]), (labels[l["b"][0]], l["b"][1])]) for l in fabric["links"]}
+    return {frozenset([(labels[k["a"][0]], k["a"][1]), (labels[k["b"][0]], k["b"][1])]) for k in fabric["links"]}
 
 
 CASES = [
@@ -91,7 +91,7 @@ def test_ibnetdiscover_finds_the_exported_fabric(tools, tmp_path, generator):
         # ibsim reports how many lines it consumed: all of them, or a record was cut short.
         assert f"{exported.name}: parsed {lines} lines" in sim["stdout"].read_text(), sim["stdout"].read_text()
         # Port lines carry "# lid 0 <width>x<speed>" exactly so ibsim can parse them quietly.
-        warnings = [l for l in sim["stderr"].read_text().splitlines() if "parse" in l and "speed" not in l]
+        warnings = [line for line in sim["stderr"].read_text().splitlines() if "parse" in line and "speed" not in line]
         assert not warnings, "\n".join(warnings)
         discovered = _run([tools["ibnetdiscover"]], DISCOVER_TIMEOUT, env=sim["env"], cwd=tmp_path).stdout
     (tmp_path / "discovered.txt").write_text(discovered)
@@ -111,7 +111,7 @@ def test_ibnetdiscover_finds_the_exported_fabric(tools, tmp_path, generator):
     # With unique labels the whole wiring can be compared: same links on the same ports.
     descriptions = [_description(n["label"]) for n in fabric["nodes"]]
     if all(descriptions) and len(set(descriptions)) == len(descriptions):
-        assert _links_by_label(back, lambda l: l) == _links_by_label(fabric, _description)
+        assert _links_by_label(back, lambda label: label) == _links_by_label(fabric, _description)
 
 
 def test_ibsim_rejects_nothing_from_the_ibsim_examples_round_trip(tools, tmp_path):

@@ -132,7 +132,6 @@ def test_bisem_and_annealing_improve_bruck(torus444):
     best = mapping.start_placement(net, p, "best", 1, "rmatt")
     candidates = [mapping.start_placement(net, p, k, 1) for k in ("bisem", "bisem-full", "identity", "greedy")]
     assert mapping.cost(net, p, best)["rmatt"] <= min(mapping.cost(net, p, c)["rmatt"] for c in candidates)
-    identity = mapping.cost(net, p, mapping.baseline(net, p, "identity"))
     start = mapping.cost(net, p, b["host_of_rank"])
     res = mapping.optimize(net, p, b["host_of_rank"], seconds=None, evaluations=20_000, seed=2, replicas=2, sweep=500)
     assert res.figures == mapping.cost(net, p, res.host_of_rank)

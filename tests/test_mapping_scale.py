@@ -83,7 +83,7 @@ def test_stencil_grids_are_recognised_from_their_messages(dims, periodic):
     for s, d in zip(src.tolist(), dst.tolist()):
         diff = [(s // st_) % k - (d // st_) % k for st_, k in zip(strides, grid)]
         moved = [abs(x) for x in diff if x != 0]
-        assert len(moved) == 1 and moved[0] in (1, grid[[i for i, x in enumerate(diff) if x][0]] - 1)
+        assert len(moved) == 1 and moved[0] in (1, grid[next(i for i, x in enumerate(diff) if x)] - 1)
 
 
 def test_plan_places_ranks_for_a_pattern(tmp_path):

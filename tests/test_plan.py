@@ -1,5 +1,6 @@
 """End-to-end: `netweave plan`, the main job."""
 
+import itertools
 import json
 
 import networkx as nx
@@ -51,7 +52,7 @@ def _reference_ratio(topo) -> float:
         for d in hosts:
             if s != d:
                 p = nx.shortest_path(g, s, d)
-                path[s, d] = list(zip(p, p[1:]))
+                path[s, d] = list(itertools.pairwise(p))
     total = 0.0
     for i in range(1, n):
         flows = [path[hosts[k], hosts[(k + i) % n]] for k in range(n)]

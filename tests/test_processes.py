@@ -8,6 +8,7 @@ own clean-up, so a failing test leaves nothing either.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import signal
@@ -55,10 +56,8 @@ def token():
     value = str(random.randrange(100_001, 999_999))
     yield value
     for pid in _with_token(value):  # whatever a failed test left
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
 
 
 def _kill_midway(args: list[str], token: str, sig: int, busy: int) -> subprocess.Popen:

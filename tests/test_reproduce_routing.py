@@ -27,13 +27,13 @@ def test_reproduce_routing_quick_end_to_end(tmp_path):
     assert b["avg_distance"] < a["avg_distance"]
     assert a["updown_non_minimal_pairs"] > 0 and b["updown_non_minimal_pairs"] > 0
     assert out["barrier_ordered"] is True
-    rows = list(csv.DictReader(open(tmp_path / "bandwidth.csv")))
+    rows = list(csv.DictReader((tmp_path / "bandwidth.csv").read_text().splitlines()))
     # 2 topologies × (4 + 5 routings) × 4 patterns × 2 sizes.
     assert len(rows) == (4 + 5) * 4 * 2
     assert all(float(r["bandwidth_mbs"]) > 0 for r in rows)
     # Request/reply is latency-bound: every extra switch costs the 2-host transfer bandwidth,
     # and the 2-host barrier time grows with the distance.
-    hops = list(csv.DictReader(open(tmp_path / "hops.csv")))
+    hops = list(csv.DictReader((tmp_path / "hops.csv").read_text().splitlines()))
     bw = [float(r["bandwidth_mbs"]) for r in hops]
     bar = [float(r["barrier_us"]) for r in hops]
     assert bw == sorted(bw, reverse=True) and bw[0] > bw[-1]
@@ -87,7 +87,7 @@ def test_barrier_releases_every_host_after_the_last_gather_message(n, seed, topo
     # leave before, and every host other than the root is released by a message after it.
     assert min(r["task_start"][gather:]) >= last_gather
     released = {}
-    for t, (src, dst, _) in enumerate(m for p in range(sched.num_phases) for m in sched.phase(p)):
+    for t, (_src, dst, _) in enumerate(m for p in range(sched.num_phases) for m in sched.phase(p)):
         if t >= gather:
             released[dst] = r["task_finish"][t]
     assert set(released) == set(range(n)) - {traffic.visiting_list(n, 0, seed)[0]}
@@ -97,7 +97,7 @@ def test_barrier_releases_every_host_after_the_last_gather_message(n, seed, topo
 
 def test_barrier_needs_the_dependencies():
     # The same schedule run phase-free (no sync) lets the release overtake the gather.
-    sched, graph, r = _barrier_on("mesh", "dl", 64, 3)
+    sched, _graph, r = _barrier_on("mesh", "dl", 64, 3)
     topo = topology.mesh([4, 4], 4)
     routes = routing.route(topo, "dl", vcs=2)
     cfg = routing002.sim_config(routes)

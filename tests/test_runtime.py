@@ -45,7 +45,7 @@ def check_run(graph: _core.TaskGraph, result: dict) -> None:
     assert result["bytes_verified"] == moved, "every receiver checks every byte it was owed"
     assert result["syncs"] == expected_syncs(graph)
     line = result["timeline"]
-    for t, (src, dst, _b, after, relays) in enumerate(tasks):
+    for t, (src, _dst, _b, after, relays) in enumerate(tasks):
         rec = line[t]
         assert rec["start_s"] is not None and rec["last_s"] is not None, f"task {t} never ran"
         assert rec["start_s"] <= rec["first_s"] <= rec["last_s"]

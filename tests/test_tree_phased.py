@@ -49,7 +49,7 @@ def test_tree_phased_is_contention_free_and_near_the_bound(fanouts, per_switch, 
 def test_packed_dag_is_within_20_percent_of_the_bound_and_beats_the_paper(tmp_path):
     topo = _lossless(_tree("2", 14, "10", tmp_path, "t"))
     routes = routing.route(topo, "updown")
-    packed, s = traffic.contention_free(topo, "alltoall", MIB, scheduler="packed")
+    packed, _s = traffic.contention_free(topo, "alltoall", MIB, scheduler="packed")
     paper, _ = traffic.contention_free(topo, "alltoall", MIB)
     bound = analysis.bottleneck_bound(routes, packed)
     assert bound == analysis.bottleneck_bound(routes, paper)  # same traffic, same bound

@@ -7,7 +7,6 @@ input into one line on stderr with exit code 2, never a traceback.
 from __future__ import annotations
 
 import sys
-from typing import Optional
 
 import typer
 

@@ -75,13 +75,16 @@ def parse_rank_counts(text: str) -> list[int]:
     return sizes
 
 
+_ALGO_HELP = ("COLLECTIVE=ALGORITHM, a topology-free one (default: "
+              + ", ".join(f"{c}={a}" for c, a in SCHEDULE_DEFAULTS.items()) + "); repeatable.")
+
+
 @app.command("schedules")
 def schedules_cmd(
     ranks: str = typer.Option(..., "--ranks", help="Communicator sizes: N, A-B or a comma list (2-64, 2,4,8-16)."),
     out: Path = typer.Option(..., "--out", help="Directory to fill with <collective>-<ranks>.nws (NETWEAVE_SCHEDULE=DIR)."),
     collectives: str = typer.Option("alltoall,allgather,gather", "--collectives", help="Which collectives, comma-separated."),
-    algo: list[str] = typer.Option([], "--algo", help="COLLECTIVE=ALGORITHM, a topology-free one (default: "
-                                   + ", ".join(f"{c}={a}" for c, a in SCHEDULE_DEFAULTS.items()) + "); repeatable."),
+    algo: list[str] = typer.Option([], "--algo", help=_ALGO_HELP),
     root: int = typer.Option(0, "--root", min=0, help="Root rank of the gather schedules (a call with another root runs the native gather)."),
     executor: str = typer.Option("auto", "--executor", help="Executor the files ask the library for: auto, sync, async, local-sync."),
     as_json: bool = JsonOpt,
@@ -156,7 +159,7 @@ def bench_cmd(
     try:
         byte_sizes = [int(s) for s in sizes.split(",")]
     except ValueError:
-        raise UserError(f"--sizes must be integers separated by commas, got '{sizes}'")
+        raise UserError(f"--sizes must be integers separated by commas, got '{sizes}'") from None
     for size in byte_sizes:
         if not 1 <= size <= 16 << 20:
             raise UserError(f"--sizes: {size} bytes is outside 1 B ... 16 MiB")

@@ -70,7 +70,7 @@ def _check_fault(fault: str, graph) -> None:
     """Refuse a fault that names no rank of the schedule or a send its rank never makes: it
     would never fire, and the run would pass as if it had been tested."""
     try:
-        kind, rank, before = executor.parse_fault(fault)
+        _kind, rank, before = executor.parse_fault(fault)
     except ValueError:
         raise UserError(f"--fault '{fault}': want crash:RANK[:K] or hang:RANK[:K]") from None
     if rank >= graph.num_ranks:

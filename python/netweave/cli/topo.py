@@ -310,7 +310,7 @@ def topo_plane(
 ) -> None:
     """The projective plane PG(2, q): its lines, and a check of the four axioms."""
     plane = topology.ProjectivePlane(order)
-    lines = {plane.line_label(l): [plane.point_label(p) for p in plane.points_of_line(l)] for l in range(plane.num_points)}
+    lines = {plane.line_label(k): [plane.point_label(p) for p in plane.points_of_line(k)] for k in range(plane.num_points)}
     violation = plane.check_axioms()
     if as_json:
         print(json.dumps({"order": order, "points": plane.num_points, "lines": lines, "axioms_hold": violation is None}, indent=2))

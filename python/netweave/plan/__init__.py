@@ -36,7 +36,7 @@ import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from netweave import _core
 from netweave._core import NetweaveError, Schedule, Topology
@@ -296,7 +296,7 @@ def lsft_sub_cluster(topo: Topology, placed: list[int]) -> tuple[int, int, int] 
         if not 1 <= m <= k:
             continue
         for side in range(sides):
-            if set(int(h) for h in traffic.lsft_allocation(topo, k, m, side=side)) == wanted:
+            if {int(h) for h in traffic.lsft_allocation(topo, k, m, side=side)} == wanted:
                 return k, m, side
     return None
 

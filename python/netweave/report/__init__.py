@@ -7,7 +7,7 @@ import io
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Optional
+from typing import Any, Literal
 
 from netweave.plan.result import CandidateKind, Pick, PlanResult
 

@@ -27,6 +27,7 @@ True
 from __future__ import annotations
 
 import html
+import itertools
 import math
 from collections import defaultdict
 from collections.abc import Sequence
@@ -223,10 +224,8 @@ def _layered(f: _NodeLists) -> Drawing:
         if lv == 0:
             members.sort()
         else:  # by the mean position of the neighbours one row below, to keep lines short
-            def key(s: int) -> tuple[float, int]:
-                below = [order[t] for t in f.neighbours[s] if level.get(t) == lv - 1]
-                return (sum(below) / len(below) if below else 0.0, s)
-            members.sort(key=key)
+            below = {s: [order[t] for t in f.neighbours[s] if level.get(t) == lv - 1] for s in members}
+            members.sort(key=lambda s: (sum(below[s]) / len(below[s]) if below[s] else 0.0, s))
         for i, s in enumerate(members):
             order[s] = (i + 0.5) / len(members)
     top = max(rows)
@@ -343,10 +342,10 @@ def heat_colour(load: int, top: int) -> str:
         return "#1a9850"
     t = (load - 1) / (top - 1)
     stops = ((0.0, (26, 152, 80)), (0.5, (254, 224, 47)), (1.0, (215, 25, 28)))
-    for (t0, c0), (t1, c1) in zip(stops, stops[1:]):
+    for (t0, c0), (t1, c1) in itertools.pairwise(stops):
         if t <= t1:
             u = (t - t0) / (t1 - t0)
-            return "#%02x%02x%02x" % tuple(round(a + (b - a) * u) for a, b in zip(c0, c1))
+            return "#" + "".join(f"{round(a + (b - a) * u):02x}" for a, b in zip(c0, c1))
     return "#d7191c"
 
 

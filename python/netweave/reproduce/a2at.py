@@ -200,10 +200,10 @@ def _plot(out: Path, sides: tuple[int, ...], cell: dict) -> str:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7, 4.2))
-    for c, kind, _, nct, bound in T4_COLUMNS:
+    for c, _kind, _, _nct, bound in T4_COLUMNS:
         ys = [cell[(k, c)]["fluid_units"] / cell[(k, c)]["bound_units"] for k in sides]
         ax.plot(sides, ys, marker="o", label=f"{c} / {bound}")
-    for c, kind, _, nct in A2AND_COLUMNS[2:]:
+    for c, kind, _, _nct in A2AND_COLUMNS[2:]:
         ys = [cell[(k, c)]["fluid_units"] / table1(k)["LB_Mesh" if kind == "mesh" else "LB_Torus"] for k in sides]
         ax.plot(sides, ys, marker="x", linestyle="--", label=f"{c} / LB_{kind.capitalize()}")
     ax.set_xlabel("side k (k×k nodes)")

@@ -19,6 +19,7 @@ them, so the ratio is also given with each rank's self-send counted as one flow 
 from __future__ import annotations
 
 import csv
+import functools
 import json
 import time
 from collections.abc import Callable
@@ -249,13 +250,13 @@ def fig18(out: Path, configs: tuple[str, ...], progress: Progress) -> list[dict[
                 continue
             k, m = cfg[0], cfg[1]
             if k is None:
-                makers = {"shift": lambda: traffic.alltoall(total, BYTES),
-                          "proposed": lambda: traffic.lsft_alltoall(topo, BYTES)}
+                makers = {"shift": functools.partial(traffic.alltoall, total, BYTES),
+                          "proposed": functools.partial(traffic.lsft_alltoall, topo, BYTES)}
             else:
                 makers = {
-                    "shift": lambda: traffic.lsft_partial_shift(topo, k, m, BYTES),
-                    "proposed": lambda: traffic.lsft_partial_alltoall(topo, k, m, BYTES, "text"),
-                    "paper-table3": lambda: traffic.lsft_partial_alltoall(topo, k, m, BYTES, "paper-table3"),
+                    "shift": functools.partial(traffic.lsft_partial_shift, topo, k, m, BYTES),
+                    "proposed": functools.partial(traffic.lsft_partial_alltoall, topo, k, m, BYTES, "text"),
+                    "paper-table3": functools.partial(traffic.lsft_partial_alltoall, topo, k, m, BYTES, "paper-table3"),
                 }
             row: dict[str, Any] = {"config": name, "n": n, "fraction": frac, "k": k, "m": m,
                                    "servers": total if k is None else n * k * m, "total": total}

@@ -118,7 +118,7 @@ def run(cmd: list[str], timeout: float) -> subprocess.CompletedProcess:
         except subprocess.TimeoutExpired:
             job.stop()
             proc.communicate()
-            raise NetweaveError(f"{cmd[0]} did not finish within {timeout:g} s (every rank was killed)")
+            raise NetweaveError(f"{cmd[0]} did not finish within {timeout:g} s (every rank was killed)") from None
     return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 

@@ -27,6 +27,7 @@ to init when their launcher died, are still found.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -95,10 +96,8 @@ def members(mark: str, sessions: Sequence[int] = ()) -> list[int]:
 
 def _signal_all(pids: Sequence[int], sig: int) -> None:
     for pid in pids:
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
 
 
 def stop(mark: str, sessions: Sequence[int] = (), grace: float = GRACE_S, reap: Sequence[Any] = ()) -> None:
@@ -124,10 +123,8 @@ def stop(mark: str, sessions: Sequence[int] = (), grace: float = GRACE_S, reap: 
             p.poll()
         time.sleep(0.02)
     for p in reap:
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
             p.wait(timeout=1)
-        except subprocess.TimeoutExpired:
-            pass
 
 
 class Job:

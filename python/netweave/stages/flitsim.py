@@ -20,7 +20,7 @@ from __future__ import annotations
 import tomllib
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, Union
+from typing import Any
 
 from netweave import _core
 from netweave.support import parallel
@@ -31,7 +31,7 @@ KEYS: dict[str, str] = dict(_core.flitsim_keys())
 #: Keys whose value is a file path, resolved against the config file's directory.
 PATH_KEYS = ("topology_file", "routes_file")
 
-Config = Union[Mapping[str, Any], str, Path]
+Config = Mapping[str, Any] | str | Path
 
 
 class ConfigError(_core.NetweaveError):

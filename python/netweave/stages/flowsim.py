@@ -29,7 +29,7 @@ import json
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Union
+from typing import Any
 
 import numpy as np
 
@@ -42,7 +42,7 @@ EXECUTORS: tuple[str, ...] = tuple(_core.flow_executors())
 #: Report fields that hold one value per host or per directed channel (numpy arrays).
 _ARRAY_FIELDS = ("host_finish_s", "channel_busy_s", "channel_bytes", "channel_utilisation")
 
-Workload = Union[_core.Schedule, _core.TaskGraph]
+Workload = _core.Schedule | _core.TaskGraph
 
 #: The lossy model's parameters and their defaults, as the engine holds them (one place:
 #: ``flowsim/loss.rs``): ``segment_bytes``, ``timeout_s``, ``window_segments``, ``survivor_fraction``.

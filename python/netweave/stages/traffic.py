@@ -223,7 +223,8 @@ def read_task_list(path: str | Path) -> list[tuple[int, int, int]]:
         try:
             src, dst, size = (int(f) for f in fields)
         except ValueError:
-            raise NetweaveError(f"{path}:{number}: expected 'src,dst,bytes' with non-negative integers, got '{line}'")
+            raise NetweaveError(f"{path}:{number}: expected 'src,dst,bytes' with non-negative integers, got '{line}'") \
+                from None
         if min(src, dst, size) < 0:
             raise NetweaveError(f"{path}:{number}: negative value in '{line}'")
         if max(src, dst) >= 2**32 or size >= 2**64:

@@ -22,6 +22,7 @@ they compute or print anything.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 import uuid
@@ -181,10 +182,8 @@ def atomic_path(path: PathLike) -> Iterator[Path]:
             raise type(e)(text) if isinstance(e, OutputError) else OutputError(text) from None
         _sync_dir(target.parent)
     finally:
-        try:
+        with contextlib.suppress(OSError):  # already renamed into place, or never created
             partial.unlink()
-        except OSError:
-            pass  # already renamed into place, or never created
 
 
 def _sync_dir(directory: Path) -> None:

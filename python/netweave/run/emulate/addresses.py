@@ -52,10 +52,10 @@ def address_plan(topo: Topology, routes: RoutingTable, name: str, scale: float, 
     ns_of.update({int(n): f"{PREFIX}{name}-s{j}" for j, n in enumerate(switches)})
     specs = topo.link_specs()
     links, end_of_port = [], {}
-    for l, (a, pa, b, pb) in enumerate(topo.link_array().tolist()):
-        addr_a, addr_b = link_addresses(l)
-        rate = float(specs[l][0]) * 1e9 * scale * FRAME_OVERHEAD
-        links.append({"link": l, "rate_bps": rate,
+    for link, (a, pa, b, pb) in enumerate(topo.link_array().tolist()):
+        addr_a, addr_b = link_addresses(link)
+        rate = float(specs[link][0]) * 1e9 * scale * FRAME_OVERHEAD
+        links.append({"link": link, "rate_bps": rate,
                       "a": {"node": a, "port": pa, "ns": ns_of[a], "ifname": f"p{pa}", "address": addr_a},
                       "b": {"node": b, "port": pb, "ns": ns_of[b], "ifname": f"p{pb}", "address": addr_b}})
         end_of_port[(a, pa)] = (links[-1]["a"], links[-1]["b"], rate)

@@ -5,6 +5,7 @@ with."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -191,7 +192,7 @@ def _namespace_scripts(plan: dict[str, Any]) -> dict[str, tuple[list[str], list[
     buffer = plan["buffer"]
     for i, host in enumerate(plan["hosts"]):
         node = int(plan["_hosts"][i])
-        mine, peer, rate = end_of_port[(node, host["port"])]
+        mine, peer, _rate = end_of_port[(node, host["port"])]
         ip = ["link set lo up"]
         tc: list[str] = []
         # A host holds only its fabric address: a program that binds to "the interface's
@@ -293,8 +294,8 @@ def up(topo: Topology, routes: RoutingTable, name: str, scale: float = 1.0, buff
     try:
         write_agent(public)
         sh(["ip", "-batch", "-"], input="".join(f"netns add {ns}\n" for ns in all_ns))
-        lines = [f"link add {l['a']['ifname']} netns {l['a']['ns']} type veth peer name {l['b']['ifname']} netns {l['b']['ns']}"
-                 for l in plan["links"]]
+        lines = [f"link add {k['a']['ifname']} netns {k['a']['ns']} type veth peer name {k['b']['ifname']} netns {k['b']['ns']}"
+                 for k in plan["links"]]
         lines += [f"link add mgmt netns {h['ns']} type veth peer name h{i} netns {plan['mgmt_ns']}"
                   for i, h in enumerate(plan["hosts"])]
         sh(["ip", "-batch", "-"], input="\n".join(lines) + "\n")
@@ -347,10 +348,8 @@ def kill_inside(spaces: list[str]) -> None:
     """SIGKILL every process running in these namespaces."""
     for ns in spaces:
         for pid in subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True).stdout.split():
-            try:
+            with contextlib.suppress(ProcessLookupError, ValueError):
                 os.kill(int(pid), 9)
-            except (ProcessLookupError, ValueError):
-                pass
 
 
 def status() -> list[dict[str, Any]]:
