@@ -7,13 +7,13 @@
   (the contention-free schedule, whose tasks all share the root's downlink), on a shallow
   switch buffer. The thesis measured 700–800 Mbit/s sequentially and 200–300 Mbit/s
   concurrently beyond 3 senders, with retransmission-timeout stalls (Linux's 200 ms minimum).
-- **§6.3.1 in shape**: all-to-all on a 14-hosts-per-switch hierarchy (2 edge switches, links ×
-  0.1: 100 Mbit/s hosts, 1 Gbit/s trunks), the contention-free DAG on netweave's executor
-  against Open MPI's native ``MPI_Alltoall`` (``nwbench``, the slowest rank's average), 1 KiB
-  to 1 MiB per pair (thesis: about 32 % of MPI's time at 1–200 KiB, converging at MiB sizes),
-  and the same against MPICH's. MPICH over UCX hangs in ``MPI_Finalize`` in about half the runs
-  on an emulated tree, after all its work (see docs/emulate.md): its run is ended once
-  ``nwbench`` has printed every result.
+- **§6.3.1, all-to-all against MPI** (:mod:`netweave.reproduce.ethernet_alltoall`): 64 hosts on
+  edge switches of 14 under one root, links × 0.1, 1 KiB to 1 MiB per pair: the paper's DAG, the
+  tree-phased schedule and the packed DAG on netweave's executor against Open MPI's and MPICH's
+  native ``MPI_Alltoall`` (``nwbench``), retransmissions and timeouts counted (``--quick``: 2 × 14
+  hosts, 16 KiB). MPICH over UCX hangs in ``MPI_Finalize`` in about half the runs on an emulated
+  tree, after all its work (see docs/emulate.md): its run is ended once ``nwbench`` has printed
+  every result.
 - **§6.3.2 in shape**: gather on a 14-hosts-per-switch hierarchy (2 edge switches, 1 Gbit/s
   hosts, 10 Gbit/s trunks, scaled to what two cores carry) with relaying, without it (Min
   Sync) and Concurrent, 10 KB to 500 KB per host (thesis: relaying about 14 % better).
@@ -32,8 +32,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from netweave.reproduce import ethernet_alltoall
 from netweave.reproduce.ethernet import write_csv
-from netweave.run import emulate, mpi
+from netweave.run import emulate
 from netweave.stages import routing, topology, traffic
 
 #: Senders of the incast experiment, the bytes each sends, and the switch port queue.
@@ -43,17 +44,12 @@ SHALLOW_BUFFER = 64 * 1024
 #: Gather on the hierarchy: bytes per host, and the link scale.
 GATHER_SIZES, QUICK_GATHER_SIZES = (10_000, 50_000, 100_000, 500_000), (50_000,)
 HIERARCHY_SCALE = 0.2
-#: All-to-all against MPI: bytes per pair, and the link scale (28 processes share two cores).
-A2A_SIZES, QUICK_A2A_SIZES = (1024, 16384, 262144, 1048576), (16384,)
-A2A_SCALE = 0.1
-A2A_MPIS = ("openmpi", "mpich")
 
 PAPER = {
     "incast": "sequential 700-800 Mbit/s; concurrent 200-300 Mbit/s beyond 3 senders; about 4 zero-receive "
               "stalls at 31 senders x 1 MB (RTO minimum 200 ms)",
     "relaying": "gather with relaying about 14 % faster than without on average (single cluster)",
-    "alltoall": "64 hosts: OURS about 32 % of MPICH's and Open MPI's MPI_Alltoall time at 1 KB-200 KB; "
-                "no clear difference at several MB",
+    "alltoall": ethernet_alltoall.PAPER,
 }
 
 
@@ -107,45 +103,20 @@ def gather_relaying(quick: bool, note: Callable[[str], None]) -> list[dict[str, 
     return rows
 
 
-def alltoall_vs_mpi(quick: bool, note: Callable[[str], None]) -> list[dict[str, Any]]:
-    """§6.3.1 in shape: the contention-free DAG against native MPI_Alltoall on 2 × 14 hosts."""
-    tree = topology.switch_tree([2], 14, [10.0], [5_000.0], 1.0, 5_000.0)
-    n = tree.num_hosts
-    name = _name()
-    fabric = emulate.up(tree, routing.route(tree, "updown"), name, scale=A2A_SCALE, buffer=SHALLOW_BUFFER)
-    rows = []
-    try:
-        for nbytes in QUICK_A2A_SIZES if quick else A2A_SIZES:
-            note(f"alltoall {nbytes} B: contention-free")
-            r = emulate.run(fabric, traffic.contention_free(tree, "alltoall", nbytes)[0])
-            rows.append({"bytes": nbytes, "method": "OURS (contention-free DAG)", "seconds": r["makespan_s"],
-                         "retransmitted_segments": r["losses"]["retransmitted_segments"]})
-            for impl in A2A_MPIS:
-                note(f"alltoall {nbytes} B: {impl} MPI_Alltoall")
-                lost = fabric.losses()
-                program = mpi.nwbench_program(impl, "alltoall", [nbytes], reps=2, warmup=1, check=False)
-                proc = emulate.mpirun(fabric, impl, n, program, done_when=lambda out: out.rstrip().endswith("]}"))
-                result = mpi.nwbench_report(proc, f" ({impl}, emulated)")["results"][0]
-                after = fabric.losses()
-                rows.append({"bytes": nbytes, "method": f"{impl} MPI_Alltoall", "seconds": result["max_s"],
-                             "retransmitted_segments": after["retransmitted_segments"] - lost["retransmitted_segments"]})
-    finally:
-        emulate.down(name)
-    return rows
-
-
 def run(out_dir: Path, quick: bool = False, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Run both experiments on emulated fabrics; write CSV, PNG and summary_emulated.md."""
     note = progress or (lambda _msg: None)
     emulate.require_root()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    alltoall = ethernet_alltoall.run(quick, note)
     result: dict[str, Any] = {"quick": quick, "incast": incast(quick, note), "gather_relaying": gather_relaying(quick, note),
-                              "alltoall_vs_mpi": alltoall_vs_mpi(quick, note)}
+                              "alltoall_vs_mpi": alltoall["rows"], "alltoall_zero_byte": alltoall["zero_byte"],
+                              "alltoall": {k: v for k, v in alltoall.items() if k not in ("rows", "zero_byte")}}
     files = []
-    for key in ("incast", "gather_relaying", "alltoall_vs_mpi"):
+    for key in ("incast", "gather_relaying", "alltoall_vs_mpi", "alltoall_zero_byte"):
         files.append(write_csv(out / f"emulated_{key}.csv", result[key]))
-    files.append(_plot(result, out))
+    files += [_plot(result, out), ethernet_alltoall.plot(alltoall, out)]
     (out / "summary_emulated.md").write_text(summary(result))
     (out / "results_emulated.json").write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
     result["headline"] = headline(result)
@@ -154,7 +125,8 @@ def run(out_dir: Path, quick: bool = False, progress: Callable[[str], None] | No
 
 
 def headline(result: dict[str, Any]) -> dict[str, Any]:
-    """Sequential and concurrent rates at the most senders, and relaying's gain per size."""
+    """Sequential and concurrent rates at the most senders, relaying's gain per size, and the
+    all-to-all's ratios to the native MPIs (:func:`netweave.reproduce.ethernet_alltoall.headline`)."""
     most = max(r["senders"] for r in result["incast"])
     at = {r["method"]: r for r in result["incast"] if r["senders"] == most}
     gains = {}
@@ -162,12 +134,7 @@ def headline(result: dict[str, Any]) -> dict[str, Any]:
         cell = {r["method"]: r["seconds"] for r in result["gather_relaying"] if r["bytes"] == nbytes}
         if cell.get("OURS (relaying)") and cell.get("Min Sync (no relay)"):
             gains[nbytes] = cell["OURS (relaying)"] / cell["Min Sync (no relay)"]
-    vs_mpi = {}
-    for nbytes in sorted({r["bytes"] for r in result.get("alltoall_vs_mpi", [])}):
-        cell = {r["method"]: r["seconds"] for r in result["alltoall_vs_mpi"] if r["bytes"] == nbytes}
-        ours = cell.get("OURS (contention-free DAG)")
-        vs_mpi[nbytes] = {m.split()[0]: ours / t for m, t in cell.items() if not m.startswith("OURS") and ours and t}
-    return {"alltoall_ours_over_mpi": vs_mpi, "senders": most, "sequential_mbit_per_s": at["sequential"]["mbit_per_s"],
+    return {"alltoall": result["alltoall"]["headline"], "senders": most, "sequential_mbit_per_s": at["sequential"]["mbit_per_s"],
             "concurrent_mbit_per_s": at["concurrent"]["mbit_per_s"],
             "concurrent_retransmitted_segments": at["concurrent"]["retransmitted_segments"],
             "relaying_over_no_relay": gains}
@@ -183,9 +150,7 @@ def summary(result: dict[str, Any]) -> str:
              f"concurrent {h['concurrent_mbit_per_s']:.0f} Mbit/s with {h['concurrent_retransmitted_segments']} retransmitted segments |",
              f"| §6.3.2 relaying, gather | {PAPER['relaying']} | relaying ÷ no relay: "
              + ", ".join(f"{b} B {g:.2f}" for b, g in h["relaying_over_no_relay"].items()) + " |",
-             f"| §6.3.1 all-to-all vs MPI | {PAPER['alltoall']} | OURS ÷ MPI: "
-             + "; ".join(f"{b} B " + ", ".join(f"{m} {v:.2f}" for m, v in cell.items())
-                         for b, cell in h["alltoall_ours_over_mpi"].items()) + " |",
+             f"| §6.3.1 all-to-all vs MPI | {PAPER['alltoall']} | {_alltoall_cell(h['alltoall'])} |",
              "", "## Incast (one switch, 1 Gbit/s, 64 KiB port queue)", "",
              "| senders | method | ms | Mbit/s | drops | retransmitted | slowest task ms |", "|---|---|---|---|---|---|---|"]
     for r in result["incast"]:
@@ -195,13 +160,24 @@ def summary(result: dict[str, Any]) -> str:
               "| bytes | method | measured ms | flow model ms | drops |", "|---|---|---|---|---|"]
     for r in result["gather_relaying"]:
         lines.append(f"| {r['bytes']} | {r['method']} | {r['seconds'] * 1e3:.1f} | {r['predicted_s'] * 1e3:.1f} | {r['dropped_packets']} |")
-    lines += ["", f"## All-to-all on 2 x 14 hosts (links x {A2A_SCALE}), ms per call", "",
-              "| bytes per pair | method | ms | retransmitted |", "|---|---|---|---|"]
-    for r in result["alltoall_vs_mpi"]:
-        lines.append(f"| {r['bytes']} | {r['method']} | {r['seconds'] * 1e3:.1f} | {r['retransmitted_segments']} |")
+    lines += [""] + ethernet_alltoall.summary({"setup": result["alltoall"]["setup"], "rows": result["alltoall_vs_mpi"],
+                                               "zero_byte": result["alltoall_zero_byte"],
+                                               "headline": result["alltoall"]["headline"]})
     lines += ["", "No link latency is emulated (no netem in this kernel): syncs cost microseconds, so relaying has less "
               "to save than on the thesis' LAN.", ""]
     return "\n".join(lines)
+
+
+def _alltoall_cell(h: dict[str, Any]) -> str:
+    """Best schedule ÷ each native MPI, mean over 1 KiB-200 KiB and at ≥ 1 MiB, for the overview table."""
+    parts = []
+    for implementation, method in ethernet_alltoall.NATIVES.items():
+        x = h.get(implementation, {})
+        small, large = x.get("best_over_native_small"), x.get("best_over_native_large")
+        bound = "≤ " if x.get("upper_bound") else ""
+        parts.append(f"÷ {method.split(' MPI_')[0]}: " + (f"{bound}{small:.2f} at 1-200 KiB" if small is not None else "–")
+                     + (f", {bound}{large:.2f} at 1 MiB" if large is not None else ""))
+    return "best of ours " + "; ".join(parts)
 
 
 def _plot(result: dict[str, Any], out: Path) -> Path:
