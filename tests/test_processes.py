@@ -127,7 +127,7 @@ def test_a_job_forwards_the_signal_before_it_stops_the_rest(tmp_path):
               f"signal.signal(signal.SIGTERM, lambda *a: (open({str(marker)!r}, 'w').close(), sys.exit(0)))\n"
               f"print('ready', flush=True)\n"
               f"time.sleep(1000)\n")
-    driver = (f"import sys; from netweave import processes\n"
+    driver = (f"import sys; from netweave.run import processes\n"
               f"with processes.Job() as job:\n"
               f"    p = job.popen([sys.executable, '-c', {script!r}], stdout=__import__('subprocess').PIPE, text=True)\n"
               f"    p.stdout.readline(); print('started', flush=True); p.wait()\n")

@@ -40,10 +40,14 @@ def _check_shape(net, shape: str) -> None:
         raise UserError(f"--shape {shape} does not match the topology, a {have} {kind}")
 
 
+_PATTERN_HELP = ("Pattern file (.csv, .json, .trace, schedule JSON or .nws) or generator spec: "
+                 + ", ".join(usage.split()[0] for usage in mapping.GENERATORS.values()) + ".")
+
+
 def map_cmd(
     topology_file: Path = typer.Argument(..., help="Topology file."),
     routes_arg: str = typer.Argument(..., metavar="ROUTES", help="Routes file, or an engine name (e.g. dor, dor:per-destination)."),
-    pattern_arg: str = typer.Argument(..., metavar="PATTERN", help="Pattern file (.csv, .json, .trace, schedule JSON or .nws) or generator spec: " + ", ".join(u.split()[0] for u in mapping.GENERATORS.values()) + "."),
+    pattern_arg: str = typer.Argument(..., metavar="PATTERN", help=_PATTERN_HELP),
     output: Path | None = typer.Option(None, "-o", "--output", help="Map file to write."),
     fmt: str = typer.Option("rankfile", "--format", help="Map file format: " + ", ".join(mapping.FORMATS) + " (Open MPI, Fujitsu, Cray MPICH_RANK_ORDER, netweave)."),
     cost: str = typer.Option("rmatt", "--cost", help="Objective: rmatt (hops x max-link), hop-bytes, max-link, step-max-link (sum of each step's busiest link), or a weighted sum like 'hop-bytes+1e3*max-link'."),

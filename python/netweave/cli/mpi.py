@@ -116,8 +116,8 @@ def schedules_cmd(
         for collective in wanted:
             for n in sizes:
                 try:
-                    extra = {"root": root} if collective == "gather" else {}
-                    built.append((f"{collective}-{n}.nws", traffic.build(collective, chosen[collective], num_ranks=n, **extra)))
+                    built.append((f"{collective}-{n}.nws", traffic.build(collective, chosen[collective], num_ranks=n,
+                                                                         root=root if collective == "gather" else None)))
                 except NetweaveError as e:
                     skipped.append({"file": f"{collective}-{n}.nws", "reason": str(e)})
         if not built:

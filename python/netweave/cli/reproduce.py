@@ -127,7 +127,7 @@ def a2at_cmd(
     if model not in ("fluid", "flit"):
         raise UserError(f"unknown model '{model}' (known: fluid, flit)")
     _check_out(out)
-    chosen = a2at.SIDES
+    chosen: tuple[int, ...] = a2at.SIDES
     if sides is not None:
         try:
             chosen = tuple(int(s) for s in sides.split(","))
@@ -171,6 +171,8 @@ def rmatt_cmd(
     _check_out(out, ("results.json", "results.md", "cost_vs_time.png", "link_load_histogram.png"))
     result = _reproduce("paper 003", out, lambda progress: rmatt.run(out, seconds=seconds, seed=seed, size=size,
                                                                      replicas=replicas, progress=progress), False)
+    if result is None:  # not asked for JSON, so the result comes back
+        return
     print(rmatt.table(result), end="")
     print(f"wrote {out}/results.json, results.md, index.html, cost_vs_time.png, link_load_histogram.png")
 

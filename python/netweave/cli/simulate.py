@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.console import Console
@@ -66,7 +67,7 @@ def flow(
     total = workload.num_tasks if isinstance(workload, TaskGraph) else workload.num_messages
     if total == 0 or workload.num_ranks == 0:
         raise UserError(f"{schedule_file}: the schedule has {workload.num_ranks} ranks and no messages: nothing to simulate")
-    kwargs = dict(
+    kwargs: dict[str, Any] = dict(
         executor=executor,
         nct=nct,
         barrier_s=barrier,
@@ -175,7 +176,7 @@ def flit(
 ) -> None:
     """Cycle-accurate flit-level simulation of the network a config describes."""
     base = flitsim.load_config(config)
-    overrides = flitsim.parse_overrides(set_ or [])
+    overrides: dict[str, Any] = dict(flitsim.parse_overrides(set_ or []))
     if threads is not None:
         overrides["threads"] = threads
     net = flitsim.network(base, overrides)
@@ -231,7 +232,7 @@ def _flit_over_mpi(base: dict, overrides: dict, net: dict, as_json: bool) -> Non
             base, overrides, comm,
             progress=lambda c: steps.update(completed=c, description=f"simulating, cycle {c:,}") if root else None)
     sent = comm.gather(part["bytes_sent"], root=0)
-    if not root:
+    if not root or sent is None:  # the gathered list reaches process 0 only
         return
     part = {**part, "bytes_sent": sum(sent)}
     if as_json:

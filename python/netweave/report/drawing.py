@@ -152,6 +152,14 @@ def _radius(spacing: float) -> float:
     return max(0.8, min(8.0, 0.3 * spacing))
 
 
+def _lattice_coords(topo: Topology, switch: int) -> list[int]:
+    """A lattice switch's coordinates (a grid drawing is made only of lattices)."""
+    coords = topo.coords(switch)
+    if coords is None:
+        raise ValueError(f"switch {switch} has no lattice coordinates")
+    return [int(c) for c in coords]
+
+
 def _grid(f: _NodeLists, dims: list[int]) -> Drawing:
     dx = dims[0]
     dy = dims[1] if len(dims) > 1 else 1
@@ -161,7 +169,7 @@ def _grid(f: _NodeLists, dims: list[int]) -> Drawing:
     tile_cols = min(tile_cols, tiles)
     tile_rows = math.ceil(tiles / tile_cols)
     cell = WIDTH / (tile_cols * (dx + 1))
-    coords = {s: [int(c) for c in f.topo.coords(s)] for s in f.switches}
+    coords = {s: _lattice_coords(f.topo, s) for s in f.switches}
 
     def place(c: list[int]) -> tuple[float, float]:
         tile = 0
@@ -301,7 +309,8 @@ def _bundle(f: _NodeLists, place, block_key, drawn, spacing: float, height: floa
     groups: dict[tuple, list[int]] = defaultdict(list)
     for s in f.switches:
         groups[key[s]].append(s)
-    nodes, index = [], {}
+    nodes: list[Node] = []
+    index: dict[tuple, int] = {}
     for k, members in groups.items():
         xs, ys = zip(*(place(s) for s in members))
         x, y = sum(xs) / len(xs), sum(ys) / len(ys)
@@ -368,7 +377,7 @@ def svg(drawing: Drawing, element_id: str, segment_loads: Sequence[int] | None =
     parts.append(f'<g class="links" stroke-width="{width}" fill="none">')
     for i, s in enumerate(drawing.segments):
         a, b = drawing.nodes[s.a], drawing.nodes[s.b]
-        colour = heat_colour(segment_loads[i], top) if heat else "#9a9a9a"
+        colour = heat_colour(segment_loads[i], top) if segment_loads is not None else "#9a9a9a"
         if s.bend is None:
             parts.append(f'<line data-i="{i}" x1="{a.x:.1f}" y1="{a.y:.1f}" x2="{b.x:.1f}" y2="{b.y:.1f}" '
                          f'stroke="{colour}"/>')

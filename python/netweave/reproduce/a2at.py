@@ -143,11 +143,11 @@ def _write(out: Path, sides: tuple[int, ...], rows: list[dict[str, Any]]) -> lis
     cell = {(r["k"], r["column"]): r for r in rows}
     # The T4 table, wide: ours and Table 1's bound side by side.
     with open_atomic(out / "table_t4.csv", "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["k"] + [c for c, *_ in T4_COLUMNS] + ["TV_NCT1", "LB_Mesh", "TV_NCT2", "LB_Torus"])
+        wide = csv.writer(f)
+        wide.writerow(["k"] + [c for c, *_ in T4_COLUMNS] + ["TV_NCT1", "LB_Mesh", "TV_NCT2", "LB_Torus"])
         for k in sides:
             t = table1(k)
-            w.writerow([k] + [_fmt(cell[(k, c)]["fluid_units"]) for c, *_ in T4_COLUMNS] + list(t.values()))
+            wide.writerow([k] + [_fmt(cell[(k, c)]["fluid_units"]) for c, *_ in T4_COLUMNS] + list(t.values()))
     files.append("table_t4.csv")
     files.append(_plot(out, sides, cell))
     lines = [

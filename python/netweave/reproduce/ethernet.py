@@ -85,7 +85,7 @@ def fig_5_3_tree() -> Topology:
     >>> t.stats()["hosts"], t.stats()["switches"]
     (10, 6)
     """
-    g = nx.MultiGraph(name="paper 004 Fig. 5.3 stand-in", family="tree")
+    g: nx.MultiGraph = nx.MultiGraph(name="paper 004 Fig. 5.3 stand-in", family="tree")
     for h in "ABCDEFGHIJ":
         g.add_node(h, kind="host")
     for s in range(6):

@@ -75,7 +75,7 @@ PAPER_REAL_SHIFT_MIBS = {"S1": 1400, "S2": 2700, "S3": 1500}
 PAPER_LIMIT_MIBS = 3717
 
 #: Table 5: name → (degree, n, total servers, {fraction: (k, m, partial servers, ratio %)}).
-PAPER_TABLE5 = {
+PAPER_TABLE5: dict[str, tuple[int, int, int, dict[str, tuple[int, int, int, float] | None]]] = {
     "L1": (4, 3, 52, {"75%": None, "50%": (3, 3, 27, 51.9), "25%": (2, 2, 12, 23.1)}),
     "L2": (6, 5, 186, {"75%": None, "50%": (5, 4, 100, 53.8), "25%": (3, 3, 45, 24.2)}),
     "L3": (8, 7, 456, {"75%": (7, 7, 343, 75.2), "50%": (6, 6, 252, 55.3), "25%": (4, 4, 112, 24.6)}),
@@ -192,7 +192,7 @@ def fig17(out: Path) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     for name, order, k, m in SMALL_LSFT:
         topo, routes = _routed_lsft(order)
-        if k is None:
+        if k is None or m is None:  # the full system (a sub-cluster names both k and m)
             shift = traffic.alltoall(topo.num_hosts, BYTES)
             proposed = traffic.lsft_alltoall(topo, BYTES)
             method = "full (triples)"
@@ -226,7 +226,8 @@ def table5() -> list[dict[str, Any]]:
     rows = []
     for name, (degree, n, total, fracs) in PAPER_TABLE5.items():
         ours_total = (n + 1) * (n * n + n + 1)
-        row = {"config": name, "degree": degree, "n": n, "total_paper": total, "total_ours": ours_total}
+        row: dict[str, Any] = {"config": name, "degree": degree, "n": n, "total_paper": total,
+                               "total_ours": ours_total}
         for frac, cfg in fracs.items():
             if cfg is None:
                 row[frac] = None
@@ -245,21 +246,25 @@ def fig18(out: Path, configs: tuple[str, ...], progress: Progress) -> list[dict[
         _, n, total, fracs = PAPER_TABLE5[name]
         topo, routes = _routed_lsft(n)
         for frac in FRACTIONS:
-            cfg = (None, None, total, 100.0) if frac == "full" else fracs[frac]
+            cfg = None if frac == "full" else fracs[frac]
+            if frac != "full" and cfg is None:
+                continue  # the paper lists no sub-cluster of this size
+            k: int | None = None
+            m: int | None = None
             if cfg is None:
-                continue
-            k, m = cfg[0], cfg[1]
-            if k is None:
+                servers = total
                 makers = {"shift": functools.partial(traffic.alltoall, total, BYTES),
                           "proposed": functools.partial(traffic.lsft_alltoall, topo, BYTES)}
             else:
+                k, m = cfg[0], cfg[1]
+                servers = n * k * m
                 makers = {
                     "shift": functools.partial(traffic.lsft_partial_shift, topo, k, m, BYTES),
                     "proposed": functools.partial(traffic.lsft_partial_alltoall, topo, k, m, BYTES, "text"),
                     "paper-table3": functools.partial(traffic.lsft_partial_alltoall, topo, k, m, BYTES, "paper-table3"),
                 }
             row: dict[str, Any] = {"config": name, "n": n, "fraction": frac, "k": k, "m": m,
-                                   "servers": total if k is None else n * k * m, "total": total}
+                                   "servers": servers, "total": total}
             for kind, make in makers.items():
                 started = time.perf_counter()
                 schedule = make()

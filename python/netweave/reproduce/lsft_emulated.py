@@ -30,6 +30,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from netweave._core import NetweaveError
 from netweave.reproduce.ethernet import write_csv
 from netweave.reproduce.lsft import PAPER_LIMIT_MIBS, PAPER_REAL_SHIFT_MIBS
 from netweave.run import emulate, mpi
@@ -55,7 +56,7 @@ SCHEDULE_BYTES = 1 << 20
 
 def _schedules(order: int, k: int | None, m: int | None):
     topo = topology.lsft(order)
-    if k is None:
+    if k is None or m is None:  # the full system (a sub-cluster names both k and m)
         return topo, traffic.alltoall(topo.num_hosts, SCHEDULE_BYTES), traffic.lsft_alltoall(topo, SCHEDULE_BYTES)
     return (topo, traffic.lsft_partial_shift(topo, k, m, SCHEDULE_BYTES),
             traffic.lsft_partial_alltoall(topo, k, m, SCHEDULE_BYTES))
@@ -75,7 +76,7 @@ def run_config(name: str, order: int, k, m, sizes, work: Path, note: Callable[[s
     scale = LINK_BITS_PER_S / link_bits
     hosts = [int(h) for h in proposed.placement]
     if hosts != [int(h) for h in shift.placement]:
-        raise emulate.NetweaveError(f"{name}: shift and the proposed schedule place ranks differently")
+        raise NetweaveError(f"{name}: shift and the proposed schedule place ranks differently")
     files = []
     for label, sched in (("shift", shift), ("proposed", proposed)):
         files.append(work / f"{name}-{label}.nws")

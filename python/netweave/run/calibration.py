@@ -58,7 +58,7 @@ def chain(hosts: list[int], tasks: int, num_ranks: int) -> TaskGraph:
     in the list and starts after task i − 1. Over two hosts every receiver sends next (no sync
     message); over four, every task needs a sync from the previous receiver."""
     h = len(hosts)
-    rows = []
+    rows: list[tuple[int, int, int, list[int], int | None]] = []
     for i in range(tasks):
         src, dst = hosts[(2 * i) % h], hosts[(2 * i + 1) % h]
         rows.append((src, dst, 1, [i - 1] if i else [], None))
@@ -128,7 +128,7 @@ def calibrate(topo: Topology, routes: RoutingTable, name: str, scale: float = 1.
             for label, graph in (("plain", chain([0, 1], CHAIN_TASKS, n)), ("sync", chain([0, 1, 2, 3], CHAIN_TASKS, n))):
                 note(f"chain of {CHAIN_TASKS} 1-byte tasks ({label})")
                 measured[f"chain_{label}_s"] = _run(fabric, graph)
-            sweep = []
+            sweep: list[dict[str, Any]] = []
             for k in (senders if lossy else ()):
                 times = []
                 for r in range(repeats):

@@ -134,7 +134,7 @@ def run_local(
         raise _core.NetweaveError(f"fault names rank {faulty[1]}, outside the schedule's {graph.num_ranks} ranks")
     exe = executor_path()
     scratch = work_dir is None
-    out = Path(tempfile.mkdtemp(prefix="netweave-run-")) if scratch else Path(work_dir)
+    out = Path(tempfile.mkdtemp(prefix="netweave-run-")) if work_dir is None else Path(work_dir)
     out.mkdir(parents=True, exist_ok=True)
     procs: list[subprocess.Popen] = []
     job = processes.Job().start()  # the ranks die with this process, however it ends
@@ -190,8 +190,10 @@ def _start_together(procs: list[subprocess.Popen]) -> None:
     clock starts when every process can work. A process that fails while connecting ends its
     output early; the others are then released and fail on their own (its connections drop)."""
     for p in procs:
+        assert p.stdout is not None and p.stdin is not None, "every rank is started with pipes"
         p.stdout.readline()  # "ready", or "" once the process has exited
     for p in procs:
+        assert p.stdout is not None and p.stdin is not None
         try:
             p.stdin.write(b"g")
             p.stdin.close()
@@ -248,7 +250,7 @@ def _merge(graph: _core.TaskGraph, out: Path, codes: list[int | None], order: li
                 for r in range(graph.num_ranks) if codes[r] != 0]
     # The cause: a rank that died by a signal, else one that went silent, else the first to fail.
     failed = [r for r in order if codes[r] != 0]
-    cause = next((r for r in failed if codes[r] is not None and codes[r] < 0), None)
+    cause = next((r for r in failed if (code := codes[r]) is not None and code < 0), None)
     cause = next((r for r in failed if codes[r] is None), cause) if cause is None else cause
     cause = failed[0] if cause is None and failed else cause
     tasks = graph.tasks()

@@ -38,7 +38,7 @@ import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 #: Environment variable that marks every process of a job.
 MARK_VARIABLE = "NETWEAVE_JOB"
@@ -135,7 +135,7 @@ class Job:
         self.mark = f"{os.getpid()}-{secrets.token_hex(8)}"
         self.grace = grace
         self.procs: list[subprocess.Popen] = []
-        self._guardian: subprocess.Popen | None = None
+        self._guardian: subprocess.Popen[str] | None = None
         self._handlers: dict[int, Any] = {}
 
     def __enter__(self) -> Job:
@@ -165,8 +165,8 @@ class Job:
             self._handlers.clear()
             if self._guardian is not None:
                 try:
-                    self._guardian.stdin.write("done\n")
-                    self._guardian.stdin.close()
+                    self._guardian_says("done")
+                    self._guardian_input().close()
                 except OSError:
                     pass
                 self._guardian.wait()
@@ -197,8 +197,17 @@ class Job:
 
     def _tell(self, line: str) -> None:
         if self._guardian is not None:
-            self._guardian.stdin.write(line + "\n")
-            self._guardian.stdin.flush()
+            self._guardian_says(line)
+
+    def _guardian_input(self) -> IO[str]:
+        """The pipe to the guardian (it is started with one)."""
+        assert self._guardian is not None and self._guardian.stdin is not None, "the guardian runs with a pipe"
+        return self._guardian.stdin
+
+    def _guardian_says(self, line: str) -> None:
+        pipe = self._guardian_input()
+        pipe.write(line + "\n")
+        pipe.flush()
 
     def stop(self) -> None:
         """Stop every process of the job (SIGTERM, SIGKILL after the grace period)."""

@@ -124,7 +124,7 @@ def simulate_mpi(
     if not any(k == "threads" for k, _ in pairs):
         pairs.append(("threads", "1"))  # the processes already share the cores
     graph = schedule if isinstance(schedule, _core.TaskGraph) else None
-    plain = None if graph is not None else schedule
+    plain = schedule if isinstance(schedule, _core.Schedule) else None
     return _core.flitsim_simulate_partitioned(pairs, comm.Get_rank(), comm.Get_size(), comm.alltoall, routes, plain,
                                               graph, progress)
 

@@ -152,7 +152,7 @@ def simulate(
     if sync_s is None and "sync_s" in measured:
         sync_s = float(measured["sync_s"])
     tcp = {**measured.get("tcp", {}), **(tcp or {})}
-    kwargs = dict(
+    kwargs: dict[str, Any] = dict(
         executor=executor,
         nct=nct,
         barrier_s=barrier_s,

@@ -257,7 +257,7 @@ def optimize(
         # A round is `sweep` moves on every chain: a budget smaller than one round gets shorter
         # rounds, so it runs at most one move per chain more than asked, not thousands more.
         sweep = max(1, min(sweep, -(-evaluations // total)))
-    ladder = [t_min * (t_max / t_min) ** (i / max(total - 1, 1)) for i in np.arange(total)]
+    ladder = [float(t_min * (t_max / t_min) ** (i / max(total - 1, 1))) for i in np.arange(total)]
     ann = Annealer(net, pattern, _placement(start), cost, range, num_swaps, replicas, t_min, t_max, sweep,
                    seed * 1_000_003 + rank)
     ann.set_temperatures(ladder[rank * replicas:(rank + 1) * replicas])
@@ -418,7 +418,7 @@ def plot_link_histogram(loads: dict[str, np.ndarray], path: str | Path,
 
     fig, ax = plt.subplots(figsize=(6, 4))
     top = max(float(np.max(v)) for v in loads.values())
-    bins = np.linspace(0, top * 1.02 if top > 0 else 1, 60)
+    bins = np.linspace(0, top * 1.02 if top > 0 else 1, 60).tolist()
     for label, v in loads.items():
         v = np.asarray(v, dtype=np.float64)
         ax.hist(v[v > 0], bins=bins, histtype="step", linewidth=1.5, label=f"{label} (max {int(v.max()):,})")

@@ -17,11 +17,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from netweave import _core
 from netweave._core import ProjectivePlane, Topology
 from netweave.support import files
+
+if TYPE_CHECKING:  # networkx is imported only by the functions that use it
+    import networkx as nx
 
 latin_square_fat_tree = _core.latin_square_fat_tree
 lsft = _core.latin_square_fat_tree
@@ -150,15 +153,15 @@ def info(topo: Topology) -> dict[str, Any]:
     return {"name": topo.name, "family": topo.family, "params": topo.params, **topo.stats()}
 
 
-def to_networkx(topo: Topology):
+def to_networkx(topo: Topology) -> nx.MultiGraph:
     """A ``networkx.MultiGraph`` with the node ids as nodes: node attributes ``kind``,
     ``label``, ``ports``, ``coords``; edge attributes ``link`` (the link id, also the edge key),
     ``ports`` (a dict node → port), ``bandwidth_gbps``, ``latency_ns``."""
     import networkx as nx
 
-    g = nx.MultiGraph(name=topo.name, family=topo.family, params=topo.params)
+    g: nx.MultiGraph = nx.MultiGraph(name=topo.name, family=topo.family, params=topo.params)
     for node in range(topo.num_nodes):
-        attrs = {
+        attrs: dict[str, Any] = {
             "kind": "host" if topo.is_host(node) else "switch",
             "label": topo.label(node),
             "ports": topo.radix(node),

@@ -14,11 +14,12 @@ inputs picklable.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Executor, ThreadPoolExecutor
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, cast
 
 #: Environment variables in which launchers give the job's process count (Open MPI; MPICH's Hydra).
 _WORLD_SIZE_VARS = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE")
@@ -50,7 +51,9 @@ def spread_over_mpi() -> Iterator[bool]:
     except ImportError:
         raise RuntimeError("started by mpirun, but mpi4py is missing (pip install -r requirements-dev.txt)") from None
     with MPICommExecutor(MPI.COMM_WORLD, root=0) as executor:
-        _mpi_executor = executor
+        # mpi4py's stubs type what `with` gives as the MPICommExecutor itself; it is the pool
+        # executor (an Executor) on the root process and None on the others.
+        _mpi_executor = cast(Executor | None, executor)
         try:
             yield executor is not None
         finally:
@@ -62,19 +65,21 @@ def run_all(fn: Callable[..., Any], args: Sequence[tuple], on_done: Callable[[in
     """``[fn(*a) for a in args]``, the calls spread over the MPI job's processes inside
     :func:`spread_over_mpi`, else over `threads` threads (default one per core; the Rust
     engines release the GIL). `on_done(i)` hears of each finished task."""
-    pool = _mpi_executor
-    own = pool is None
-    if own:
-        pool = ThreadPoolExecutor(max_workers=threads or os.cpu_count() or 1)
+    own = _mpi_executor is None
+    pool = ThreadPoolExecutor(max_workers=threads or os.cpu_count() or 1) if _mpi_executor is None else _mpi_executor
     try:
         futures = [pool.submit(fn, *a) for a in args]
-        for i, f in enumerate(futures):
-            if on_done is not None:
-                f.add_done_callback(lambda _f, i=i: on_done(i))
+        if on_done is not None:
+            for i, f in enumerate(futures):
+                f.add_done_callback(functools.partial(_call_done, on_done, i))
         return [f.result() for f in futures]
     finally:
         if own:
             pool.shutdown()
+
+
+def _call_done(on_done: Callable[[int], None], i: int, _future: Future) -> None:
+    on_done(i)
 
 
 def using_mpi() -> bool:

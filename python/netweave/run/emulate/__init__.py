@@ -37,30 +37,30 @@ and :mod:`.proof` (byte counters against the routing table). Its public names ar
 
 from netweave.run.emulate.addresses import PREFIX, fabric_address, link_addresses, mgmt_address
 from netweave.run.emulate.cluster import (
-                                          EXECUTOR_PORT,
-                                          STATE_DIR,
-                                          EmulatedCluster,
-                                          attach,
-                                          check_size,
-                                          down,
-                                          exec_on,
-                                          host_index,
-                                          namespace_limit,
-                                          namespaces,
-                                          require_root,
-                                          status,
-                                          up,
+    EXECUTOR_PORT,
+    STATE_DIR,
+    EmulatedCluster,
+    attach,
+    check_size,
+    down,
+    exec_on,
+    host_index,
+    namespace_limit,
+    namespaces,
+    require_root,
+    status,
+    up,
 )
 from netweave.run.emulate.proof import FORWARDING_BUDGET_BPS, forwarding_load, routed_bytes, routing_proof
 from netweave.run.emulate.runs import (
-                                          measure,
-                                          mpi_command,
-                                          mpirun,
-                                          predict,
-                                          predicted_topology,
-                                          run,
-                                          scaled_routes,
-                                          scaled_topology,
+    measure,
+    mpi_command,
+    mpirun,
+    predict,
+    predicted_topology,
+    run,
+    scaled_routes,
+    scaled_topology,
 )
 from netweave.run.emulate.traffic_control import port_buffer
 

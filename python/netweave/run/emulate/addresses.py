@@ -69,12 +69,11 @@ def address_plan(topo: Topology, routes: RoutingTable, name: str, scale: float, 
         if not ports:
             raise NetweaveError(f"host {i} ({topo.label(int(n))}) has no link")
         host_rows.append({"ns": ns_of[int(n)], "address": fabric_address(i), "mgmt": mgmt_address(i), "port": ports[0]})
-    ports = routes.ports()
     return {
         "name": name, "topology": topo.name, "engine": routes.engine, "scale": scale, "buffer": buffer,
         "created": time.time(), "pid": os.getpid(),
         "hosts": host_rows, "switches": [ns_of[int(n)] for n in switches], "mgmt_ns": f"{PREFIX}{name}-m",
         "links": links,
-        "_end_of_port": end_of_port, "_ports_of": ports_of, "_ports": ports, "_hosts": hosts,
+        "_end_of_port": end_of_port, "_ports_of": ports_of, "_ports": routes.ports(), "_hosts": hosts,
         "_switch_nodes": switches,
     }

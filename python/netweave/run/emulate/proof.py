@@ -52,7 +52,7 @@ def routing_proof(routes: RoutingTable, graph: TaskGraph, measured: list[int],
                                "measured_bytes": got, "allowed_up_to": int(high)})
     carrying = [(w, m) for w, m in zip(forward, measured) if w > 0]
     payload = sum(w for w, _ in carrying)
-    lossy = bool(losses) and any(losses.values())
+    lossy = losses is not None and any(losses.values())
     return {
         "ok": not violations,
         "inconclusive": bool(violations) and lossy,

@@ -132,11 +132,11 @@ def mpi_command(fabric: EmulatedCluster, implementation: str, ranks: int, progra
     chosen = list(range(ranks)) if hosts is None else [int(h) for h in hosts]
     if len(chosen) != ranks or len(set(chosen)) != ranks or not all(0 <= h < fabric.num_hosts for h in chosen):
         raise NetweaveError(f"hosts {chosen} are not {ranks} distinct hosts of fabric '{fabric.name}'")
-    hosts = [fabric.state["hosts"][h]["mgmt"] for h in chosen]
+    addresses = [fabric.state["hosts"][h]["mgmt"] for h in chosen]
     agent = fabric.state.get("agent") or str(agent_path(fabric.name))
     mgmt = ["ip", "netns", "exec", fabric.state["mgmt_ns"]]
     if implementation == "openmpi":
-        return mgmt + ["mpirun.openmpi", "--allow-run-as-root", "-np", str(ranks), "--host", ",".join(f"{h}:1" for h in hosts),
+        return mgmt + ["mpirun.openmpi", "--allow-run-as-root", "-np", str(ranks), "--host", ",".join(f"{a}:1" for a in addresses),
                        "--mca", "plm_rsh_agent", agent, "--mca", "oob_tcp_if_include", str(MGMT_NETWORK),
                        "--mca", "pml", "ob1", "--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_include", "10.0.0.0/8",
                        "--mca", "mpi_yield_when_idle", "1",
@@ -146,7 +146,7 @@ def mpi_command(fabric: EmulatedCluster, implementation: str, ranks: int, progra
         raise NetweaveError("MPICH's UCX needs one fabric interface name on every host; these hosts use ports "
                             + ", ".join(map(str, sorted(ports))))
     return mgmt + ["env", "UCX_TLS=tcp,self", f"UCX_NET_DEVICES=p{ports.pop()}", "mpiexec.mpich", "-launcher", "ssh",
-                   "-launcher-exec", agent, "-iface", "br0", "-hosts", ",".join(hosts), "-n", str(ranks), "-ppn", "1",
+                   "-launcher-exec", agent, "-iface", "br0", "-hosts", ",".join(addresses), "-n", str(ranks), "-ppn", "1",
                    *[a for k, v in env.items() for a in ("-genv", k, v)], *program]
 
 
