@@ -1,12 +1,14 @@
-//! Mapping: `Pattern`, `MapNetwork`, costs, baselines, BISEM and the `Annealer`.
+//! Mapping: `Pattern`, `MapNetwork`, costs, baselines, BISEM, the `Annealer` and the whole
+//! tempering search (`map_optimize`).
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use netweave_core::mapping::anneal::{AnnealConfig, Tempering};
+use netweave_core::exchange::{Exchange, SoloExchange};
+use netweave_core::mapping::anneal::{self, AnnealConfig, AnnealStatus, StopRules, Tempering};
 use netweave_core::mapping::map_files::{self, MapFormat};
 use netweave_core::mapping::pattern_files::{self, PatternFormat};
-use netweave_core::mapping::{baselines, bisem, cost, descent, structure, CostParts, MapNetwork, Objective, Pattern};
+use netweave_core::mapping::{baselines, bisem, cost, descent, discovered, CostParts, MapNetwork, Objective, Pattern};
 use netweave_core::routing::select::Select;
 use netweave_core::traffic::Message;
 use numpy::{PyArray1, PyReadonlyArray1};
@@ -14,6 +16,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use crate::err;
+use crate::exchange::PyExchange;
 use crate::routing::PyRoutingTable;
 use crate::topology::PyTopology;
 use crate::traffic::PySchedule;
@@ -318,9 +321,9 @@ fn map_bisem<'py>(
 #[pyfunction]
 fn map_structure<'py>(py: Python<'py>, pattern: &PyPattern) -> PyResult<Bound<'py, PyDict>> {
     let pat = &*pattern.inner;
-    let s = py.allow_threads(|| structure::discover(pat));
+    let s = py.allow_threads(|| discovered::discover(pat));
     let d = PyDict::new(py);
-    d.set_item("kind", format!("{:?}", s.kind).to_lowercase())?;
+    d.set_item("kind", s.kind.name())?;
     d.set_item("description", s.describe())?;
     d.set_item("dims", s.dims.clone())?;
     d.set_item("periodic", s.periodic.clone())?;
@@ -377,17 +380,7 @@ impl PyAnnealer {
     }
     /// `{rounds, evaluations, accepted, exchanges, best: {...}, best_value, start_value, energies}`.
     fn status<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let s = self.inner.status();
-        let d = PyDict::new(py);
-        d.set_item("rounds", s.rounds)?;
-        d.set_item("evaluations", s.evaluations)?;
-        d.set_item("accepted", s.accepted)?;
-        d.set_item("exchanges", s.exchanges)?;
-        d.set_item("best", parts_dict(py, &s.best)?)?;
-        d.set_item("best_value", s.best_value)?;
-        d.set_item("start_value", s.start_value)?;
-        d.set_item("energies", s.energies)?;
-        Ok(d)
+        status_dict(py, &self.inner.status())
     }
     /// Best placement found so far.
     fn best<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<u32>> {
@@ -415,6 +408,98 @@ impl PyAnnealer {
     fn scale(&self) -> f64 {
         self.inner.scale()
     }
+}
+
+/// A tempering run's progress as `Annealer.status` gives it.
+fn status_dict<'py>(py: Python<'py>, s: &AnnealStatus) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("rounds", s.rounds)?;
+    d.set_item("evaluations", s.evaluations)?;
+    d.set_item("accepted", s.accepted)?;
+    d.set_item("exchanges", s.exchanges)?;
+    d.set_item("best", parts_dict(py, &s.best)?)?;
+    d.set_item("best_value", s.best_value)?;
+    d.set_item("start_value", s.start_value)?;
+    d.set_item("energies", s.energies.clone())?;
+    Ok(d)
+}
+
+/// Anneal from `start` with parallel tempering until `seconds` pass (ignored with an evaluation
+/// budget), `evaluations` moves were tried, the best value reaches `target`, or `stall` seconds
+/// bring no better value. Split over `ranks` processes (this one `rank`) when `swap` carries
+/// their letters (mpi4py's `comm.alltoall`): each runs `replicas` chains on its slice of one
+/// temperature ladder. `on_round(status, seconds)` runs on every process after every round.
+/// Returns `{host_of_rank, best_value, start_value, evaluations, seconds, trace, processes,
+/// stopped_by}`, the same placement on every process.
+#[pyfunction]
+#[pyo3(signature = (net, pattern, start, cost="rmatt", seconds=Some(60.0), evaluations=None, target=None,
+                    stall=None, seed=0, replicas=2, range=4, num_swaps=2, sweep=2000, t_min=1e-6, t_max=3e-4,
+                    on_round=None, rank=0, ranks=1, swap=None))]
+#[allow(clippy::too_many_arguments)]
+fn map_optimize<'py>(
+    py: Python<'py>,
+    net: &PyMapNetwork,
+    pattern: &PyPattern,
+    start: PyReadonlyArray1<'_, u32>,
+    cost: &str,
+    seconds: Option<f64>,
+    evaluations: Option<u64>,
+    target: Option<f64>,
+    stall: Option<f64>,
+    seed: u64,
+    replicas: u32,
+    range: u32,
+    num_swaps: u32,
+    sweep: u32,
+    t_min: f64,
+    t_max: f64,
+    on_round: Option<PyObject>,
+    rank: usize,
+    ranks: usize,
+    swap: Option<PyObject>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let objective = Objective::parse(cost).map_err(err)?;
+    let config = AnnealConfig { objective, range, num_swaps, replicas, t_min, t_max, sweep, seed };
+    let stop = StopRules { seconds, evaluations, target, stall };
+    let start = start.as_slice()?.to_vec();
+    let mut link: Box<dyn Exchange> = match swap {
+        Some(swap) => Box::new(PyExchange::new(rank, ranks, swap)),
+        None if (rank, ranks) == (0, 1) => Box::new(SoloExchange),
+        None => return Err(crate::NetweaveErrorPy::new_err("a run over several processes needs `swap`")),
+    };
+    // A Python error in the callback (or a Ctrl-C) ends the run and is raised as it was.
+    let mut raised: Option<PyErr> = None;
+    let (network, pat) = (net.inner.clone(), pattern.inner.clone());
+    let found = py.allow_threads(|| {
+        let mut hook = |status: &AnnealStatus, elapsed: f64| {
+            Python::with_gil(|py| -> PyResult<()> {
+                py.check_signals()?;
+                if let Some(f) = &on_round {
+                    f.call1(py, (status_dict(py, status)?, elapsed))?;
+                }
+                Ok(())
+            })
+            .map_err(|e| {
+                raised = Some(e);
+                netweave_core::NetweaveError::InvalidParameter("interrupted".into())
+            })
+        };
+        anneal::optimize(network, pat, &start, config, &stop, link.as_mut(), &mut hook)
+    });
+    let found = match (found, raised) {
+        (_, Some(e)) => return Err(e),
+        (r, None) => r.map_err(err)?,
+    };
+    let d = PyDict::new(py);
+    d.set_item("host_of_rank", PyArray1::from_vec(py, found.host_of_rank))?;
+    d.set_item("best_value", found.best_value)?;
+    d.set_item("start_value", found.start_value)?;
+    d.set_item("evaluations", found.evaluations)?;
+    d.set_item("seconds", found.seconds)?;
+    d.set_item("trace", found.trace)?;
+    d.set_item("processes", found.processes)?;
+    d.set_item("stopped_by", found.stopped_by.as_str())?;
+    Ok(d)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -507,6 +592,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(map_structure, m)?)?;
     for f in [
         wrap_pyfunction!(map_descend, m)?,
+        wrap_pyfunction!(map_optimize, m)?,
         wrap_pyfunction!(load_pattern, m)?,
         wrap_pyfunction!(parse_pattern_text, m)?,
         wrap_pyfunction!(save_pattern, m)?,

@@ -28,9 +28,9 @@ use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
+use super::discovered::discover;
 use super::network::{Lattice, MapNetwork};
 use super::pattern::Pattern;
-use super::structure::discover;
 use crate::error::{NetweaveError, Result};
 
 /// An axis-aligned box of routers, `lo ≤ x < hi` per dimension.

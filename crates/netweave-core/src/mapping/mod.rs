@@ -9,8 +9,9 @@
 //! - [`cost`]: hop-bytes, `max_link` under the actual routes, paper 003's `Σhops × max_link`
 //!   and weighted sums, with an exact incremental [`Evaluator`] for swaps and k-rank rotations.
 //! - [`baselines`]: identity, random, bit-reversal, Hilbert / Peano curves, greedy.
-//! - [`structure`]: the lattice (or tree) behind a traffic graph, found from the graph alone,
-//!   with every rank's coordinates in it.
+//! - [`discovered`]: the lattice (or tree) behind a traffic graph, found from the graph alone,
+//!   with every rank's coordinates in it ([`DiscoveredLattice`](discovered::DiscoveredLattice);
+//!   not to be confused with a topology's [`Structure`](crate::topology::structure::Structure)).
 //! - [`bisem`](bisem::bisem): recursive bisection of network and rank graph, geometric along a
 //!   stencil's grid or a discovered lattice, with METIS otherwise.
 //! - [`descent`]: swap descent on hop-bytes, each rank moved next to its partners.
@@ -36,11 +37,11 @@ pub mod baselines;
 pub mod bisem;
 pub mod cost;
 pub mod descent;
+pub mod discovered;
 pub mod map_files;
 pub mod network;
 pub mod pattern;
 pub mod pattern_files;
-pub mod structure;
 
 pub use cost::{CostParts, Evaluator, Move, Objective};
 pub use network::MapNetwork;

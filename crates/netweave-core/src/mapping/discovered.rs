@@ -1,4 +1,4 @@
-//! Structure discovery: recover the lattice behind a traffic graph whose rank numbers say
+//! Lattice discovery: recover the lattice behind a traffic graph whose rank numbers say
 //! nothing about geometry (a trace, a shuffled stencil), so the mapper can place it by
 //! geometry as it places a `stencil:AxBxC` pattern it is told about.
 //!
@@ -9,12 +9,23 @@
 //! classified edges then gives every rank integer coordinates (+1 per step along its class's
 //! direction); wrap-around edges reveal each periodic dimension's size. Missing edges only
 //! remove some 4-cycles, so noisy lattices are still found; graphs with few 4-cycles (random
-//! graphs, Bruck, all-to-all) classify almost nothing and no structure is claimed.
+//! graphs, Bruck, all-to-all) classify almost nothing and no lattice is claimed.
+//!
+//! [`discover`] runs these phases in order, each a function of this module, and stops at the
+//! first that finds no lattice: `TrafficGraph::new` (edges of the graph), `find_squares` and
+//! `keep_lattice_squares` (its 4-cycles), `cut_classes` and `dimension_classes` (edges by
+//! dimension), `orient_edges` (their direction), `walk_positions` (coordinates),
+//! `fold_periodic` (sizes and wrap-around), `settle_ranks` (one rank per point),
+//! `explained_share` (how much of the traffic the lattice explains) and `largest_first` (the
+//! result, dimensions ordered and the kind named).
+//!
+//! The result, a [`DiscoveredLattice`], is the mapper's reading of a *traffic* graph; the shape
+//! of a *topology* is [`topology::structure`](crate::topology::structure).
 //!
 //! ```
-//! use netweave_core::mapping::{structure::{discover, StructureKind}, Pattern};
+//! use netweave_core::mapping::{discovered::{discover, DiscoveredKind}, Pattern};
 //! let s = discover(&Pattern::stencil(&[6, 5], true, 64).unwrap());
-//! assert_eq!(s.kind, StructureKind::Torus);
+//! assert_eq!(s.kind, DiscoveredKind::Torus);
 //! let mut dims = s.dims.clone();
 //! dims.sort();
 //! assert_eq!(dims, vec![5, 6]);
@@ -29,14 +40,14 @@ use super::Pattern;
 
 /// What kind of structure a traffic graph has.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum StructureKind {
+#[serde(rename_all = "snake_case")]
+pub enum DiscoveredKind {
     /// Every dimension wraps around: a torus (a ring when 1-D, a product of rings).
     Torus,
     /// No dimension wraps: a mesh (a line when 1-D).
     Mesh,
-    /// Some dimensions wrap, some do not.
-    Lattice,
+    /// Some dimensions wrap, some do not (a shape no topology generator builds).
+    PartlyPeriodic,
     /// Every dimension has size 2: a hypercube.
     Hypercube,
     /// A connected graph without cycles.
@@ -45,10 +56,27 @@ pub enum StructureKind {
     None,
 }
 
-/// What [`discover`] found.
+impl DiscoveredKind {
+    /// The name reports and the bindings print: `torus`, `mesh`, `partly_periodic`,
+    /// `hypercube`, `tree`, `none`.
+    pub fn name(self) -> &'static str {
+        match self {
+            DiscoveredKind::Torus => "torus",
+            DiscoveredKind::Mesh => "mesh",
+            DiscoveredKind::PartlyPeriodic => "partly_periodic",
+            DiscoveredKind::Hypercube => "hypercube",
+            DiscoveredKind::Tree => "tree",
+            DiscoveredKind::None => "none",
+        }
+    }
+}
+
+/// What [`discover`] found: the lattice behind a traffic graph and every rank's coordinates
+/// in it (or a tree, or nothing).
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Structure {
-    pub kind: StructureKind,
+pub struct DiscoveredLattice {
+    /// What was found.
+    pub kind: DiscoveredKind,
     /// Size of every lattice dimension, largest first (empty unless a lattice was found).
     pub dims: Vec<u32>,
     /// Whether each dimension wraps around.
@@ -73,15 +101,15 @@ const MAX_DIMS: usize = 8;
 /// extra pairs) take no part in finding 4-cycles: hubs, collectives.
 const MAX_CORNER_DEGREE: usize = 2 * MAX_DIMS + 4;
 
-impl Structure {
-    fn none(kind: StructureKind) -> Structure {
-        Structure {
+impl DiscoveredLattice {
+    fn none(kind: DiscoveredKind) -> DiscoveredLattice {
+        DiscoveredLattice {
             kind,
             dims: Vec::new(),
             periodic: Vec::new(),
             coords: Vec::new(),
-            explained_edges: if kind == StructureKind::Tree { 1.0 } else { 0.0 },
-            explained_bytes: if kind == StructureKind::Tree { 1.0 } else { 0.0 },
+            explained_edges: if kind == DiscoveredKind::Tree { 1.0 } else { 0.0 },
+            explained_bytes: if kind == DiscoveredKind::Tree { 1.0 } else { 0.0 },
             displaced_ranks: 0,
         }
     }
@@ -94,20 +122,28 @@ impl Structure {
     /// One line for people: `torus 16×16×16, 100 % of edges explained`, or `none`.
     pub fn describe(&self) -> String {
         let name = match self.kind {
-            StructureKind::Torus if self.dims.len() == 1 => "ring",
-            StructureKind::Mesh if self.dims.len() == 1 => "line",
-            StructureKind::Torus => "torus",
-            StructureKind::Mesh => "mesh",
-            StructureKind::Lattice => "lattice",
-            StructureKind::Hypercube => "hypercube",
-            StructureKind::Tree => return "tree".to_string(),
-            StructureKind::None => return "none".to_string(),
+            DiscoveredKind::Torus if self.dims.len() == 1 => "ring",
+            DiscoveredKind::Mesh if self.dims.len() == 1 => "line",
+            DiscoveredKind::Torus => "torus",
+            DiscoveredKind::Mesh => "mesh",
+            DiscoveredKind::PartlyPeriodic => "partly periodic lattice",
+            DiscoveredKind::Hypercube => "hypercube",
+            DiscoveredKind::Tree => return "tree".to_string(),
+            DiscoveredKind::None => return "none".to_string(),
         };
         let dims: Vec<String> = self
             .dims
             .iter()
             .zip(&self.periodic)
-            .map(|(d, &p)| if self.kind == StructureKind::Lattice && p { format!("{d}p") } else { d.to_string() })
+            .map(
+                |(d, &p)| {
+                    if self.kind == DiscoveredKind::PartlyPeriodic && p {
+                        format!("{d}p")
+                    } else {
+                        d.to_string()
+                    }
+                },
+            )
             .collect();
         let pct = (self.explained_edges * 1000.0).floor() / 10.0;
         format!("{name} {}, {pct} % of edges explained", dims.join("×"))
@@ -165,74 +201,183 @@ impl OrientedSets {
 }
 
 /// Find the lattice (or tree) a traffic pattern is on, and every rank's coordinates in it.
-pub fn discover(pattern: &Pattern) -> Structure {
-    let n = pattern.num_ranks() as usize;
-    let (off, nbr, wts) = pattern.symmetric_csr();
-    // Neighbour lists without self-loops (kept sorted, as the CSR is).
-    let adj = |u: usize| nbr[off[u] as usize..off[u + 1] as usize].iter().copied().filter(move |&v| v as usize != u);
-    let mut edge_of_slot = vec![u32::MAX; nbr.len()];
-    let mut ends: Vec<(u32, u32)> = Vec::new();
-    let mut edge_bytes: Vec<u64> = Vec::new();
-    for u in 0..n {
-        for k in off[u] as usize..off[u + 1] as usize {
-            let v = nbr[k] as usize;
-            if u < v {
-                edge_of_slot[k] = ends.len() as u32;
-                ends.push((u as u32, v as u32));
-                edge_bytes.push(wts[k]);
-            }
-        }
+pub fn discover(pattern: &Pattern) -> DiscoveredLattice {
+    let graph = TrafficGraph::new(pattern);
+    let n = graph.num_ranks();
+    if n < 4 || graph.num_edges() == 0 {
+        return DiscoveredLattice::none(DiscoveredKind::None);
     }
-    let slot = |u: usize, v: u32| -> Option<usize> {
-        let row = &nbr[off[u] as usize..off[u + 1] as usize];
-        row.binary_search(&v).ok().map(|i| off[u] as usize + i)
-    };
-    for u in 0..n {
-        for k in off[u] as usize..off[u + 1] as usize {
-            let v = nbr[k] as usize;
-            if u > v {
-                edge_of_slot[k] = edge_of_slot[slot(v, u as u32).unwrap()];
-            }
-        }
+    if graph.is_tree() {
+        return DiscoveredLattice::none(DiscoveredKind::Tree);
     }
-    let num_edges = ends.len();
-    if n < 4 || num_edges == 0 {
-        return Structure::none(StructureKind::None);
-    }
-    if is_tree(n, &off, &nbr, num_edges) {
-        return Structure::none(StructureKind::Tree);
-    }
+    find_lattice(&graph).unwrap_or_else(|| DiscoveredLattice::none(DiscoveredKind::None))
+}
+
+/// The phases after the graph is read; `None` as soon as one finds no lattice.
+fn find_lattice(graph: &TrafficGraph) -> Option<DiscoveredLattice> {
     // Most ranks of a lattice have at most 2 × MAX_DIMS partners: refuse denser graphs (Bruck,
     // all-to-all) before looking for 4-cycles, which they have in the millions.
-    let mut degrees: Vec<u32> = (0..n).map(|u| off[u + 1] - off[u]).collect();
-    let median = *degrees.select_nth_unstable(n / 2).1 as usize;
-    if median > 2 * MAX_DIMS {
-        return Structure::none(StructureKind::None);
+    if graph.median_degree() > 2 * MAX_DIMS {
+        return None;
     }
-    // The directed edge p→q (q = nbr[k]) as (edge id, orientation relative to lo→hi).
-    let dir = |p: usize, k: usize| -> (u32, u8) { (edge_of_slot[k], u8::from((nbr[k] as usize) < p)) };
+    let mut squares = find_squares(graph)?;
+    keep_lattice_squares(graph.num_edges(), &mut squares);
+    let edge_classes = cut_classes(graph, &squares);
+    let orientation = orient_edges(graph, &squares, &edge_classes);
+    drop(squares);
+    let classes = dimension_classes(&edge_classes.class_root, orientation)?;
+    let walk = walk_positions(graph, &classes)?;
+    let lattice = fold_periodic(graph, &classes, walk)?;
+    let placed = settle_ranks(graph, &lattice)?;
+    let share = explained_share(graph, &lattice, &placed.coords);
+    if share.edges < MIN_EXPLAINED {
+        return None;
+    }
+    Some(largest_first(lattice, placed, share))
+}
 
-    // 4-cycles u–v–x–w: u→v runs as w→x, and u→w as v→x (each as [uv, wx, uw, vx]).
-    let degree = |u: usize| off[u + 1] as usize - off[u] as usize;
-    let mut squares: Vec<[(u32, u8); 4]> = Vec::new();
+/// The traffic graph as undirected edges: the pattern's symmetric CSR (partners sorted) and
+/// an id for every rank pair that communicates.
+struct TrafficGraph {
+    off: Vec<u32>,
+    nbr: Vec<u32>,
+    /// Edge id of each CSR slot (`u32::MAX` for a self-loop).
+    edge_of_slot: Vec<u32>,
+    /// Both ranks of each edge, lower first.
+    ends: Vec<(u32, u32)>,
+    /// Bytes of each edge, both directions together.
+    edge_bytes: Vec<u64>,
+}
+
+impl TrafficGraph {
+    fn new(pattern: &Pattern) -> Self {
+        let n = pattern.num_ranks() as usize;
+        let (off, nbr, wts) = pattern.symmetric_csr();
+        let mut edge_of_slot = vec![u32::MAX; nbr.len()];
+        let mut ends: Vec<(u32, u32)> = Vec::new();
+        let mut edge_bytes: Vec<u64> = Vec::new();
+        for u in 0..n {
+            for k in off[u] as usize..off[u + 1] as usize {
+                let v = nbr[k] as usize;
+                if u < v {
+                    edge_of_slot[k] = ends.len() as u32;
+                    ends.push((u as u32, v as u32));
+                    edge_bytes.push(wts[k]);
+                }
+            }
+        }
+        let mut graph = TrafficGraph { off, nbr, edge_of_slot, ends, edge_bytes };
+        // The slot v→u shares the id of the slot u→v (u < v) numbered above.
+        for u in 0..n {
+            for k in graph.slots(u) {
+                let v = graph.nbr[k] as usize;
+                if u > v {
+                    graph.edge_of_slot[k] = graph.edge_of_slot[graph.slot(v, u as u32).unwrap()];
+                }
+            }
+        }
+        graph
+    }
+
+    fn num_ranks(&self) -> usize {
+        self.off.len() - 1
+    }
+
+    fn num_edges(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// CSR slots of rank `u`'s partners.
+    fn slots(&self, u: usize) -> std::ops::Range<usize> {
+        self.off[u] as usize..self.off[u + 1] as usize
+    }
+
+    /// The slot of partner `v` in rank `u`'s row.
+    fn slot(&self, u: usize, v: u32) -> Option<usize> {
+        self.nbr[self.slots(u)].binary_search(&v).ok().map(|i| self.off[u] as usize + i)
+    }
+
+    fn degree(&self, u: usize) -> usize {
+        self.slots(u).len()
+    }
+
+    /// Partners of rank `u` without `u` itself (sorted, as the CSR is).
+    fn partners(&self, u: usize) -> impl Iterator<Item = u32> + '_ {
+        self.nbr[self.slots(u)].iter().copied().filter(move |&v| v as usize != u)
+    }
+
+    /// The directed edge p→q (q = `nbr[k]`) as (edge id, orientation relative to lo→hi).
+    fn dir(&self, p: usize, k: usize) -> (u32, u8) {
+        (self.edge_of_slot[k], u8::from((self.nbr[k] as usize) < p))
+    }
+
+    fn median_degree(&self) -> usize {
+        let n = self.num_ranks();
+        let mut degrees: Vec<u32> = (0..n).map(|u| self.off[u + 1] - self.off[u]).collect();
+        *degrees.select_nth_unstable(n / 2).1 as usize
+    }
+
+    /// Connected with one edge fewer than vertices.
+    fn is_tree(&self) -> bool {
+        let n = self.num_ranks();
+        if self.num_edges() + 1 != n {
+            return false;
+        }
+        let mut seen = vec![false; n];
+        let mut stack = vec![0u32];
+        seen[0] = true;
+        let mut count = 1;
+        while let Some(u) = stack.pop() {
+            for &v in &self.nbr[self.slots(u as usize)] {
+                if !seen[v as usize] {
+                    seen[v as usize] = true;
+                    count += 1;
+                    stack.push(v);
+                }
+            }
+        }
+        count == n
+    }
+
+    /// The class of each edge meeting rank `b` (self-loops left out) with its CSR slot.
+    fn edges_at(&self, b: usize, class_of: &[u32], at: &mut Vec<(u32, usize)>) {
+        at.clear();
+        for k in self.slots(b) {
+            if self.nbr[k] as usize != b {
+                at.push((class_of[self.edge_of_slot[k] as usize], k));
+            }
+        }
+    }
+}
+
+/// A 4-cycle u–v–x–w as its directed edges `[u→v, w→x, u→w, v→x]`: the first two run the
+/// same way, and so do the last two.
+type Square = [(u32, u8); 4];
+
+/// Every 4-cycle between ranks of low degree (each found once per corner); `None` when there
+/// are far more than a lattice has.
+fn find_squares(graph: &TrafficGraph) -> Option<Vec<Square>> {
+    let nbr = &graph.nbr;
+    let mut squares: Vec<Square> = Vec::new();
     let mut cands: Vec<(u32, u32, u32)> = Vec::new(); // (x, slot u→v, slot v→x)
                                                       // A lattice of d dimensions has (d − 1) / 2 4-cycles per edge: many more is something else.
-    let max_squares = 4 * MAX_DIMS * num_edges;
-    for u in 0..n {
+    let max_squares = 4 * MAX_DIMS * graph.num_edges();
+    for u in 0..graph.num_ranks() {
         if squares.len() > max_squares {
-            return Structure::none(StructureKind::None);
+            return None;
         }
-        if degree(u) > MAX_CORNER_DEGREE {
+        if graph.degree(u) > MAX_CORNER_DEGREE {
             continue;
         }
         cands.clear();
-        for k_uv in off[u] as usize..off[u + 1] as usize {
+        for k_uv in graph.slots(u) {
             let v = nbr[k_uv] as usize;
-            if v == u || degree(v) > MAX_CORNER_DEGREE {
+            if v == u || graph.degree(v) > MAX_CORNER_DEGREE {
                 continue;
             }
-            for k_vx in off[v] as usize..off[v + 1] as usize {
-                let x = nbr[k_vx] as usize;
+            let vx = graph.slots(v);
+            for (k_vx, &x) in vx.clone().zip(&nbr[vx]) {
+                let x = x as usize;
                 if x != u && x != v {
                     cands.push((x as u32, k_uv as u32, k_vx as u32));
                 }
@@ -246,17 +391,17 @@ pub fn discover(pattern: &Pattern) -> Structure {
                 j += 1;
             }
             // Two middles v, w of x form a square; more than a few means a dense spot: skip it.
-            if j - i >= 2 && j - i <= 4 && degree(cands[i].0 as usize) <= MAX_CORNER_DEGREE {
+            if j - i >= 2 && j - i <= 4 && graph.degree(cands[i].0 as usize) <= MAX_CORNER_DEGREE {
                 for a in i..j {
                     for b in a + 1..j {
                         let (_, k_uv, k_vx) = cands[a];
                         let (_, k_uw, k_wx) = cands[b];
                         let (v, w) = (nbr[k_uv as usize] as usize, nbr[k_uw as usize] as usize);
                         squares.push([
-                            dir(u, k_uv as usize),
-                            dir(w, k_wx as usize),
-                            dir(u, k_uw as usize),
-                            dir(v, k_vx as usize),
+                            graph.dir(u, k_uv as usize),
+                            graph.dir(w, k_wx as usize),
+                            graph.dir(u, k_uw as usize),
+                            graph.dir(v, k_vx as usize),
                         ]);
                     }
                 }
@@ -264,20 +409,22 @@ pub fn discover(pattern: &Pattern) -> Structure {
             i = j;
         }
     }
+    Some(squares)
+}
+
+/// Keep one copy of each 4-cycle, and only the 4-cycles a lattice would have.
+fn keep_lattice_squares(num_edges: usize, squares: &mut Vec<Square>) {
     // Each 4-cycle was found from each of its corners: keep one copy. Then keep only the
     // 4-cycles a lattice would have: in a lattice two edges at a corner span at most one
     // 4-cycle, while a long-range extra edge closes two or more with the same lattice edge.
-    squares.sort_unstable_by_key(|q| {
+    let edge_set = |q: &Square| {
         let mut k = [q[0].0, q[1].0, q[2].0, q[3].0];
         k.sort_unstable();
         k
-    });
-    squares.dedup_by_key(|q| {
-        let mut k = [q[0].0, q[1].0, q[2].0, q[3].0];
-        k.sort_unstable();
-        k
-    });
-    let corners = |q: &[(u32, u8); 4]| {
+    };
+    squares.sort_unstable_by_key(edge_set);
+    squares.dedup_by_key(|q| edge_set(q));
+    let corners = |q: &Square| {
         [(q[0].0, q[2].0), (q[0].0, q[3].0), (q[1].0, q[3].0), (q[1].0, q[2].0)].map(|(a, b)| (a.min(b), a.max(b)))
     };
     let mut corner_pairs: Vec<(u32, u32)> = squares.iter().flat_map(corners).collect();
@@ -295,7 +442,7 @@ pub fn discover(pattern: &Pattern) -> Structure {
     // in that one 4-cycle only while its lattice edges lie in more than lattice edges usually
     // do (the most common count): drop such 4-cycles.
     let mut in_squares = vec![0u32; num_edges];
-    for q in &squares {
+    for q in squares.iter() {
         for &(e, _) in q {
             in_squares[e as usize] += 1;
         }
@@ -311,46 +458,48 @@ pub fn discover(pattern: &Pattern) -> Structure {
         let c = q.map(|(e, _)| in_squares[e as usize]);
         !(c.contains(&1) && c.iter().any(|&x| x > usual))
     });
+}
 
+/// Every edge's cut and dimension class, each named by a root edge id.
+struct EdgeClasses {
+    /// The cut the edge crosses: one position along one dimension.
+    cut: Vec<u32>,
+    /// The dimension: neighbouring cuts of one dimension joined.
+    class_root: Vec<u32>,
+}
+
+/// The cut and the dimension class of every edge: first the cuts, then neighbouring cuts of
+/// one dimension joined.
+fn cut_classes(graph: &TrafficGraph, squares: &[Square]) -> EdgeClasses {
+    let (n, num_edges) = (graph.num_ranks(), graph.num_edges());
     // Opposite edges of a 4-cycle cross the same cut of the lattice: classes of edges that
     // cross one cut (Djoković–Winkler), one class per position along a dimension.
     let mut plain = OrientedSets::new(num_edges);
-    for q in &squares {
+    for q in squares {
         plain.join(q[0].0, 0, q[1].0, 0);
         plain.join(q[2].0, 0, q[3].0, 0);
     }
-    let mut cut = vec![0u32; num_edges];
-    for e in 0..num_edges as u32 {
-        cut[e as usize] = plain.find(e).0;
-    }
+    let cut: Vec<u32> = (0..num_edges as u32).map(|e| plain.find(e).0).collect();
     // Cuts of two dimensions meet in 4-cycles; consecutive cuts of one dimension never do, and
     // meet at every rank between them, whose two edges run straight through it.
     let mut perpendicular: HashSet<(u32, u32)> = HashSet::new();
-    for q in &squares {
+    for q in squares {
         let (a, b) = (cut[q[0].0 as usize], cut[q[2].0 as usize]);
         if a != b {
             perpendicular.insert((a.min(b), a.max(b)));
         }
     }
     let mut cut_size = vec![0u32; num_edges];
-    for e in 0..num_edges {
-        cut_size[cut[e] as usize] += 1;
+    for &c in &cut {
+        cut_size[c as usize] += 1;
     }
     let mut votes: HashMap<(u32, u32), u32> = HashMap::new();
     let mut at: Vec<(u32, usize)> = Vec::new();
-    let edges_at = |b: usize, at: &mut Vec<(u32, usize)>| {
-        at.clear();
-        for k in off[b] as usize..off[b + 1] as usize {
-            if nbr[k] as usize != b {
-                at.push((cut[edge_of_slot[k] as usize], k));
-            }
-        }
-    };
     for b in 0..n {
-        if degree(b) > MAX_CORNER_DEGREE {
+        if graph.degree(b) > MAX_CORNER_DEGREE {
             continue;
         }
-        edges_at(b, &mut at);
+        graph.edges_at(b, &cut, &mut at);
         for i in 0..at.len() {
             for j in i + 1..at.len() {
                 let (a, c) = (at[i].0.min(at[j].0), at[i].0.max(at[j].0));
@@ -375,65 +524,94 @@ pub fn discover(pattern: &Pattern) -> Structure {
     for &(a, c) in &joined {
         dimension.join(a, 0, c, 0);
     }
-    let mut class_root = vec![0u32; num_edges];
-    for e in 0..num_edges {
-        class_root[e] = dimension.find(cut[e]).0;
-    }
+    let class_root = cut.iter().map(|&c| dimension.find(c).0).collect();
+    EdgeClasses { cut, class_root }
+}
+
+/// The direction of every edge within its dimension, as oriented sets.
+fn orient_edges(graph: &TrafficGraph, squares: &[Square], classes: &EdgeClasses) -> OrientedSets {
+    let class_root = &classes.class_root;
     // Directions: opposite edges of a 4-cycle run the same way, and so do a→b and b→c through
     // a rank b whose edges a–b and b–c lie in consecutive cuts of one dimension.
-    let mut sets = OrientedSets::new(num_edges);
-    for q in &squares {
+    let mut sets = OrientedSets::new(graph.num_edges());
+    for q in squares {
         if class_root[q[0].0 as usize] != class_root[q[2].0 as usize] {
             sets.join(q[0].0, q[0].1, q[1].0, q[1].1);
             sets.join(q[2].0, q[2].1, q[3].0, q[3].1);
         }
     }
-    drop(squares);
-    for b in 0..n {
-        if degree(b) > MAX_CORNER_DEGREE {
+    let mut at: Vec<(u32, usize)> = Vec::new();
+    for b in 0..graph.num_ranks() {
+        if graph.degree(b) > MAX_CORNER_DEGREE {
             continue;
         }
-        edges_at(b, &mut at);
+        graph.edges_at(b, &classes.cut, &mut at);
         for i in 0..at.len() {
             for j in i + 1..at.len() {
                 let (ci, cj) = (at[i].0, at[j].0);
-                if ci != cj && class_root[edge_of_slot[at[i].1] as usize] == class_root[edge_of_slot[at[j].1] as usize]
-                {
+                let (ei, ej) = (graph.edge_of_slot[at[i].1] as usize, graph.edge_of_slot[at[j].1] as usize);
+                if ci != cj && class_root[ei] == class_root[ej] {
                     // Edges b–a and b–c: a→b (the reverse of b→a) runs as b→c.
-                    let (e_ba, f_ba) = dir(b, at[i].1);
-                    let (e_bc, f_bc) = dir(b, at[j].1);
+                    let (e_ba, f_ba) = graph.dir(b, at[i].1);
+                    let (e_bc, f_bc) = graph.dir(b, at[j].1);
                     sets.join(e_ba, f_ba ^ 1, e_bc, f_bc);
                 }
             }
         }
     }
+    sets
+}
 
-    // Dimension classes: the sizeable edge classes.
+/// Edges sorted into the lattice's dimensions.
+struct DimensionClasses {
+    /// Number of dimensions.
+    nd: usize,
+    /// Dimension of each edge (`u8::MAX`: in none, a long-range extra).
+    class_of_edge: Vec<u8>,
+    /// Direction of each edge within its dimension (0: lo→hi is `+`).
+    orient: Vec<u8>,
+}
+
+/// The sizeable edge classes become the dimensions; `None` when there is none or too many.
+fn dimension_classes(class_root: &[u32], mut orientation: OrientedSets) -> Option<DimensionClasses> {
+    let num_edges = class_root.len();
     let mut class_size = vec![0u32; num_edges];
-    for e in 0..num_edges {
-        class_size[class_root[e] as usize] += 1;
+    for &r in class_root {
+        class_size[r as usize] += 1;
     }
     let mut roots: Vec<u32> = (0..num_edges as u32).filter(|&e| class_size[e as usize] >= 2).collect();
     roots.sort_unstable_by_key(|&r| (std::cmp::Reverse(class_size[r as usize]), r));
-    let Some(&largest) = roots.first() else {
-        return Structure::none(StructureKind::None);
-    };
+    let &largest = roots.first()?;
     let floor = (class_size[largest as usize] / 10).max(2);
     roots.retain(|&r| class_size[r as usize] >= floor);
     if roots.len() > MAX_DIMS {
-        return Structure::none(StructureKind::None);
+        return None;
     }
-    let nd = roots.len();
     let mut class_of_edge = vec![u8::MAX; num_edges];
     let mut orient = vec![0u8; num_edges];
     for e in 0..num_edges as u32 {
         if let Some(d) = roots.iter().position(|&x| x == class_root[e as usize]) {
             class_of_edge[e as usize] = d as u8;
-            orient[e as usize] = sets.find(e).1;
+            orient[e as usize] = orientation.find(e).1;
         }
     }
+    Some(DimensionClasses { nd: roots.len(), class_of_edge, orient })
+}
 
-    // Integer coordinates by a walk over classified edges, from each unreached rank in turn.
+/// Integer positions from a walk over classified edges.
+struct Walk {
+    /// `nd` positions per rank (`i64::MIN` where unreached).
+    pos: Vec<i64>,
+    /// The walk component of each rank.
+    component: Vec<u32>,
+    /// The largest component, the one the lattice is read from.
+    main: u32,
+}
+
+/// Integer coordinates by a walk over classified edges, from each unreached rank in turn;
+/// `None` when the largest component holds less than 90 % of the ranks.
+fn walk_positions(graph: &TrafficGraph, classes: &DimensionClasses) -> Option<Walk> {
+    let (n, nd) = (graph.num_ranks(), classes.nd);
     let mut pos = vec![i64::MIN; n * nd];
     let mut queue: Vec<u32> = Vec::with_capacity(n);
     let mut component = vec![u32::MAX; n];
@@ -451,19 +629,19 @@ pub fn discover(pattern: &Pattern) -> Structure {
         while head < queue.len() {
             let u = queue[head] as usize;
             head += 1;
-            for k in off[u] as usize..off[u + 1] as usize {
-                let e = edge_of_slot[k];
+            for k in graph.slots(u) {
+                let e = graph.edge_of_slot[k];
                 if e == u32::MAX {
                     continue;
                 }
-                let d = class_of_edge[e as usize];
-                let v = nbr[k] as usize;
+                let d = classes.class_of_edge[e as usize];
+                let v = graph.nbr[k] as usize;
                 if d == u8::MAX || component[v] != u32::MAX {
                     continue;
                 }
                 component[v] = c;
                 // +1 along the class direction: lo→hi when the edge's orientation bit is 0.
-                let forward = (u < v) == (orient[e as usize] == 0);
+                let forward = (u < v) == (classes.orient[e as usize] == 0);
                 for j in 0..nd {
                     pos[v * nd + j] = pos[u * nd + j];
                 }
@@ -475,26 +653,48 @@ pub fn discover(pattern: &Pattern) -> Structure {
     }
     let main = (0..comp_sizes.len()).max_by_key(|&c| (comp_sizes[c], std::cmp::Reverse(c))).unwrap() as u32;
     if (comp_sizes[main as usize] as f64) < 0.9 * n as f64 {
-        return Structure::none(StructureKind::None);
+        return None;
     }
+    Some(Walk { pos, component, main })
+}
 
-    // Sizes: wrap-around edges step by 1 − size (a multiple of it after detours).
+/// The lattice read from a walk, in discovery order of its dimensions.
+struct FoundLattice {
+    dims: Vec<u32>,
+    periodic: Vec<bool>,
+    /// Positions folded into `0..dims[d]` for ranks of the main component.
+    walk: Walk,
+}
+
+impl FoundLattice {
+    fn nd(&self) -> usize {
+        self.dims.len()
+    }
+}
+
+/// Sizes: wrap-around edges step by 1 − size (a multiple of it after detours). Folds each
+/// periodic dimension's positions into its ring; `None` when the sizes contradict the walk or
+/// the lattice has not about one point per rank.
+fn fold_periodic(graph: &TrafficGraph, classes: &DimensionClasses, mut walk: Walk) -> Option<FoundLattice> {
+    let (n, nd) = (graph.num_ranks(), classes.nd);
+    let main = walk.main;
     let mut dims = vec![0u32; nd];
     let mut periodic = vec![false; nd];
     for d in 0..nd {
         let (mut lo, mut hi) = (i64::MAX, i64::MIN);
         for u in 0..n {
-            if component[u] == main {
-                lo = lo.min(pos[u * nd + d]);
-                hi = hi.max(pos[u * nd + d]);
+            if walk.component[u] == main {
+                lo = lo.min(walk.pos[u * nd + d]);
+                hi = hi.max(walk.pos[u * nd + d]);
             }
         }
         let mut g: i64 = 0;
-        for (e, &(a, b)) in ends.iter().enumerate() {
-            if class_of_edge[e] as usize != d || component[a as usize] != main {
+        for (e, &(a, b)) in graph.ends.iter().enumerate() {
+            if classes.class_of_edge[e] as usize != d || walk.component[a as usize] != main {
                 continue;
             }
-            let step = (pos[b as usize * nd + d] - pos[a as usize * nd + d]) * if orient[e] == 0 { 1 } else { -1 };
+            let sign = if classes.orient[e] == 0 { 1 } else { -1 };
+            let step = (walk.pos[b as usize * nd + d] - walk.pos[a as usize * nd + d]) * sign;
             if step != 1 {
                 g = gcd(g, (1 - step).abs());
             }
@@ -506,21 +706,36 @@ pub fn discover(pattern: &Pattern) -> Structure {
         } else if g == 0 {
             dims[d] = span as u32;
         } else {
-            return Structure::none(StructureKind::None);
+            return None;
         }
         for u in 0..n {
-            if component[u] == main {
-                let x = pos[u * nd + d] - lo;
-                pos[u * nd + d] = if periodic[d] { x.rem_euclid(g) } else { x };
+            if walk.component[u] == main {
+                let x = walk.pos[u * nd + d] - lo;
+                walk.pos[u * nd + d] = if periodic[d] { x.rem_euclid(g) } else { x };
             }
         }
     }
     let points: u64 = dims.iter().map(|&d| d as u64).product();
     if points < n as u64 || points > 2 * n as u64 || dims.iter().any(|&d| d < 2) {
-        return Structure::none(StructureKind::None);
+        return None;
     }
+    Some(FoundLattice { dims, periodic, walk })
+}
 
-    // One rank per lattice point: clashing or unreached ranks go to the nearest free point.
+/// Every rank's lattice point, one rank per point.
+struct Placed {
+    /// `nd` coordinates per rank, in discovery order of the dimensions.
+    coords: Vec<u32>,
+    /// Ranks moved to a free point (clashing or unreached).
+    displaced: usize,
+}
+
+/// One rank per lattice point: clashing or unreached ranks go to the nearest free point;
+/// `None` when more than 5 % of the ranks would have to move.
+fn settle_ranks(graph: &TrafficGraph, lattice: &FoundLattice) -> Option<Placed> {
+    let (n, nd) = (graph.num_ranks(), lattice.nd());
+    let (dims, periodic, walk) = (&lattice.dims, &lattice.periodic, &lattice.walk);
+    let points: u64 = dims.iter().map(|&d| d as u64).product();
     let index = |x: &[u32]| -> usize {
         let mut i = 0usize;
         for d in (0..nd).rev() {
@@ -532,12 +747,12 @@ pub fn discover(pattern: &Pattern) -> Structure {
     let mut taken = vec![false; points as usize];
     let mut displaced: Vec<u32> = Vec::new();
     for u in 0..n {
-        if component[u] != main {
+        if walk.component[u] != walk.main {
             displaced.push(u as u32);
             continue;
         }
         for d in 0..nd {
-            coords[u * nd + d] = pos[u * nd + d] as u32;
+            coords[u * nd + d] = walk.pos[u * nd + d] as u32;
         }
         let i = index(&coords[u * nd..(u + 1) * nd]);
         if taken[i] {
@@ -547,7 +762,7 @@ pub fn discover(pattern: &Pattern) -> Structure {
         }
     }
     if displaced.len() as f64 > 0.05 * n as f64 {
-        return Structure::none(StructureKind::None);
+        return None;
     }
     if !displaced.is_empty() {
         let free: Vec<usize> = (0..points as usize).filter(|&i| !taken[i]).collect();
@@ -564,8 +779,9 @@ pub fn discover(pattern: &Pattern) -> Structure {
         for &u in &displaced {
             // Aim next to an already-placed neighbour, else anywhere.
             let u = u as usize;
-            let want: Vec<u32> = adj(u)
-                .find(|&v| component[v as usize] == main && !displaced.contains(&v))
+            let want: Vec<u32> = graph
+                .partners(u)
+                .find(|&v| walk.component[v as usize] == walk.main && !displaced.contains(&v))
                 .map(|v| coords[v as usize * nd..(v as usize + 1) * nd].to_vec())
                 .unwrap_or_else(|| vec![0; nd]);
             let best = (0..free.len())
@@ -579,52 +795,66 @@ pub fn discover(pattern: &Pattern) -> Structure {
             coords[u * nd..(u + 1) * nd].copy_from_slice(&point(free[best]));
         }
     }
+    Some(Placed { coords, displaced: displaced.len() })
+}
 
-    // How much of the traffic joins lattice neighbours.
+/// How much of the traffic joins lattice neighbours.
+struct ExplainedShare {
+    /// Share of the rank pairs.
+    edges: f64,
+    /// Share of the bytes (the pair share when no bytes move).
+    bytes: f64,
+}
+
+fn explained_share(graph: &TrafficGraph, lattice: &FoundLattice, coords: &[u32]) -> ExplainedShare {
+    let nd = lattice.nd();
     let (mut good, mut good_bytes, mut all_bytes) = (0usize, 0u128, 0u128);
-    for (e, &(a, b)) in ends.iter().enumerate() {
-        all_bytes += edge_bytes[e] as u128;
+    for (e, &(a, b)) in graph.ends.iter().enumerate() {
+        all_bytes += graph.edge_bytes[e] as u128;
         let (pa, pb) = (&coords[a as usize * nd..][..nd], &coords[b as usize * nd..][..nd]);
-        let steps: u32 = (0..nd).map(|d| lattice_step(pa[d], pb[d], dims[d], periodic[d])).sum();
+        let steps: u32 = (0..nd).map(|d| lattice_step(pa[d], pb[d], lattice.dims[d], lattice.periodic[d])).sum();
         if steps == 1 {
             good += 1;
-            good_bytes += edge_bytes[e] as u128;
+            good_bytes += graph.edge_bytes[e] as u128;
         }
     }
-    let explained_edges = good as f64 / num_edges as f64;
-    if explained_edges < MIN_EXPLAINED {
-        return Structure::none(StructureKind::None);
-    }
-    // Largest dimension first (ties keep discovery order), coordinates permuted to match.
+    let edges = good as f64 / graph.num_edges() as f64;
+    ExplainedShare { edges, bytes: if all_bytes == 0 { edges } else { good_bytes as f64 / all_bytes as f64 } }
+}
+
+/// The result with its largest dimension first (ties keep discovery order), coordinates
+/// permuted to match, and its kind named.
+fn largest_first(lattice: FoundLattice, placed: Placed, share: ExplainedShare) -> DiscoveredLattice {
+    let nd = lattice.nd();
+    let n = placed.coords.len() / nd;
     let mut order: Vec<usize> = (0..nd).collect();
-    order.sort_by_key(|&d| std::cmp::Reverse(dims[d]));
+    order.sort_by_key(|&d| std::cmp::Reverse(lattice.dims[d]));
     let mut sorted = vec![0u32; n * nd];
     for u in 0..n {
         for (j, &d) in order.iter().enumerate() {
-            sorted[u * nd + j] = coords[u * nd + d];
+            sorted[u * nd + j] = placed.coords[u * nd + d];
         }
     }
-    let periodic: Vec<bool> = order.iter().map(|&d| periodic[d]).collect();
-    let dims: Vec<u32> = order.iter().map(|&d| dims[d]).collect();
+    let dims: Vec<u32> = order.iter().map(|&d| lattice.dims[d]).collect();
     // A size-2 ring is a single link: call it what it is.
-    let periodic: Vec<bool> = periodic.iter().zip(&dims).map(|(&p, &d)| p && d > 2).collect();
+    let periodic: Vec<bool> = order.iter().map(|&d| lattice.periodic[d] && lattice.dims[d] > 2).collect();
     let kind = if dims.iter().all(|&d| d == 2) && nd >= 2 {
-        StructureKind::Hypercube
+        DiscoveredKind::Hypercube
     } else if periodic.iter().zip(&dims).all(|(&p, &d)| p || d == 2) && periodic.iter().any(|&p| p) {
-        StructureKind::Torus
+        DiscoveredKind::Torus
     } else if periodic.iter().all(|&p| !p) {
-        StructureKind::Mesh
+        DiscoveredKind::Mesh
     } else {
-        StructureKind::Lattice
+        DiscoveredKind::PartlyPeriodic
     };
-    Structure {
+    DiscoveredLattice {
         kind,
         dims,
         periodic,
         coords: sorted,
-        explained_edges,
-        explained_bytes: if all_bytes == 0 { explained_edges } else { good_bytes as f64 / all_bytes as f64 },
-        displaced_ranks: displaced.len() as u32,
+        explained_edges: share.edges,
+        explained_bytes: share.bytes,
+        displaced_ranks: placed.displaced as u32,
     }
 }
 
@@ -644,27 +874,6 @@ fn gcd(a: i64, b: i64) -> i64 {
     } else {
         gcd(b, a % b)
     }
-}
-
-/// Connected with one edge fewer than vertices.
-fn is_tree(n: usize, off: &[u32], nbr: &[u32], num_edges: usize) -> bool {
-    if num_edges + 1 != n {
-        return false;
-    }
-    let mut seen = vec![false; n];
-    let mut stack = vec![0u32];
-    seen[0] = true;
-    let mut count = 1;
-    while let Some(u) = stack.pop() {
-        for &v in &nbr[off[u as usize] as usize..off[u as usize + 1] as usize] {
-            if !seen[v as usize] {
-                seen[v as usize] = true;
-                count += 1;
-                stack.push(v);
-            }
-        }
-    }
-    count == n
 }
 
 #[cfg(test)]
@@ -690,7 +899,7 @@ mod tests {
     }
 
     /// Every pattern pair joins lattice neighbours in the found coordinates.
-    fn all_neighbours(s: &Structure, p: &Pattern) -> bool {
+    fn all_neighbours(s: &DiscoveredLattice, p: &Pattern) -> bool {
         let nd = s.dims.len();
         p.messages().iter().all(|m| {
             let (a, b) = (&s.coords[m.src as usize * nd..][..nd], &s.coords[m.dst as usize * nd..][..nd]);
@@ -701,12 +910,12 @@ mod tests {
     #[test]
     fn finds_shuffled_tori_and_meshes() {
         for (dims, periodic, kind) in [
-            (vec![8u32, 8, 8], true, StructureKind::Torus),
-            (vec![4, 4, 16], true, StructureKind::Torus),
-            (vec![12, 9], false, StructureKind::Mesh),
-            (vec![7, 6, 5], false, StructureKind::Mesh),
-            (vec![2, 2, 2, 2, 2], false, StructureKind::Hypercube),
-            (vec![40], true, StructureKind::None),
+            (vec![8u32, 8, 8], true, DiscoveredKind::Torus),
+            (vec![4, 4, 16], true, DiscoveredKind::Torus),
+            (vec![12, 9], false, DiscoveredKind::Mesh),
+            (vec![7, 6, 5], false, DiscoveredKind::Mesh),
+            (vec![2, 2, 2, 2, 2], false, DiscoveredKind::Hypercube),
+            (vec![40], true, DiscoveredKind::None),
         ] {
             let (p, _) = shuffled(&dims, periodic, 7);
             let s = discover(&p);
@@ -746,7 +955,7 @@ mod tests {
     #[test]
     fn finds_trees() {
         let msgs: Vec<Message> = (1..31).map(|r| Message { src: (r - 1) / 2, dst: r, bytes: 8 }).collect();
-        assert_eq!(discover(&Pattern::from_messages("tree", 31, &msgs).unwrap()).kind, StructureKind::Tree);
+        assert_eq!(discover(&Pattern::from_messages("tree", 31, &msgs).unwrap()).kind, DiscoveredKind::Tree);
     }
 
     proptest! {
