@@ -1,10 +1,9 @@
 //! Flit-level simulation: config keys, one run, load sweeps.
 
-use netweave_core::error::NetweaveError;
-use netweave_core::flitsim::{self, Exchange, Job, SimConfig};
+use netweave_core::flitsim::{self, Job, SimConfig};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList};
 
+use crate::exchange::PyExchange;
 use crate::flowsim::PyTaskGraph;
 use crate::routing::PyRoutingTable;
 use crate::traffic::PySchedule;
@@ -94,47 +93,6 @@ fn flitsim_simulate_dag(
     to_py(py, &result)
 }
 
-/// The ranks' mail carried by a Python callable: `swap(list of bytes, one per rank)` returns
-/// what each rank sent this one (mpi4py's `comm.alltoall`).
-struct PyExchange {
-    rank: usize,
-    ranks: usize,
-    swap: PyObject,
-}
-
-impl Exchange for PyExchange {
-    fn rank(&self) -> usize {
-        self.rank
-    }
-    fn ranks(&self) -> usize {
-        self.ranks
-    }
-    fn exchange(&mut self, out: Vec<Vec<u8>>) -> netweave_core::error::Result<Vec<Vec<u8>>> {
-        Python::with_gil(|py| -> PyResult<Vec<Vec<u8>>> {
-            let letters = PyList::new(py, out.iter().map(|b| PyBytes::new(py, b)))?;
-            let got = self.swap.call1(py, (letters,))?;
-            let got = got.bind(py);
-            let mut back = Vec::with_capacity(self.ranks);
-            for item in got.try_iter()? {
-                back.push(item?.downcast::<PyBytes>()?.as_bytes().to_vec());
-            }
-            Ok(back)
-        })
-        .map_err(|e| NetweaveError::InvalidParameter(format!("exchange between ranks failed: {e}")))
-        .and_then(|back| {
-            if back.len() == self.ranks {
-                Ok(back)
-            } else {
-                Err(NetweaveError::InvalidParameter(format!(
-                    "exchange returned {} letters for {} ranks",
-                    back.len(),
-                    self.ranks
-                )))
-            }
-        })
-    }
-}
-
 /// One run of `settings` split over `ranks` processes, this one rank `rank`; `swap` carries
 /// their mail (every rank calls this with the same arguments). `schedule` is a `Schedule` or a
 /// `TaskGraph`. Returns `(result, partition report)`; the result is the one-process run's.
@@ -161,7 +119,7 @@ fn flitsim_simulate_partitioned(
         (Some(s), None) => Job::Schedule(s),
         (None, None) => Job::Config,
     };
-    let link = Box::new(PyExchange { rank, ranks, swap });
+    let link = Box::new(PyExchange::new(rank, ranks, swap));
     let (result, report) = py
         .allow_threads(|| {
             flitsim::simulate_partitioned(&topo, &table, &cfg, job, link, &|c| call_progress(&progress, c))

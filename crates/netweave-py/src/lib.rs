@@ -11,6 +11,7 @@ use pyo3::prelude::*;
 use pythonize::pythonize;
 
 mod analysis;
+mod exchange;
 mod flitsim;
 mod flowsim;
 mod mapping;
