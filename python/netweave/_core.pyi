@@ -490,6 +490,9 @@ def map_formats() -> list[str]:
 def map_hostname(label: str) -> str:
     """A topology host label as a hostname (`h(1,2).0` → `h-1-2-0`)."""
     ...
+def map_optimize(net: MapNetwork, pattern: Pattern, start: numpy.ndarray[Any, Any], cost: str = ..., seconds: float | None = ..., evaluations: int | None = ..., target: float | None = ..., stall: float | None = ..., seed: int = ..., replicas: int = ..., range: int = ..., num_swaps: int = ..., sweep: int = ..., t_min: float = ..., t_max: float = ..., on_round: Any | None = ..., rank: int = ..., ranks: int = ..., swap: Any | None = ...) -> dict[str, Any]:
+    """Anneal from `start` with parallel tempering until `seconds` pass (ignored with an evaluation budget), `evaluations` moves were tried, the best value reaches `target`, or `stall` seconds bring no better value."""
+    ...
 def map_structure(pattern: Pattern) -> dict[str, Any]:
     """The structure found in a pattern's graph: `{kind, dims, periodic, explained_edges, explained_bytes, displaced_ranks, description, coords}` (`coords`: ranks × dims, or None)."""
     ...

@@ -432,9 +432,7 @@ fn status_dict<'py>(py: Python<'py>, s: &AnnealStatus) -> PyResult<Bound<'py, Py
 /// Returns `{host_of_rank, best_value, start_value, evaluations, seconds, trace, processes,
 /// stopped_by}`, the same placement on every process.
 #[pyfunction]
-#[pyo3(signature = (net, pattern, start, cost="rmatt", seconds=Some(60.0), evaluations=None, target=None,
-                    stall=None, seed=0, replicas=2, range=4, num_swaps=2, sweep=2000, t_min=1e-6, t_max=3e-4,
-                    on_round=None, rank=0, ranks=1, swap=None))]
+#[pyo3(signature = (net, pattern, start, cost="rmatt", seconds=Some(60.0), evaluations=None, target=None, stall=None, seed=0, replicas=2, range=4, num_swaps=2, sweep=2000, t_min=1e-6, t_max=3e-4, on_round=None, rank=0, ranks=1, swap=None))]
 #[allow(clippy::too_many_arguments)]
 fn map_optimize<'py>(
     py: Python<'py>,

@@ -16,7 +16,6 @@ Placements are ``host_of_rank`` arrays (a host index per rank).
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -250,112 +249,32 @@ def optimize(
     one temperature ladder and neighbouring processes exchange states after every round; the
     stop decision is the root's, and every process returns the global best. An evaluation
     budget alone gives the same result on every run (time budgets depend on the machine).
+    The search runs in the core (``mapping::anneal::optimize``); the processes' letters
+    travel by ``comm.alltoall``.
     """
     rank, size = (comm.Get_rank(), comm.Get_size()) if comm is not None else (0, 1)
-    total = replicas * size
-    if evaluations is not None:
-        # A round is `sweep` moves on every chain: a budget smaller than one round gets shorter
-        # rounds, so it runs at most one move per chain more than asked, not thousands more.
-        sweep = max(1, min(sweep, -(-evaluations // total)))
-    ladder = [float(t_min * (t_max / t_min) ** (i / max(total - 1, 1))) for i in np.arange(total)]
-    ann = Annealer(net, pattern, _placement(start), cost, range, num_swaps, replicas, t_min, t_max, sweep,
-                   seed * 1_000_003 + rank)
-    ann.set_temperatures(ladder[rank * replicas:(rank + 1) * replicas])
-    exchange_rng = np.random.default_rng(seed)
-    t0 = time.perf_counter()
-    trace = [(0.0, ann.status()["start_value"])]
-    best_seen, best_at = trace[0][1], 0.0
-    stopped_by = "time"
-    rounds = 0
-    while True:
-        ann.run(1)
-        rounds += 1
-        status = ann.status()
-        local_best = status["best_value"]
-        if comm is not None:
-            _exchange_across_processes(comm, ann, ladder, replicas, rounds, exchange_rng)
-            global_best = comm.allreduce(local_best, op=_mpi_min())
-            global_evals = comm.allreduce(status["evaluations"])
-        else:
-            global_best, global_evals = local_best, status["evaluations"]
-        elapsed = time.perf_counter() - t0
-        trace.append((elapsed, global_best))
-        if global_best < best_seen:
-            best_seen, best_at = global_best, elapsed
+
+    def on_round(status: dict, elapsed: float) -> None:
         if progress is not None and rank == 0:
             progress(status, elapsed)
-        stop = None
-        if target is not None and global_best <= target:
-            stop = "target"
-        elif evaluations is not None and global_evals >= evaluations:
-            stop = "evaluations"
-        elif seconds is not None and evaluations is None and elapsed >= seconds:
-            stop = "time"
-        elif stall is not None and elapsed - best_at >= stall:
-            stop = "stall"
-        if comm is not None:
-            stop = comm.bcast(stop, root=0)
-        if stop is not None:
-            stopped_by = stop
-            break
-    elapsed = time.perf_counter() - t0
-    best = ann.best()
-    if comm is not None:
-        values = comm.allgather(ann.status()["best_value"])
-        owner = int(np.argmin(values))
-        best = comm.bcast(best if rank == owner else None, root=owner)
-        global_evals = comm.allreduce(ann.status()["evaluations"])
-    else:
-        global_evals = ann.status()["evaluations"]
-    figures = _core.map_cost(net, pattern, _placement(best))
+
+    found = _core.map_optimize(
+        net, pattern, _placement(start), cost, seconds=seconds, evaluations=evaluations, target=target,
+        stall=stall, seed=seed, replicas=replicas, range=range, num_swaps=num_swaps, sweep=sweep, t_min=t_min,
+        t_max=t_max, on_round=on_round, rank=rank, ranks=size, swap=None if comm is None else comm.alltoall,
+    )
+    figures = _core.map_cost(net, pattern, found["host_of_rank"])
     return OptimizeResult(
-        host_of_rank=np.asarray(best, dtype=np.uint32),
+        host_of_rank=np.asarray(found["host_of_rank"], dtype=np.uint32),
         figures=figures,
         value=objective_value(cost, figures),
-        start_value=trace[0][1],
-        evaluations=int(global_evals),
-        seconds=elapsed,
-        trace=trace,
-        processes=size,
-        stopped_by=stopped_by,
+        start_value=found["start_value"],
+        evaluations=int(found["evaluations"]),
+        seconds=found["seconds"],
+        trace=[tuple(point) for point in found["trace"]],
+        processes=found["processes"],
+        stopped_by=found["stopped_by"],
     )
-
-
-def _mpi_min():
-    from mpi4py import MPI
-
-    return MPI.MIN
-
-
-def _exchange_across_processes(comm, ann: Annealer, ladder, replicas: int, rounds: int, rng) -> None:
-    """Tempering exchanges between the hottest chain of process p and the coldest of p + 1
-    (even or odd pairs in alternate rounds), decided identically on every process from the
-    shared seeded generator; accepted pairs swap placements with Sendrecv."""
-    rank, size = comm.Get_rank(), comm.Get_size()
-    if size < 2:
-        return
-    scale = ann.scale
-    coldest = ann.chain_state(0)
-    hottest = ann.chain_state(replicas - 1)
-    ends = comm.allgather((coldest[1] / scale, hottest[1] / scale))
-    draws = rng.random(size)  # same numbers on every process
-    for p in range(rounds % 2, size - 1, 2):
-        t_hot = ladder[(p + 1) * replicas - 1]
-        t_cold = ladder[(p + 1) * replicas]
-        e_hot, e_cold = ends[p][1], ends[p + 1][0]
-        arg = (1.0 / t_hot - 1.0 / t_cold) * (e_hot - e_cold)
-        if not (arg >= 0 or draws[p] < np.exp(arg)):
-            continue
-        if rank == p:
-            mine = np.ascontiguousarray(hottest[0])
-            other = np.empty_like(mine)
-            comm.Sendrecv(mine, dest=p + 1, recvbuf=other, source=p + 1)
-            ann.set_chain_state(replicas - 1, other)
-        elif rank == p + 1:
-            mine = np.ascontiguousarray(coldest[0])
-            other = np.empty_like(mine)
-            comm.Sendrecv(mine, dest=p, recvbuf=other, source=p)
-            ann.set_chain_state(0, other)
 
 
 # ---------------------------------------------------------------- map files
