@@ -189,13 +189,20 @@ fn tcp_model(overrides: std::collections::HashMap<String, f64>) -> PyResult<TcpM
     for (key, value) in overrides {
         match key.as_str() {
             "segment_bytes" if value >= 1.0 && value.fract() == 0.0 => tcp.segment_bytes = value as u64,
-            "segment_bytes" => return Err(NetweaveErrorPy::new_err(format!("segment_bytes must be a whole number of bytes ≥ 1, got {value}"))),
+            "segment_bytes" => {
+                return Err(NetweaveErrorPy::new_err(format!(
+                    "segment_bytes must be a whole number of bytes ≥ 1, got {value}"
+                )))
+            }
             "timeout_s" => tcp.timeout_s = value,
             "window_segments" => tcp.window_segments = value,
             "survivor_fraction" => tcp.survivor_fraction = value,
+            "initial_window_segments" => tcp.initial_window_segments = value,
+            "probe_s" => tcp.probe_s = value,
             other => {
                 return Err(NetweaveErrorPy::new_err(format!(
-                    "unknown TCP model parameter '{other}' (known: segment_bytes, timeout_s, window_segments, survivor_fraction)"
+                    "unknown TCP model parameter '{other}' (known: segment_bytes, timeout_s, window_segments, \
+                     survivor_fraction, initial_window_segments, probe_s)"
                 )))
             }
         }

@@ -239,9 +239,7 @@ impl<'a> Sim<'a> {
             }
             EventKind::Deliver => self.deliver(e.id),
             EventKind::Resume => {
-                if let Some(losses) = &mut self.losses {
-                    losses.stalled[m] = false;
-                }
+                // The loss model sees it restart among this instant's joiners.
                 self.last[m] = self.now;
                 self.active += 1;
                 self.joining.push(e.id);
@@ -480,7 +478,7 @@ impl<'a> Sim<'a> {
         self.refill();
         let losses = self.losses.as_mut().expect("checked above");
         self.victims.clear();
-        losses.victims(&self.fair, &self.joined_now, self.now, &mut self.victims);
+        losses.victims(&self.fair, &self.joined_now, &self.remaining, &mut self.victims);
         if self.victims.is_empty() {
             return;
         }
@@ -503,7 +501,7 @@ impl<'a> Sim<'a> {
         self.active -= 1;
         self.leaving.push(f);
         if let Some(losses) = &mut self.losses {
-            losses.stalled[fi] = true;
+            losses.stall(f);
         }
         self.push(self.now + timeout, EventKind::Resume, f);
     }

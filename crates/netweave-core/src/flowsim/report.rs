@@ -50,6 +50,9 @@ pub struct FlowReport {
     pub lossy: bool,
     /// Retransmission timeouts the lossy model charged.
     pub timeouts: u64,
+    /// Bytes sent again after losses (the lossy model's overflowed segments), counted in
+    /// `channel_bytes` on every channel of their flow's path.
+    pub retransmitted_bytes: u64,
     /// Bandwidth reallocations and flows recomputed in them (how much work incrementality saved).
     pub reallocations: u64,
     pub flows_recomputed: u64,
@@ -64,9 +67,11 @@ impl Sim<'_> {
         let makespan = self.host_finish.iter().copied().fold(0.0, f64::max);
         let nch = self.work.num_channels;
         // Close the busy-time books (every flow has left, so all resources are idle now).
+        // Bytes a flow sent again after losses cross its whole path a second time.
+        let retransmitted = |m: usize| self.losses.as_ref().map_or(0, |l| l.retransmitted[m].round() as u64);
         let mut channel_bytes = vec![0u64; nch];
         for m in 0..self.work.len() {
-            let w = self.work.wire[m];
+            let w = self.work.wire[m].saturating_add(retransmitted(m));
             for &r in self.fair.path_resources(m as u32) {
                 if (r as usize) < nch {
                     channel_bytes[r as usize] += w;
@@ -114,6 +119,7 @@ impl Sim<'_> {
             sync_messages: self.sync_messages,
             lossy: self.losses.is_some(),
             timeouts: self.losses.as_ref().map_or(0, |l| l.timeouts),
+            retransmitted_bytes: (0..self.work.len()).map(retransmitted).sum(),
             reallocations: self.fair.updates,
             flows_recomputed: self.fair.flows_recomputed,
             rates_changed: self.fair.rates_changed,
