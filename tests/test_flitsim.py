@@ -132,7 +132,7 @@ def test_a_sweep_under_mpirun_equals_the_local_sweep(tmp_path):
 def test_tasks_under_mpirun_run_on_the_other_processes(tmp_path):
     script = tmp_path / "who.py"
     script.write_text(
-        "import time\nfrom mpi4py import MPI\nfrom netweave import parallel\n"
+        "import time\nfrom mpi4py import MPI\nfrom netweave.support import parallel\n"
         "def who(i):\n    time.sleep(0.05)\n    return i, MPI.COMM_WORLD.Get_rank()\n"
         "with parallel.spread_over_mpi() as leader:\n"
         "    if leader:\n        print(parallel.run_all(who, [(i,) for i in range(12)]))\n")

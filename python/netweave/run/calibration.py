@@ -122,7 +122,7 @@ def calibrate(topo: Topology, routes: RoutingTable, name: str, scale: float = 1.
     n = topo.num_hosts
     measured: dict[str, Any] = {}
     with processes.Job() as job:  # killed netweave: the guardian takes the fabric down
-        job.on_parent_death([sys.executable, "-c", f"from netweave import emulate; emulate.down({name!r})"])
+        job.on_parent_death([sys.executable, "-c", f"from netweave.run import emulate; emulate.down({name!r})"])
         fabric = emulate.up(topo, routes, name, scale=scale, buffer=buffer)
         try:
             for label, graph in (("plain", chain([0, 1], CHAIN_TASKS, n)), ("sync", chain([0, 1, 2, 3], CHAIN_TASKS, n))):
