@@ -66,7 +66,7 @@ pub fn parse_size(text: &str) -> Result<u64> {
     let value: f64 = number.trim().parse().map_err(|_| bad())?;
     let bytes = value * scale as f64;
     // 2^64 itself is not representable as u64; anything at or above it, negative or NaN is refused.
-    if !bytes.is_finite() || bytes < 0.0 || bytes >= 18_446_744_073_709_551_616.0 {
+    if !(0.0..18_446_744_073_709_551_616.0).contains(&bytes) {
         return Err(bad());
     }
     Ok(bytes as u64)

@@ -12,7 +12,7 @@
 //! assert!(c.set("no_such_key", "1").is_err());
 //! ```
 
-use crate::error::Result;
+use crate::error::{NetweaveError, Result};
 
 /// Every key [`SimConfig::set`] understands, with a one-line meaning (BookSim's name first).
 pub const KEYS: &[(&str, &str)] = &[
@@ -240,7 +240,10 @@ impl Default for SimConfig {
 }
 
 fn parse_num<T: std::str::FromStr>(key: &str, value: &str) -> Result<T> {
-    value.trim().parse::<T>().or_else(|_| crate::invalid!("{key}: '{value}' is not a valid number here"))
+    value
+        .trim()
+        .parse::<T>()
+        .map_err(|_| NetweaveError::InvalidParameter(format!("{key}: '{value}' is not a valid number here")))
 }
 
 fn parse_bool(key: &str, value: &str) -> Result<bool> {

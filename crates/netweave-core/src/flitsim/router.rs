@@ -966,7 +966,7 @@ impl Pool {
         // erased only for the duration of this call, which waits for every helper.
         unsafe {
             *sh.job.get() = Some(Job {
-                fixed: fixed as *const Fixed as *const Fixed<'static>,
+                fixed: std::ptr::from_ref(fixed).cast::<Fixed<'static>>(),
                 state,
                 workers: workers.as_mut_ptr(),
                 now,

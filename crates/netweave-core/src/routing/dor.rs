@@ -145,7 +145,7 @@ pub fn dimension_order(topo: &Topology, options: &RouteOptions) -> Result<Routin
         table.set_vc_policy(VcPolicy {
             num_vcs,
             injection: Injection::Zero,
-            transitions: Some(dateline_transitions(topo, &lat, &coords)),
+            transitions: Some(dateline_transitions(topo, lat, &coords)),
         });
     }
     Ok(table)

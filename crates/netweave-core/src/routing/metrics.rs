@@ -82,8 +82,8 @@ pub fn route_metrics(topo: &Topology, routes: &RoutingTable) -> Result<RouteMetr
             let mut hops: Vec<Hop> = Vec::new();
             let mut distinct: HashMap<usize, Vec<u64>> = HashMap::new();
             for &src in &by_switch[s] {
-                for dst in 0..topo.num_hosts() {
-                    if dst == src || host_switch[dst] == usize::MAX {
+                for (dst, &t) in host_switch.iter().enumerate() {
+                    if dst == src || t == usize::MAX {
                         continue;
                     }
                     hops.clear();
@@ -105,7 +105,6 @@ pub fn route_metrics(topo: &Topology, routes: &RoutingTable) -> Result<RouteMetr
                         p.hops_histogram.resize(n as usize + 1, 0);
                     }
                     p.hops_histogram[n as usize] += 1;
-                    let t = host_switch[dst];
                     if n > dist[t] {
                         p.non_minimal += 1;
                     }

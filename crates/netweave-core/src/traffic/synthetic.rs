@@ -122,7 +122,7 @@ impl SyntheticPattern {
                     for &k in &lat.dims {
                         let x = r % k;
                         r /= k;
-                        let shift = if tornado { (k + 1) / 2 - 1 } else { 1 };
+                        let shift = if tornado { k.div_ceil(2) - 1 } else { 1 };
                         dest += ((x + shift) % k) * stride;
                         stride *= k;
                     }

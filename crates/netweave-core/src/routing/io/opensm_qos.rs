@@ -476,8 +476,9 @@ pub fn read_policy(topo: &Topology, text: &str) -> Result<ServiceLevels> {
     let mut section = Section::Top;
     let mut groups: HashMap<String, Vec<bool>> = HashMap::new();
     let mut levels: HashMap<String, u8> = HashMap::new();
-    // (source group, destination group, level, line)
-    let mut rules: Vec<(Option<String>, Option<String>, Option<String>, usize)> = Vec::new();
+    /// A match rule as read: source group, destination group, level, and its line.
+    type MatchRule = (Option<String>, Option<String>, Option<String>, usize);
+    let mut rules: Vec<MatchRule> = Vec::new();
     let (mut name, mut members, mut sl): (Option<String>, Vec<bool>, Option<u8>) = (None, vec![false; h], None);
     let mut rule: (Option<String>, Option<String>, Option<String>) = (None, None, None);
 
