@@ -56,13 +56,13 @@ system-deps bench-deps:
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
 	fi
 
-# Lint: rustfmt's check, clippy with warnings as errors, ruff on the Python (ruff from
-# the virtual environment when installed there, else from PATH). Not yet part of `make test`.
-RUFF := $(or $(wildcard $(BIN)/ruff),ruff)
-lint:
-	cargo fmt --check -p netweave-core
+# Lint: rustfmt's check, clippy with warnings as errors, then ruff and mypy on the Python
+# (their rules and settings are in pyproject.toml; both pinned in requirements-dev.txt).
+lint: setup
+	cargo fmt --check
 	cargo clippy -p netweave-core -- -D warnings
-	$(RUFF) check python tests
+	$(BIN)/ruff check python tests benches
+	$(BIN)/mypy
 
 test-rust:
 	cargo test -p netweave-core
