@@ -10,16 +10,22 @@ use super::graph::{DependencySlots, Fit, LayeredParams, LayeredStats, NO_HOP};
 
 /// A layer per (source switch, tree), tree-major: `layer_of[tree * n + s]`.
 pub(super) struct Layering {
-    pub(super) layer_of: Vec<u8>,
+    layer_of: Vec<u8>,
     /// Layers used.
-    pub(super) num_layers: usize,
+    num_layers: usize,
     /// Trees (destination hosts or switches) that took escape routes.
-    pub(super) escaped_trees: usize,
+    escaped_trees: usize,
 }
 
 impl Layering {
+    /// What the layering did, for reports.
     pub(super) fn stats(&self) -> LayeredStats {
         LayeredStats { layers: self.num_layers as u8, escaped_trees: self.escaped_trees }
+    }
+
+    /// The layer of every (tree, source switch), tree-major, and the number of layers used.
+    pub(super) fn into_layers(self) -> (Vec<u8>, usize) {
+        (self.layer_of, self.num_layers)
     }
 }
 
@@ -66,7 +72,7 @@ pub(super) struct Greedy<'a> {
     search: PkSearch,
 }
 
-pub(super) struct PkLayer {
+struct PkLayer {
     /// Dependencies by `slot_base` (to walk forward) and by `rslot_base` (backward).
     edges: Vec<u64>,
     redges: Vec<u64>,
@@ -76,7 +82,7 @@ pub(super) struct PkLayer {
 }
 
 /// Search buffers shared by all layers; `mark[c] == epoch` = visited in the current search.
-pub(super) struct PkSearch {
+struct PkSearch {
     mark: Vec<u32>,
     epoch: u32,
     fstack: Vec<u32>,
@@ -89,12 +95,12 @@ pub(super) struct PkSearch {
 }
 
 #[inline]
-pub(super) fn bit(bits: &[u64], i: usize) -> bool {
+fn bit(bits: &[u64], i: usize) -> bool {
     bits[i >> 6] >> (i & 63) & 1 != 0
 }
 /// `len ≤ 64` bits of `bits` from bit `base`, as the low bits of a word.
 #[inline]
-pub(super) fn bits_at(bits: &[u64], base: usize, len: usize) -> u64 {
+fn bits_at(bits: &[u64], base: usize, len: usize) -> u64 {
     let (w, off) = (base >> 6, base & 63);
     let mut x = bits[w] >> off;
     if off + len > 64 {
@@ -107,11 +113,11 @@ pub(super) fn bits_at(bits: &[u64], base: usize, len: usize) -> u64 {
     }
 }
 #[inline]
-pub(super) fn set_bit(bits: &mut [u64], i: usize) {
+fn set_bit(bits: &mut [u64], i: usize) {
     bits[i >> 6] |= 1 << (i & 63);
 }
 #[inline]
-pub(super) fn clear_bit(bits: &mut [u64], i: usize) {
+fn clear_bit(bits: &mut [u64], i: usize) {
     bits[i >> 6] &= !(1 << (i & 63));
 }
 
@@ -167,7 +173,7 @@ impl<'a> Greedy<'a> {
     }
 
     /// Index of the escape layer.
-    pub(super) fn escape_layer(&self) -> usize {
+    fn escape_layer(&self) -> usize {
         self.budget - 1
     }
 
@@ -225,9 +231,9 @@ impl<'a> Greedy<'a> {
                 let l = self.ranked[i].1 as usize;
                 if l == self.layers.len() {
                     self.layers.push(PkLayer {
-                        edges: vec![0; slots.num_slots.div_ceil(64)],
-                        redges: vec![0; slots.num_slots.div_ceil(64)],
-                        forbidden: vec![0; slots.num_slots.div_ceil(64)],
+                        edges: vec![0; slots.num_slots().div_ceil(64)],
+                        redges: vec![0; slots.num_slots().div_ceil(64)],
+                        forbidden: vec![0; slots.num_slots().div_ceil(64)],
                         ord: (0..slots.head.len() as u32).collect(),
                     });
                 }
@@ -257,7 +263,7 @@ impl<'a> Greedy<'a> {
         for &(l, c1, slot) in &self.added {
             let layer = &mut self.layers[l as usize];
             let c1 = c1 as usize;
-            let j = slot as usize - slots.slot_base[c1];
+            let j = slot as usize - slots.slot(c1, 0);
             let c2 = slots.out_start[slots.head[c1] as usize] as usize + j;
             clear_bit(&mut layer.edges, slot as usize);
             clear_bit(&mut layer.redges, slots.rslot(c1, c2));
@@ -267,13 +273,13 @@ impl<'a> Greedy<'a> {
             return Err(NetweaveError::Routing("escape routes on a fabric without switches".into()));
         };
         escape_routes.towards(t);
-        for v in 0..n {
+        for (v, hop) in tree.iter_mut().enumerate().take(n) {
             if v == t {
                 continue;
             }
             let ports = escape_routes.ports(v);
             if ports.is_empty() {
-                tree[v] = NO_HOP;
+                *hop = NO_HOP;
                 if slots.host_count(v) > 0 {
                     return Err(NetweaveError::Routing(format!(
                         "escape routes: switch {} cannot reach switch {} by up*/down* routes",
@@ -285,8 +291,8 @@ impl<'a> Greedy<'a> {
             }
             let p = ports[k % ports.len()];
             let o = slots.out_start[v] as usize;
-            tree[v] = slots.out(v).position(|lc| slots.port[lc] == p).map_or(NO_HOP, |j| j as u16);
-            debug_assert!(tree[v] != NO_HOP && o + (tree[v] as usize) < slots.out_start[v + 1] as usize);
+            *hop = slots.out(v).position(|lc| slots.port[lc] == p).map_or(NO_HOP, |j| j as u16);
+            debug_assert!(*hop != NO_HOP && o + (*hop as usize) < slots.out_start[v + 1] as usize);
             self.layer_of[row * n + v] = escape as u8;
         }
         self.escape_used = true;
@@ -298,7 +304,7 @@ impl<'a> Greedy<'a> {
     /// `ranked`: existing layers, then one new layer if the budget has room. First fit keeps
     /// layer order; best fit orders by the dependencies the path would add (fewest first) and
     /// leaves out layers where one of them is known to close a cycle.
-    pub(super) fn rank_layers(&mut self, tree: &[u16], t: usize, s: usize, first: usize, escape: usize) {
+    fn rank_layers(&mut self, tree: &[u16], t: usize, s: usize, first: usize, escape: usize) {
         let slots = self.slots;
         self.ranked.clear();
         let open = self.layers.len().min(escape);
@@ -313,7 +319,7 @@ impl<'a> Greedy<'a> {
                     if p == t {
                         break;
                     }
-                    let slot = slots.slot_base[c1] + tree[p] as usize;
+                    let slot = slots.slot(c1, tree[p] as usize);
                     if !bit(&layer.edges, slot) {
                         if bit(&layer.forbidden, slot) {
                             missing = u32::MAX;
@@ -338,7 +344,7 @@ impl<'a> Greedy<'a> {
     }
 
     /// Whether the path `s → t` of `tree` is up*/down*-legal (never turns down→up).
-    pub(super) fn legal(&self, tree: &[u16], t: usize, s: usize) -> bool {
+    fn legal(&self, tree: &[u16], t: usize, s: usize) -> bool {
         let slots = self.slots;
         let (mut u, mut came_down) = (s, false);
         while u != t {
@@ -357,7 +363,7 @@ impl<'a> Greedy<'a> {
     }
 
     /// Add the path `s → t` of `tree` to layer `l` if it keeps the layer acyclic.
-    pub(super) fn try_path(&mut self, tree: &[u16], t: usize, s: usize, l: usize) -> bool {
+    fn try_path(&mut self, tree: &[u16], t: usize, s: usize, l: usize) -> bool {
         let slots = self.slots;
         let flag = 1u32 << l;
         self.walked.clear();
@@ -371,7 +377,7 @@ impl<'a> Greedy<'a> {
             if p == t {
                 break;
             }
-            let slot = slots.slot_base[c1] + tree[p] as usize;
+            let slot = slots.slot(c1, tree[p] as usize);
             let layer = &mut self.layers[l];
             if !bit(&layer.edges, slot) {
                 if bit(&layer.forbidden, slot) {
@@ -411,7 +417,7 @@ impl<'a> Greedy<'a> {
             }
             for &c1 in &self.tentative {
                 let p = slots.head[c1] as usize;
-                self.added.push((l as u8, c1 as u32, (slots.slot_base[c1] + tree[p] as usize) as u32));
+                self.added.push((l as u8, c1 as u32, (slots.slot(c1, tree[p] as usize)) as u32));
             }
         } else {
             // The order stays valid for the graph without them, so dropping the bits suffices.
@@ -419,7 +425,7 @@ impl<'a> Greedy<'a> {
             for &c1 in &self.tentative {
                 let p = slots.head[c1] as usize;
                 let c2 = slots.hop(tree, p).0;
-                clear_bit(&mut layer.edges, slots.slot_base[c1] + tree[p] as usize);
+                clear_bit(&mut layer.edges, slots.slot(c1, tree[p] as usize));
                 clear_bit(&mut layer.redges, slots.rslot(c1, c2));
             }
         }
@@ -439,14 +445,7 @@ impl PkSearch {
     /// more than `limit` rounds and gave up, which the caller takes as a refusal
     /// (safe: refusing a dependency never makes a layer cyclic). The limit bounds the cost of
     /// a try in a dense layer of a big fabric, where such searches would otherwise dominate.
-    pub(super) fn insert(
-        &mut self,
-        slots: &DependencySlots,
-        layer: &mut PkLayer,
-        x: u32,
-        y: u32,
-        limit: usize,
-    ) -> Option<bool> {
+    fn insert(&mut self, slots: &DependencySlots, layer: &mut PkLayer, x: u32, y: u32, limit: usize) -> Option<bool> {
         let ub = layer.ord[x as usize];
         let lb = layer.ord[y as usize];
         if lb > ub {
@@ -481,7 +480,7 @@ impl PkSearch {
                 busy = true;
                 self.fwd.push(key(w));
                 let h = slots.head[w as usize] as usize;
-                let base = slots.slot_base[w as usize];
+                let base = slots.slot(w as usize, 0);
                 let o = slots.out_start[h] as usize;
                 let deg = slots.out_start[h + 1] as usize - o;
                 for chunk in (0..deg).step_by(64) {
@@ -504,7 +503,7 @@ impl PkSearch {
                 busy = true;
                 self.bwd.push(key(w));
                 let b = slots.tail[w as usize] as usize;
-                let base = slots.rslot_base[w as usize];
+                let base = slots.first_rslot(w as usize);
                 let o = slots.out_start[b] as usize;
                 let deg = slots.out_start[b + 1] as usize - o;
                 for chunk in (0..deg).step_by(64) {

@@ -68,11 +68,11 @@ pub(super) struct DependencySlots {
     view: SwitchFabric,
     /// Dependency slots of channel `c = a→b`: `slot_base[c] + j` stands for `c` followed by
     /// `b`'s `j`-th out-channel.
-    pub(super) slot_base: Vec<usize>,
+    slot_base: Vec<usize>,
     /// The same dependencies indexed from their second channel: `rslot_base[c] + i` stands
     /// for `b`'s `i`-th in-channel (the reverse of its `i`-th out-channel) followed by `c = b→x`.
-    pub(super) rslot_base: Vec<usize>,
-    pub(super) num_slots: usize,
+    rslot_base: Vec<usize>,
+    num_slots: usize,
 }
 
 impl std::ops::Deref for DependencySlots {
@@ -109,6 +109,26 @@ impl DependencySlots {
         let slots = DependencySlots { view, slot_base, rslot_base, num_slots: acc };
         slots.check_connected(topo, engine)?;
         Ok(slots)
+    }
+
+    /// Dependency slots in all (the size of a layer's bitsets).
+    #[inline]
+    pub(super) fn num_slots(&self) -> usize {
+        self.num_slots
+    }
+
+    /// Slot of dependency `c1 → (j-th out-channel of the switch c1 enters)`; the slots of
+    /// `c1`'s dependencies are consecutive, `slot(c1, 0)` first.
+    #[inline]
+    pub(super) fn slot(&self, c1: usize, j: usize) -> usize {
+        self.slot_base[c1] + j
+    }
+
+    /// First reverse slot of channel `c = b→x`: `+ i` stands for `b`'s `i`-th in-channel
+    /// followed by `c` (consecutive, as [`slot`](Self::slot)'s are).
+    #[inline]
+    pub(super) fn first_rslot(&self, c: usize) -> usize {
+        self.rslot_base[c]
     }
 
     /// Reverse slot of dependency `c1 → c2` (`c2` leaves the switch `c1` enters).

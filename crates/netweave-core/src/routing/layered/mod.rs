@@ -278,7 +278,7 @@ impl DependencySlots {
 
     /// The VC policy of a layering, or the one-line error when the budget was exceeded.
     fn vc_policy(&self, engine: &str, layering: Layering, trees: TreeKind) -> Result<VcPolicy> {
-        let Layering { layer_of, num_layers, .. } = layering;
+        let (layer_of, num_layers) = layering.into_layers();
         if num_layers <= 1 {
             // One layer: every pair on VC 0, no need for a hosts² table.
             return Ok(VcPolicy::single());

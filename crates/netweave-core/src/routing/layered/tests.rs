@@ -1,13 +1,15 @@
-use super::*;
+use super::{dfsssp, dfsssp_with, lash, lash_with, sssp, Fit, LayeredParams, LayeredStats};
+use crate::error::Result;
 use crate::routing::select::Select;
 use crate::routing::{deadlock, minhop, route, Engine};
+use crate::routing::{Injection, RouteOptions, RoutingTable, VcPolicy, MAX_VCS};
 use crate::topology::dragonfly::{dragonfly, GlobalArrangement};
 use crate::topology::fabric::SwitchFabric;
 use crate::topology::fat_tree::k_ary_n_tree;
 use crate::topology::grid::{hypercube, mesh, torus};
 use crate::topology::lsft::latin_square_fat_tree;
 use crate::topology::random::{irregular, random_regular};
-use crate::topology::{LinkSpec, Port, TopologyBuilder};
+use crate::topology::{LinkSpec, Port, Topology, TopologyBuilder};
 
 fn families() -> Vec<(&'static str, Topology)> {
     vec![

@@ -77,7 +77,7 @@ pub(super) fn sssp_trees(
 /// Dijkstra from switch `t` along reversed channels: `dist[v]` is the weight of the lightest
 /// path v → t under `back` (weights of the reversed channels); `order` lists the switches
 /// reached by it (parents first).
-pub(super) fn lightest_paths(
+fn lightest_paths(
     slots: &DependencySlots,
     back: &[u64],
     t: usize,
@@ -110,7 +110,7 @@ pub(super) fn lightest_paths(
 /// lightest next hops under the current weights among the switches the search found closer
 /// (so the tree has no loop); with the search's own weights, its own choice.
 #[allow(clippy::too_many_arguments)]
-pub(super) fn choose_next_hops(
+fn choose_next_hops(
     slots: &DependencySlots,
     weight: &[u64],
     dist: &[u64],
@@ -151,7 +151,7 @@ pub(super) fn choose_next_hops(
 /// Add the routes of `tree` (towards switch `t`, every source switch sending its host count)
 /// to the channel weights; `order` is the search order (parents first) unless `escaped`.
 #[allow(clippy::too_many_arguments)]
-pub(super) fn add_load(
+fn add_load(
     slots: &DependencySlots,
     t: usize,
     order: &[u32],
@@ -208,7 +208,7 @@ pub(super) fn add_load(
 }
 
 /// Buffers of [`add_load`].
-pub(super) struct LoadScratch {
+struct LoadScratch {
     /// Hosts whose routes cross each switch so far.
     load: Vec<u64>,
     /// Children of each switch whose load is still to come.
@@ -291,29 +291,29 @@ pub(super) fn lash_trees(
 
 /// Monotone priority queue for Dijkstra (a radix heap): keys popped never decrease, so a key
 /// lives in the bucket of the highest bit where it differs from the last key popped.
-pub(super) struct RadixHeap {
+struct RadixHeap {
     last: u64,
     len: usize,
     buckets: Vec<Vec<(u64, u32)>>,
 }
 
 impl RadixHeap {
-    pub(super) fn new() -> Self {
+    fn new() -> Self {
         RadixHeap { last: 0, len: 0, buckets: (0..65).map(|_| Vec::new()).collect() }
     }
 
     #[inline]
-    pub(super) fn bucket(last: u64, key: u64) -> usize {
+    fn bucket(last: u64, key: u64) -> usize {
         (64 - (key ^ last).leading_zeros()) as usize
     }
 
     /// Push `item` with `key ≥` the last key popped.
-    pub(super) fn push(&mut self, key: u64, item: u32) {
+    fn push(&mut self, key: u64, item: u32) {
         self.buckets[Self::bucket(self.last, key)].push((key, item));
         self.len += 1;
     }
 
-    pub(super) fn pop(&mut self) -> Option<(u64, u32)> {
+    fn pop(&mut self) -> Option<(u64, u32)> {
         if self.len == 0 {
             self.last = 0;
             return None;

@@ -4,7 +4,6 @@
 
 use crate::error::{NetweaveError, Result};
 use crate::topology::fabric::SwitchFabric;
-use crate::topology::Port;
 
 /// "No channel / no switch" in the flat arrays.
 pub(super) const NONE: u32 = u32::MAX;
@@ -33,13 +32,16 @@ pub struct NueStats {
     pub dependencies: usize,
 }
 
-/// What every layer reads.
+/// What every layer reads: plain shared data, built once by [`nue_with`](super::nue_with) and
+/// never changed (so its fields are read directly rather than through methods).
 pub(super) struct LayerInput<'a> {
+    /// The switch fabric (through `Deref`) and its dependency slots.
     pub(super) slots: &'a DependencySlots,
-    pub(super) graph: &'a SwitchFabric,
+    /// Host indices on each switch.
     pub(super) by_switch: &'a [Vec<usize>],
-    pub(super) host_port: &'a [Port],
+    /// Whether each switch is in the component the hosts are in.
     pub(super) in_comp: &'a [bool],
+    /// Switches in that component.
     pub(super) comp_size: usize,
 }
 

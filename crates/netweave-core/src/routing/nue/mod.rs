@@ -78,7 +78,7 @@ mod search;
 mod tests;
 
 pub use graph::NueStats;
-use graph::{DependencySlots, LayerInput, USED};
+use graph::{DependencySlots, LayerInput};
 use layer::{Layer, Tree};
 use partition::{clustered_partition, layer_centre, main_component, BfsScratch};
 use search::Search;
@@ -171,14 +171,7 @@ pub fn nue_with(topo: &Topology, options: &RouteOptions, params: &NueParams) -> 
     // and load only decides between paths of (nearly) equal length.
     let w0 = num_hosts.saturating_mul(num_hosts).max(1);
     let mut weights = vec![w0; slots.nc()];
-    let ctx = LayerInput {
-        slots: &slots,
-        graph,
-        by_switch: &by_switch,
-        host_port: &slots.host_port,
-        in_comp: &in_comp,
-        comp_size,
-    };
+    let ctx = LayerInput { slots: &slots, by_switch: &by_switch, in_comp: &in_comp, comp_size };
 
     let mut runs: Vec<LayerRun> =
         layers.par_iter().map(|dests| LayerRun::new(&ctx, dests, topo, options.select)).collect();
@@ -238,8 +231,8 @@ impl LayerRun {
         let slots = ctx.slots;
         let mut bfs = BfsScratch::new(slots.num_switches);
         let mut tree = Tree::default();
-        let root = layer_centre(ctx.graph, dests, &mut bfs);
-        tree.build(slots, ctx.graph, root, &mut bfs);
+        let root = layer_centre(slots, dests, &mut bfs);
+        tree.build(slots, root, &mut bfs);
         let mut layer = Layer::new(slots);
         layer.reset(slots, &tree, dests);
         // Route neighbouring destinations one after another (depth-first order of the
@@ -276,8 +269,8 @@ impl LayerRun {
         for (local, &h) in ctx.by_switch[t as usize].iter().enumerate() {
             stats.destinations += 1;
             if local == 0 {
-                for &v in &search.order[1..] {
-                    self.selector.record(v as usize, slots.port[search.chan[v as usize] as usize]);
+                for &v in search.routed() {
+                    self.selector.record(v as usize, slots.port[search.channel(v) as usize]);
                 }
             } else {
                 search.sibling(slots, layer, t, local, &mut self.selector);
@@ -285,10 +278,10 @@ impl LayerRun {
             search.add_load(slots, &mut self.delta, t);
             let k = self.col_host.len();
             let col = &mut self.cols[k * ns..(k + 1) * ns];
-            for &v in &search.order[1..] {
-                col[v as usize] = slots.port[search.chan[v as usize] as usize];
+            for &v in search.routed() {
+                col[v as usize] = slots.port[search.channel(v) as usize];
             }
-            col[t as usize] = ctx.host_port[h];
+            col[t as usize] = slots.host_port[h];
             self.col_host.push(h);
         }
     }
@@ -296,8 +289,8 @@ impl LayerRun {
     /// Write the layer's columns into the switch-major table, transposing in cache-sized
     /// blocks, and return its statistics.
     fn finish(mut self, table: &mut RoutingTable) -> NueStats {
-        let ns = self.search.settled.len();
-        self.stats.dependencies = self.layer.state.iter().filter(|&&s| s == USED).count();
+        let ns = self.search.num_switches();
+        self.stats.dependencies = self.layer.used_dependencies();
         let mut by_host: Vec<(usize, usize)> = self.col_host.iter().enumerate().map(|(k, &h)| (h, k)).collect();
         by_host.sort_unstable();
         const BLOCK: usize = 256;

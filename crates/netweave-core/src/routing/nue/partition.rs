@@ -61,19 +61,35 @@ pub(super) fn main_component(topo: &Topology, graph: &SwitchFabric, by_switch: &
 
 /// Reusable BFS buffers over the switch graph.
 pub(super) struct BfsScratch {
-    pub(super) dist: Vec<u32>,
+    dist: Vec<u32>,
     other: Vec<u32>,
-    pub(super) queue: Vec<u32>,
+    queue: Vec<u32>,
 }
 
 impl BfsScratch {
     pub(super) fn new(ns: usize) -> Self {
         BfsScratch { dist: vec![u32::MAX; ns], other: vec![u32::MAX; ns], queue: Vec::with_capacity(ns) }
     }
+
+    /// BFS over `graph` from switch `root`: afterwards [`distances`](Self::distances) and
+    /// [`visit_order`](Self::visit_order) describe it.
+    pub(super) fn run(&mut self, graph: &SwitchFabric, root: u32) {
+        graph.bfs(root as usize, &mut self.dist, &mut self.queue);
+    }
+
+    /// Hop distance of every switch from the last BFS's root (`u32::MAX`: unreached).
+    pub(super) fn distances(&self) -> &[u32] {
+        &self.dist
+    }
+
+    /// The switches the last BFS reached, in visiting order (root first).
+    pub(super) fn visit_order(&self) -> &[u32] {
+        &self.queue
+    }
 }
 
 /// The member of `set` farthest from the last BFS (lowest index on ties).
-pub(super) fn farthest(dist: &[u32], set: &[u32]) -> u32 {
+fn farthest(dist: &[u32], set: &[u32]) -> u32 {
     let mut best = set[0];
     for &s in set {
         if dist[s as usize] != u32::MAX && dist[s as usize] > dist[best as usize] {

@@ -8,7 +8,7 @@ use crate::routing::select::Selector;
 use crate::topology::Port;
 
 use super::graph::{DependencySlots, LayerInput, NueStats, BLOCKED, NONE, USED};
-use super::layer::{Layer, Tree};
+use super::layer::{Layer, OrderScratch, Tree};
 
 /// "No dependency" in [`Search::fresh`].
 const NO_DEP: u64 = u64::MAX;
@@ -21,14 +21,14 @@ fn dep(c: u32, d: u32) -> u64 {
 
 /// Per-destination search state, reused for every destination (no allocation per search).
 pub(super) struct Search {
-    pub(super) settled: Vec<bool>,
+    settled: Vec<bool>,
     best_key: Vec<u64>,
     best_ch: Vec<u32>,
     /// Channel each switch forwards on (`NONE` at the destination's switch).
-    pub(super) chan: Vec<u32>,
+    chan: Vec<u32>,
     dist: Vec<u64>,
     /// Switches in settling order (destination switch first): a tree order for loads.
-    pub(super) order: Vec<u32>,
+    order: Vec<u32>,
     /// The first host's routes (`base`), each switch's position in `order` and its hop
     /// count on those routes, and the hop counts of a sibling's routes.
     base: Vec<u32>,
@@ -54,12 +54,8 @@ pub(super) struct Search {
     work: Vec<u32>,
     child_off: Vec<u32>,
     child: Vec<u32>,
-    // Pearce–Kelly scratch.
-    mark: Vec<u32>,
-    epoch: u32,
-    /// Forward and backward search lists (channels while searching, then `ord << 32 | channel`).
-    fwd: Vec<u64>,
-    bwd: Vec<u64>,
+    /// Scratch of the acyclicity check ([`Layer::try_insert`]).
+    order_scratch: OrderScratch,
 }
 
 impl Search {
@@ -90,16 +86,30 @@ impl Search {
             work: Vec::new(),
             child_off: vec![0; ns + 1],
             child: Vec::with_capacity(ns),
-            mark: vec![0; nc],
-            epoch: 0,
-            fwd: Vec::new(),
-            bwd: Vec::new(),
+            order_scratch: OrderScratch::new(nc),
         }
+    }
+
+    /// Switches of the fabric (the size of the per-switch state).
+    pub(super) fn num_switches(&self) -> usize {
+        self.settled.len()
+    }
+
+    /// The switches routed towards the last destination, in settling order, without the
+    /// destination's own switch.
+    pub(super) fn routed(&self) -> &[u32] {
+        &self.order[1..]
+    }
+
+    /// The channel switch `v` forwards on towards the last destination.
+    #[inline]
+    pub(super) fn channel(&self, v: u32) -> u32 {
+        self.chan[v as usize]
     }
 
     /// Route every switch towards switch `t` inside the layer's dependency graph; returns
     /// how many switches were reached (`t` included).
-    pub(super) fn dijkstra(
+    fn dijkstra(
         &mut self,
         slots: &DependencySlots,
         layer: &mut Layer,
@@ -123,13 +133,7 @@ impl Search {
     }
 
     /// Run the search until the heap is empty; returns how many switches are reached.
-    pub(super) fn resume(
-        &mut self,
-        slots: &DependencySlots,
-        layer: &mut Layer,
-        w: &[u64],
-        stats: &mut NueStats,
-    ) -> usize {
+    fn resume(&mut self, slots: &DependencySlots, layer: &mut Layer, w: &[u64], stats: &mut NueStats) -> usize {
         while let Some(Reverse((key, c))) = self.heap.pop() {
             let v = slots.tail[c as usize];
             if self.settled[v as usize] || self.best_ch[v as usize] != c || self.best_key[v as usize] != key {
@@ -139,18 +143,18 @@ impl Search {
             let cu = self.chan[u as usize];
             if cu != NONE {
                 let e = slots.edge(c, cu);
-                match layer.state[e] {
+                match layer.state(e) {
                     USED => {}
                     BLOCKED => {
                         self.reoffer(slots, layer, w, v);
                         continue;
                     }
                     _ => {
-                        if self.try_insert(slots, layer, c, cu) {
+                        if layer.try_insert(slots, &mut self.order_scratch, c, cu) {
                             layer.use_dep(slots, c, cu);
                             self.fresh[v as usize] = dep(c, cu);
                         } else {
-                            layer.state[e] = BLOCKED;
+                            layer.block(e);
                             stats.blocked_dependencies += 1;
                             self.reoffer(slots, layer, w, v);
                             continue;
@@ -202,7 +206,7 @@ impl Search {
     /// Make dependency `c → d` part of the layer: `Some(true)` if it was added now,
     /// `Some(false)` if it was there, `None` if it would close a cycle (then it is marked
     /// blocked if `may_block`, i.e. if no trial dependency could be to blame).
-    pub(super) fn ensure(
+    fn ensure(
         &mut self,
         slots: &DependencySlots,
         layer: &mut Layer,
@@ -212,16 +216,16 @@ impl Search {
         stats: &mut NueStats,
     ) -> Option<bool> {
         let e = slots.edge(c, d);
-        match layer.state[e] {
+        match layer.state(e) {
             USED => Some(false),
             BLOCKED => None,
             _ => {
-                if self.try_insert(slots, layer, c, d) {
+                if layer.try_insert(slots, &mut self.order_scratch, c, d) {
                     layer.use_dep(slots, c, d);
                     Some(true)
                 } else {
                     if may_block {
-                        layer.state[e] = BLOCKED;
+                        layer.block(e);
                         stats.blocked_dependencies += 1;
                     }
                     None
@@ -234,7 +238,7 @@ impl Search {
     /// by moving `a` to another settled next hop `b` ranked before it (so no loop can form),
     /// if every dependency this needs fits — a's new channel into b's, x's into a's new one,
     /// and those of a's current children into a's new one. Returns whether x was attached.
-    pub(super) fn backtrack(
+    fn backtrack(
         &mut self,
         slots: &DependencySlots,
         layer: &mut Layer,
@@ -254,8 +258,8 @@ impl Search {
                     continue;
                 }
                 let cb = self.chan[b as usize];
-                if (cb != NONE && layer.state[slots.edge(ca, cb)] == BLOCKED)
-                    || layer.state[slots.edge(cx, ca)] == BLOCKED
+                if (cb != NONE && layer.state(slots.edge(ca, cb)) == BLOCKED)
+                    || layer.state(slots.edge(cx, ca)) == BLOCKED
                 {
                     continue;
                 }
@@ -264,7 +268,7 @@ impl Search {
                     let s = slots.head[o as usize];
                     let cs = slots.rev[o as usize];
                     if self.settled[s as usize] && self.chan[s as usize] == cs {
-                        if layer.state[slots.edge(cs, ca)] == BLOCKED {
+                        if layer.state(slots.edge(cs, ca)) == BLOCKED {
                             continue 'next;
                         }
                         self.kids.push(s);
@@ -335,15 +339,15 @@ impl Search {
     /// but agrees with the layer's topological order (no search), 2 if it needs a search;
     /// `None` if it is blocked.
     #[inline]
-    pub(super) fn candidate(&self, slots: &DependencySlots, layer: &Layer, w: &[u64], c: u32, u: u32) -> Option<u64> {
+    fn candidate(&self, slots: &DependencySlots, layer: &Layer, w: &[u64], c: u32, u: u32) -> Option<u64> {
         let cu = self.chan[u as usize];
         let tier = if cu == NONE {
             0
         } else {
-            match layer.state[slots.edge(c, cu)] {
+            match layer.state(slots.edge(c, cu)) {
                 BLOCKED => return None,
                 USED => 0,
-                _ if layer.ord[c as usize] < layer.ord[cu as usize] => 1,
+                _ if layer.precedes(c, cu) => 1,
                 _ => 2,
             }
         };
@@ -351,7 +355,7 @@ impl Search {
     }
 
     /// Offer every unsettled neighbour of newly settled `u` the channel into `u`.
-    pub(super) fn relax(&mut self, slots: &DependencySlots, layer: &Layer, w: &[u64], u: u32) {
+    fn relax(&mut self, slots: &DependencySlots, layer: &Layer, w: &[u64], u: u32) {
         for o in slots.out(u) {
             let c = slots.rev[o as usize];
             let v = slots.head[o as usize];
@@ -369,7 +373,7 @@ impl Search {
     }
 
     /// `v`'s best candidate failed: offer it the best remaining channel into a settled switch.
-    pub(super) fn reoffer(&mut self, slots: &DependencySlots, layer: &Layer, w: &[u64], v: u32) {
+    fn reoffer(&mut self, slots: &DependencySlots, layer: &Layer, w: &[u64], v: u32) {
         self.best_key[v as usize] = u64::MAX;
         self.best_ch[v as usize] = NONE;
         for c in slots.out(v) {
@@ -387,209 +391,6 @@ impl Search {
         if self.best_ch[v as usize] != NONE {
             self.heap.push(Reverse((self.best_key[v as usize], self.best_ch[v as usize])));
         }
-    }
-
-    /// Pearce–Kelly: can dependency `x → y` join the layer's graph without a cycle? If so,
-    /// repair the topological order (the caller marks the dependency used).
-    ///
-    /// Only channels ordered between y and x can lie on a path y ⇝ x. The forward search
-    /// from y and the backward search from x advance in turns, breadth-first: they meet on a
-    /// cycle (dependency cycles are short, so usually soon), and once either is exhausted
-    /// without meeting, there is none and the other is completed for the reordering.
-    pub(super) fn try_insert(&mut self, slots: &DependencySlots, layer: &mut Layer, x: u32, y: u32) -> bool {
-        let ub = layer.ord[x as usize];
-        let lb = layer.ord[y as usize];
-        if ub < lb {
-            return true;
-        }
-        if self.epoch >= u32::MAX - 2 {
-            self.mark.fill(0);
-            self.epoch = 0;
-        }
-        self.epoch += 2;
-        let (ef, eb) = (self.epoch - 1, self.epoch);
-        self.fwd.clear();
-        self.fwd.push(y as u64);
-        self.mark[y as usize] = ef;
-        self.bwd.clear();
-        self.bwd.push(x as u64);
-        self.mark[x as usize] = eb;
-        let (mut hf, mut hb) = (0, 0);
-        // Expand the side with the smaller queue (the usual bidirectional-search balance).
-        while hf < self.fwd.len() && hb < self.bwd.len() {
-            let met = if self.fwd.len() - hf <= self.bwd.len() - hb {
-                let c = self.fwd[hf] as u32;
-                hf += 1;
-                self.expand_forward(slots, layer, c, ub, ef, eb)
-            } else {
-                let c = self.bwd[hb] as u32;
-                hb += 1;
-                self.expand_backward(slots, layer, c, lb, ef, eb)
-            };
-            if met {
-                return false;
-            }
-        }
-        // No cycle. Pearce–Kelly needs both searches complete; if the unfinished one grows
-        // past an eighth of the span, shifting the span (a sequential pass) around the
-        // finished side is cheaper (Marchetti-Spaccamela et al.).
-        let limit = self.fwd.len() + self.bwd.len() + (ub - lb) as usize / 8;
-        if hf == self.fwd.len() {
-            while hb < self.bwd.len() {
-                if self.fwd.len() + self.bwd.len() > limit {
-                    self.shift_after(layer, lb, ub, ef);
-                    return true;
-                }
-                let c = self.bwd[hb] as u32;
-                hb += 1;
-                self.expand_backward(slots, layer, c, lb, ef, eb);
-            }
-        } else {
-            while hf < self.fwd.len() {
-                if self.fwd.len() + self.bwd.len() > limit {
-                    self.shift_before(layer, lb, ub, eb);
-                    return true;
-                }
-                let c = self.fwd[hf] as u32;
-                hf += 1;
-                self.expand_forward(slots, layer, c, ub, ef, eb);
-            }
-        }
-        // Reassign the affected positions: everything reaching x, then everything y reaches.
-        // Entries are packed `ord << 32 | channel`, so sorting needs no indirection and the
-        // freed positions are a merge of the two sorted lists.
-        let ord = &mut layer.ord;
-        for list in [&mut self.fwd, &mut self.bwd] {
-            for c in list.iter_mut() {
-                *c |= (ord[*c as usize] as u64) << 32;
-            }
-            list.sort_unstable();
-        }
-        let (f, b) = (&self.fwd, &self.bwd);
-        let (mut i, mut j) = (0, 0);
-        for k in 0..f.len() + b.len() {
-            let slot = if j == f.len() || (i < b.len() && b[i] < f[j]) {
-                i += 1;
-                (b[i - 1] >> 32) as u32
-            } else {
-                j += 1;
-                (f[j - 1] >> 32) as u32
-            };
-            let c = if k < b.len() { b[k] as u32 } else { f[k - b.len()] as u32 };
-            ord[c as usize] = slot;
-            layer.at[slot as usize] = c;
-        }
-        true
-    }
-
-    /// Reorder positions `lb..=ub` so the complete forward set (marked `ef`: everything y
-    /// reaches there) follows all other channels of the span, each part in its old order.
-    pub(super) fn shift_after(&mut self, layer: &mut Layer, lb: u32, ub: u32, ef: u32) {
-        for c in self.fwd.iter_mut() {
-            *c = (layer.ord[*c as usize] as u64) << 32 | (*c & 0xffff_ffff);
-        }
-        self.fwd.sort_unstable();
-        let mut w = lb;
-        for p in lb..=ub {
-            let c = layer.at[p as usize];
-            if self.mark[c as usize] != ef {
-                layer.at[w as usize] = c;
-                layer.ord[c as usize] = w;
-                w += 1;
-            }
-        }
-        for &f in &self.fwd {
-            layer.at[w as usize] = f as u32;
-            layer.ord[f as u32 as usize] = w;
-            w += 1;
-        }
-    }
-
-    /// Reorder positions `lb..=ub` so the complete backward set (marked `eb`: everything
-    /// that reaches x there) precedes all other channels of the span, each part in its old
-    /// order.
-    pub(super) fn shift_before(&mut self, layer: &mut Layer, lb: u32, ub: u32, eb: u32) {
-        for c in self.bwd.iter_mut() {
-            *c = (layer.ord[*c as usize] as u64) << 32 | (*c & 0xffff_ffff);
-        }
-        self.bwd.sort_unstable();
-        let mut w = ub + 1;
-        for p in (lb..=ub).rev() {
-            let c = layer.at[p as usize];
-            if self.mark[c as usize] != eb {
-                w -= 1;
-                layer.at[w as usize] = c;
-                layer.ord[c as usize] = w;
-            }
-        }
-        for (i, &b) in self.bwd.iter().enumerate() {
-            layer.at[lb as usize + i] = b as u32;
-            layer.ord[b as u32 as usize] = lb + i as u32;
-        }
-    }
-
-    /// Queue the unvisited successors of `c` ordered before `ub`; true if one was reached by
-    /// the backward search (a cycle).
-    #[inline]
-    pub(super) fn expand_forward(
-        &mut self,
-        slots: &DependencySlots,
-        layer: &Layer,
-        c: u32,
-        ub: u32,
-        ef: u32,
-        eb: u32,
-    ) -> bool {
-        let words = layer.words;
-        let o = slots.out_start[slots.head[c as usize] as usize];
-        for w in 0..words {
-            let mut bits = layer.succ[c as usize * words + w];
-            while bits != 0 {
-                let d = o + (w * 64) as u32 + bits.trailing_zeros();
-                bits &= bits - 1;
-                let m = self.mark[d as usize];
-                if m == eb {
-                    return true;
-                }
-                if m != ef && layer.ord[d as usize] < ub {
-                    self.mark[d as usize] = ef;
-                    self.fwd.push(d as u64);
-                }
-            }
-        }
-        false
-    }
-
-    /// Queue the unvisited predecessors of `c` ordered after `lb`; true if one was reached by
-    /// the forward search (a cycle).
-    #[inline]
-    pub(super) fn expand_backward(
-        &mut self,
-        slots: &DependencySlots,
-        layer: &Layer,
-        c: u32,
-        lb: u32,
-        ef: u32,
-        eb: u32,
-    ) -> bool {
-        let words = layer.words;
-        let o = slots.out_start[slots.tail[c as usize] as usize];
-        for w in 0..words {
-            let mut bits = layer.pred[c as usize * words + w];
-            while bits != 0 {
-                let b = slots.rev[(o + (w * 64) as u32 + bits.trailing_zeros()) as usize];
-                bits &= bits - 1;
-                let m = self.mark[b as usize];
-                if m == ef {
-                    return true;
-                }
-                if m != eb && layer.ord[b as usize] > lb {
-                    self.mark[b as usize] = eb;
-                    self.bwd.push(b as u64);
-                }
-            }
-        }
-        false
     }
 
     /// Repair an impasse: every unreached switch takes its escape route towards `t`, and so
@@ -651,16 +452,16 @@ impl Search {
                     layer.drop_dep(slots, (old >> 32) as u32, old as u32);
                     self.fresh[s as usize] = NO_DEP;
                 }
-                let keep = match layer.state[e] {
+                let keep = match layer.state(e) {
                     USED => true,
                     BLOCKED => false,
                     _ => {
-                        if self.try_insert(slots, layer, cs, cx) {
+                        if layer.try_insert(slots, &mut self.order_scratch, cs, cx) {
                             layer.use_dep(slots, cs, cx);
                             self.fresh[s as usize] = dep(cs, cx);
                             true
                         } else {
-                            layer.state[e] = BLOCKED;
+                            layer.block(e);
                             stats.blocked_dependencies += 1;
                             false
                         }
@@ -690,7 +491,7 @@ impl Search {
 
     /// Move `v` and the rest of its escape route into the escape region; returns how many
     /// switches changed region.
-    pub(super) fn join(&mut self, slots: &DependencySlots, layer: &mut Layer, v: u32) -> usize {
+    fn join(&mut self, slots: &DependencySlots, layer: &mut Layer, v: u32) -> usize {
         let mut y = v;
         let mut moved = 0;
         while !self.in_f[y as usize] {
@@ -710,7 +511,7 @@ impl Search {
     }
 
     /// Escape-tree channel of every switch towards `t` (up to the common ancestor, then down).
-    pub(super) fn escape_channels(&mut self, slots: &DependencySlots, tree: &Tree, t: u32) {
+    fn escape_channels(&mut self, slots: &DependencySlots, tree: &Tree, t: u32) {
         self.esc.fill(NONE);
         self.work.clear();
         self.work.push(t);
@@ -720,12 +521,12 @@ impl Search {
             head += 1;
             let p = tree.parent(slots, y);
             if p != NONE && p != t && self.esc[p as usize] == NONE {
-                self.esc[p as usize] = slots.rev[tree.parent_ch[y as usize] as usize];
+                self.esc[p as usize] = slots.rev[tree.parent_channel(y) as usize];
                 self.work.push(p);
             }
             for &x in tree.children(y) {
                 if x != t && self.esc[x as usize] == NONE {
-                    self.esc[x as usize] = tree.parent_ch[x as usize];
+                    self.esc[x as usize] = tree.parent_channel(x);
                     self.work.push(x);
                 }
             }
@@ -804,10 +605,10 @@ impl Search {
                 if self.hop[u as usize] + 1 > limit {
                     continue;
                 }
-                if u != t && layer.state[slots.edge(c, self.chan[u as usize])] != USED {
+                if u != t && layer.state(slots.edge(c, self.chan[u as usize])) != USED {
                     continue;
                 }
-                if self.child[kids.clone()].iter().any(|&k| layer.state[slots.edge(self.base[k as usize], c)] != USED) {
+                if self.child[kids.clone()].iter().any(|&k| layer.state(slots.edge(self.base[k as usize], c)) != USED) {
                     continue;
                 }
                 self.cand.push(c);

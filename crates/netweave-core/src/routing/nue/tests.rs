@@ -1,11 +1,12 @@
-use super::*;
+use super::{nue, nue_with, LayerPartition, NueParams, NueStats};
 use crate::routing::{deadlock, metrics::route_metrics};
+use crate::routing::{Injection, RouteOptions, RoutingTable};
 use crate::topology::dragonfly::{dragonfly, GlobalArrangement};
 use crate::topology::fat_tree::{fat_tree, k_ary_n_tree};
 use crate::topology::grid::{hypercube, hyperx, mesh, torus};
 use crate::topology::lsft::latin_square_fat_tree;
 use crate::topology::random::{irregular, random_regular};
-use crate::topology::{LinkSpec, TopologyBuilder};
+use crate::topology::{LinkSpec, Port, Topology, TopologyBuilder};
 
 fn opts(max_vcs: u8) -> RouteOptions {
     RouteOptions { max_vcs, ..Default::default() }
