@@ -1,6 +1,7 @@
 //! Analysis: exact per-phase link loads, congestion, fluid time and completeness of a schedule.
 
 use netweave_core::analysis::{self, AnalysisOptions};
+use netweave_core::traffic::Message;
 use pyo3::prelude::*;
 
 use crate::routing::PyRoutingTable;
@@ -39,6 +40,57 @@ fn phase_channel_flows(
 ) -> PyResult<Vec<u32>> {
     let topology = &routes.topology.get().inner;
     py.allow_threads(|| analysis::phase_channel_flows(topology, &routes.inner, &schedule.inner, phase)).map_err(err)
+}
+
+/// Payload bytes routed over each directed channel (channel `2·l` runs from link `l`'s end `a`
+/// to its end `b`, `2·l + 1` back) by `traffic`, a Schedule or a TaskGraph routed by `routes`:
+/// every message's bytes on every channel of its route. `reverse` counts each message on its
+/// route back (where its acknowledgements travel); `placement` (rank → host) overrides the
+/// traffic's own.
+#[pyfunction]
+#[pyo3(signature = (routes, traffic, reverse=false, placement=None))]
+fn channel_bytes(
+    py: Python<'_>,
+    routes: &PyRoutingTable,
+    traffic: &Bound<'_, PyAny>,
+    reverse: bool,
+    placement: Option<Vec<u32>>,
+) -> PyResult<Vec<u64>> {
+    let topology = &routes.topology.get().inner;
+    let messages: Vec<Message> = if let Ok(s) = traffic.downcast::<PySchedule>() {
+        let s = s.get();
+        s.inner.check_fits(topology).map_err(err)?;
+        s.inner.phases().flatten().copied().collect()
+    } else if let Ok(g) = traffic.downcast::<crate::flowsim::PyTaskGraph>() {
+        let g = g.get();
+        g.inner.check_fits(topology).map_err(err)?;
+        g.inner.tasks().to_vec()
+    } else {
+        return Err(crate::NetweaveErrorPy::new_err("the traffic must be a Schedule or a TaskGraph"));
+    };
+    let own: Vec<u32> = if let Ok(s) = traffic.downcast::<PySchedule>() {
+        s.get().inner.placement().to_vec()
+    } else {
+        traffic.downcast::<crate::flowsim::PyTaskGraph>()?.get().inner.placement().to_vec()
+    };
+    let host = placement.unwrap_or(own);
+    if let Some(m) = messages.iter().find(|m| m.src.max(m.dst) as usize >= host.len()) {
+        return Err(crate::NetweaveErrorPy::new_err(format!(
+            "the placement names {} ranks; the traffic has rank {}",
+            host.len(),
+            m.src.max(m.dst)
+        )));
+    }
+    let on_hosts = messages.iter().map(|m| {
+        let (src, dst) = (host[m.src as usize], host[m.dst as usize]);
+        if reverse {
+            (dst, src, m.bytes)
+        } else {
+            (src, dst, m.bytes)
+        }
+    });
+    let on_hosts: Vec<(u32, u32, u64)> = on_hosts.collect();
+    py.allow_threads(|| analysis::routed_channel_bytes(topology, &routes.inner, on_hosts)).map_err(err)
 }
 
 /// The bottleneck lower bound of `workload` (a Schedule or a TaskGraph) routed by `routes`, as
@@ -90,5 +142,6 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(analyze_dag, m)?)?;
     m.add_function(wrap_pyfunction!(bottleneck_bound, m)?)?;
     m.add_function(wrap_pyfunction!(analyze, m)?)?;
+    m.add_function(wrap_pyfunction!(channel_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(phase_channel_flows, m)?)
 }

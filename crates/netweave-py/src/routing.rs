@@ -36,6 +36,18 @@ impl PyRoutingTable {
     fn topology(&self, py: Python<'_>) -> Py<PyTopology> {
         self.topology.clone_ref(py)
     }
+    /// This table on `topology`, a copy of its own with other link speeds (`Topology.scaled`);
+    /// a topology wired differently is refused.
+    fn on_topology(&self, topology: Bound<'_, PyTopology>) -> PyResult<PyRoutingTable> {
+        if !self.topology.get().inner.same_wiring(&topology.get().inner) {
+            return Err(err(netweave_core::NetweaveError::Routing(format!(
+                "the routes are for '{}', wired differently from '{}'",
+                self.topology.get().inner.name(),
+                topology.get().inner.name()
+            ))));
+        }
+        Ok(PyRoutingTable { inner: self.inner.clone(), topology: topology.unbind() })
+    }
     /// Channel ids crossed from host index `src` to host index `dst`.
     fn path(&self, src: usize, dst: usize) -> PyResult<Vec<u32>> {
         let mut p = Vec::new();

@@ -81,6 +81,19 @@ impl PyTopology {
             self.inner.links().iter().map(|l| vec![l.a.node, l.a.port as u32, l.b.node, l.b.port as u32]).collect();
         PyArray2::from_vec2(py, &rows).unwrap_or_else(|_| PyArray2::zeros(py, [0, 4], false))
     }
+    /// The link directed channel `channel` belongs to and its direction: `(link, "a->b")` for
+    /// channel `2·link`, `(link, "b->a")` for `2·link + 1`.
+    fn channel_link(&self, channel: u32) -> PyResult<(u32, &'static str)> {
+        self.check_channel(channel)?;
+        let forward = self.inner.channel_ends(channel).0 == self.inner.link(channel / 2).a;
+        Ok((Topology::channel_link(channel), if forward { "a->b" } else { "b->a" }))
+    }
+    /// The nodes directed channel `channel` runs from and to.
+    fn channel_ends(&self, channel: u32) -> PyResult<(u32, u32)> {
+        self.check_channel(channel)?;
+        let (from, to) = self.inner.channel_ends(channel);
+        Ok((from.node, to.node))
+    }
     /// Per-link `(bandwidth_gbps, latency_ns)` as an `(num_links, 2)` array.
     fn link_specs<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray2<f64>> {
         let rows: Vec<Vec<f64>> =
@@ -122,6 +135,16 @@ impl PyTopology {
         t.set_switching(nt::link_layer::Switching::new(layer, port_buffer_bytes).map_err(err)?);
         Ok(PyTopology { inner: t })
     }
+    /// A copy with every link's bandwidth × `factor` and, when given, every link's latency
+    /// set to `link_latency_ns` (the fabric an emulation at `factor` of line rate carries).
+    #[pyo3(signature = (factor, link_latency_ns=None))]
+    fn scaled(&self, factor: f64, link_latency_ns: Option<f64>) -> PyResult<PyTopology> {
+        let mut t = self.inner.scaled(factor).map_err(err)?;
+        if let Some(ns) = link_latency_ns {
+            t.set_link_latency(ns).map_err(err)?;
+        }
+        Ok(PyTopology { inner: t })
+    }
     /// Route this topology with the named engine (see `route`).
     #[pyo3(signature = (engine, vcs=8, root=0, select="per-destination", seed=0))]
     fn route(
@@ -151,6 +174,16 @@ impl PyTopology {
             Ok(())
         } else {
             Err(NetweaveErrorPy::new_err(format!("node {node} does not exist ({} nodes)", self.inner.num_nodes())))
+        }
+    }
+    fn check_channel(&self, channel: u32) -> PyResult<()> {
+        if (channel as usize) < self.inner.num_channels() {
+            Ok(())
+        } else {
+            Err(NetweaveErrorPy::new_err(format!(
+                "channel {channel} does not exist ({} channels)",
+                self.inner.num_channels()
+            )))
         }
     }
 }

@@ -53,7 +53,9 @@ use crate::traffic::{Completeness, Schedule};
 use paths::PathTable;
 
 pub use bound::{bottleneck_bound, dag_bound, schedule_bound, Binding, BottleneckBound};
-pub use channel_load::{pattern_channel_load, phase_channel_flows};
+pub use channel_load::{
+    dag_channel_bytes, pattern_channel_load, phase_channel_flows, routed_channel_bytes, schedule_channel_bytes,
+};
 
 /// Knobs of [`analyze_with`]; the default is the pure fluid model of paper 001.
 #[derive(Clone, Debug, PartialEq)]

@@ -289,6 +289,48 @@ impl Topology {
         }
     }
 
+    /// A copy with every link's bandwidth multiplied by `factor` (latencies, ports and
+    /// structure kept): the fabric an emulation running at `factor` of line rate carries, so
+    /// a model predicts it. A bandwidth the factor takes out of [`LinkSpec::new`]'s range is
+    /// refused naming the factor.
+    ///
+    /// ```
+    /// use netweave_core::topology::{grid::mesh, LinkSpec};
+    /// let mut t = mesh(&[2], 1).unwrap();
+    /// t.set_all_links(LinkSpec::new(10.0, 50.0).unwrap());
+    /// let slow = t.scaled(0.25).unwrap();
+    /// assert_eq!(slow.link(0).spec, LinkSpec::new(2.5, 50.0).unwrap());
+    /// ```
+    pub fn scaled(&self, factor: f64) -> Result<Topology> {
+        if !(factor > 0.0 && factor.is_finite()) {
+            return crate::invalid!("the bandwidth scale must be a positive number, got {factor}");
+        }
+        let mut t = self.clone();
+        for l in &mut t.links {
+            l.spec = LinkSpec::new(l.spec.bandwidth_gbps * factor, l.spec.latency_ns)
+                .map_err(|e| NetweaveError::InvalidParameter(format!("scaling the bandwidths by {factor}: {e}")))?;
+        }
+        Ok(t)
+    }
+
+    /// Whether `other` has the same nodes and the same links between the same ports (link
+    /// speeds aside): a routing table of one then routes the other the same way.
+    pub fn same_wiring(&self, other: &Topology) -> bool {
+        self.kinds == other.kinds
+            && self.radix == other.radix
+            && self.links.len() == other.links.len()
+            && self.links.iter().zip(&other.links).all(|(x, y)| (x.a, x.b) == (y.a, y.b))
+    }
+
+    /// Set every link's one-way latency to `latency_ns` (bandwidths kept), e.g. 0 for an
+    /// emulation that adds none.
+    pub fn set_link_latency(&mut self, latency_ns: f64) -> Result<()> {
+        for l in &mut self.links {
+            l.spec = LinkSpec::new(l.spec.bandwidth_gbps, latency_ns)?;
+        }
+        Ok(())
+    }
+
     /// Rename the topology.
     pub fn set_name(&mut self, name: impl Into<String>) {
         self.name = name.into();
@@ -644,6 +686,31 @@ mod tests {
         let h1 = b.add_host("b");
         b.connect(h0, s, LinkSpec::default()).unwrap();
         assert!(b.connect(h1, s, LinkSpec::default()).is_err());
+    }
+
+    #[test]
+    fn scaled_multiplies_each_links_bandwidth_and_keeps_the_rest() {
+        let mut b = TopologyBuilder::new("two speeds");
+        let s = b.add_switch("s", 2);
+        let (h0, h1) = (b.add_host("a"), b.add_host("b"));
+        b.connect(h0, s, LinkSpec::new(100.0, 300.0).unwrap()).unwrap();
+        b.connect(h1, s, LinkSpec::new(40.0, 20.0).unwrap()).unwrap();
+        let t = b.build().unwrap();
+        let mut slow = t.scaled(0.01).unwrap();
+        // 100 x 0.01 = 1 and 40 x 0.01 = 0.4 Gbit/s; latencies as they were.
+        let specs: Vec<(f64, f64)> = slow.links().iter().map(|l| (l.spec.bandwidth_gbps, l.spec.latency_ns)).collect();
+        assert_eq!(specs, vec![(1.0, 300.0), (0.4, 20.0)]);
+        assert_eq!((slow.name(), slow.num_channels(), slow.channel_ends(3)), (t.name(), 4, t.channel_ends(3)));
+        slow.set_link_latency(0.0).unwrap();
+        assert!(slow.links().iter().all(|l| l.spec.latency_ns == 0.0));
+        assert_eq!(t.link(1).spec.latency_ns, 20.0, "the original is untouched");
+        assert!(t.same_wiring(&slow) && !t.same_wiring(&star(2)));
+        for bad in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+            assert!(t.scaled(bad).is_err(), "{bad}");
+        }
+        // 40 Gbit/s x 1e-9 falls below 1 kbit/s.
+        let e = t.scaled(1e-9).unwrap_err().to_string();
+        assert!(e.contains("scaling the bandwidths by 0.000000001"), "{e}");
     }
 
     #[test]
