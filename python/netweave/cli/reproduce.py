@@ -225,9 +225,11 @@ def ethernet_cmd(
         print(f"incast, {h['senders']} senders x 1 MB: sequential {h['sequential_mbit_per_s']:.0f} Mbit/s, concurrent "
               f"{h['concurrent_mbit_per_s']:.0f} Mbit/s (paper: 700-800 and 200-300)")
         for implementation, a in ((i, h["alltoall"][i]) for i in ("openmpi", "mpich")):
-            bound = "at most " if a["upper_bound"] else ""
-            small = "not measured" if a["best_over_native_small"] is None else f"{bound}{a['best_over_native_small']:.2f}"
-            large = "" if a["best_over_native_large"] is None else f", at 1 MiB {bound}{a['best_over_native_large']:.2f}"
+            below = {k: "at most " if a[f"upper_bound_{k}"] else "" for k in ("small", "large")}
+            small = ("not measured" if a["best_over_native_small"] is None
+                     else f"{below['small']}{a['best_over_native_small']:.2f}")
+            large = ("" if a["best_over_native_large"] is None
+                     else f", at 1 MiB {below['large']}{a['best_over_native_large']:.2f}")
             print(f"all-to-all, our best / {implementation} MPI_Alltoall: {small} on average at 1-200 KiB "
                   f"(paper: about 0.32){large}")
         print(f"wrote {len(result['files'])} files to {out} (summary_emulated.md)")

@@ -174,9 +174,9 @@ def _alltoall_cell(h: dict[str, Any]) -> str:
     for implementation, method in ethernet_alltoall.NATIVES.items():
         x = h.get(implementation, {})
         small, large = x.get("best_over_native_small"), x.get("best_over_native_large")
-        bound = "≤ " if x.get("upper_bound") else ""
-        parts.append(f"÷ {method.split(' MPI_')[0]}: " + (f"{bound}{small:.2f} at 1-200 KiB" if small is not None else "–")
-                     + (f", {bound}{large:.2f} at 1 MiB" if large is not None else ""))
+        below = {k: "≤ " if x.get(f"upper_bound_{k}") else "" for k in ("small", "large")}
+        parts.append(f"÷ {method.split(' MPI_')[0]}: " + (f"{below['small']}{small:.2f} at 1-200 KiB" if small is not None else "–")
+                     + (f", {below['large']}{large:.2f} at 1 MiB" if large is not None else ""))
     return "best of ours " + "; ".join(parts)
 
 
