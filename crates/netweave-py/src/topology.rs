@@ -405,11 +405,27 @@ fn topology_formats() -> Vec<&'static str> {
     io::Format::ALL.iter().map(|f| f.name()).collect()
 }
 
+/// `(k, m, side)` when the host indices `hosts` (any order) are exactly paper 000's
+/// sub-cluster allocation on the LSFT `topology` (slots 0..m of the n x k rectangle of grid
+/// leaves on one side, m <= k <= n); None otherwise, and on any other topology.
+#[pyfunction]
+fn lsft_sub_cluster_of(topology: &PyTopology, hosts: Vec<i64>) -> PyResult<Option<(u32, u32, u32)>> {
+    if !matches!(topology.inner.structure(), nt::structure::Structure::Lsft(_)) {
+        return Ok(None);
+    }
+    let lay = nt::lsft::LsftLayout::from_topology(&topology.inner).map_err(err)?;
+    let Ok(hosts) = hosts.into_iter().map(u32::try_from).collect::<Result<Vec<u32>, _>>() else {
+        return Ok(None);
+    };
+    Ok(lay.sub_cluster_of(&hosts).map(|s| (s.k, s.m, s.side)))
+}
+
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyTopology>()?;
     m.add_class::<PyProjectivePlane>()?;
     for f in [
         wrap_pyfunction!(read_topology, m)?,
+        wrap_pyfunction!(lsft_sub_cluster_of, m)?,
         wrap_pyfunction!(topology_formats, m)?,
         wrap_pyfunction!(format_from_path, m)?,
         wrap_pyfunction!(latin_square_fat_tree, m)?,

@@ -263,7 +263,7 @@ def save(report: dict[str, Any], topology: _core.Topology, out_dir, plots: bool 
         for c, (b, busy, u) in enumerate(
             zip(report["channel_bytes"], report["channel_busy_s"], report["channel_utilisation"])
         ):
-            w.writerow([c, c // 2, "a->b" if c % 2 == 0 else "b->a", int(b), repr(float(busy)), repr(float(u))])
+            w.writerow([c, *topology.channel_link(c), int(b), repr(float(busy)), repr(float(u))])
     written.append(out / "channels.csv")
     if report.get("series"):
         with files.open_atomic(out / "series.csv", "w", newline="") as f:

@@ -229,6 +229,61 @@ impl LsftLayout {
     pub fn spine_port(&self, side: u32, x: u32) -> Port {
         (side * (self.order + 1) + x + 1) as Port
     }
+
+    /// Point number of grid leaf P(x, y) (x, y < q): `1 + q + x·q + y`, after P and the q
+    /// points P(c) (the [`super::plane`] numbering).
+    pub fn grid_point(&self, x: u32, y: u32) -> u32 {
+        1 + self.order + x * self.order + y
+    }
+
+    /// Which of paper 000's sub-cluster allocations the host set `hosts` (host indices, in any
+    /// order) is exactly, if any: slots `0..m` of the grid leaves P(x, y) with `x < k` and
+    /// every `y < q`, on one side, `1 ≤ m ≤ k ≤ q` — the job a sub-cluster all-to-all
+    /// schedules. A host listed twice, a host off the grid leaves or a gap in the rectangle
+    /// means none.
+    ///
+    /// ```
+    /// use netweave_core::topology::lsft::{LsftLayout, SubClusterShape};
+    /// let lay = LsftLayout::new(3, false, false).unwrap();
+    /// // Slots 0..2 of P(0, 0..3) and P(1, 0..3): k = 2 columns, m = 2 servers each.
+    /// let hosts: Vec<u32> = (0..2).flat_map(|x| (0..3).flat_map(move |y| (0..2).map(move |u| (x, y, u))))
+    ///     .map(|(x, y, u)| lay.host_index(0, lay.grid_point(x, y), u).unwrap())
+    ///     .collect();
+    /// assert_eq!(lay.sub_cluster_of(&hosts), Some(SubClusterShape { k: 2, m: 2, side: 0 }));
+    /// assert_eq!(lay.sub_cluster_of(&hosts[1..]), None);
+    /// ```
+    pub fn sub_cluster_of(&self, hosts: &[u32]) -> Option<SubClusterShape> {
+        let q = self.order;
+        let first_grid = self.grid_point(0, 0);
+        let (mut k, mut m, mut side) = (0u32, 0u32, None);
+        let mut cells = Vec::with_capacity(hosts.len());
+        for &h in hosts {
+            let (s, point, u) = self.host_of_index(h)?;
+            if *side.get_or_insert(s) != s || point < first_grid {
+                return None;
+            }
+            let (x, y) = ((point - first_grid) / q, (point - first_grid) % q);
+            (k, m) = (k.max(x + 1), m.max(u + 1));
+            cells.push((x, y, u));
+        }
+        // Distinct cells inside the k × q × m box that fill it are exactly the box.
+        cells.sort_unstable();
+        cells.dedup();
+        let fills = cells.len() == hosts.len() && cells.len() as u64 == k as u64 * q as u64 * m as u64;
+        (fills && 1 <= m && m <= k && k <= q).then(|| SubClusterShape { k, m, side: side.unwrap_or(0) })
+    }
+}
+
+/// One of paper 000's sub-cluster allocations on an LSFT of order q: slots `0..m` of the grid
+/// leaves in columns `0..k` (all q rows) on side `side` ([`LsftLayout::sub_cluster_of`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct SubClusterShape {
+    /// Columns of grid leaves, `m ≤ k ≤ q`.
+    pub k: u32,
+    /// Servers used on each leaf, `1 ≤ m`.
+    pub m: u32,
+    /// Which copy of the leaves (0, or 1 on a two-sided LSFT).
+    pub side: u32,
 }
 
 /// Build the Latin-square fat-tree of order q (module docs give numbering, ports, labels).
@@ -308,6 +363,30 @@ pub fn latin_square_fat_tree(order: u32, two_sided: bool, reduced: bool) -> Resu
 mod tests {
     use super::*;
     use crate::topology::NodeKind;
+
+    #[test]
+    fn sub_cluster_recognition_by_hand_on_order_3() {
+        // Order 3: 13 leaves of 4 servers; points 0 (P), 1..=3 (P(c)), 4..=12 the grid P(x, y)
+        // at 4 + 3x + y. Not reduced, so leaf position = point and host = 4·point + slot.
+        let lay = LsftLayout::new(3, true, false).unwrap();
+        let per_side = 13 * 4;
+        // k = 1, m = 1: slot 0 of P(0, 0), P(0, 1), P(0, 2) = points 4, 5, 6.
+        assert_eq!(lay.sub_cluster_of(&[16, 20, 24]), Some(SubClusterShape { k: 1, m: 1, side: 0 }));
+        // Rank order does not matter; the second side's copy is side 1.
+        let other: Vec<u32> = [24, 16, 20].iter().map(|h| h + per_side).collect();
+        assert_eq!(lay.sub_cluster_of(&other), Some(SubClusterShape { k: 1, m: 1, side: 1 }));
+        // k = 3, m = 3: slots 0..3 of all nine grid leaves (points 4..=12).
+        let all: Vec<u32> = (4..=12).flat_map(|p| (0..3).map(move |u| 4 * p + u)).collect();
+        assert_eq!(lay.sub_cluster_of(&all), Some(SubClusterShape { k: 3, m: 3, side: 0 }));
+        // m > k (slots 0..2 of column 0 only), a duplicate, a gap, a P(c) leaf, mixed sides.
+        assert_eq!(lay.sub_cluster_of(&[16, 17, 20, 21, 24, 25]), None);
+        assert_eq!(lay.sub_cluster_of(&[16, 20, 24, 24]), None);
+        assert_eq!(lay.sub_cluster_of(&[16, 20, 28]), None);
+        assert_eq!(lay.sub_cluster_of(&[4, 20, 24]), None);
+        assert_eq!(lay.sub_cluster_of(&[16, 20, 24 + per_side]), None);
+        assert_eq!(lay.sub_cluster_of(&[]), None);
+        assert_eq!(lay.sub_cluster_of(&[9999]), None);
+    }
 
     const ORDERS: [u32; 11] = [2, 3, 4, 5, 7, 8, 9, 11, 13, 16, 17];
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from netweave import _core
 from netweave._core import RoutingTable, TaskGraph
 
 #: What the byte-counter proof allows beyond the payload, per channel: headers on the data
@@ -18,17 +19,11 @@ CONTROL_BYTES = 64 * 1024
 
 def routed_bytes(routes: RoutingTable, graph: TaskGraph) -> tuple[list[int], list[int]]:
     """Payload bytes each directed channel must carry by the routing table — every task's bytes
-    on every channel of its route — and the bytes whose *reverse* route crosses it (their ACKs)."""
-    channels = 2 * routes.topology.num_links
-    forward, reverse = [0] * channels, [0] * channels
-    for src, dst, nbytes, _after, _relays in graph.tasks():
-        if src == dst:
-            continue
-        for c in routes.path(src, dst):
-            forward[c] += nbytes
-        for c in routes.path(dst, src):
-            reverse[c] += nbytes
-    return forward, reverse
+    on every channel of its route — and the bytes whose *reverse* route crosses it (their ACKs).
+    Rank r runs on host r, as the emulated fabric places it."""
+    on_fabric = list(range(graph.num_ranks))
+    return (_core.channel_bytes(routes, graph, placement=on_fabric),
+            _core.channel_bytes(routes, graph, reverse=True, placement=on_fabric))
 
 
 def routing_proof(routes: RoutingTable, graph: TaskGraph, measured: list[int],
@@ -41,13 +36,11 @@ def routing_proof(routes: RoutingTable, graph: TaskGraph, measured: list[int],
     ``buffer`` or a lower rate) rather than failed."""
     forward, reverse = routed_bytes(routes, graph)
     topo = routes.topology
-    links = topo.link_array().tolist()
     violations = []
     for c, (want, back, got) in enumerate(zip(forward, reverse, measured)):
         high = want * (1 + DATA_OVERHEAD) + back * ACK_SHARE + CONTROL_BYTES
         if not want <= got <= high:
-            a, _pa, b, _pb = links[c // 2]
-            frm, to = (a, b) if c % 2 == 0 else (b, a)
+            frm, to = topo.channel_ends(c)
             violations.append({"channel": c, "from": topo.label(frm), "to": topo.label(to), "routed_bytes": want,
                                "measured_bytes": got, "allowed_up_to": int(high)})
     carrying = [(w, m) for w, m in zip(forward, measured) if w > 0]

@@ -4,7 +4,6 @@ topology the flow model predicts these runs on."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import tempfile
@@ -20,7 +19,7 @@ from netweave.run.emulate.addresses import MGMT_NETWORK
 from netweave.run.emulate.cluster import EmulatedCluster, agent_path, down, kill_inside, up
 from netweave.run.emulate.proof import FORWARDING_BUDGET_BPS, forwarding_load, routing_proof
 from netweave.run.emulate.traffic_control import port_buffer
-from netweave.stages import flowsim, routing
+from netweave.stages import flowsim
 
 
 def predicted_topology(topo: Topology, scale: float, buffer: int | None = None) -> Topology:
@@ -36,19 +35,12 @@ def predicted_topology(topo: Topology, scale: float, buffer: int | None = None) 
 def scaled_topology(topo: Topology, scale: float) -> Topology:
     """`topo` as the emulation runs it: every bandwidth × `scale`, and no link latency (the
     emulation adds none; the namespaces' forwarding cost is microseconds)."""
-    doc = json.loads(topo.to_text("json"))
-    for link in doc["links"]:
-        link["bandwidth_gbps"] = float(link["bandwidth_gbps"]) * scale
-        link["latency_ns"] = 0.0
-    return _core.read_topology(json.dumps(doc), "json")
+    return topo.scaled(scale, link_latency_ns=0.0)
 
 
 def scaled_routes(routes: RoutingTable, scaled: Topology) -> RoutingTable:
     """The same table on the scaled copy of its topology."""
-    with tempfile.TemporaryDirectory(prefix="netweave-emulate-") as d:
-        path = Path(d) / "routes.json"
-        routing.save(routes, path)
-        return routing.load(scaled, path)
+    return routes.on_topology(scaled)
 
 
 def run(fabric: EmulatedCluster, graph: _core.TaskGraph, **options: Any) -> dict[str, Any]:
