@@ -280,25 +280,8 @@ def lsft_sub_cluster(topo: Topology, placed: list[int]) -> tuple[int, int, int] 
     """``(k, m, side)`` when the host set `placed` is exactly paper 000's sub-cluster
     allocation on a Latin-square fat-tree of order n — the m lowest slots of every leaf of the
     n x k rectangle of grid leaves on one side, m <= k <= n; None otherwise (rank order does
-    not matter)."""
-    s = topo.structure
-    if s["kind"] != "lsft":
-        return None
-    n = int(s["order"])
-    sides = 2 if s["two_sided"] else 1
-    size, wanted = len(placed), set(placed)
-    if len(wanted) != size:
-        return None
-    for k in range(1, n + 1):
-        if size % (n * k):
-            continue
-        m = size // (n * k)
-        if not 1 <= m <= k:
-            continue
-        for side in range(sides):
-            if {int(h) for h in traffic.lsft_allocation(topo, k, m, side=side)} == wanted:
-                return k, m, side
-    return None
+    not matter). Recognised by the core (``LsftLayout::sub_cluster_of``)."""
+    return _core.lsft_sub_cluster_of(topo, [int(h) for h in placed])
 
 
 def _sub_cluster_candidate(topo: Topology, bytes_per_pair: int, sub_cluster) -> Candidate:
