@@ -16,9 +16,7 @@
 //! their tail-loss probes wait. Flows that already stream there have their window open (ACK
 //! clocked, fast retransmit) and are never charged one. The rule, applied at every instant
 //! flows (re)start, per buffered port `p` (capacity `C`, buffer `B`, longest round trip
-//! through it `RTT`), over the *burst* — the flows starting there now, less those resuming
-//! after a timeout when `p` still carries other flows (a resumed flow restarts from a window
-//! of one segment among ACK-clocked flows):
+//! through it `RTT`), over the *burst* — the flows starting or resuming there now:
 //!
 //! 1. **Overload.** `p` must be saturated and its offered load — the flows already there at
 //!    their rates, the burst at what the rest of its paths would give it (the least equal
@@ -33,8 +31,10 @@
 //!    meet a draining queue and repair every loss without a timeout.
 //! 4. **Timeouts.** Otherwise `p` keeps `K = max(1, ⌊P / w⌋)` flows whose window `w`
 //!    ([`TcpModel::window_segments`]) lets them ride out the overshoot, or the share
-//!    [`TcpModel::survivor_fraction`] of the burst if more; the rest of the burst times out
-//!    (the higher message indices: every member started at the same instant).
+//!    [`TcpModel::survivor_fraction`] of all its flows if more. Flows already streaming keep
+//!    their places (ACK clocked, they recover by fast retransmit); the burst loses the rest,
+//!    the higher message indices first (every member started at the same instant). A flow
+//!    resuming into a port still busy with the survivors of its round thus times out again.
 //!
 //! A victim stops streaming for [`TcpModel::timeout_s`] and restarts where it was (its bytes
 //! already delivered stay delivered), meeting the rule again. No exponential backoff: its
@@ -150,13 +150,10 @@ pub(super) struct Losses {
     segment_bytes: f64,
     initial_window: f64,
     pub(super) timeout_s: f64,
-    /// Per flow: stopped by a timeout, waiting to restart (cleared when it restarts).
-    stalled: Vec<bool>,
     /// Per flow: bytes sent again (the segments its bursts lost).
     pub(super) retransmitted: Vec<f64>,
-    /// Scratch: per flow, restarting after a timeout in this instant; chosen as a victim in
-    /// this instant; (port, flow) pairs of the instant's joiners; one port's burst.
-    resuming: Vec<bool>,
+    /// Scratch: per flow, chosen as a victim in this instant; (port, flow) pairs of the
+    /// instant's joiners; one port's burst.
     chosen: Vec<bool>,
     pairs: Vec<(u32, u32)>,
     burst: Vec<u32>,
@@ -202,19 +199,12 @@ impl Losses {
             segment_bytes: mss,
             initial_window: tcp.initial_window_segments,
             timeout_s: tcp.timeout_s,
-            stalled: vec![false; work.len()],
             retransmitted: vec![0.0; work.len()],
-            resuming: vec![false; work.len()],
             chosen: vec![false; work.len()],
             pairs: Vec::new(),
             burst: Vec::new(),
             timeouts: 0,
         })
-    }
-
-    /// Flow `f` stops for a timeout; it restarts by streaming again (see [`Losses::victims`]).
-    pub(super) fn stall(&mut self, f: u32) {
-        self.stalled[f as usize] = true;
     }
 
     /// Segments of a flow with `bytes` left, at least one.
@@ -228,8 +218,6 @@ impl Losses {
     pub(super) fn victims(&mut self, fair: &FairShare, joined: &[u32], remaining: &[f64], victims: &mut Vec<u32>) {
         self.pairs.clear();
         for &f in joined {
-            let fi = f as usize;
-            self.resuming[fi] = std::mem::replace(&mut self.stalled[fi], false);
             for &r in fair.path_resources(f) {
                 if self.held_segments[r as usize].is_finite() {
                     self.pairs.push((r, f));
@@ -251,9 +239,6 @@ impl Losses {
         for &f in &victims[first_victim..] {
             self.chosen[f as usize] = false;
         }
-        for &f in joined {
-            self.resuming[f as usize] = false;
-        }
         self.timeouts += (victims.len() - first_victim) as u64;
     }
 
@@ -266,13 +251,10 @@ impl Losses {
         remaining: &[f64],
         victims: &mut Vec<u32>,
     ) {
-        let established = fair.flows_on(r).len() - joiners.len();
         self.burst.clear();
         for i in joiners {
             let f = self.pairs[i].1;
-            // A flow resuming among ACK-clocked flows restarts from one segment: no burst.
-            let resuming_among_others = self.resuming[f as usize] && established > 0;
-            if !resuming_among_others && !self.chosen[f as usize] {
+            if !self.chosen[f as usize] {
                 self.burst.push(f);
             }
         }
@@ -311,10 +293,12 @@ impl Losses {
         let cut = if bytes / capacity <= self.probe_s[r as usize] {
             0
         } else {
-            // 4. The port keeps K flows, or the survivor share of the burst if more.
+            // 4. The port keeps K flows, or the survivor share of all its flows if more; the
+            // flows already streaming hold their places, the burst loses the rest.
+            let flows = fair.flows_on(r).len();
             let keep =
-                (self.clear_flows[r as usize] as usize).max((self.survivor_fraction * n as f64).round() as usize);
-            n.saturating_sub(keep)
+                (self.clear_flows[r as usize] as usize).max((self.survivor_fraction * flows as f64).round() as usize);
+            n.min(flows.saturating_sub(keep))
         };
         if cut > 0 && cut < n {
             // Highest message indices first: only the victims need ordering.

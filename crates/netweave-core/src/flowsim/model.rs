@@ -500,9 +500,6 @@ impl<'a> Sim<'a> {
         self.scheduled[fi] = f64::INFINITY; // its pending drain event is void
         self.active -= 1;
         self.leaving.push(f);
-        if let Some(losses) = &mut self.losses {
-            losses.stall(f);
-        }
         self.push(self.now + timeout, EventKind::Resume, f);
     }
 
