@@ -56,12 +56,12 @@ def paper_003(rows: list) -> None:
             rows.append({
                 "bench": "paper003-bruck", "placement": placement_name, "executor": executor,
                 "flows": s.num_messages, "makespan_ms": rep["makespan_s"] * 1e3, "paper_ms": 22.3 if placement_name == "x,y,z" else None,
-                "max_link_bytes": loads["max_channel_bytes"], "wall_s": wall,
+                "max_channel_bytes": loads["max_channel_bytes"], "wall_s": wall,
                 "reallocations": rep["reallocations"], "flows_recomputed": rep["flows_recomputed"],
             })
             print(f"paper 003 Bruck 4096 ranks, {placement_name:>12} placement, {executor:>10}: "
                   f"{rep['makespan_s'] * 1e3:8.3f} ms simulated (paper, x,y,z on OpenNSIM: 22.3 ms), "
-                  f"max link {loads['max_channel_bytes'] / 1e6:.2f} MB, {s.num_messages} flows in {wall:.3f} s", flush=True)
+                  f"max_channel_bytes {loads['max_channel_bytes'] / 1e6:.2f} MB, {s.num_messages} flows in {wall:.3f} s", flush=True)
 
 
 def scaling(rows: list, max_n: int, executors) -> None:

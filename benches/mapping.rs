@@ -4,9 +4,9 @@
 //! source of `MapNetwork` — the flattened `dor` routing table (67 MB of next-channel entries)
 //! and the lattice source (routes from coordinates) — against the full recount (the paper's
 //! method), all measured in the same run, per CPU-second of the measuring thread; then the time
-//! parallel tempering from BISEM needs to reach bit-reversal's `Σhops × max_link` on 1 and 2
-//! threads. The evaluator runs `Σhops × max_link` (paper 003), and once more the step-aware
-//! `step-max-link` cost.
+//! parallel tempering from BISEM needs to reach bit-reversal's `hops_x_max_channel` on 1 and 2
+//! threads. The evaluator runs `hops_x_max_channel` (paper 003), and once more the step-aware
+//! `step_max_channel_bytes` cost.
 //!
 //! `cargo bench -p netweave-core --bench mapping` (set `MAP_BENCH_SECONDS` to change the
 //! annealing budget, default 60).
@@ -60,7 +60,7 @@ fn main() {
         let mut ev = Evaluator::new(net, &pattern, &start, objective).unwrap();
         let (t, cpu) = (Instant::now(), thread_cpu_seconds());
         for (i, mv) in moves.iter().enumerate() {
-            sink ^= ev.propose(net, &pattern, mv).max_link;
+            sink ^= ev.propose(net, &pattern, mv).max_channel_bytes;
             // Accept one move in 64 so the loads keep changing, as in an annealing run.
             if i % 64 == 0 {
                 ev.accept();
@@ -70,16 +70,16 @@ fn main() {
         }
         (moves.len() as f64 / t.elapsed().as_secs_f64(), moves.len() as f64 / (thread_cpu_seconds() - cpu))
     };
-    let (table_wall, table_cpu) = rate(&table_net, &moves[..100_000], Objective::RMATT);
-    let (lattice_wall, lattice_cpu) = rate(&net, &moves, Objective::RMATT);
-    let (step_wall, step_cpu) = rate(&net, &moves[..100_000], Objective::STEP_MAX_LINK);
+    let (table_wall, table_cpu) = rate(&table_net, &moves[..100_000], Objective::HOPS_X_MAX_CHANNEL);
+    let (lattice_wall, lattice_cpu) = rate(&net, &moves, Objective::HOPS_X_MAX_CHANNEL);
+    let (step_wall, step_cpu) = rate(&net, &moves[..100_000], Objective::STEP_MAX_CHANNEL_BYTES);
     drop(table_net);
     let (t, cpu) = (Instant::now(), thread_cpu_seconds());
     let mut hor = start.clone();
     let full_n = 20;
     for mv in moves.iter().take(full_n) {
         hor.swap(mv.slots[0] as usize, mv.slots[1] as usize); // another permutation to recount
-        sink ^= full_cost(&net, &pattern, &hor).max_link;
+        sink ^= full_cost(&net, &pattern, &hor).max_channel_bytes;
     }
     let full = full_n as f64 / t.elapsed().as_secs_f64();
     let full_cpu = full_n as f64 / (thread_cpu_seconds() - cpu);
@@ -90,7 +90,7 @@ fn main() {
         lattice_cpu / table_cpu
     );
     println!(
-        "incremental evaluations/s, lattice source, step-max-link cost (12 steps): {step_wall:>10.0} wall, \
+        "incremental evaluations/s, lattice source, step_max_channel_bytes cost (12 steps): {step_wall:>10.0} wall, \
          {step_cpu:>10.0} per CPU-second"
     );
     println!(
@@ -100,7 +100,7 @@ fn main() {
     let _ = sink;
 
     // Time to quality: bit-reversal's cost, from BISEM.
-    let bitrev = full_cost(&net, &pattern, &baselines::bit_reversal(&net, 4096).unwrap()).rmatt() as f64;
+    let bitrev = full_cost(&net, &pattern, &baselines::bit_reversal(&net, 4096).unwrap()).hops_x_max_channel() as f64;
     for replicas in [1u32, 2] {
         let cfg = AnnealConfig { replicas, sweep: 5000, seed: 11, ..AnnealConfig::default() };
         let mut pt = Tempering::new(net.clone(), pattern.clone(), &start, cfg).unwrap();

@@ -50,7 +50,7 @@ def main() -> None:
     ap.add_argument("--replicas", type=int, default=1, help="tempering chains (threads) per process")
     ap.add_argument("--torus", default="16x16x16", help="torus shape")
     ap.add_argument("--pattern", default="bruck:4096:2048", help="pattern spec")
-    ap.add_argument("--cost", default="rmatt", help="objective")
+    ap.add_argument("--cost", default="hops_x_max_channel", help="objective")
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
     mpirun = shutil.which("mpirun")

@@ -30,8 +30,9 @@ def test_paper_003_cost_terms_on_the_16_cubed_torus():
     assert report["bytes"] == 34_351_349_760
     assert report["sum_hops"] == 192_240
     assert report["hop_bytes"] == 195_418_030_080
-    assert report["max_link_bytes"] == 33_554_432
-    assert report["hops_x_max_link"] == 6_450_504_007_680
+    assert report["max_channel_bytes"] == 33_554_432
+    assert report["hops_x_max_channel"] == 6_450_504_007_680
+    assert "max_link_bytes" not in report and "hops_x_max_link" not in report
     assert report["complete"]  # custom traffic claims nothing
 
 
@@ -118,7 +119,7 @@ def test_analyze_cli_json_matches_the_api(lsft_files):
     d = lsft_files
     data = json.loads(run_cli("analyze", str(d / "t.json"), str(d / "r.json"), str(d / "shift.json"), "--json").stdout)
     for key in ("complete", "max_congestion", "throughput_ratio", "phases", "fluid_time_s", "hop_bytes",
-                "max_link_bytes", "hops_x_max_link", "contended_links"):
+                "max_channel_bytes", "hops_x_max_channel", "contended_links"):
         assert key in data
     assert data["complete"] and data["schedule"]["phases"] == 20 == len(data["phases"])
     topo = topology.load(d / "t.json")

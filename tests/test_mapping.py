@@ -115,9 +115,9 @@ def test_costs_match_a_python_recount(torus444):
         hop_bytes += h * b
         switch_channels += h
     figs = mapping.cost(net, p, hor)
-    assert figs["hops"] == hops and figs["hop_bytes"] == hop_bytes
-    assert figs["max_link"] == loads.max()
-    assert figs["rmatt"] == hops * loads.max()
+    assert figs["sum_hops"] == hops and figs["hop_bytes"] == hop_bytes
+    assert figs["max_channel_bytes"] == loads.max()
+    assert figs["hops_x_max_channel"] == hops * loads.max()
     assert np.array_equal(mapping.channel_loads(net, p, hor), loads)
 
 
@@ -129,17 +129,17 @@ def test_bisem_and_annealing_improve_bruck(torus444):
     assert b["group_sizes"] == [8] * 8
     full = mapping.bisem(net, p, levels=64, seed=1)
     assert full["group_sizes"] == [1] * 64 and full["axes"] == [0, 1, 2] * 2
-    best = mapping.start_placement(net, p, "best", 1, "rmatt")
+    best = mapping.start_placement(net, p, "best", 1, "hops_x_max_channel")
     candidates = [mapping.start_placement(net, p, k, 1) for k in ("bisem", "bisem-full", "identity", "greedy")]
-    assert mapping.cost(net, p, best)["rmatt"] <= min(mapping.cost(net, p, c)["rmatt"] for c in candidates)
+    assert mapping.cost(net, p, best)["hops_x_max_channel"] <= min(mapping.cost(net, p, c)["hops_x_max_channel"] for c in candidates)
     start = mapping.cost(net, p, b["host_of_rank"])
     res = mapping.optimize(net, p, b["host_of_rank"], seconds=None, evaluations=20_000, seed=2, replicas=2, sweep=500)
     assert res.figures == mapping.cost(net, p, res.host_of_rank)
-    assert res.value == res.figures["rmatt"] < start["rmatt"]
+    assert res.value == res.figures["hops_x_max_channel"] < start["hops_x_max_channel"]
     again = mapping.optimize(net, p, b["host_of_rank"], seconds=None, evaluations=20_000, seed=2, replicas=2, sweep=500)
     assert np.array_equal(res.host_of_rank, again.host_of_rank)
     assert res.stopped_by == "evaluations"
-    target = mapping.optimize(net, p, b["host_of_rank"], seconds=30, target=start["rmatt"] - 1, seed=3, sweep=100)
+    target = mapping.optimize(net, p, b["host_of_rank"], seconds=30, target=start["hops_x_max_channel"] - 1, seed=3, sweep=100)
     assert target.stopped_by == "target"
 
 
@@ -173,7 +173,7 @@ def test_cli_map_end_to_end(files, tmp_path):
     proc = run_cli("map", str(files / "torus.json"), str(files / "routes.json"), "bruck:64:2048",
                    "--evals", "20000", "--seed", "1", "-o", str(out), "--json", "--plots", str(tmp_path))
     summary = json.loads(proc.stdout)
-    assert summary["result"]["rmatt"] <= min(summary["identity"]["rmatt"], summary["start"]["rmatt"])
+    assert summary["result"]["hops_x_max_channel"] <= min(summary["identity"]["hops_x_max_channel"], summary["start"]["hops_x_max_channel"])
     assert summary["stopped_by"] == "evaluations"
     assert len(out.read_text().splitlines()) == 64
     for png in ("cost_vs_time.png", "link_load_histogram.png"):
@@ -255,7 +255,7 @@ def test_cli_map_under_mpirun(files, tmp_path):
     assert proc.returncode == 0, proc.stderr
     summary = json.loads(proc.stdout)
     assert summary["processes"] == 2
-    assert summary["result"]["rmatt"] <= min(summary["identity"]["rmatt"], summary["start"]["rmatt"])
+    assert summary["result"]["hops_x_max_channel"] <= min(summary["identity"]["hops_x_max_channel"], summary["start"]["hops_x_max_channel"])
     doc = json.loads(out.read_text())
     assert sorted(doc["host_of_rank"]) == list(range(64))
     assert doc["figures"] == summary["result"]
@@ -298,7 +298,7 @@ def test_cli_map_dor_engine_on_a_torus_builds_no_table(files, tmp_path):
     assert sorted(json.loads(out.read_text())["host_of_rank"]) == list(range(64))
 
 
-def test_step_max_link_is_the_sum_of_each_steps_bottleneck(torus444):
+def test_step_max_channel_bytes_is_the_sum_of_each_steps_bottleneck(torus444):
     _, _, net = torus444
     p = mapping.Pattern.bruck(64, 2048)
     for seed in range(3):
@@ -309,8 +309,9 @@ def test_step_max_link_is_the_sum_of_each_steps_bottleneck(torus444):
             step = mapping.Pattern.from_arrays(64, src, (src + 64 - k) % 64, np.full(64, 2048 * k, dtype=np.uint64))
             expected += int(mapping.channel_loads(net, step, hor).max())
             k *= 2
-        assert mapping.cost(net, p, hor)["step_max_link"] == expected
-    assert mapping.objective_value("2*step-max-link", {"hop_bytes": 0, "max_link": 0, "rmatt": 0, "step_max_link": 5}) == 10
+        assert mapping.cost(net, p, hor)["step_max_channel_bytes"] == expected
+    figures = {"hop_bytes": 0, "max_channel_bytes": 0, "hops_x_max_channel": 0, "step_max_channel_bytes": 5}
+    assert mapping.objective_value("2*step_max_channel_bytes", figures) == 10
 
 
 def test_recursive_cubes_beat_identity_on_the_step_bottleneck():
@@ -327,9 +328,24 @@ def test_recursive_cubes_beat_identity_on_the_step_bottleneck():
         rmatt.recursive_cube_placement(6)
 
 
-def test_cli_map_step_max_link_cost(files):
-    proc = run_cli("map", str(files / "torus.json"), "dor", "bruck:64:2048", "--cost", "step-max-link",
+def test_cli_map_step_max_channel_bytes_cost(files):
+    proc = run_cli("map", str(files / "torus.json"), "dor", "bruck:64:2048", "--cost", "step_max_channel_bytes",
                    "--evals", "4000", "--seed", "1", "--json")
     summary = json.loads(proc.stdout)
-    assert summary["result"]["step_max_link"] <= summary["start"]["step_max_link"]
-    assert summary["value"] == summary["result"]["step_max_link"]
+    assert summary["result"]["step_max_channel_bytes"] <= summary["start"]["step_max_channel_bytes"]
+    assert summary["value"] == summary["result"]["step_max_channel_bytes"]
+    assert "deprecated" not in proc.stderr
+
+
+def test_cli_map_reads_earlier_cost_names_with_one_deprecation_line(files):
+    """The earlier names still work, say so once on stderr, and are never printed."""
+    proc = run_cli("map", str(files / "torus.json"), "dor", "bruck:64:2048", "--cost", "rmatt+1e8*step-max-link",
+                   "--evals", "2000", "--seed", "1", "--json")
+    summary = json.loads(proc.stdout)
+    assert summary["cost"] == "hops_x_max_channel+1e8*step_max_channel_bytes"
+    lines = [line for line in proc.stderr.splitlines() if "deprecated" in line]
+    assert len(lines) == 1 and "rmatt" in lines[0] and "step-max-link" in lines[0], proc.stderr
+    for old in ("rmatt", "max_link", "step_max_link", '"hops"'):
+        assert old not in proc.stdout
+    assert set(summary["result"]) == {"sum_hops", "hop_bytes", "max_channel_bytes", "hops_x_max_channel",
+                                      "step_max_channel_bytes"}

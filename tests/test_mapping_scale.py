@@ -50,7 +50,7 @@ def test_bisem_full_depth_embeds_a_matching_stencil_with_one_hop_per_message():
     hor = mapping.bisem(net, pattern, levels=64, seed=0)["host_of_rank"]
     figs = mapping.cost(net, pattern, hor)
     assert figs["hop_bytes"] == pattern.num_messages * 1000
-    assert figs["hops"] == pattern.num_messages
+    assert figs["sum_hops"] == pattern.num_messages
 
 
 def test_bisem_keeps_metis_for_other_patterns():
@@ -97,7 +97,7 @@ def test_plan_places_ranks_for_a_pattern(tmp_path):
     assert (out / "rankfile").is_file() and (out / "placement.json").is_file()
     placed = json.loads((out / "placement.json").read_text())
     assert placed["ranks"] == 64 and placed["seed"] == 3
-    assert placed["placed"]["rmatt"] <= placed["identity"]["rmatt"]
+    assert placed["placed"]["hops_x_max_channel"] <= placed["identity"]["hops_x_max_channel"]
     # Open MPI rankfile: one line per rank, each host once.
     lines = [ln for ln in (out / "rankfile").read_text().splitlines() if ln.startswith("rank ")]
     assert len(lines) == 64 and len({ln.split("=")[1].split()[0] for ln in lines}) == 64

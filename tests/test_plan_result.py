@@ -6,6 +6,7 @@ import json
 import pytest
 
 from netweave import plan, report, topology
+from netweave.plan import result as result_module
 from netweave.plan.result import PlanResult, VerifyRow, VerifySummary
 
 # The fields report.json held before the result was typed (``netweave plan --json`` on an LSFT,
@@ -19,7 +20,7 @@ PREDICTION = {"calibration", "executor", "model"}
 CANDIDATE = {"bound_ratio", "bound_s", "complete", "contention_free", "kind", "name", "predicted_time_s",
              "throughput_per_server_mib_s"}
 PHASED = CANDIDATE | {"bytes", "flows", "fluid_time_host_links_s", "fluid_time_s", "hop_bytes", "max_channel_bytes",
-                      "max_congestion", "max_link_bytes", "messages", "phase_loads", "phases", "problem", "schedule",
+                      "max_congestion", "messages", "phase_loads", "phases", "problem", "schedule",
                       "throughput_ratio", "worst_phase"}
 DAG = CANDIDATE | {"cost_model_s", "deployable", "groups", "tasks"}
 NATIVE = CANDIDATE | {"algorithm", "concurrent_sends", "executor", "label", "library", "phases", "schedule"}
@@ -116,3 +117,28 @@ def test_a_report_with_a_field_the_result_lacks_is_refused():
     data["native"][0]["kind"] = "dag"
     with pytest.raises(ValueError, match="NativeRow holds native rows, not dag"):
         PlanResult.from_dict(data)
+
+
+def test_an_earlier_report_json_reads_with_todays_figure_names(capsys, monkeypatch):
+    """A report.json written before the one cost vocabulary (``max_link_bytes`` beside each
+    phased row, the placement's ``hops`` / ``max_link`` / ``rmatt``) reads back under today's
+    names, with a deprecation line on stderr, and writes only today's names."""
+    data = _mesh_with_a_placement().to_dict()
+    for row in data["schedules"]:
+        if row["kind"] == "phased":
+            row["max_link_bytes"] = row["max_channel_bytes"]
+    renamed = {"sum_hops": "hops", "max_channel_bytes": "max_link", "hops_x_max_channel": "rmatt",
+               "step_max_channel_bytes": "step_max_link"}
+    placement = data["placement"]
+    for key in ("identity", "placed"):
+        placement[key] = {renamed.get(k, k): v for k, v in placement[key].items()}
+    placement["identity_over_placed"] = {renamed.get(k, k): v for k, v in placement["identity_over_placed"].items()}
+    monkeypatch.setattr(result_module, "_warned_earlier", set())  # each name warns once per process
+    back = PlanResult.from_dict(json.loads(json.dumps(data)))
+    warned = [line for line in capsys.readouterr().err.splitlines() if "earlier name" in line]
+    assert sorted(line.split()[3] for line in warned) == ["hops", "max_link", "max_link_bytes", "rmatt", "step_max_link"]
+    written = json.dumps(back.to_dict())
+    for old in ('"max_link_bytes"', '"max_link"', '"rmatt"', '"hops"', '"step_max_link"'):
+        assert old not in written, old
+    assert back.placement.placed["hops_x_max_channel"] == back.placement.placed["sum_hops"] * \
+        back.placement.placed["max_channel_bytes"]

@@ -214,8 +214,7 @@ fn parts_dict<'py>(py: Python<'py>, p: &CostParts) -> PyResult<Bound<'py, PyDict
 }
 
 /// Exact figures of a placement (`host_of_rank`), recounted from scratch: `{sum_hops,
-/// hop_bytes, max_channel_bytes, hops_x_max_channel, step_max_channel_bytes}` and the earlier
-/// names `{hops, max_link, rmatt, step_max_link}`.
+/// hop_bytes, max_channel_bytes, hops_x_max_channel, step_max_channel_bytes}`.
 #[pyfunction]
 fn map_cost<'py>(
     py: Python<'py>,
@@ -242,12 +241,21 @@ fn map_channel_loads<'py>(
     Ok(PyArray1::from_vec(py, cost::channel_loads(&net.inner, &pattern.inner, h)))
 }
 
-/// Objective weights parsed from a cost spec (`rmatt`, `hop-bytes`, `max-link`,
-/// `step-max-link`, sums): `(hop_bytes, max_link, rmatt, step_max_link)`.
+/// Objective weights parsed from a cost spec (`hops_x_max_channel`, `hop_bytes`,
+/// `max_channel_bytes`, `step_max_channel_bytes`, weighted sums): `(hop_bytes,
+/// max_channel_bytes, hops_x_max_channel, step_max_channel_bytes)`.
 #[pyfunction]
 fn parse_cost(spec: &str) -> PyResult<(f64, f64, f64, f64)> {
     let o = Objective::parse(spec).map_err(err)?;
-    Ok((o.w_hop_bytes, o.w_max_link, o.w_rmatt, o.w_step_max_link))
+    Ok((o.w_hop_bytes, o.w_max_channel_bytes, o.w_hops_x_max_channel, o.w_step_max_channel_bytes))
+}
+
+/// A cost spec in today's names and the earlier names it used (`rmatt`, `max-link`,
+/// `step-max-link`), once each: `(canonical_spec, earlier_names)`.
+#[pyfunction]
+fn canonical_cost(spec: &str) -> PyResult<(String, Vec<String>)> {
+    let (_, canonical, earlier) = Objective::canonical(spec).map_err(err)?;
+    Ok((canonical, earlier))
 }
 
 /// Names of the baseline placements, in CLI order.
@@ -348,7 +356,7 @@ pub(crate) struct PyAnnealer {
 #[pymethods]
 impl PyAnnealer {
     #[new]
-    #[pyo3(signature = (net, pattern, start, cost="rmatt", range=4, num_swaps=2, replicas=4,
+    #[pyo3(signature = (net, pattern, start, cost="hops_x_max_channel", range=4, num_swaps=2, replicas=4,
                         t_min=1e-6, t_max=3e-4, sweep=2000, seed=0))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -432,7 +440,7 @@ fn status_dict<'py>(py: Python<'py>, s: &AnnealStatus) -> PyResult<Bound<'py, Py
 /// Returns `{host_of_rank, best_value, start_value, evaluations, seconds, trace, processes,
 /// stopped_by}`, the same placement on every process.
 #[pyfunction]
-#[pyo3(signature = (net, pattern, start, cost="rmatt", seconds=Some(60.0), evaluations=None, target=None, stall=None, seed=0, replicas=2, range=4, num_swaps=2, sweep=2000, t_min=1e-6, t_max=3e-4, on_round=None, rank=0, ranks=1, swap=None))]
+#[pyo3(signature = (net, pattern, start, cost="hops_x_max_channel", seconds=Some(60.0), evaluations=None, target=None, stall=None, seed=0, replicas=2, range=4, num_swaps=2, sweep=2000, t_min=1e-6, t_max=3e-4, on_round=None, rank=0, ranks=1, swap=None))]
 #[allow(clippy::too_many_arguments)]
 fn map_optimize<'py>(
     py: Python<'py>,
@@ -584,6 +592,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(map_cost, m)?)?;
     m.add_function(wrap_pyfunction!(map_channel_loads, m)?)?;
     m.add_function(wrap_pyfunction!(parse_cost, m)?)?;
+    m.add_function(wrap_pyfunction!(canonical_cost, m)?)?;
     m.add_function(wrap_pyfunction!(map_baseline, m)?)?;
     m.add_function(wrap_pyfunction!(map_baselines, m)?)?;
     m.add_function(wrap_pyfunction!(map_bisem, m)?)?;

@@ -50,7 +50,7 @@ def map_cmd(
     pattern_arg: str = typer.Argument(..., metavar="PATTERN", help=_PATTERN_HELP),
     output: Path | None = typer.Option(None, "-o", "--output", help="Map file to write."),
     fmt: str = typer.Option("rankfile", "--format", help="Map file format: " + ", ".join(mapping.FORMATS) + " (Open MPI, Fujitsu, Cray MPICH_RANK_ORDER, netweave)."),
-    cost: str = typer.Option("rmatt", "--cost", help="Objective: rmatt (hops x max-link), hop-bytes, max-link, step-max-link (sum of each step's busiest link), or a weighted sum like 'hop-bytes+1e3*max-link'."),
+    cost: str = typer.Option(mapping.DEFAULT_COST, "--cost", help="Objective: hops_x_max_channel (sum_hops x max_channel_bytes, paper 003's), hop_bytes, max_channel_bytes, step_max_channel_bytes (sum of each step's busiest channel), or a weighted sum like 'hop_bytes+1e3*max_channel_bytes'. The earlier names rmatt, max-link and step-max-link are read with a deprecation line."),
     seconds: float = typer.Option(60.0, "--time", min=0.0, help="Time budget in seconds."),
     evaluations: int | None = typer.Option(None, "--evals", min=1, help="Evaluation budget instead of time (reproducible; rounded up to one move per tempering chain)."),
     target: float | None = typer.Option(None, "--target", help="Stop once the cost is at or below this."),
@@ -69,7 +69,7 @@ def map_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
     """Optimise where each rank runs: the best of BISEM and the baselines, then parallel-tempering annealing."""
-    mapping.objective_value(cost, {"hop_bytes": 0, "max_link": 0, "rmatt": 0})  # refuse a bad --cost early
+    cost = mapping.canonical_cost(cost)  # refuse a bad --cost early; earlier names read as today's
     if fmt not in mapping.FORMATS:
         raise UserError(f"unknown --format '{fmt}' (use {', '.join(mapping.FORMATS)})")
     # Every budget must be a finite number: `--time inf` would never stop, and a NaN
@@ -103,7 +103,7 @@ def map_cmd(
     mapping.check_fits(net, pattern, "--ranks-per-host")
     with working(f"starting placement ({start})", as_json or not root):
         start_map = mapping.start_placement(net, pattern, start, seed, cost)
-        if cost == "hop-bytes":
+        if cost == "hop_bytes":
             # Swap descent first: it moves ranks beside their partners far faster than annealing.
             budget = dict(max_evaluations=evaluations) if evaluations is not None else dict(seconds=0.25 * seconds)
             start_map = mapping.descend(net, pattern, start_map, **budget)["host_of_rank"]
@@ -150,9 +150,10 @@ def map_cmd(
         return
     print(f"{pattern.name}: {pattern.num_ranks} ranks on {topo.name}, cost {cost}")
     print(f"structure: {found['description']}")
-    print(f"{'placement':<12}{'hops':>12}{'hop-bytes':>20}{'max-link':>14}{'hops x max-link':>22}")
+    print(f"{'placement':<12}{'sum_hops':>12}{'hop_bytes':>20}{'max_channel_bytes':>19}{'hops_x_max_channel':>22}")
     for label, f in (("identity", identity), (start, start_figs), ("optimised", result.figures)):
-        print(f"{label:<12}{f['hops']:>12,}{f['hop_bytes']:>20,}{f['max_link']:>14,}{f['rmatt']:>22,}")
+        print(f"{label:<12}{f['sum_hops']:>12,}{f['hop_bytes']:>20,}{f['max_channel_bytes']:>19,}"
+              f"{f['hops_x_max_channel']:>22,}")
     print(f"{result.evaluations:,} evaluations in {result.seconds:.1f} s "
           f"({result.evaluations_per_second:,.0f}/s, {result.processes} process(es)), stopped by {result.stopped_by}")
     if output is not None:

@@ -112,11 +112,13 @@ def _placement_text(s: PlacementSummary) -> str:
     lines = [f"rank placement for {s.pattern} ({s.ranks} ranks, cost {s.cost}, seed {s.seed}, "
              f"{s.evaluations:,} evaluations in {s.seconds:.1f} s):"]
     lines.append(f"  structure: {s.structure['description']}")
-    lines.append(f"  {'placement':<10}{'hops':>12}{'hop-bytes':>18}{'max-link':>14}{'hops x max-link':>20}")
+    lines.append(f"  {'placement':<10}{'sum_hops':>12}{'hop_bytes':>18}{'max_channel_bytes':>19}"
+                 f"{'hops_x_max_channel':>20}")
     for label, f in (("identity", s.identity), ("placed", s.placed)):
-        lines.append(f"  {label:<10}{f['hops']:>12,}{f['hop_bytes']:>18,}{f['max_link']:>14,}{f['rmatt']:>20,}")
+        lines.append(f"  {label:<10}{f['sum_hops']:>12,}{f['hop_bytes']:>18,}{f['max_channel_bytes']:>19,}"
+                     f"{f['hops_x_max_channel']:>20,}")
     g = s.identity_over_placed
     fmt = lambda v: "-" if v is None else f"{v:.2f}x"  # noqa: E731
-    lines.append(f"  identity / placed: hop-bytes {fmt(g['hop_bytes'])}, max-link {fmt(g['max_link'])}, "
-                 f"hops x max-link {fmt(g['rmatt'])}")
+    lines.append(f"  identity / placed: hop_bytes {fmt(g['hop_bytes'])}, max_channel_bytes "
+                 f"{fmt(g['max_channel_bytes'])}, hops_x_max_channel {fmt(g['hops_x_max_channel'])}")
     return "\n".join(lines) + "\n"

@@ -309,7 +309,6 @@ def _measure(name: str, schedule: Schedule, loads: dict[str, Any], flow: dict[st
         flows=loads["flows"],
         bytes=loads["bytes"],
         max_channel_bytes=loads["max_channel_bytes"],
-        max_link_bytes=loads["max_link_bytes"],
         hop_bytes=loads["hop_bytes"],
         contention_free=loads["max_congestion"] <= 1,
         worst_phase=worst,
@@ -624,7 +623,7 @@ def _speedup(baseline: PhasedRow, best: PhasedRow) -> float | None:
 
 
 #: Objective the plan's rank placement minimises (paper 003's hop count x busiest link).
-PLACE_COST = "rmatt"
+PLACE_COST = "hops_x_max_channel"
 
 
 @dataclass
@@ -673,7 +672,7 @@ def place_ranks(
     start = mapping.start_placement(net, pattern, "best", seed, cost)
     result = mapping.optimize(net, pattern, start, cost=cost, seconds=seconds, evaluations=evaluations, seed=seed)
     gain = {k: (identity[k] / result.figures[k] if result.figures[k] > 0 else None)
-            for k in ("hop_bytes", "max_link", "rmatt")}
+            for k in ("hop_bytes", "max_channel_bytes", "hops_x_max_channel")}
     summary = PlacementSummary(
         pattern=pattern.name,
         source=pattern_source,

@@ -15,6 +15,7 @@ and the mapper's cost figures and structure (:mod:`netweave.mapping`).
 from __future__ import annotations
 
 import dataclasses
+import sys
 import types
 import typing
 from dataclasses import dataclass, field
@@ -164,10 +165,30 @@ class CandidateRow(Record):
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Self:
         data = dict(data)
+        _drop_earlier_names(data)
         kind = data.pop("kind", cls.kind)
         if kind != cls.kind:
             raise ValueError(f"{cls.__name__} holds {cls.kind} rows, not {kind}")
         return super().from_dict(data)
+
+
+#: Keys earlier report.json files wrote that name no figure of today's vocabulary (the
+#: switch-to-switch maximum, now folded into ``max_channel_bytes``): read and left out.
+_EARLIER_KEYS = ("max_link_bytes",)
+
+
+_warned_earlier: set[str] = set()
+
+
+def _drop_earlier_names(data: dict[str, Any]) -> None:
+    """Remove the earlier keys from `data`, with one deprecation line on stderr per key."""
+    for key in _EARLIER_KEYS:
+        if key in data:
+            del data[key]
+            if key not in _warned_earlier:
+                _warned_earlier.add(key)
+                print(f"netweave: report.json key {key} is an earlier name and is ignored "
+                      "(max_channel_bytes holds the busiest channel)", file=sys.stderr)
 
 
 @dataclass(kw_only=True)
@@ -191,8 +212,8 @@ class PhasedRow(CandidateRow):
     fluid_time_host_links_s: float
     flows: int
     bytes: int
+    #: Most bytes on one directed channel, host links included.
     max_channel_bytes: int
-    max_link_bytes: int
     hop_bytes: int
     #: The phase with the most loaded link.
     worst_phase: int
@@ -352,8 +373,34 @@ class PlacementSummary(Record):
     #: The mapper's cost figures of the identity and of the placement.
     identity: dict[str, int]
     placed: dict[str, int]
-    #: identity ÷ placed for hop-bytes, the busiest link and their product (None where placed is 0).
+    #: identity ÷ placed for hop_bytes, max_channel_bytes and hops_x_max_channel (None where
+    #: placed is 0).
     identity_over_placed: dict[str, float | None]
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Self:
+        data = dict(data)
+        for key in ("identity", "placed", "identity_over_placed"):
+            if isinstance(data.get(key), dict):
+                data[key] = _today_figure_names(data[key])
+        return super().from_dict(data)
+
+
+#: The mapper's earlier figure names, as an old ``report.json`` holds them, and today's.
+_EARLIER_FIGURE_NAMES = {"hops": "sum_hops", "max_link": "max_channel_bytes", "rmatt": "hops_x_max_channel",
+                         "step_max_link": "step_max_channel_bytes"}
+
+
+def _today_figure_names(figures: dict[str, Any]) -> dict[str, Any]:
+    """`figures` with the earlier names renamed (one deprecation line on stderr per name)."""
+    out = {}
+    for name, value in figures.items():
+        today = _EARLIER_FIGURE_NAMES.get(name)
+        if today is not None and name not in _warned_earlier:
+            _warned_earlier.add(name)
+            print(f"netweave: report.json figure {name} is an earlier name; read as {today}", file=sys.stderr)
+        out[today or name] = value
+    return out
 
 
 @dataclass(kw_only=True)

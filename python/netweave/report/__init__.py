@@ -47,8 +47,9 @@ def analysis_lines(result: dict[str, Any]) -> list[str]:
         f"contended in some phase; throughput ratio {result['throughput_ratio']:.4f} (paper 000)",
         f"fluid time  {format_seconds(result['fluid_time_s'])} over switch links (paper 001), "
         f"{format_seconds(result['fluid_time_host_links_s'])} with host links",
-        f"costs       Σhops {result['sum_hops']}, hop-bytes {format_size(result['hop_bytes'])}, max link "
-        f"{format_size(result['max_link_bytes'])}, Σhops×max_link {result['hops_x_max_link']:.4g} (paper 003)",
+        f"costs       sum_hops {result['sum_hops']}, hop_bytes {format_size(result['hop_bytes'])}, "
+        f"max_channel_bytes {format_size(result['max_channel_bytes'])}, "
+        f"hops_x_max_channel {result['hops_x_max_channel']:.4g} (paper 003)",
     ]
     if result["contended_links"]:
         lines.append("most loaded links:")

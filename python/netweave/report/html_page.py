@@ -394,18 +394,19 @@ def _placement_section(placement: Placement, fabric: drawing.Drawing, topo: Topo
         pictures.append(f"<div class='small' style='width:48%'><p>{html.escape(label)}</p>"
                         + drawing.svg(fabric, "placement-" + label.split(":")[0], node_colours=colours, title=label)
                         + "</div>")
-    rows = "".join(f"<tr><td>{k}</td><td>{f['hops']:,}</td><td>{f['hop_bytes']:,}</td><td>{f['max_link']:,}</td>"
-                   f"<td>{f['rmatt']:,}</td></tr>" for k, f in (("identity", s.identity), ("placed", s.placed)))
+    rows = "".join(f"<tr><td>{k}</td><td>{f['sum_hops']:,}</td><td>{f['hop_bytes']:,}</td>"
+                   f"<td>{f['max_channel_bytes']:,}</td><td>{f['hops_x_max_channel']:,}</td></tr>"
+                   for k, f in (("identity", s.identity), ("placed", s.placed)))
     gain = s.identity_over_placed
     fmt = lambda v: "-" if v is None else f"{v:.2f}×"  # noqa: E731
     return ("<section id='placement-section'><h2>Rank placement</h2>"
             f"<p>{html.escape(s.pattern)}: {ranks:,} ranks, cost {html.escape(s.cost)}, seed {s.seed}, "
             f"{s.evaluations:,} evaluations in {s.seconds:.1f} s; structure: "
             f"{html.escape(s.structure['description'])}.</p>"
-            "<table id='placement-table'><tr><th>placement</th><th>hops</th><th>hop-bytes</th><th>max link</th>"
-            f"<th>hops × max link</th></tr>{rows}</table>"
-            f"<p>identity / placed: hop-bytes {fmt(gain['hop_bytes'])}, max link {fmt(gain['max_link'])}, "
-            f"hops × max link {fmt(gain['rmatt'])}. Colour: rank number (violet = first, red = last), so a "
+            "<table id='placement-table'><tr><th>placement</th><th>sum_hops</th><th>hop_bytes</th>"
+            f"<th>max_channel_bytes</th><th>hops_x_max_channel</th></tr>{rows}</table>"
+            f"<p>identity / placed: hop_bytes {fmt(gain['hop_bytes'])}, max_channel_bytes "
+            f"{fmt(gain['max_channel_bytes'])}, hops_x_max_channel {fmt(gain['hops_x_max_channel'])}. Colour: rank number (violet = first, red = last), so a "
             "placement that keeps neighbouring ranks together shows smooth colour.</p>" + "".join(pictures)
             + _cmd(f"netweave map topology.json {s.engine} {shlex.quote(s.source)} "
                    f"--cost {s.cost} --seed {s.seed} --evals {s.evaluations} --format rankfile -o rankfile")

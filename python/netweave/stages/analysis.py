@@ -13,8 +13,8 @@
 - ``fluid_time_s`` (paper 001's lock-step fluid time: phases back to back, each as long as its
   most loaded switch-to-switch channel needs at its bandwidth) and
   ``fluid_time_host_links_s`` (host links bounded by their bandwidth too);
-- paper 003's cost terms: ``sum_hops``, ``hop_bytes``, ``max_link_bytes`` (``max_link``)
-  and ``hops_x_max_link``; also ``max_channel_bytes`` (host links included), ``bytes`` and
+- paper 003's cost terms, named as the mapper names them: ``sum_hops``, ``hop_bytes``,
+  ``max_channel_bytes`` (host links included) and ``hops_x_max_channel``; also ``bytes`` and
   ``flows``;
 - ``phases``: per phase ``flows``, ``max_load``, ``contended_channels``,
   ``throughput_ratio``, ``fluid_time_s``, ``fluid_time_host_links_s`` and ``permutation``.

@@ -5,7 +5,7 @@
 >>> routes = netweave.stages.routing.route(topo, "dor", select="low-port")
 >>> net = MapNetwork(routes)
 >>> pattern = load_pattern("bruck:16:2048")
->>> cost(net, pattern, baseline(net, pattern, "identity"))["hops"]
+>>> cost(net, pattern, baseline(net, pattern, "identity"))["sum_hops"]
 108
 
 Patterns come from files (CSV, JSON, per-message trace; see docs/mapping-formats.md), from a
@@ -16,6 +16,7 @@ Placements are ``host_of_rank`` arrays (a host index per rank).
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +29,7 @@ from netweave.support import files
 
 __all__ = [
     "BASELINES",
+    "DEFAULT_COST",
     "FORMATS",
     "GENERATORS",
     "Annealer",
@@ -36,6 +38,7 @@ __all__ = [
     "Pattern",
     "baseline",
     "bisem",
+    "canonical_cost",
     "channel_loads",
     "cost",
     "descend",
@@ -110,7 +113,7 @@ def _placement(host_of_rank) -> np.ndarray:
 def cost(net: MapNetwork, pattern: Pattern, host_of_rank) -> dict:
     """Exact figures of a placement, named as `analysis` names them: ``{sum_hops, hop_bytes,
     max_channel_bytes, hops_x_max_channel, step_max_channel_bytes}`` (host links count towards
-    the maximum), plus the earlier names ``hops``, ``max_link``, ``rmatt`` and ``step_max_link``."""
+    the maximum)."""
     return _core.map_cost(net, pattern, _placement(host_of_rank))
 
 
@@ -119,11 +122,36 @@ def channel_loads(net: MapNetwork, pattern: Pattern, host_of_rank) -> np.ndarray
     return _core.map_channel_loads(net, pattern, _placement(host_of_rank))
 
 
+#: The objective paper 003 optimises: ``sum_hops × max_channel_bytes``.
+DEFAULT_COST = "hops_x_max_channel"
+
+_warned_costs: set[str] = set()
+
+
+def canonical_cost(spec: str) -> str:
+    """Cost spec `spec` in today's names (``hops_x_max_channel``, ``hop_bytes``,
+    ``max_channel_bytes``, ``step_max_channel_bytes``, weighted sums such as
+    ``hop_bytes+2e3*max_channel_bytes``). The earlier names (``rmatt``, ``max-link``,
+    ``step-max-link``) are still read, with one deprecation line on stderr per spec; a bad
+    spec raises naming the term.
+
+    >>> canonical_cost("hop-bytes+2*max_channel_bytes")
+    'hop_bytes+2*max_channel_bytes'
+    """
+    canonical, earlier = _core.canonical_cost(spec)
+    if earlier and spec not in _warned_costs:
+        _warned_costs.add(spec)
+        print(f"netweave: deprecated cost name{'s' if len(earlier) > 1 else ''} {', '.join(earlier)} "
+              f"in '{spec}': read as '{canonical}'", file=sys.stderr)
+    return canonical
+
+
 def objective_value(spec: str, figures: dict) -> float:
-    """The value of cost spec `spec` (``rmatt``, ``hop-bytes``, ``step-max-link``, sums…) for `figures`."""
+    """The value of cost spec `spec` (``hops_x_max_channel``, ``hop_bytes``,
+    ``step_max_channel_bytes``, sums…) for `figures` (as `cost` returns them)."""
     w_hb, w_ml, w_rm, w_st = _core.parse_cost(spec)
-    value = w_hb * figures["hop_bytes"] + w_ml * figures["max_link"] + w_rm * figures["rmatt"]
-    return value + w_st * figures.get("step_max_link", 0) if w_st else value
+    value = w_hb * figures["hop_bytes"] + w_ml * figures["max_channel_bytes"] + w_rm * figures["hops_x_max_channel"]
+    return value + w_st * figures.get("step_max_channel_bytes", 0) if w_st else value
 
 
 def baseline(net: MapNetwork, pattern: Pattern, kind: str, seed: int = 0) -> np.ndarray:
@@ -158,8 +186,9 @@ def bisem(net: MapNetwork, pattern: Pattern, levels: int | None = None, seed: in
 def structure(pattern: Pattern) -> dict:
     """The lattice (torus, mesh, hypercube) or tree found in `pattern`'s graph alone, whatever
     its rank numbers: ``{kind, description, dims, periodic, explained_edges, explained_bytes,
-    displaced_ranks, coords}``. ``kind`` is ``none`` when nothing was recognised; BISEM then
-    cuts the pattern with METIS.
+    displaced_ranks, coords}``. ``kind`` is ``torus``, ``mesh``, ``hypercube``,
+    ``partly_periodic`` (some dimensions wrap, some do not), ``tree``, or ``none`` when nothing
+    was recognised; BISEM then cuts the pattern with METIS.
 
     >>> structure(load_pattern("stencil:6x5"))["description"]
     'torus 6×5, 100 % of edges explained'
@@ -178,7 +207,8 @@ def check_fits(net: MapNetwork, pattern: Pattern, more_slots: str = "") -> None:
         )
 
 
-def start_placement(net: MapNetwork, pattern: Pattern, start: str, seed: int = 0, cost_spec: str = "rmatt") -> np.ndarray:
+def start_placement(net: MapNetwork, pattern: Pattern, start: str, seed: int = 0,
+                    cost_spec: str = DEFAULT_COST) -> np.ndarray:
     """The starting placement: ``best`` (the lowest-cost of BISEM and the deterministic
     baselines under `cost_spec`), ``bisem`` / ``bisem-full`` (fall back to ``greedy`` off
     lattices) or a baseline."""
@@ -227,7 +257,7 @@ def optimize(
     net: MapNetwork,
     pattern: Pattern,
     start,
-    cost: str = "rmatt",
+    cost: str = DEFAULT_COST,
     seconds: float | None = 60.0,
     evaluations: int | None = None,
     target: float | None = None,
@@ -253,6 +283,7 @@ def optimize(
     travel by ``comm.alltoall``.
     """
     rank, size = (comm.Get_rank(), comm.Get_size()) if comm is not None else (0, 1)
+    cost = canonical_cost(cost)
 
     def on_round(status: dict, elapsed: float) -> None:
         if progress is not None and rank == 0:

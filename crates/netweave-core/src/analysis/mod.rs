@@ -14,8 +14,10 @@
 //!   [`LoadReport::fluid_time_s`] counts switch-to-switch channels only (that is the model of
 //!   the paper's T4 table); [`LoadReport::fluid_time_host_links_s`] bounds host links by their
 //!   bandwidth too;
-//! - **paper 003's cost terms**: Σhops and hop-bytes (hops are switch-to-switch links crossed),
-//!   the largest byte total on one switch-to-switch link (`max_link`), and `Σhops × max_link`;
+//! - **paper 003's cost terms**, named as the mapper names them ([`mapping::cost`](crate::mapping::cost)):
+//!   `sum_hops` and `hop_bytes` (hops are switch-to-switch links crossed), `max_channel_bytes`
+//!   (the largest byte total on one directed channel, host links included) and
+//!   `hops_x_max_channel` (`sum_hops × max_channel_bytes`, paper 003's `Σhops × max_link`);
 //! - **completeness**: the schedule's own check of what it claims
 //!   ([`Schedule::completeness`]: for a direct all-to-all every ordered rank pair exactly once;
 //!   each phase a permutation where the schedule claims it), and which phases are permutations.
@@ -139,14 +141,13 @@ pub struct LoadReport {
     pub bytes: u64,
     /// Largest total bytes carried by one directed channel, host links included.
     pub max_channel_bytes: u64,
-    /// Paper 003's `max_link`: largest total bytes on one directed switch-to-switch channel.
-    pub max_link_bytes: u64,
     /// Paper 003's Σhops: switch-to-switch channels crossed, summed over flows.
     pub sum_hops: u64,
     /// Σ bytes × hops over flows.
     pub hop_bytes: u64,
-    /// Paper 003's cost `Σhops × max_link` (a float: it can exceed 64 bits).
-    pub hops_x_max_link: f64,
+    /// Paper 003's cost `sum_hops × max_channel_bytes` (a float: it can exceed 64 bits), the
+    /// mapper's figure of the same name.
+    pub hops_x_max_channel: f64,
     /// Directed channels contended (load > 1) in at least one phase.
     pub contended_links_total: u32,
     /// The most loaded contended channels, at most [`AnalysisOptions::max_listed_links`].
@@ -795,9 +796,8 @@ impl Tally {
         let hop_bytes = u64::try_from(self.hop_bytes)
             .map_err(|_| NetweaveError::Schedule(format!("hop-bytes {} exceed a 64-bit count", self.hop_bytes)))?;
         let flows: u64 = self.phases.iter().map(|p| p.flows as u64).sum();
+        let max_channel_bytes = self.channel_bytes.iter().copied().max().unwrap_or(0);
         let ratio_sum: f64 = self.ratio_hist.iter().enumerate().skip(1).map(|(w, &n)| n as f64 / w as f64).sum();
-        let max_link_bytes =
-            self.channel_bytes.iter().zip(&ctx.fabric).filter(|(_, &f)| f).map(|(&b, _)| b).max().unwrap_or(0);
         let mut contended: Vec<ChannelId> =
             (0..self.worst.len() as ChannelId).filter(|&c| self.worst[c as usize] > 1).collect();
         let contended_links_total = contended.len() as u32;
@@ -831,11 +831,10 @@ impl Tally {
             fluid_time_s: self.phases.iter().map(|p| p.fluid_time_s).sum(),
             fluid_time_host_links_s: self.phases.iter().map(|p| p.fluid_time_host_links_s).sum(),
             bytes: self.flow_bytes as u64,
-            max_channel_bytes: self.channel_bytes.iter().copied().max().unwrap_or(0),
-            max_link_bytes,
+            max_channel_bytes,
             sum_hops: self.sum_hops,
             hop_bytes,
-            hops_x_max_link: self.sum_hops as f64 * max_link_bytes as f64,
+            hops_x_max_channel: self.sum_hops as f64 * max_channel_bytes as f64,
             contended_links_total,
             contended_links,
             phases: self.phases,

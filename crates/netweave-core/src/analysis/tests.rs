@@ -42,11 +42,10 @@ fn single_uplink_tree_has_closed_form_congestion() {
     assert!((rep.phases[3].throughput_ratio - 0.25).abs() < 1e-12);
     // The spine-to-leaf channel carries 4 hosts × 8 off-leaf peers × 100 bytes.
     assert_eq!(rep.max_channel_bytes, 4 * 8 * 100);
-    assert_eq!(rep.max_link_bytes, 4 * 8 * 100);
     // Off-leaf pairs cross 2 switch-to-switch links, same-leaf pairs none.
     assert_eq!(rep.sum_hops, 12 * 8 * 2);
     assert_eq!(rep.hop_bytes, 12 * 8 * 2 * 100);
-    assert_eq!(rep.hops_x_max_link, (12 * 8 * 2) as f64 * 3200.0);
+    assert_eq!(rep.hops_x_max_channel, (12 * 8 * 2) as f64 * 3200.0);
     assert!(rep.complete && rep.completeness.complete == Some(true));
     assert_eq!(rep.permutation_phases, 11);
     // Contended links: the 6 leaf-spine channels, each at 4 flows, first in phase 3 (i = 4)
@@ -351,7 +350,7 @@ fn naive_report(t: &Topology, r: &RoutingTable, s: &Schedule) -> LoadReport {
     }
     let mut contended: Vec<usize> = (0..channels).filter(|&c| worst[c] > 1).collect();
     contended.sort_by_key(|&c| (std::cmp::Reverse(worst[c]), c));
-    let max_link_bytes = (0..channels).filter(|&c| fabric[c]).map(|c| channel_bytes[c]).max().unwrap_or(0);
+    let max_channel_bytes = channel_bytes.iter().copied().max().unwrap_or(0);
     let completeness = s.completeness();
     LoadReport {
         complete: completeness.ok(),
@@ -364,11 +363,10 @@ fn naive_report(t: &Topology, r: &RoutingTable, s: &Schedule) -> LoadReport {
         fluid_time_s: phases.iter().map(|p| p.fluid_time_s).sum(),
         fluid_time_host_links_s: phases.iter().map(|p| p.fluid_time_host_links_s).sum(),
         bytes,
-        max_channel_bytes: channel_bytes.iter().copied().max().unwrap_or(0),
-        max_link_bytes,
+        max_channel_bytes,
         sum_hops,
         hop_bytes,
-        hops_x_max_link: sum_hops as f64 * max_link_bytes as f64,
+        hops_x_max_channel: sum_hops as f64 * max_channel_bytes as f64,
         contended_links_total: contended.len() as u32,
         contended_links: contended
             .into_iter()

@@ -52,7 +52,7 @@ pub struct AnnealConfig {
 impl Default for AnnealConfig {
     fn default() -> Self {
         AnnealConfig {
-            objective: Objective::RMATT,
+            objective: Objective::HOPS_X_MAX_CHANNEL,
             range: 4,
             num_swaps: 2,
             replicas: 4,
@@ -727,9 +727,9 @@ mod tests {
                 t.round();
             }
             let (best, parts, value) = t.best();
-            // The evaluator leaves out step_max_link when the objective does not weigh it.
-            assert_eq!(CostParts { step_max_link: 0, ..full_cost(&net, &p, best) }, parts);
-            assert_eq!(value, parts.rmatt() as f64);
+            // The evaluator leaves out step_max_channel_bytes when the objective does not weigh it.
+            assert_eq!(CostParts { step_max_channel_bytes: 0, ..full_cost(&net, &p, best) }, parts);
+            assert_eq!(value, parts.hops_x_max_channel() as f64);
             (best.to_vec(), t.status())
         };
         let (a, sa) = run(cfg.clone());
@@ -793,8 +793,8 @@ mod tests {
             by_hand.round();
         }
         assert_eq!(by_hand.best().0, &got.host_of_rank[..]);
-        assert_eq!(got.best_value, full_cost(&net, &p, &got.host_of_rank).rmatt() as f64);
-        assert_eq!(got.start_value, full_cost(&net, &p, &start).rmatt() as f64);
+        assert_eq!(got.best_value, full_cost(&net, &p, &got.host_of_rank).hops_x_max_channel() as f64);
+        assert_eq!(got.start_value, full_cost(&net, &p, &start).hops_x_max_channel() as f64);
     }
 
     #[test]
@@ -824,7 +824,7 @@ mod tests {
         }
         // 3 processes x 1 chain x 200 moves a round reach 6,000 after 10 rounds.
         assert_eq!((first[0].evaluations, first[0].processes, first[0].trace.len()), (6_000, 3, 11));
-        assert_eq!(first[0].best_value, full_cost(&net, &p, &first[0].host_of_rank).rmatt() as f64);
+        assert_eq!(first[0].best_value, full_cost(&net, &p, &first[0].host_of_rank).hops_x_max_channel() as f64);
         assert!(first[0].best_value < first[0].start_value);
         let again = run();
         assert_eq!(again[0].host_of_rank, first[0].host_of_rank, "same seed, same result");

@@ -1,18 +1,26 @@
 //! Placement costs, full and incremental.
 //!
-//! Three exact integer figures describe a placement of a [`Pattern`] on a [`MapNetwork`]:
+//! Four exact integer figures describe a placement of a [`Pattern`] on a [`MapNetwork`], under
+//! the names [`analysis`](crate::analysis) reports them by:
 //!
-//! - `hops`: Σ over communicating pairs of the switch-to-switch hops between their hosts
+//! - `sum_hops`: Σ over communicating pairs of the switch-to-switch hops between their hosts
 //!   (paper 003's Σhop, each directed pair counted once);
 //! - `hop_bytes`: Σ bytes × hops;
-//! - `max_link`: the largest byte count any directed channel carries under the actual routes
-//!   (host links included; messages between ranks on one host use no channel);
-//! - `step_max_link`: Σ over the pattern's steps (see [`Pattern::num_steps`]) of the largest
-//!   byte count a channel carries within that step — the time a step-by-step collective spends
-//!   on its bottleneck links, times the link bandwidth (equal to `max_link` for one step).
+//! - `max_channel_bytes`: the largest byte count any directed channel carries under the actual
+//!   routes (host links included; messages between ranks on one host use no channel) —
+//!   paper 003's `max_link`;
+//! - `step_max_channel_bytes`: Σ over the pattern's steps (see [`Pattern::num_steps`]) of the
+//!   largest byte count a channel carries within that step — the time a step-by-step collective
+//!   spends on its bottleneck links, times the link bandwidth (equal to `max_channel_bytes` for
+//!   one step);
 //!
-//! An [`Objective`] weighs them into one number: hop-bytes, max-link, paper 003's
-//! `Σhops × max_link`, step-max-link, or any weighted sum of them.
+//! and a fifth derived from them, `hops_x_max_channel` = `sum_hops × max_channel_bytes`, paper
+//! 003's evaluation value (RMATT's objective).
+//!
+//! An [`Objective`] weighs them into one number: any of `hop_bytes`, `max_channel_bytes`,
+//! `hops_x_max_channel`, `step_max_channel_bytes`, or a weighted sum of them. The names the
+//! mapper used before (`rmatt`, `max-link`, `step-max-link`, …) are still read, and
+//! [`Objective::canonical`] says which were used so callers can warn.
 //!
 //! The [`Evaluator`] keeps per-channel loads and a max segment tree (each node holds the
 //! maximum of its range and how many leaves reach it), so a move that relocates `k` ranks costs
@@ -29,125 +37,161 @@ use crate::error::Result;
 /// Marks an empty slot in `rank_of_slot`.
 pub const EMPTY: u32 = u32::MAX;
 
-/// The exact figures of one placement. Users read them under the names
-/// [`analysis`](crate::analysis) reports the same figures by (see [`named`](Self::named)):
-/// `sum_hops` (`hops`), `hop_bytes`, and — since `max_link` counts host links too —
-/// `max_channel_bytes` (`max_link`), with `hops_x_max_channel` ([`rmatt`](Self::rmatt)) and
-/// `step_max_channel_bytes` (`step_max_link`). The analysis' `max_link_bytes` is the
-/// switch-to-switch maximum, a different figure.
+/// The exact figures of one placement, named as [`analysis`](crate::analysis) names the same
+/// figures (see the [module notes](self)).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct CostParts {
-    pub hops: u64,
+    pub sum_hops: u64,
     pub hop_bytes: u128,
-    pub max_link: u64,
+    /// Largest byte count on one directed channel, host links included (an [`Evaluator`]
+    /// leaves it 0 when no term of its objective needs channel loads).
+    pub max_channel_bytes: u64,
     /// Σ over steps of each step's largest channel load (an [`Evaluator`] leaves it 0 when its
-    /// objective does not weigh it, as it leaves `max_link` 0 when no term needs loads).
-    pub step_max_link: u64,
+    /// objective does not weigh it).
+    pub step_max_channel_bytes: u64,
 }
 
 impl CostParts {
-    /// Paper 003's evaluation value `Σhops × max_link`.
-    pub fn rmatt(&self) -> u128 {
-        self.hops as u128 * self.max_link as u128
+    /// Paper 003's evaluation value `Σhops × max_channel_bytes`.
+    pub fn hops_x_max_channel(&self) -> u128 {
+        self.sum_hops as u128 * self.max_channel_bytes as u128
     }
 
-    /// The figures under the names users read (those of [`analysis`](crate::analysis) where it
-    /// reports the same figure), then the mapper's earlier names as aliases, as `(name, value)`.
+    /// The five figures as `(name, value)`, in the order reports print them.
     ///
     /// ```
     /// use netweave_core::mapping::CostParts;
-    /// let p = CostParts { hops: 3, hop_bytes: 30, max_link: 20, step_max_link: 20 };
+    /// let p = CostParts { sum_hops: 3, hop_bytes: 30, max_channel_bytes: 20, step_max_channel_bytes: 20 };
     /// let named = p.named();
     /// assert_eq!(named[0], ("sum_hops", 3));
-    /// assert!(named.contains(&("hops_x_max_channel", 60)) && named.contains(&("rmatt", 60)));
+    /// assert!(named.contains(&("hops_x_max_channel", 60)));
     /// ```
-    pub fn named(&self) -> [(&'static str, u128); 9] {
-        let (hops, max_link, step, product) =
-            (self.hops as u128, self.max_link as u128, self.step_max_link as u128, self.rmatt());
+    pub fn named(&self) -> [(&'static str, u128); 5] {
         [
-            ("sum_hops", hops),
+            ("sum_hops", self.sum_hops as u128),
             ("hop_bytes", self.hop_bytes),
-            ("max_channel_bytes", max_link),
-            ("hops_x_max_channel", product),
-            ("step_max_channel_bytes", step),
-            ("hops", hops),
-            ("max_link", max_link),
-            ("rmatt", product),
-            ("step_max_link", step),
+            ("max_channel_bytes", self.max_channel_bytes as u128),
+            ("hops_x_max_channel", self.hops_x_max_channel()),
+            ("step_max_channel_bytes", self.step_max_channel_bytes as u128),
         ]
     }
 }
 
+/// The objective terms by name: each accepted spelling (with `-` or `_`), the name it stands
+/// for, and whether it is an earlier name (read, but not to be printed).
+const TERM_NAMES: [(&str, &str, bool); 7] = [
+    ("hop_bytes", "hop_bytes", false),
+    ("max_channel_bytes", "max_channel_bytes", false),
+    ("hops_x_max_channel", "hops_x_max_channel", false),
+    ("step_max_channel_bytes", "step_max_channel_bytes", false),
+    ("rmatt", "hops_x_max_channel", true),
+    ("max_link", "max_channel_bytes", true),
+    ("step_max_link", "step_max_channel_bytes", true),
+];
+
 /// Weights of the figures; the objective is
-/// `w_hop_bytes·hop_bytes + w_max_link·max_link + w_rmatt·hops·max_link + w_step_max_link·step_max_link`.
+/// `w_hop_bytes·hop_bytes + w_max_channel_bytes·max_channel_bytes +
+/// w_hops_x_max_channel·sum_hops·max_channel_bytes + w_step_max_channel_bytes·step_max_channel_bytes`.
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
 pub struct Objective {
     pub w_hop_bytes: f64,
-    pub w_max_link: f64,
-    pub w_rmatt: f64,
-    pub w_step_max_link: f64,
+    pub w_max_channel_bytes: f64,
+    pub w_hops_x_max_channel: f64,
+    pub w_step_max_channel_bytes: f64,
 }
 
 impl Objective {
-    /// Paper 003's `Σhops × max_link`.
-    pub const RMATT: Objective = Objective { w_hop_bytes: 0.0, w_max_link: 0.0, w_rmatt: 1.0, w_step_max_link: 0.0 };
-    pub const HOP_BYTES: Objective =
-        Objective { w_hop_bytes: 1.0, w_max_link: 0.0, w_rmatt: 0.0, w_step_max_link: 0.0 };
-    pub const MAX_LINK: Objective = Objective { w_hop_bytes: 0.0, w_max_link: 1.0, w_rmatt: 0.0, w_step_max_link: 0.0 };
-    /// Σ over the pattern's steps of each step's busiest link: tracks the time of a
+    const ZERO: Objective = Objective {
+        w_hop_bytes: 0.0,
+        w_max_channel_bytes: 0.0,
+        w_hops_x_max_channel: 0.0,
+        w_step_max_channel_bytes: 0.0,
+    };
+    /// Paper 003's `Σhops × max_link` (RMATT's objective).
+    pub const HOPS_X_MAX_CHANNEL: Objective = Objective { w_hops_x_max_channel: 1.0, ..Self::ZERO };
+    /// Σ bytes × hops.
+    pub const HOP_BYTES: Objective = Objective { w_hop_bytes: 1.0, ..Self::ZERO };
+    /// The busiest channel's bytes.
+    pub const MAX_CHANNEL_BYTES: Objective = Objective { w_max_channel_bytes: 1.0, ..Self::ZERO };
+    /// Σ over the pattern's steps of each step's busiest channel: tracks the time of a
     /// step-by-step collective such as Bruck's allgather.
-    pub const STEP_MAX_LINK: Objective =
-        Objective { w_hop_bytes: 0.0, w_max_link: 0.0, w_rmatt: 0.0, w_step_max_link: 1.0 };
+    pub const STEP_MAX_CHANNEL_BYTES: Objective = Objective { w_step_max_channel_bytes: 1.0, ..Self::ZERO };
 
-    /// Parse `rmatt`, `hop-bytes`, `max-link`, `step-max-link`, or a weighted sum such as
-    /// `hop-bytes+2e3*max-link` (terms `[weight*]name` joined by `+`). The names of
-    /// [`CostParts::named`] are accepted too: `max-channel-bytes`, `hops-x-max-channel`,
-    /// `step-max-channel-bytes` (with `-` or `_`).
+    /// Parse `hops_x_max_channel`, `hop_bytes`, `max_channel_bytes`, `step_max_channel_bytes`, or
+    /// a weighted sum such as `hop_bytes+2e3*max_channel_bytes` (terms `[weight*]name` joined by
+    /// `+`; `-` may stand for `_`). The earlier names `rmatt`, `max-link`, `step-max-link` are
+    /// read too ([`canonical`](Self::canonical) lists them).
     ///
     /// ```
     /// use netweave_core::mapping::Objective;
-    /// let o = Objective::parse("0.5*hop-bytes+max-link").unwrap();
-    /// assert_eq!((o.w_hop_bytes, o.w_max_link, o.w_rmatt), (0.5, 1.0, 0.0));
+    /// let o = Objective::parse("0.5*hop-bytes+max_channel_bytes").unwrap();
+    /// assert_eq!((o.w_hop_bytes, o.w_max_channel_bytes, o.w_hops_x_max_channel), (0.5, 1.0, 0.0));
     /// ```
     pub fn parse(text: &str) -> Result<Objective> {
-        let mut o = Objective { w_hop_bytes: 0.0, w_max_link: 0.0, w_rmatt: 0.0, w_step_max_link: 0.0 };
+        Self::canonical(text).map(|(o, _, _)| o)
+    }
+
+    /// [`parse`](Self::parse), also returning the spec in today's names (terms as written,
+    /// each name replaced by its canonical one) and the earlier names it used, once each, so a
+    /// caller can say they are deprecated.
+    ///
+    /// ```
+    /// use netweave_core::mapping::Objective;
+    /// let (o, spec, old) = Objective::canonical("rmatt+1e8*step-max-link").unwrap();
+    /// assert_eq!(spec, "hops_x_max_channel+1e8*step_max_channel_bytes");
+    /// assert_eq!(old, vec!["rmatt", "step-max-link"]);
+    /// assert_eq!(o.w_hops_x_max_channel, 1.0);
+    /// ```
+    pub fn canonical(text: &str) -> Result<(Objective, String, Vec<String>)> {
+        let mut o = Self::ZERO;
+        let mut terms: Vec<String> = Vec::new();
+        let mut old: Vec<String> = Vec::new();
         for term in text.split('+') {
             let term = term.trim();
-            let (w, name) = match term.split_once('*') {
+            let (w, weight_text, name) = match term.split_once('*') {
                 Some((w, n)) => match w.trim().parse::<f64>() {
-                    Ok(w) if w.is_finite() && w >= 0.0 => (w, n.trim()),
+                    Ok(x) if x.is_finite() && x >= 0.0 => (x, Some(w.trim()), n.trim()),
                     _ => return crate::invalid!("cost weight '{}' is not a non-negative number", w.trim()),
                 },
-                None => (1.0, term),
+                None => (1.0, None, term),
             };
-            match name.replace('_', "-").as_str() {
-                "rmatt" | "hops*max-link" | "hops-x-max-channel" => o.w_rmatt += w,
-                "hop-bytes" => o.w_hop_bytes += w,
-                "max-link" | "max-channel-bytes" => o.w_max_link += w,
-                "step-max-link" | "step-max-channel-bytes" => o.w_step_max_link += w,
-                _ => {
-                    return crate::invalid!(
-                        "unknown cost '{name}': use rmatt, hop-bytes, max-link, step-max-link or a weighted sum"
-                    )
-                }
+            let key = name.replace('-', "_");
+            let Some(&(_, canonical, is_old)) = TERM_NAMES.iter().find(|(spelling, _, _)| *spelling == key) else {
+                return crate::invalid!(
+                    "unknown cost '{name}': use hops_x_max_channel, hop_bytes, max_channel_bytes, \
+                     step_max_channel_bytes or a weighted sum"
+                );
+            };
+            if is_old && !old.iter().any(|n| n == name) {
+                old.push(name.to_string());
             }
+            match canonical {
+                "hop_bytes" => o.w_hop_bytes += w,
+                "max_channel_bytes" => o.w_max_channel_bytes += w,
+                "hops_x_max_channel" => o.w_hops_x_max_channel += w,
+                _ => o.w_step_max_channel_bytes += w,
+            }
+            terms.push(match weight_text {
+                Some(wt) => format!("{wt}*{canonical}"),
+                None => canonical.to_string(),
+            });
         }
-        if o.w_hop_bytes + o.w_max_link + o.w_rmatt + o.w_step_max_link == 0.0 {
+        if o.w_hop_bytes + o.w_max_channel_bytes + o.w_hops_x_max_channel + o.w_step_max_channel_bytes == 0.0 {
             return crate::invalid!("cost '{text}' has no positive weight");
         }
-        Ok(o)
+        Ok((o, terms.join("+"), old))
     }
 
     /// The objective's value for `parts`.
     pub fn value(&self, parts: &CostParts) -> f64 {
         self.w_hop_bytes * parts.hop_bytes as f64
-            + self.w_max_link * parts.max_link as f64
-            + self.w_rmatt * parts.rmatt() as f64
-            + self.w_step_max_link * parts.step_max_link as f64
+            + self.w_max_channel_bytes * parts.max_channel_bytes as f64
+            + self.w_hops_x_max_channel * parts.hops_x_max_channel() as f64
+            + self.w_step_max_channel_bytes * parts.step_max_channel_bytes as f64
     }
     /// Whether link loads matter (else the evaluator can skip channel loads).
     pub fn needs_loads(&self) -> bool {
-        self.w_max_link != 0.0 || self.w_rmatt != 0.0 || self.w_step_max_link != 0.0
+        self.w_max_channel_bytes != 0.0 || self.w_hops_x_max_channel != 0.0 || self.w_step_max_channel_bytes != 0.0
     }
 }
 
@@ -186,12 +230,12 @@ pub fn full_cost(net: &MapNetwork, pattern: &Pattern, host_of_rank: &[u32]) -> C
     let mut parts = CostParts::default();
     for m in pattern.messages() {
         let h = net.hops(host_of_rank[m.src as usize], host_of_rank[m.dst as usize]) as u64;
-        parts.hops += h;
+        parts.sum_hops += h;
         parts.hop_bytes += h as u128 * m.bytes as u128;
     }
     if pattern.num_steps() <= 1 {
-        parts.max_link = max_of(&channel_loads(net, pattern, host_of_rank));
-        parts.step_max_link = parts.max_link;
+        parts.max_channel_bytes = max_of(&channel_loads(net, pattern, host_of_rank));
+        parts.step_max_channel_bytes = parts.max_channel_bytes;
     } else {
         // One walk for both: the channel loads are the sums of the step loads.
         let by_step = step_loads(net, pattern, host_of_rank);
@@ -201,9 +245,9 @@ pub fn full_cost(net: &MapNetwork, pattern: &Pattern, host_of_rank: &[u32]) -> C
             for (total, &x) in loads.iter_mut().zip(step) {
                 *total += x;
             }
-            parts.step_max_link += max_of(step);
+            parts.step_max_channel_bytes += max_of(step);
         }
-        parts.max_link = max_of(&loads);
+        parts.max_channel_bytes = max_of(&loads);
     }
     parts
 }
@@ -313,7 +357,7 @@ pub struct Evaluator {
     // Lockstep walks: destination host and next channel of every changed message.
     walk_to: Vec<u32>,
     walk_at: Vec<u32>,
-    /// Per-step loads and their max trees, for `step_max_link` (when the objective weighs it
+    /// Per-step loads and their max trees, for `step_max_channel_bytes` (when the objective weighs it
     /// and the pattern has several steps): entry `step · channels + channel`.
     steps: Option<Box<StepLoads>>,
 }
@@ -435,14 +479,14 @@ impl Evaluator {
         let tree = MaxTree::new(&loads);
         let mut parts = full_cost(net, pattern, host_of_rank);
         if !track_loads {
-            parts.max_link = 0;
+            parts.max_channel_bytes = 0;
         }
-        if objective.w_step_max_link == 0.0 {
-            parts.step_max_link = 0;
+        if objective.w_step_max_channel_bytes == 0.0 {
+            parts.step_max_channel_bytes = 0;
         }
         let nch = net.num_channels() as usize;
         let stride = net.max_hops() as usize + 2;
-        let track_steps = objective.w_step_max_link != 0.0 && pattern.num_steps() > 1;
+        let track_steps = objective.w_step_max_channel_bytes != 0.0 && pattern.num_steps() > 1;
         // Cache every route: reading a move's old routes back is cheaper than walking them
         // again (measured with both route sources), and the step loads need old and new routes
         // side by side.
@@ -516,7 +560,7 @@ impl Evaluator {
         })
     }
 
-    /// Current exact figures (`max_link` is 0 when the objective ignores it).
+    /// Current exact figures (`max_channel_bytes` is 0 when the objective ignores it).
     pub fn parts(&self) -> CostParts {
         self.parts
     }
@@ -535,7 +579,7 @@ impl Evaluator {
     pub fn rank_of_slot(&self) -> &[u32] {
         &self.rank_of_slot
     }
-    /// Current per-channel loads (empty when the objective ignores `max_link`).
+    /// Current per-channel loads (empty when the objective ignores `max_channel_bytes`).
     pub fn loads(&self) -> &[u64] {
         &self.loads
     }
@@ -659,13 +703,13 @@ impl Evaluator {
             dhb += hb;
         }
         let mut parts = CostParts {
-            hops: (self.parts.hops as i64 + dhops) as u64,
+            sum_hops: (self.parts.sum_hops as i64 + dhops) as u64,
             hop_bytes: (self.parts.hop_bytes as i128 + dhb) as u128,
-            max_link: 0,
-            step_max_link: 0,
+            max_channel_bytes: 0,
+            step_max_channel_bytes: 0,
         };
         if self.track_loads {
-            parts.max_link = self.new_max();
+            parts.max_channel_bytes = self.new_max();
         }
         if let Some(st) = &mut self.steps {
             // Old and new routes of every changed message are both recorded by now.
@@ -681,9 +725,9 @@ impl Evaluator {
                     st.add(base + c as usize, b, stamp);
                 }
             }
-            parts.step_max_link = st.new_sum(self.parts.step_max_link, stamp);
-        } else if self.objective.w_step_max_link != 0.0 {
-            parts.step_max_link = parts.max_link; // one step
+            parts.step_max_channel_bytes = st.new_sum(self.parts.step_max_channel_bytes, stamp);
+        } else if self.objective.w_step_max_channel_bytes != 0.0 {
+            parts.step_max_channel_bytes = parts.max_channel_bytes; // one step
         }
         self.pending_slots.clear();
         self.pending_slots.extend_from_slice(&mv.slots);
@@ -849,10 +893,10 @@ mod tests {
                 ev.accept();
                 let mut full = full_cost(net, pattern, ev.host_of_rank());
                 if !objective.needs_loads() {
-                    full.max_link = 0;
+                    full.max_channel_bytes = 0;
                 }
-                if objective.w_step_max_link == 0.0 {
-                    full.step_max_link = 0;
+                if objective.w_step_max_channel_bytes == 0.0 {
+                    full.step_max_channel_bytes = 0;
                 }
                 assert_eq!(proposed, full);
                 assert_eq!(ev.parts(), full);
@@ -873,7 +917,7 @@ mod tests {
             let net = torus_net(&[4, 3, 2], 1, slots);
             let n = net.num_slots() - ranks_less;
             let p = Pattern::random_sparse(n, 3, 1000, seed).unwrap();
-            check_sequence(&net, &p, seed, 60, Objective::RMATT);
+            check_sequence(&net, &p, seed, 60, Objective::HOPS_X_MAX_CHANNEL);
         }
 
         #[test]
@@ -894,7 +938,7 @@ mod tests {
             let select = if per_destination { Select::PerDestination } else { Select::LowPort };
             let net = MapNetwork::dor_lattice(&torus(&[4, 3, 2], 2).unwrap(), select, slots).unwrap();
             let p = Pattern::random_sparse(net.num_slots() - 1, 3, 1000, seed).unwrap();
-            check_sequence(&net, &p, seed, 60, Objective::RMATT);
+            check_sequence(&net, &p, seed, 60, Objective::HOPS_X_MAX_CHANNEL);
             let net = MapNetwork::dor_lattice(&mesh(&[3, 4], 1).unwrap(), select, slots).unwrap();
             let p = Pattern::bruck(net.num_slots(), 2048).unwrap();
             check_sequence(&net, &p, seed ^ 2, 40, Objective::parse("hop-bytes+3*max-link").unwrap());
@@ -914,13 +958,13 @@ mod tests {
             // Bruck keeps its steps; 23 ranks: the last step is partial.
             let p = Pattern::bruck(net.num_slots() - 1, 2048).unwrap();
             prop_assert!(p.num_steps() > 1);
-            check_sequence(&net, &p, seed, 60, Objective::STEP_MAX_LINK);
-            check_sequence(&net, &p, seed ^ 3, 40, Objective::parse("rmatt+1e6*step-max-link").unwrap());
+            check_sequence(&net, &p, seed, 60, Objective::STEP_MAX_CHANNEL_BYTES);
+            check_sequence(&net, &p, seed ^ 3, 40, Objective::parse("hops_x_max_channel+1e6*step_max_channel_bytes").unwrap());
         }
     }
 
     #[test]
-    fn step_max_link_sums_each_steps_bottleneck() {
+    fn step_max_channel_bytes_sums_each_steps_bottleneck() {
         let t = torus(&[4, 4], 1).unwrap();
         let net = MapNetwork::dor_lattice(&t, Select::LowPort, 1).unwrap();
         let p = Pattern::bruck(16, 100).unwrap();
@@ -931,13 +975,14 @@ mod tests {
             let step: Vec<crate::traffic::Message> = (0..16)
                 .map(|s| crate::traffic::Message { src: s, dst: (s + 16 - d) % 16, bytes: 100 * d as u64 })
                 .collect();
-            expected += full_cost(&net, &Pattern::from_messages("step", 16, &step).unwrap(), &identity).max_link;
+            expected +=
+                full_cost(&net, &Pattern::from_messages("step", 16, &step).unwrap(), &identity).max_channel_bytes;
         }
-        assert_eq!(full_cost(&net, &p, &identity).step_max_link, expected);
+        assert_eq!(full_cost(&net, &p, &identity).step_max_channel_bytes, expected);
         // A one-step pattern: the sum is its max link.
         let r = Pattern::random_sparse(16, 3, 10, 1).unwrap();
         let c = full_cost(&net, &r, &identity);
-        assert_eq!((r.num_steps(), c.step_max_link), (1, c.max_link));
+        assert_eq!((r.num_steps(), c.step_max_channel_bytes), (1, c.max_channel_bytes));
     }
 
     #[test]
@@ -947,10 +992,10 @@ mod tests {
         let p = Pattern::bruck(4096, 2048).unwrap();
         let identity: Vec<u32> = (0..4096).collect();
         let c = full_cost(&net, &p, &identity);
-        assert_eq!((c.hops, c.hop_bytes, c.max_link), (192_240, 195_418_030_080, 33_554_432));
+        assert_eq!((c.sum_hops, c.hop_bytes, c.max_channel_bytes), (192_240, 195_418_030_080, 33_554_432));
         let bitrev: Vec<u32> = (0..4096u32).map(|r| r.reverse_bits() >> 20).collect();
         let c = full_cost(&net, &p, &bitrev);
-        assert_eq!((c.hops, c.hop_bytes, c.max_link), (207_264, 73_264_988_160, 14_669_824));
+        assert_eq!((c.sum_hops, c.hop_bytes, c.max_channel_bytes), (207_264, 73_264_988_160, 14_669_824));
     }
 
     #[test]
@@ -958,13 +1003,13 @@ mod tests {
         let (net, p) = crate::mapping::testing::paper_case();
         let identity: Vec<u32> = (0..4096).collect();
         let c = full_cost(net, p, &identity);
-        assert_eq!(c.hops, 192_240);
+        assert_eq!(c.sum_hops, 192_240);
         assert_eq!(c.hop_bytes, 195_418_030_080);
-        assert_eq!(c.max_link, 33_554_432);
-        assert_eq!(c.rmatt(), 6_450_504_007_680);
+        assert_eq!(c.max_channel_bytes, 33_554_432);
+        assert_eq!(c.hops_x_max_channel(), 6_450_504_007_680);
         let bitrev: Vec<u32> = (0..4096u32).map(|r| r.reverse_bits() >> 20).collect();
         let c = full_cost(net, p, &bitrev);
-        assert_eq!((c.hops, c.hop_bytes, c.max_link), (207_264, 73_264_988_160, 14_669_824));
+        assert_eq!((c.sum_hops, c.hop_bytes, c.max_channel_bytes), (207_264, 73_264_988_160, 14_669_824));
     }
 
     /// One vocabulary: the mapper's figures equal the analysis' figures of the same names for
@@ -984,11 +1029,27 @@ mod tests {
         assert_eq!(named["hop_bytes"], report.hop_bytes as u128);
         assert_eq!(named["max_channel_bytes"], report.max_channel_bytes as u128);
         assert_eq!(named["hops_x_max_channel"], report.sum_hops as u128 * report.max_channel_bytes as u128);
-        for (alias, name) in [("hops", "sum_hops"), ("max_link", "max_channel_bytes"), ("rmatt", "hops_x_max_channel")]
-        {
-            assert_eq!(named[alias], named[name]);
+        assert_eq!(named.len(), 5);
+    }
+
+    /// The earlier cost names are read as the same objective and reported for a deprecation
+    /// line; the canonical spec names only today's figures.
+    #[test]
+    fn earlier_cost_names_are_read_and_reported() {
+        for (old, new) in [
+            ("rmatt", "hops_x_max_channel"),
+            ("max-link", "max_channel_bytes"),
+            ("step_max_link", "step_max_channel_bytes"),
+        ] {
+            assert_eq!(Objective::parse(old).unwrap(), Objective::parse(new).unwrap());
+            let (_, spec, used) = Objective::canonical(&format!("2*{old}+hop-bytes")).unwrap();
+            assert_eq!((spec, used), (format!("2*{new}+hop_bytes"), vec![old.to_string()]));
         }
-        assert_eq!(Objective::parse("hops_x_max_channel").unwrap(), Objective::RMATT);
-        assert_eq!(Objective::parse("max-channel-bytes").unwrap(), Objective::MAX_LINK);
+        assert_eq!(Objective::parse("hops_x_max_channel").unwrap(), Objective::HOPS_X_MAX_CHANNEL);
+        assert_eq!(Objective::parse("max-channel-bytes").unwrap(), Objective::MAX_CHANNEL_BYTES);
+        let (_, _, used) = Objective::canonical("hop_bytes+max_channel_bytes").unwrap();
+        assert!(used.is_empty());
+        assert!(Objective::parse("hops*max-link").is_err());
+        assert!(Objective::parse("max-links").unwrap_err().to_string().contains("unknown cost 'max-links'"));
     }
 }

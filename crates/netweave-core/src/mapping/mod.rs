@@ -6,7 +6,8 @@
 //!   [`pattern_files`], or any [`Schedule`](crate::traffic::Schedule) aggregated).
 //! - [`MapNetwork`]: a routed topology flattened for the mapper (next-channel table, hop
 //!   table, host slots; several ranks per host allowed).
-//! - [`cost`]: hop-bytes, `max_link` under the actual routes, paper 003's `Σhops × max_link`
+//! - [`cost`]: `sum_hops`, `hop_bytes`, `max_channel_bytes` under the actual routes, paper 003's
+//!   `hops_x_max_channel`
 //!   and weighted sums, with an exact incremental [`Evaluator`] for swaps and k-rank rotations.
 //! - [`baselines`]: identity, random, bit-reversal, Hilbert / Peano curves, greedy.
 //! - [`discovered`]: the lattice (or tree) behind a traffic graph, found from the graph alone,
