@@ -704,7 +704,7 @@ mod tests {
         slow.set_link_latency(0.0).unwrap();
         assert!(slow.links().iter().all(|l| l.spec.latency_ns == 0.0));
         assert_eq!(t.link(1).spec.latency_ns, 20.0, "the original is untouched");
-        assert!(t.same_wiring(&slow) && !t.same_wiring(&star(2)));
+        assert!(t.same_wiring(&slow) && !t.same_wiring(&star(3)));
         for bad in [0.0, -1.0, f64::NAN, f64::INFINITY] {
             assert!(t.scaled(bad).is_err(), "{bad}");
         }
