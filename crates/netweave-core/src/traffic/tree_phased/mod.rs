@@ -26,11 +26,14 @@
 //! says how many messages go from `T_i` to `T_j` in it. Our own construction then picks the
 //! hosts of each such slot, the ones with the most work left whose ports and subtree links
 //! are still free, and fills every phase with messages inside subtrees the same way. Whatever
-//! does not fit (rare: host ports are the tight resource on shallow trees) goes first-fit into
-//! any phase with room, then into new phases. Every placement is checked on the real paths,
-//! so the phases are contention-free by construction whatever the root; the root is only a
-//! matter of how few phases result, so the candidates (both ends of the bottleneck link, and
-//! every switch of a small tree) are all tried and the shortest schedule kept.
+//! does not fit goes first-fit into any phase with room, then into new phases. Then the
+//! phases are *recoloured* one fewer at a time (`recolour.rs`): the messages of the emptiest
+//! phase are moved into the others by Kempe-chain swaps, which never let a rank send or
+//! receive twice in a phase, and a local search over such swaps removes every flow beyond a
+//! link's capacity — until the bound is met or a recolouring runs out of moves. Every
+//! placement is checked on the real paths, so the phases are contention-free by construction
+//! whatever the root; the root is only a matter of how few phases result: the end of the
+//! bottleneck link first, and for a small job still over the bound the next candidate too.
 //!
 //! ```
 //! use netweave_core::topology::ethernet::{switch_tree, TreeLevel, GIGABIT_LAN};
@@ -51,8 +54,18 @@ use super::{Collective, Delivery, Message, Schedule};
 use crate::error::Result;
 use crate::topology::{NodeId, Topology};
 
-/// Trees with at most this many switches try every switch as the root.
-const TRY_EVERY_ROOT: usize = 12;
+mod recolour;
+
+/// Roots tried (the best candidates of [`root_candidates`]); each costs a whole construction.
+const ROOTS_TRIED: usize = 2;
+/// Jobs of at most this many ranks try more than one root.
+const SMALL_JOB: usize = 64;
+/// Repair moves a recolouring may spend per rank of the job, and at most.
+const RECOLOUR_MOVES_PER_RANK: usize = 64;
+const RECOLOUR_MOVES_MAX: usize = 20_000;
+
+/// Phases of (source rank, destination rank) pairs.
+type RankPhases = Vec<Vec<(u32, u32)>>;
 
 /// A tree all-to-all: phases of (source rank, destination rank) pairs.
 #[derive(Clone, Debug)]
@@ -215,17 +228,29 @@ impl TreePhased {
         check_hosts(topo, hosts)?;
         let job = Job::new(paths, hosts);
         let lower = job.lower_bound();
-        let mut best: Option<TreePhased> = None;
-        for root in root_candidates(topo, &job) {
-            let phases = schedule_from(topo, &job, root, lower);
-            if best.as_ref().map_or(true, |b| phases.len() < b.phases.len()) {
-                best = Some(TreePhased { phases, lower_bound_phases: lower, root: topo.label(root).to_string() });
+        let mut best: Option<(NodeId, RankPhases)> = None;
+        // The next root only for a small job still over the bound: each costs a construction.
+        let roots = if hosts.len() <= SMALL_JOB { ROOTS_TRIED } else { 1 };
+        for root in root_candidates(topo, &job).into_iter().take(roots) {
+            let mut phases = schedule_from(topo, &job, root, lower);
+            // One phase fewer at a time, down to the bound or until a recolouring runs out of
+            // moves.
+            let moves = (RECOLOUR_MOVES_PER_RANK * hosts.len()).min(RECOLOUR_MOVES_MAX);
+            while phases.len() > lower {
+                match recolour::into_phases(&job, &phases, phases.len() - 1, moves) {
+                    Some(fewer) => phases = fewer,
+                    None => break,
+                }
             }
-            if best.as_ref().is_some_and(|b| b.phases.len() == lower) {
+            if best.as_ref().map_or(true, |(_, b)| phases.len() < b.len()) {
+                best = Some((root, phases));
+            }
+            if best.as_ref().is_some_and(|(_, b)| b.len() == lower) {
                 break;
             }
         }
-        Ok(best.expect("a tree has a switch"))
+        let (root, phases) = best.expect("a tree has a switch");
+        Ok(TreePhased { phases, lower_bound_phases: lower, root: topo.label(root).to_string() })
     }
 
     /// The schedule: `bytes` per rank pair, ranks on hosts `0..n` until placed.
@@ -346,13 +371,10 @@ fn check_hosts(topo: &Topology, hosts: &[u32]) -> Result<()> {
     Ok(())
 }
 
-/// Roots worth trying: every switch of a small tree, else the switch ends of the links whose
-/// `flows / capacity` is largest.
+/// Roots worth trying, best first: the switch ends of the links whose `flows / capacity` is
+/// largest (Faraj and Yuan root the tree at its bottleneck).
 fn root_candidates(topo: &Topology, job: &Job) -> Vec<NodeId> {
     let switches = topo.switches();
-    if switches.len() <= TRY_EVERY_ROOT {
-        return switches.to_vec();
-    }
     let mut links: Vec<usize> = (0..job.load.len()).filter(|&l| job.load[l] > 0).collect();
     links.sort_by(|&a, &b| {
         let ra = job.load[a] as f64 / job.capacity[a] as f64;
@@ -405,24 +427,31 @@ fn schedule_from(topo: &Topology, job: &Job, root: NodeId, lower: usize) -> Vec<
     let (quota, colours) = subtree_colouring(&subtree, &members, &up_cap, &down_cap, lower);
     let mut phases = Phases::new(n, job.capacity.len(), colours);
     let mut pending = Pending::new(n);
+    let mut members = members;
+    let mut receivers = members.clone();
     let mut senders: Vec<u32> = (0..n as u32).collect();
-    for p in 0..colours {
-        // Subtree-to-subtree slots first: they hold the root's links, the scarce resource.
-        for &((i, j), count) in quota[p].iter() {
+    for (p, slots) in quota.iter().enumerate() {
+        // Subtree-to-subtree slots first: they hold the root's links, the scarce resource. The
+        // busiest free sender of the slot's subtree, to the busiest free receiver it still owes.
+        for list in members.iter_mut() {
+            list.sort_by_key(|&r| (std::cmp::Reverse(pending.sends[r as usize]), r));
+        }
+        for list in receivers.iter_mut() {
+            list.sort_by_key(|&r| (std::cmp::Reverse(pending.receives[r as usize]), r));
+        }
+        for &((i, j), count) in slots {
             for _ in 0..count {
-                let mut pick: Option<(u32, u32)> = None;
-                let mut best = 0;
-                for &s in &members[i as usize] {
+                let pick = members[i as usize].iter().find_map(|&s| {
                     if pending.sends[s as usize] == 0 || phases.sending[p * n + s as usize] {
-                        continue;
+                        return None;
                     }
-                    for &d in &members[j as usize] {
-                        if pending.has(s, d) && pending.urgency(s, d) > best && phases.fits(job, p, s, d) {
-                            best = pending.urgency(s, d);
-                            pick = Some((s, d));
-                        }
-                    }
-                }
+                    receivers[j as usize]
+                        .iter()
+                        .find(|&&d| {
+                            pending.has(s, d) && !phases.receiving[p * n + d as usize] && phases.fits(job, p, s, d)
+                        })
+                        .map(|&d| (s, d))
+                });
                 if let Some((s, d)) = pick {
                     phases.place(job, p, s, d);
                     pending.take(s, d);
@@ -436,11 +465,12 @@ fn schedule_from(topo: &Topology, job: &Job, root: NodeId, lower: usize) -> Vec<
                 continue;
             }
             let t = subtree[s as usize];
-            let d = members[t as usize]
+            // The busiest receiver it still owes (the order of the phase's start: a receiver
+            // picked since is busy in this phase anyway), the cheap tests before the paths.
+            let d = receivers[t as usize]
                 .iter()
                 .copied()
-                .filter(|&d| pending.has(s, d) && phases.fits(job, p, s, d))
-                .max_by_key(|&d| (pending.receives[d as usize], std::cmp::Reverse(d)));
+                .find(|&d| pending.has(s, d) && !phases.receiving[p * n + d as usize] && phases.fits(job, p, s, d));
             if let Some(d) = d {
                 phases.place(job, p, s, d);
                 pending.take(s, d);
@@ -543,9 +573,17 @@ fn subtree_colouring(
     let mut at_right = vec![FREE; nr * colours];
     let mut colour = vec![0usize; edges.len()];
     let mut path: Vec<u32> = Vec::new();
+    let (mut next_left, mut next_right) = (vec![0usize; nl], vec![0usize; nr]);
     for (e, &(u, v, _, _)) in edges.iter().enumerate() {
-        let a = (0..colours).find(|&c| at_left[u * colours + c] == FREE).expect("degree ≤ colours");
-        let b = (0..colours).find(|&c| at_right[v * colours + c] == FREE).expect("degree ≤ colours");
+        // A free colour at each end, searched from where the last search ended (edges arrive
+        // in order, so the scan is short; a chain swap may free an earlier one, hence the wrap).
+        let free_from = |at: &[u32], node: usize, from: usize| {
+            (from..colours).chain(0..from).find(|&c| at[node * colours + c] == FREE).expect("degree ≤ colours")
+        };
+        let a = free_from(&at_left, u, next_left[u]);
+        let b = free_from(&at_right, v, next_right[v]);
+        next_left[u] = a;
+        next_right[v] = b;
         if at_right[v * colours + a] != FREE {
             // Kempe chain from v alternating a, b; swapping it frees a at v (it cannot reach u,
             // which has no a edge).
@@ -603,120 +641,4 @@ fn prefix(counts: &[u32]) -> Vec<usize> {
 }
 
 #[cfg(test)]
-mod tests {
-    use proptest::prelude::*;
-
-    use super::*;
-    use crate::topology::ethernet::{switch_tree, TreeLevel, GIGABIT_LAN};
-    use crate::topology::{LinkSpec, TopologyBuilder};
-
-    const TEN_GIG: LinkSpec = LinkSpec { bandwidth_gbps: 10.0, latency_ns: 5_000.0 };
-
-    /// Every phase a partial permutation whose flows fit every logical link, every ordered
-    /// pair exactly once.
-    fn assert_valid(topo: &Topology, hosts: &[u32], plan: &TreePhased) {
-        let paths = PathTable::new(topo).unwrap();
-        let job = Job::new(&paths, hosts);
-        let n = hosts.len();
-        let mut seen = vec![false; n * n];
-        for (p, phase) in plan.phases.iter().enumerate() {
-            let mut ph = Phases::new(n, paths.num_dir_links(), 1);
-            for &(s, d) in phase {
-                assert!(ph.fits(&job, 0, s, d), "phase {p}: {s} -> {d} contends");
-                ph.place(&job, 0, s, d);
-                assert!(s != d && !std::mem::replace(&mut seen[s as usize * n + d as usize], true));
-            }
-        }
-        assert_eq!(seen.iter().filter(|&&x| x).count(), n * (n - 1), "every pair once");
-    }
-
-    fn ratio(topo: &Topology, hosts: &[u32]) -> f64 {
-        let plan = TreePhased::new(topo, hosts).unwrap();
-        assert_valid(topo, hosts, &plan);
-        plan.phases.len() as f64 / plan.lower_bound_phases as f64
-    }
-
-    fn all(topo: &Topology) -> Vec<u32> {
-        (0..topo.num_hosts() as u32).collect()
-    }
-
-    #[test]
-    fn the_benchmark_trees_meet_the_bound() {
-        let two_by_14 = switch_tree(&[TreeLevel::new(2, TEN_GIG)], 14, GIGABIT_LAN).unwrap();
-        let four_by_16 = switch_tree(&[TreeLevel::new(4, TEN_GIG)], 16, GIGABIT_LAN).unwrap();
-        let three_level =
-            switch_tree(&[TreeLevel::new(2, TEN_GIG), TreeLevel::new(3, TEN_GIG)], 8, GIGABIT_LAN).unwrap();
-        let uneven =
-            switch_tree(&[TreeLevel::new(3, GIGABIT_LAN), TreeLevel::new(2, GIGABIT_LAN)], 5, GIGABIT_LAN).unwrap();
-        // The issue's target is 1.05; host-port-bound trees (2 x 14) still end a phase or two
-        // over (1.074 there), so this pins what is reached rather than the target.
-        for (name, t) in [("2x14", &two_by_14), ("4x16", &four_by_16), ("3-level", &three_level), ("3,2x5", &uneven)] {
-            let r = ratio(t, &all(t));
-            eprintln!("tree-phased {name}: {r:.3} x the bound in phases");
-            assert!(r <= 1.10, "{name}: {r:.3} x the bound in phases");
-        }
-    }
-
-    #[test]
-    fn a_host_subset_and_one_host_jobs() {
-        let t = switch_tree(&[TreeLevel::new(4, TEN_GIG)], 16, GIGABIT_LAN).unwrap();
-        let subset: Vec<u32> = (0..64).filter(|h| h % 3 != 1).collect();
-        let r = ratio(&t, &subset);
-        eprintln!("tree-phased 4x16 subset: {r:.3} x the bound in phases");
-        assert!(r <= 1.25);
-        let one = TreePhased::new(&t, &[5]).unwrap_err().to_string();
-        assert!(one.contains("'h5'"), "{one}");
-        assert!(TreePhased::new(&t, &[5, 5]).unwrap_err().to_string().contains("twice"));
-    }
-
-    /// A random tree: 1–7 switches joined at random by 1 or 10 Gbit/s links, some bonded (two
-    /// parallel cables), 2–6 hosts on random switches at 1 Gbit/s, a random subset in the job.
-    fn random_tree(seed: u64) -> (Topology, Vec<u32>) {
-        use rand::{Rng, SeedableRng};
-        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-        let switches = rng.gen_range(1..=7);
-        let mut b = TopologyBuilder::new("random tree");
-        let sw: Vec<NodeId> = (0..switches).map(|s| b.add_switch(format!("s{s}"), 64)).collect();
-        for s in 1..switches {
-            let parent = sw[rng.gen_range(0..s)];
-            let spec = if rng.gen_bool(0.5) { GIGABIT_LAN } else { TEN_GIG };
-            b.connect(sw[s], parent, spec).unwrap();
-            if rng.gen_bool(0.2) {
-                b.connect(sw[s], parent, spec).unwrap();
-            }
-        }
-        let mut hosts = 0;
-        for s in 0..switches {
-            for _ in 0..rng.gen_range(0..=6) {
-                let h = b.add_host(format!("h{hosts}"));
-                b.connect(h, sw[s], GIGABIT_LAN).unwrap();
-                hosts += 1;
-            }
-        }
-        if hosts < 2 {
-            for _ in 0..2 {
-                let h = b.add_host(format!("h{hosts}"));
-                b.connect(h, sw[0], GIGABIT_LAN).unwrap();
-                hosts += 1;
-            }
-        }
-        let topo = b.build().unwrap();
-        let mut job: Vec<u32> = (0..hosts).filter(|_| rng.gen_bool(0.8)).collect();
-        if job.len() < 2 {
-            job = (0..hosts).collect();
-        }
-        (topo, job)
-    }
-
-    proptest! {
-        #![proptest_config(ProptestConfig::with_cases(96))]
-        #[test]
-        fn random_trees_are_contention_free_and_near_the_bound(seed: u64) {
-            let (topo, job) = random_tree(seed);
-            // Target 1.05, not met on every tree (1.143 and 1.400 seen on small random trees
-            // with bonded or mixed-speed trunks): validity is the hard check, the ratio a guard.
-            let r = ratio(&topo, &job);
-            prop_assert!(r <= 1.5, "seed {seed}: {r:.3} x the bound");
-        }
-    }
-}
+mod tests;
