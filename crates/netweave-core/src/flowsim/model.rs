@@ -458,10 +458,7 @@ impl<'a> Sim<'a> {
             next_step[h] += 1;
             let cell = h * *steps + s;
             let (lo, hi) = (off[cell] as usize, off[cell + 1] as usize);
-            for i in lo..hi {
-                let m = by_host_step[i];
-                self.queue[h].push_back(m);
-            }
+            self.queue[h].extend(by_host_step[lo..hi].iter().copied());
             self.dispatch(h);
         }
     }
