@@ -11,7 +11,9 @@ tree (root, 2, 4 edge switches of 4 hosts), a 4 x 4 mesh routed by `dor`, an LSF
 (52 hosts). For each fabric, size and collective the plan is made as `netweave plan` makes it
 (routing by `plan.routing_for`), then `verification.verify` measures the best three of
 netweave's candidates, Concurrent, and Open MPI's and MPICH's own collective with `nwbench` on
-the fabric scaled to what this machine forwards (the scale is printed per case).
+the fabric scaled to what this machine forwards (the scale is printed per case); a job this
+machine cannot forward at its predicted pace is measured at the slowest link rate `--verify`
+accepts (20 Mbit/s).
 
 Targets (issue "Advice the network confirms"): every candidate within ±25 % of its emulated
 time at ≥ 16 KiB per pair; the pick within 10 % of the fastest measured candidate. Needs root.
@@ -52,7 +54,16 @@ def case(fabric: str, collective: str, nbytes: int) -> dict[str, Any]:
     routes, why = plan.routing_for(topo, ENGINES.get(fabric), nbytes)
     built = plan.candidates(topo, nbytes, collective=collective)
     result = plan.plan(topo, nbytes, routes=routes, built=built, collective=collective, routing_note=why)
-    rows, summary = verification.verify(topo, routes, result, built)
+    try:
+        rows, summary = verification.verify(topo, routes, result, built)
+    except NetweaveError as e:
+        if "too large to emulate here" not in str(e):
+            raise
+        # The machine cannot forward this job at its predicted pace: measure it at the slowest
+        # link rate --verify accepts instead (the run takes longer; the prediction is made for
+        # the same scaled fabric, so the ratio still tests the model).
+        slowest_bps = float(topo.link_specs()[:, 0].min()) * 1e9
+        rows, summary = verification.verify(topo, routes, result, built, scale=verification.MIN_LINK_BPS / slowest_bps)
     best = result.best
     assert best is not None, f"{fabric}: the plan proved no schedule"
     return {"fabric": fabric, "collective": collective, "bytes": nbytes, "routing": result.routing.engine,
