@@ -45,7 +45,8 @@ _ARRAY_FIELDS = ("host_finish_s", "channel_busy_s", "channel_bytes", "channel_ut
 Workload = _core.Schedule | _core.TaskGraph
 
 #: The lossy model's parameters and their defaults, as the engine holds them (one place:
-#: ``flowsim/loss.rs``): ``segment_bytes``, ``timeout_s``, ``window_segments``, ``survivor_fraction``.
+#: ``flowsim/loss.rs``): ``segment_bytes``, ``timeout_s``, ``window_segments``, ``survivor_fraction``,
+#: ``initial_window_segments``, ``probe_s``.
 TCP_DEFAULTS: dict[str, float] = dict(_core.flow_tcp_defaults())
 
 #: Calibration files: format tag and the one version this netweave reads.
