@@ -291,9 +291,10 @@ def _sub_cluster_candidate(topo: Topology, bytes_per_pair: int, sub_cluster) -> 
     return Candidate(SUB_CLUSTER, _core.lsft_partial_alltoall(topo, k, m, bytes_per_pair, "text", "row-major", side))
 
 
-def _measure(name: str, schedule: Schedule, loads: dict[str, Any], flow: dict[str, Any], bound_s: float) -> PhasedRow:
-    """A phased candidate's row: the exact analysis' `loads`, the flow model's prediction `flow`
-    and its traffic's bound."""
+def _measure(name: str, schedule: Schedule, loads: dict[str, Any], flow: dict[str, Any], bound_s: float,
+             contention_free: bool) -> PhasedRow:
+    """A phased candidate's row: the exact analysis' `loads`, the flow model's prediction `flow`,
+    its traffic's bound and whether it is contention-free (:func:`full_rate_contention_free`)."""
     worst = max(range(len(loads["phases"])), key=lambda p: loads["phases"][p]["max_load"], default=0)
     return PhasedRow(
         name=name,
@@ -310,13 +311,41 @@ def _measure(name: str, schedule: Schedule, loads: dict[str, Any], flow: dict[st
         bytes=loads["bytes"],
         max_channel_bytes=loads["max_channel_bytes"],
         hop_bytes=loads["hop_bytes"],
-        contention_free=loads["max_congestion"] <= 1,
+        contention_free=contention_free,
         worst_phase=worst,
         phase_loads=loads["phases"],
         predicted_time_s=flow["makespan_s"],
         throughput_per_server_mib_s=flow["throughput_per_server_mib_s"],
         bound_s=bound_s,
     )
+
+
+def full_rate_contention_free(topo: Topology, routes: _core.RoutingTable, schedule: Schedule,
+                              loads: dict[str, Any]) -> bool:
+    """True when no directed link carries, in any phase, more flows than it serves at full host
+    rate: ``⌊bandwidth ÷ fastest host link⌋`` of them (at least one) — one on a uniform fabric,
+    ten on a 10 Gbit/s trunk between 1 Gbit/s hosts, two on a bonded pair. Every flow then runs
+    at its host's rate and no switch queue builds, which is what the plan's preference for
+    contention-free schedules is about; counting one flow per link would call a tree schedule
+    that fills a 10 Gbit/s trunk with ten 1 Gbit/s flows contended. `loads` is the schedule's
+    :func:`analysis.analyze` report (phases with at most one flow per link are not re-counted)."""
+    if loads["max_congestion"] <= 1:
+        return True
+    ends = topo.link_array().tolist()
+    bandwidth = [bw for bw, _lat in topo.link_specs().tolist()]
+    host_rate = max((bandwidth[i] for i, (a, _pa, b, _pb) in enumerate(ends) if topo.is_host(a) or topo.is_host(b)),
+                    default=0.0)
+    if host_rate <= 0:
+        return False
+    # Channel 2·l and 2·l + 1 are link l's two directions; parallel links are separate channels.
+    serves = [max(1, int(bandwidth[c // 2] / host_rate * (1 + 1e-9))) for c in range(2 * len(ends))]
+    for p, phase in enumerate(loads["phases"]):
+        if phase["max_load"] <= 1:
+            continue
+        flows = analysis.phase_channel_flows(routes, schedule, p)
+        if any(f > serves[c] for c, f in enumerate(flows)):
+            return False
+    return True
 
 
 #: Times closer than this (relative) count as equal: the executors sum the same transfers in
@@ -353,8 +382,9 @@ def choose(rows: Sequence[CandidateRow]) -> Choice | None:
             free = min(near, key=lambda s: (s.predicted_time_s, rows.index(s)))
             slower = free.predicted_time_s / pick.predicted_time_s - 1
             reason = (f"contention-free and within {CONTENTION_FREE_MARGIN:.0%} of the fastest, {pick.name} "
-                      f"({slower:+.1%}): no link carries two of its flows at once, so a shallow switch buffer "
-                      "never overflows where the flow model assumed fair sharing")
+                      f"({slower:+.1%}): no link carries more of its flows at once than it serves at full host "
+                      "rate, so a shallow switch buffer never overflows where the flow model assumed fair "
+                      "sharing")
             pick = free
     return Choice(pick, reason)
 
@@ -441,7 +471,8 @@ def plan(
         note(f"simulating {cand.name}")
         flow = predict(routes, cand.schedule, PREDICT_EXECUTOR, calibration=calibration)
         bound_s = analysis.bottleneck_bound(routes, cand.schedule)["seconds"]
-        measured.append(_measure(cand.name, cand.schedule, loads, flow, bound_s))
+        free = full_rate_contention_free(topo, routes, cand.schedule, loads)
+        measured.append(_measure(cand.name, cand.schedule, loads, flow, bound_s, free))
     baseline_name = BASELINES[collective]
     baseline = next((s for s in measured if s.name == baseline_name), None)
     if baseline is None:
