@@ -1,6 +1,6 @@
 # netweave — two commands do everything on a fresh machine:
 #   make plan   set up, then run `netweave plan` on the built-in example cluster (page: netweave-out/index.html)
-#   make test   set up, then run the whole test suite (Rust, Python, tool integration)
+#   make test   set up, then lint (rustfmt, clippy, ruff, mypy) and run the whole test suite (Rust, Python, tool integration)
 
 PYTHON ?= python3
 VENV   := .venv
@@ -22,7 +22,7 @@ plan: setup
 	$(BIN)/netweave plan --out netweave-out
 	@echo "open netweave-out/index.html in a browser for the page"
 
-test: system-deps setup test-rust test-python
+test: system-deps setup lint test-rust test-python
 
 setup: system-deps $(STAMP) runtime
 
@@ -56,8 +56,9 @@ system-deps bench-deps:
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
 	fi
 
-# Lint: rustfmt's check, clippy with warnings as errors, then ruff and mypy on the Python
-# (their rules and settings are in pyproject.toml; both pinned in requirements-dev.txt).
+# Lint, the first step of `make test`: rustfmt's check, clippy with warnings as errors, then ruff
+# and mypy on the Python (their rules and settings are in pyproject.toml; both pinned in
+# requirements-dev.txt).
 lint: setup
 	cargo fmt --check
 	cargo clippy -p netweave-core -- -D warnings

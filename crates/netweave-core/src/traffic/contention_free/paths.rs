@@ -78,7 +78,7 @@ impl PathTable {
                 let mut lat: f64 = 0.0;
                 while j < nbrs.len() && nbrs[j].neighbor == v {
                     let spec = topo.link(Topology::channel_link(nbrs[j].channel)).spec;
-                    if !(spec.bandwidth_gbps > 0.0) || !spec.bandwidth_gbps.is_finite() {
+                    if !spec.bandwidth_gbps.is_finite() || spec.bandwidth_gbps <= 0.0 {
                         return crate::invalid!(
                             "the link between '{}' and '{}' has bandwidth {} Gbit/s; every link needs a positive bandwidth",
                             topo.label(u),
@@ -86,7 +86,7 @@ impl PathTable {
                             spec.bandwidth_gbps
                         );
                     }
-                    if !(spec.latency_ns >= 0.0) || !spec.latency_ns.is_finite() {
+                    if !spec.latency_ns.is_finite() || spec.latency_ns < 0.0 {
                         return crate::invalid!(
                             "the link between '{}' and '{}' has latency {} ns; latencies must be zero or positive",
                             topo.label(u),
