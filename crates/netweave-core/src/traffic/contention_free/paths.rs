@@ -11,6 +11,7 @@ use std::collections::VecDeque;
 use crate::error::Result;
 use crate::routing::RoutingTable;
 use crate::topology::{NodeId, Topology};
+use crate::traffic::Message;
 
 /// Directed logical link id: `2 × logical link + direction`.
 pub type DirLink = u32;
@@ -245,6 +246,15 @@ impl PathTable {
     /// `L_xy`: Σ link latencies from `x` to `y`, picoseconds (0 when `x == y`).
     pub fn latency_ps(&self, x: u32, y: u32) -> u64 {
         self.pair_latency_ps[x as usize * self.num_hosts + y as usize]
+    }
+    /// `Sync(prev, next)` in picoseconds: 0 without a predecessor or when both tasks have the
+    /// same sender, else the latency from the predecessor's receiver to the successor's sender
+    /// (§5.4.2).
+    pub fn sync_ps(&self, prev: Option<Message>, next: Message) -> u64 {
+        match prev {
+            Some(p) if p.src != next.src => self.latency_ps(p.dst, next.src),
+            _ => 0,
+        }
     }
     /// `B_xy`: the smallest bandwidth on the path, bytes/s.
     pub fn path_bandwidth(&self, x: u32, y: u32) -> f64 {

@@ -18,7 +18,6 @@
 
 use super::grouping::Groups;
 use super::paths::{DirLink, PathTable};
-use super::stages::sync_ps;
 use crate::traffic::Message;
 
 /// When a relay chain replaces a task (§5.5.4, §6 question 4).
@@ -211,7 +210,7 @@ impl<'a> Relayer<'a> {
     /// (5.4) given the most advanced of the piece's groups.
     fn departure(&self, state: &GroupState, piece: Message, gmax: Option<u32>) -> u64 {
         let (time, sync) = match gmax {
-            Some(g) => (state.time[g as usize], sync_ps(self.paths, state.tail[g as usize], piece)),
+            Some(g) => (state.time[g as usize], self.paths.sync_ps(state.tail[g as usize], piece)),
             None => (0, 0),
         };
         time + sync + super::paths::transmission_ps(piece.bytes, self.paths.path_bandwidth(piece.src, piece.dst))

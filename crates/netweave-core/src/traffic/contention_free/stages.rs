@@ -81,15 +81,6 @@ impl Timing {
     }
 }
 
-/// `Sync(prev, next)` in picoseconds: 0 without a predecessor or when both tasks have the same
-/// sender, else the latency from the predecessor's receiver to the successor's sender (§5.4.2).
-pub fn sync_ps(paths: &PathTable, prev: Option<Message>, next: Message) -> u64 {
-    match prev {
-        Some(p) if p.src != next.src => paths.latency_ps(p.dst, next.src),
-        _ => 0,
-    }
-}
-
 /// The tasks in selection order with each one's predecessors (indices into that order).
 #[derive(Clone, Debug, Default)]
 pub struct Stages {
@@ -153,7 +144,7 @@ impl Tails {
             Timing::Sum => 0,
             Timing::Clock => groups_of
                 .iter()
-                .map(|&h| self.time[h as usize] + sync_ps(paths, self.tail_msg[h as usize], msg))
+                .map(|&h| self.time[h as usize] + paths.sync_ps(self.tail_msg[h as usize], msg))
                 .max()
                 .unwrap_or(0),
         };
@@ -163,7 +154,7 @@ impl Tails {
                 out.preds.push(self.tail[h]);
             }
             self.time[h] = match self.timing {
-                Timing::Sum => self.time[h] + cost + sync_ps(paths, self.tail_msg[h], msg),
+                Timing::Sum => self.time[h] + cost + paths.sync_ps(self.tail_msg[h], msg),
                 Timing::Clock => start + cost,
             };
             self.tail[h] = k;
@@ -233,13 +224,13 @@ pub fn schedule(
                 Some(p) => {
                     let pick = min_sync.pick(g, groups, tasks, paths, p, &done);
                     if cfg!(debug_assertions) {
-                        let scan = unscheduled.min_by_key(|&t| sync_ps(paths, prev, tasks[t as usize]));
+                        let scan = unscheduled.min_by_key(|&t| paths.sync_ps(prev, tasks[t as usize]));
                         debug_assert_eq!(pick, scan, "Min Sync's index disagrees with the scan in group {g}");
                     }
                     pick
                 }
             },
-            Policy::MaxSync => unscheduled.min_by_key(|&t| std::cmp::Reverse(sync_ps(paths, prev, tasks[t as usize]))),
+            Policy::MaxSync => unscheduled.min_by_key(|&t| std::cmp::Reverse(paths.sync_ps(prev, tasks[t as usize]))),
             Policy::MinCost => unscheduled.min_by_key(|&t| cost[t as usize]),
             Policy::MaxCost => unscheduled.min_by_key(|&t| std::cmp::Reverse(cost[t as usize])),
             Policy::Random => {
@@ -296,7 +287,7 @@ pub fn replay(paths: &PathTable, tasks: &[Message], stages: &Stages) -> Vec<(u64
         let task = stages.message(tasks, k);
         let mut start = stages.preds[stages.pred_off[k] as usize..stages.pred_off[k + 1] as usize]
             .iter()
-            .map(|&p| times[p as usize].1 + sync_ps(paths, Some(stages.message(tasks, p as usize)), task))
+            .map(|&p| times[p as usize].1 + paths.sync_ps(Some(stages.message(tasks, p as usize)), task))
             .max()
             .unwrap_or(0);
         let mut finish_floor = 0;
