@@ -61,7 +61,7 @@ fn channel_bytes(
         let s = s.get();
         s.inner.check_fits(topology).map_err(err)?;
         s.inner.phases().flatten().copied().collect()
-    } else if let Ok(g) = traffic.downcast::<crate::flowsim::PyTaskGraph>() {
+    } else if let Ok(g) = traffic.downcast::<crate::traffic::PyTaskGraph>() {
         let g = g.get();
         g.inner.check_fits(topology).map_err(err)?;
         g.inner.tasks().to_vec()
@@ -71,7 +71,7 @@ fn channel_bytes(
     let own: Vec<u32> = if let Ok(s) = traffic.downcast::<PySchedule>() {
         s.get().inner.placement().to_vec()
     } else {
-        traffic.downcast::<crate::flowsim::PyTaskGraph>()?.get().inner.placement().to_vec()
+        traffic.downcast::<crate::traffic::PyTaskGraph>()?.get().inner.placement().to_vec()
     };
     let host = placement.unwrap_or(own);
     if let Some(m) = messages.iter().find(|m| m.src.max(m.dst) as usize >= host.len()) {
@@ -103,7 +103,7 @@ fn bottleneck_bound(py: Python<'_>, routes: &PyRoutingTable, workload: &Bound<'_
     let bound = if let Ok(s) = workload.downcast::<PySchedule>() {
         let s = s.get();
         py.allow_threads(|| analysis::schedule_bound(topology, &routes.inner, &s.inner))
-    } else if let Ok(g) = workload.downcast::<crate::flowsim::PyTaskGraph>() {
+    } else if let Ok(g) = workload.downcast::<crate::traffic::PyTaskGraph>() {
         let g = g.get();
         py.allow_threads(|| analysis::dag_bound(topology, &routes.inner, &g.inner))
     } else {
@@ -123,7 +123,7 @@ fn bottleneck_bound(py: Python<'_>, routes: &PyRoutingTable, workload: &Bound<'_
 fn analyze_dag(
     py: Python<'_>,
     routes: &PyRoutingTable,
-    graph: &crate::flowsim::PyTaskGraph,
+    graph: &crate::traffic::PyTaskGraph,
     hop_latency_s: f64,
     link_latency: bool,
     max_links: usize,

@@ -4,9 +4,9 @@ use netweave_core::flitsim::{self, Job, SimConfig};
 use pyo3::prelude::*;
 
 use crate::exchange::PyExchange;
-use crate::flowsim::PyTaskGraph;
 use crate::routing::PyRoutingTable;
 use crate::traffic::PySchedule;
+use crate::traffic::PyTaskGraph;
 use crate::{err, to_py};
 
 fn config(settings: Vec<(String, String)>) -> PyResult<SimConfig> {

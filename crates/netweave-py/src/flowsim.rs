@@ -1,108 +1,14 @@
-//! Flow-level simulation: the `TaskGraph` class, a progress counter, and `flow_simulate`.
+//! Flow-level simulation: a progress counter and `flow_simulate`.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use netweave_core::flowsim::{self, Executor, FlowConfig, TcpModel};
-use netweave_core::traffic::dag::{Dependency, TaskGraph};
-use netweave_core::traffic::Message;
 use pyo3::prelude::*;
 
 use crate::routing::PyRoutingTable;
-use crate::traffic::PySchedule;
+use crate::traffic::{PySchedule, PyTaskGraph};
 use crate::{err, to_py, NetweaveErrorPy};
-
-/// Transfers between ranks with dependencies (paper 004's DAG form).
-#[pyclass(name = "TaskGraph", module = "netweave._core", frozen)]
-pub(crate) struct PyTaskGraph {
-    pub(crate) inner: TaskGraph,
-}
-
-#[pymethods]
-impl PyTaskGraph {
-    /// `tasks` are `(src, dst, bytes, after, relays)`: `after` lists earlier tasks that must
-    /// completely finish first, `relays` the earlier task whose data this one forwards (or None).
-    #[new]
-    #[pyo3(signature = (name, num_ranks, tasks, placement=None))]
-    fn new(
-        name: &str,
-        num_ranks: u32,
-        tasks: Vec<(u32, u32, u64, Vec<u32>, Option<u32>)>,
-        placement: Option<Vec<u32>>,
-    ) -> PyResult<Self> {
-        let mut g = TaskGraph::new(name, num_ranks);
-        let mut deps = Vec::new();
-        for (src, dst, bytes, after, relays) in tasks {
-            deps.clear();
-            deps.extend(after.into_iter().map(|p| (p, Dependency::Complete)));
-            deps.extend(relays.map(|p| (p, Dependency::Relay)));
-            g.add_task(Message { src, dst, bytes }, &deps).map_err(err)?;
-        }
-        if let Some(p) = placement {
-            g = g.with_placement(p).map_err(err)?;
-        }
-        Ok(PyTaskGraph { inner: g })
-    }
-    /// The phased schedule as a DAG in local-sync order.
-    #[staticmethod]
-    fn from_schedule(schedule: &PySchedule) -> PyResult<Self> {
-        Ok(PyTaskGraph { inner: TaskGraph::from_schedule(&schedule.inner).map_err(err)? })
-    }
-    /// Parse the `netweave-dag` JSON form.
-    #[staticmethod]
-    fn from_json(text: &str) -> PyResult<Self> {
-        Ok(PyTaskGraph { inner: TaskGraph::from_json(text).map_err(err)? })
-    }
-    fn to_json(&self) -> String {
-        self.inner.to_json()
-    }
-    /// Write to `path`: `.json`, or `.nws` (the binary DAG form the executors read).
-    fn save(&self, path: std::path::PathBuf) -> PyResult<()> {
-        netweave_core::traffic::io::save_dag(&self.inner, &path).map_err(err)
-    }
-    /// Read a `.json` or `.nws` DAG file.
-    #[staticmethod]
-    fn load(path: std::path::PathBuf) -> PyResult<Self> {
-        Ok(PyTaskGraph { inner: netweave_core::traffic::io::load_dag(&path).map_err(err)? })
-    }
-    /// Every task as `(src, dst, bytes, after, relays)`, the constructor's form.
-    fn tasks(&self) -> Vec<(u32, u32, u64, Vec<u32>, Option<u32>)> {
-        (0..self.inner.num_tasks() as u32)
-            .map(|t| {
-                let m = self.inner.task(t);
-                let mut after = Vec::new();
-                let mut relays = None;
-                for &(p, kind) in self.inner.predecessors(t) {
-                    match kind {
-                        Dependency::Complete => after.push(p),
-                        Dependency::Relay => relays = Some(p),
-                    }
-                }
-                (m.src, m.dst, m.bytes, after, relays)
-            })
-            .collect()
-    }
-    #[getter]
-    fn name(&self) -> &str {
-        self.inner.name()
-    }
-    #[getter]
-    fn num_ranks(&self) -> u32 {
-        self.inner.num_ranks()
-    }
-    #[getter]
-    fn num_tasks(&self) -> usize {
-        self.inner.num_tasks()
-    }
-    #[getter]
-    fn num_dependencies(&self) -> usize {
-        self.inner.num_dependencies()
-    }
-    #[getter]
-    fn placement(&self) -> Vec<u32> {
-        self.inner.placement().to_vec()
-    }
-}
 
 /// A counter of delivered messages another thread can read while a simulation runs.
 #[pyclass(name = "FlowProgress", module = "netweave._core", frozen)]
@@ -224,7 +130,6 @@ fn flow_executors() -> Vec<&'static str> {
 }
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_class::<PyTaskGraph>()?;
     m.add_class::<PyFlowProgress>()?;
     m.add_function(wrap_pyfunction!(flow_simulate, m)?)?;
     m.add_function(wrap_pyfunction!(flow_tcp_defaults, m)?)?;

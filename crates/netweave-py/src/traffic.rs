@@ -1,8 +1,10 @@
-//! Traffic: the `Schedule` class, its files and its generators.
+//! Traffic: the `Schedule` class, the `TaskGraph` class (paper 004's DAG form), their files and
+//! the generators.
 
 use std::path::PathBuf;
 
 use netweave_core::traffic::catalog::{self, OptionValue, Request};
+use netweave_core::traffic::dag::{Dependency, TaskGraph};
 use netweave_core::traffic::{alloc, alltoall, collectives, io, Collective, Delivery, Message, Schedule};
 use numpy::PyArray1;
 use pyo3::prelude::*;
@@ -221,7 +223,7 @@ fn load_schedule(path: PathBuf) -> PyResult<PySchedule> {
 fn load_workload(py: Python<'_>, path: PathBuf) -> PyResult<PyObject> {
     Ok(match io::load_workload(&path).map_err(err)? {
         io::Workload::Phases(inner) => Py::new(py, PySchedule { inner })?.into_any(),
-        io::Workload::Dag(inner) => Py::new(py, crate::flowsim::PyTaskGraph { inner })?.into_any(),
+        io::Workload::Dag(inner) => Py::new(py, PyTaskGraph { inner })?.into_any(),
     })
 }
 
@@ -425,7 +427,7 @@ fn contention_free<'py>(
     scheduler: &str,
     hosts: Option<Vec<u32>>,
     routes: Option<&crate::routing::PyRoutingTable>,
-) -> PyResult<(crate::flowsim::PyTaskGraph, Bound<'py, pyo3::types::PyDict>)> {
+) -> PyResult<(PyTaskGraph, Bound<'py, pyo3::types::PyDict>)> {
     use netweave_core::traffic::contention_free as cf;
     let job = job_hosts(topo, hosts)?;
     let tasks = match &job {
@@ -493,7 +495,7 @@ fn contention_free<'py>(
     d.set_item("relay_pieces", plan.stages().pieces.len())?;
     d.set_item("predicted_seconds", plan.makespan_seconds())?;
     d.set_item("scheduling_seconds", seconds)?;
-    Ok((crate::flowsim::PyTaskGraph { inner: graph }, d))
+    Ok((PyTaskGraph { inner: graph }, d))
 }
 
 /// The job's hosts when a subset is given: at least two, each a host of `topo`, none twice.
@@ -566,11 +568,11 @@ fn concurrent_dag(
     bytes: u64,
     root: u32,
     tasks: Option<Vec<(u32, u32, u64)>>,
-) -> PyResult<crate::flowsim::PyTaskGraph> {
+) -> PyResult<PyTaskGraph> {
     let list = collective_tasks(topo, collective, bytes, root, tasks)?;
     let n = topo.inner.num_hosts() as u32;
     let graph = netweave_core::traffic::contention_free::concurrent(&format!("{collective}-concurrent"), n, &list);
-    Ok(crate::flowsim::PyTaskGraph { inner: graph.map_err(err)? })
+    Ok(PyTaskGraph { inner: graph.map_err(err)? })
 }
 
 /// The algorithm an MPI library (`openmpi`, `mpich`) runs by default for `collective` on
@@ -606,6 +608,98 @@ fn contention_free_policies() -> Vec<&'static str> {
     netweave_core::traffic::contention_free::Policy::ALL.iter().map(|(_, n)| *n).collect()
 }
 
+/// Transfers between ranks with dependencies (paper 004's DAG form).
+#[pyclass(name = "TaskGraph", module = "netweave._core", frozen)]
+pub(crate) struct PyTaskGraph {
+    pub(crate) inner: TaskGraph,
+}
+
+#[pymethods]
+impl PyTaskGraph {
+    /// `tasks` are `(src, dst, bytes, after, relays)`: `after` lists earlier tasks that must
+    /// completely finish first, `relays` the earlier task whose data this one forwards (or None).
+    #[new]
+    #[pyo3(signature = (name, num_ranks, tasks, placement=None))]
+    fn new(
+        name: &str,
+        num_ranks: u32,
+        tasks: Vec<(u32, u32, u64, Vec<u32>, Option<u32>)>,
+        placement: Option<Vec<u32>>,
+    ) -> PyResult<Self> {
+        let mut g = TaskGraph::new(name, num_ranks);
+        let mut deps = Vec::new();
+        for (src, dst, bytes, after, relays) in tasks {
+            deps.clear();
+            deps.extend(after.into_iter().map(|p| (p, Dependency::Complete)));
+            deps.extend(relays.map(|p| (p, Dependency::Relay)));
+            g.add_task(Message { src, dst, bytes }, &deps).map_err(err)?;
+        }
+        if let Some(p) = placement {
+            g = g.with_placement(p).map_err(err)?;
+        }
+        Ok(PyTaskGraph { inner: g })
+    }
+    /// The phased schedule as a DAG in local-sync order.
+    #[staticmethod]
+    fn from_schedule(schedule: &PySchedule) -> PyResult<Self> {
+        Ok(PyTaskGraph { inner: TaskGraph::from_schedule(&schedule.inner).map_err(err)? })
+    }
+    /// Parse the `netweave-dag` JSON form.
+    #[staticmethod]
+    fn from_json(text: &str) -> PyResult<Self> {
+        Ok(PyTaskGraph { inner: TaskGraph::from_json(text).map_err(err)? })
+    }
+    fn to_json(&self) -> String {
+        self.inner.to_json()
+    }
+    /// Write to `path`: `.json`, or `.nws` (the binary DAG form the executors read).
+    fn save(&self, path: std::path::PathBuf) -> PyResult<()> {
+        netweave_core::traffic::io::save_dag(&self.inner, &path).map_err(err)
+    }
+    /// Read a `.json` or `.nws` DAG file.
+    #[staticmethod]
+    fn load(path: std::path::PathBuf) -> PyResult<Self> {
+        Ok(PyTaskGraph { inner: netweave_core::traffic::io::load_dag(&path).map_err(err)? })
+    }
+    /// Every task as `(src, dst, bytes, after, relays)`, the constructor's form.
+    fn tasks(&self) -> Vec<(u32, u32, u64, Vec<u32>, Option<u32>)> {
+        (0..self.inner.num_tasks() as u32)
+            .map(|t| {
+                let m = self.inner.task(t);
+                let mut after = Vec::new();
+                let mut relays = None;
+                for &(p, kind) in self.inner.predecessors(t) {
+                    match kind {
+                        Dependency::Complete => after.push(p),
+                        Dependency::Relay => relays = Some(p),
+                    }
+                }
+                (m.src, m.dst, m.bytes, after, relays)
+            })
+            .collect()
+    }
+    #[getter]
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+    #[getter]
+    fn num_ranks(&self) -> u32 {
+        self.inner.num_ranks()
+    }
+    #[getter]
+    fn num_tasks(&self) -> usize {
+        self.inner.num_tasks()
+    }
+    #[getter]
+    fn num_dependencies(&self) -> usize {
+        self.inner.num_dependencies()
+    }
+    #[getter]
+    fn placement(&self) -> Vec<u32> {
+        self.inner.placement().to_vec()
+    }
+}
+
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(contention_free, m)?)?;
     m.add_function(wrap_pyfunction!(contention_free_policies, m)?)?;
@@ -613,6 +707,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(concurrent_dag, m)?)?;
     m.add_function(wrap_pyfunction!(native_mpi, m)?)?;
     m.add_class::<PySchedule>()?;
+    m.add_class::<PyTaskGraph>()?;
     for f in [
         wrap_pyfunction!(shift_alltoall, m)?,
         wrap_pyfunction!(save_schedule, m)?,
