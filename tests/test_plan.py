@@ -198,7 +198,9 @@ def test_plan_derives_the_lsft_sub_cluster_and_proves_it(tmp_path, k, m):
     assert by_name["shift"]["flows"] == part["flows"]
     assert data["ours"]["predicted_time_s"] <= part["predicted_time_s"] * (1 + 1e-9)
     if by_name["shift"]["max_congestion"] > 1:
-        assert data["ours"]["name"] == "lsft-partial"
+        # The pick is contention-free: the sub-cluster schedule, or tree-phased where the
+        # routes are unique and its phases pack tighter (measured faster on k = m = 2).
+        assert by_name[data["ours"]["name"]]["contention_free"]
         assert data["ours"]["speedup_vs_shift"] > 1
     # The same job through the schedule command, with k and m given: the same analysis.
     sched = tmp_path / "part.json"
