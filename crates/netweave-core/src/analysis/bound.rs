@@ -30,6 +30,7 @@
 
 use serde::Serialize;
 
+use super::channel_load::routed_channel_bytes;
 use crate::error::Result;
 use crate::routing::RoutingTable;
 use crate::topology::{ChannelId, Topology};
@@ -111,29 +112,19 @@ pub fn bottleneck_bound(
     routes: &RoutingTable,
     messages: impl IntoIterator<Item = (u32, u32, u64)>,
 ) -> Result<BottleneckBound> {
-    routes.check_fits(topo)?;
     let n = topo.num_hosts();
-    let mut channel_bytes = vec![0u64; topo.num_channels()];
     let mut sent = vec![0u64; n];
     let mut received = vec![0u64; n];
     let mut network_bytes = 0u64;
-    let mut path = Vec::new();
-    for (src, dst, bytes) in messages {
-        if src as usize >= n || dst as usize >= n {
-            return crate::invalid!("message {src} -> {dst} names a host outside 0..{}", n.saturating_sub(1));
+    // The per-host sums ride along the one routing walk (which checks the hosts and routes).
+    let counted = messages.into_iter().inspect(|&(src, dst, bytes)| {
+        if (src as usize) < n && (dst as usize) < n && src != dst {
+            sent[src as usize] = sent[src as usize].saturating_add(bytes);
+            received[dst as usize] = received[dst as usize].saturating_add(bytes);
+            network_bytes = network_bytes.saturating_add(bytes);
         }
-        if src == dst || bytes == 0 {
-            continue;
-        }
-        path.clear();
-        routes.path(topo, src as usize, dst as usize, &mut path)?;
-        for &c in &path {
-            channel_bytes[c as usize] = channel_bytes[c as usize].saturating_add(bytes);
-        }
-        sent[src as usize] = sent[src as usize].saturating_add(bytes);
-        received[dst as usize] = received[dst as usize].saturating_add(bytes);
-        network_bytes = network_bytes.saturating_add(bytes);
-    }
+    });
+    let channel_bytes = routed_channel_bytes(topo, routes, counted)?;
     let bytes_per_second = |c: usize| topo.links()[c / 2].spec.bandwidth_gbps * 1e9 / 8.0;
     let mut best = BottleneckBound {
         seconds: 0.0,
