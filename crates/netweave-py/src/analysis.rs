@@ -8,6 +8,24 @@ use crate::routing::PyRoutingTable;
 use crate::traffic::PySchedule;
 use crate::{err, to_py};
 
+// `RoutingTable.pattern_load` / `.analyze` are analysis, so they live here: routing's bindings
+// then need nothing from traffic (pyo3's `multiple-pymethods` lets a class span files).
+#[pymethods]
+impl PyRoutingTable {
+    /// Routes per switch-to-switch channel for the messages of `schedule`.
+    fn pattern_load(&self, py: Python<'_>, schedule: &PySchedule) -> PyResult<PyObject> {
+        let topology = &self.topology.get().inner;
+        let load = analysis::pattern_channel_load(topology, &self.inner, &schedule.inner).map_err(err)?;
+        to_py(py, &load)
+    }
+    /// Exact per-phase link loads of `schedule` on these routes, as a dict.
+    fn analyze(&self, py: Python<'_>, schedule: &PySchedule) -> PyResult<PyObject> {
+        let topology = &self.topology.get().inner;
+        let report = py.allow_threads(|| analysis::analyze(topology, &self.inner, &schedule.inner)).map_err(err)?;
+        to_py(py, &report)
+    }
+}
+
 /// Loads of `schedule` routed by `routes` (on the topology the routes were built for), as a
 /// dict: `complete`, `max_congestion`, `throughput_ratio`, `fluid_time_s`, `phases`, … .
 /// `hop_latency_s` is added per channel on each phase's longest path, `link_latency` adds the

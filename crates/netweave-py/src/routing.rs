@@ -1,12 +1,10 @@
 //! Routing: the `RoutingTable` class, the engines and the routes files.
 
-use netweave_core::analysis;
 use netweave_core::routing::{self, RoutingTable};
 use numpy::{PyArray1, PyArray2, PyArrayMethods};
 use pyo3::prelude::*;
 
 use crate::topology::PyTopology;
-use crate::traffic::PySchedule;
 use crate::{err, to_py, NetweaveErrorPy};
 
 /// Forwarding tables `out_port[switch][dest host]` plus a VC policy.
@@ -67,17 +65,23 @@ impl PyRoutingTable {
         let report = py.allow_threads(|| routing::metrics::route_metrics(topology, &self.inner)).map_err(err)?;
         to_py(py, &report)
     }
-    /// Routes per switch-to-switch channel for the messages of `schedule`.
-    fn pattern_load(&self, py: Python<'_>, schedule: &PySchedule) -> PyResult<PyObject> {
-        let topology = &self.topology.get().inner;
-        let load = analysis::pattern_channel_load(topology, &self.inner, &schedule.inner).map_err(err)?;
-        to_py(py, &load)
-    }
-    /// Exact per-phase link loads of `schedule` on these routes, as a dict.
-    fn analyze(&self, py: Python<'_>, schedule: &PySchedule) -> PyResult<PyObject> {
-        let topology = &self.topology.get().inner;
-        let report = py.allow_threads(|| analysis::analyze(topology, &self.inner, &schedule.inner)).map_err(err)?;
-        to_py(py, &report)
+}
+
+// `Topology.route` lives here, beside the engines it calls, so the topology bindings need
+// nothing from routing (pyo3's `multiple-pymethods` lets a class's methods span files).
+#[pymethods]
+impl PyTopology {
+    /// Route this topology with the named engine (see `route`).
+    #[pyo3(signature = (engine, vcs=8, root=0, select="per-destination", seed=0))]
+    fn route(
+        slf: Bound<'_, Self>,
+        engine: &str,
+        vcs: u8,
+        root: usize,
+        select: &str,
+        seed: u64,
+    ) -> PyResult<PyRoutingTable> {
+        route(slf.py(), slf.clone(), engine, vcs, root, select, seed)
     }
 }
 

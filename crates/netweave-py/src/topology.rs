@@ -4,7 +4,6 @@ use netweave_core::topology::{self as nt, ethernet, io, metrics, plane, LinkSpec
 use numpy::{PyArray1, PyArray2};
 use pyo3::prelude::*;
 
-use crate::routing::{route, PyRoutingTable};
 use crate::{err, to_py, NetweaveErrorPy};
 
 /// A network of hosts and switches (see `netweave.topology`).
@@ -144,18 +143,6 @@ impl PyTopology {
             t.set_link_latency(ns).map_err(err)?;
         }
         Ok(PyTopology { inner: t })
-    }
-    /// Route this topology with the named engine (see `route`).
-    #[pyo3(signature = (engine, vcs=8, root=0, select="per-destination", seed=0))]
-    fn route(
-        slf: Bound<'_, Self>,
-        engine: &str,
-        vcs: u8,
-        root: usize,
-        select: &str,
-        seed: u64,
-    ) -> PyResult<PyRoutingTable> {
-        route(slf.py(), slf.clone(), engine, vcs, root, select, seed)
     }
     fn __repr__(&self) -> String {
         format!(
