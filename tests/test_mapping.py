@@ -4,6 +4,7 @@ import json
 import os
 import shutil
 import subprocess
+import warnings
 
 import numpy as np
 import pytest
@@ -250,15 +251,30 @@ def test_cli_map_under_mpirun(files, tmp_path):
            "OMPI_MCA_rmaps_base_oversubscribe": "1", "COLUMNS": "200"}
     cmd = [_mpirun(), "-n", "2", "--oversubscribe", str(BIN / "netweave"), "map", str(files / "torus.json"),
            str(files / "routes.json"), "bruck:64:2048", "--mpi", "--evals", "20000", "--replicas", "1",
-           "--seed", "3", "--format", "json", "-o", str(out), "--json"]
+           "--seed", "3", "--format", "json", "-o", str(out), "--json", "--cost", "rmatt"]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
     assert proc.returncode == 0, proc.stderr
+    # The earlier cost name is said once for the job, not once per process.
+    assert sum("deprecated" in line for line in proc.stderr.splitlines()) == 1, proc.stderr
     summary = json.loads(proc.stdout)
     assert summary["processes"] == 2
     assert summary["result"]["hops_x_max_channel"] <= min(summary["identity"]["hops_x_max_channel"], summary["start"]["hops_x_max_channel"])
     doc = json.loads(out.read_text())
     assert sorted(doc["host_of_rank"]) == list(range(64))
     assert doc["figures"] == summary["result"]
+
+
+def test_raw_bindings_warn_of_earlier_cost_names(capsys):
+    """`_core` called directly still reads an earlier name, with a DeprecationWarning; today's
+    names and a quiet wrapper call say nothing."""
+    with pytest.warns(DeprecationWarning, match="rmatt.*hops_x_max_channel"):
+        weights = netweave._core.parse_cost("rmatt")
+    assert weights == netweave._core.parse_cost("hops_x_max_channel")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        netweave._core.parse_cost("hop_bytes+2*max_channel_bytes")
+    assert mapping.canonical_cost("max-link", announce=False) == "max_channel_bytes"
+    assert "deprecated" not in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("dims,torus,select", [

@@ -245,9 +245,22 @@ fn map_channel_loads<'py>(
 /// `max_channel_bytes`, `step_max_channel_bytes`, weighted sums): `(hop_bytes,
 /// max_channel_bytes, hops_x_max_channel, step_max_channel_bytes)`.
 #[pyfunction]
-fn parse_cost(spec: &str) -> PyResult<(f64, f64, f64, f64)> {
-    let o = Objective::parse(spec).map_err(err)?;
+fn parse_cost(py: Python<'_>, spec: &str) -> PyResult<(f64, f64, f64, f64)> {
+    let o = objective(py, spec)?;
     Ok((o.w_hop_bytes, o.w_max_channel_bytes, o.w_hops_x_max_channel, o.w_step_max_channel_bytes))
+}
+
+/// The objective of cost spec `spec`; an earlier name (`rmatt`, `max-link`, `step-max-link`)
+/// is read as today's with a `DeprecationWarning`, so callers of the raw bindings hear of it
+/// too (the Python wrappers print their own line and pass today's names).
+fn objective(py: Python<'_>, spec: &str) -> PyResult<Objective> {
+    let (objective, canonical, earlier) = Objective::canonical(spec).map_err(err)?;
+    if !earlier.is_empty() {
+        let message = format!("deprecated cost name(s) {} in '{spec}': read as '{canonical}'", earlier.join(", "));
+        let category = py.get_type::<pyo3::exceptions::PyDeprecationWarning>();
+        PyErr::warn(py, &category, &std::ffi::CString::new(message)?, 1)?;
+    }
+    Ok(objective)
 }
 
 /// A cost spec in today's names and the earlier names it used (`rmatt`, `max-link`,
@@ -360,6 +373,7 @@ impl PyAnnealer {
                         t_min=1e-6, t_max=3e-4, sweep=2000, seed=0))]
     #[allow(clippy::too_many_arguments)]
     fn new(
+        py: Python<'_>,
         net: &PyMapNetwork,
         pattern: &PyPattern,
         start: PyReadonlyArray1<'_, u32>,
@@ -372,7 +386,7 @@ impl PyAnnealer {
         sweep: u32,
         seed: u64,
     ) -> PyResult<Self> {
-        let objective = Objective::parse(cost).map_err(err)?;
+        let objective = objective(py, cost)?;
         let config = AnnealConfig { objective, range, num_swaps, replicas, t_min, t_max, sweep, seed };
         let inner = Tempering::new(net.inner.clone(), pattern.inner.clone(), start.as_slice()?, config).map_err(err)?;
         Ok(PyAnnealer { inner })
@@ -464,7 +478,7 @@ fn map_optimize<'py>(
     ranks: usize,
     swap: Option<PyObject>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let objective = Objective::parse(cost).map_err(err)?;
+    let objective = objective(py, cost)?;
     let config = AnnealConfig { objective, range, num_swaps, replicas, t_min, t_max, sweep, seed };
     let stop = StopRules { seconds, evaluations, target, stall };
     let start = start.as_slice()?.to_vec();

@@ -69,7 +69,6 @@ def map_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
     """Optimise where each rank runs: the best of BISEM and the baselines, then parallel-tempering annealing."""
-    cost = mapping.canonical_cost(cost)  # refuse a bad --cost early; earlier names read as today's
     if fmt not in mapping.FORMATS:
         raise UserError(f"unknown --format '{fmt}' (use {', '.join(mapping.FORMATS)})")
     # Every budget must be a finite number: `--time inf` would never stop, and a NaN
@@ -89,6 +88,8 @@ def map_cmd(
             raise UserError("--mpi needs mpi4py (pip install -r requirements-dev.txt)") from None
         comm = MPI.COMM_WORLD
     root = comm is None or comm.Get_rank() == 0
+    # Refuse a bad --cost before any work; earlier names are read as today's, said once per job.
+    cost = mapping.canonical_cost(cost, announce=root)
     topo = topology.load(topology_file)
     pattern = mapping.load_pattern(pattern_arg, num_ranks)
     names = None

@@ -128,18 +128,19 @@ DEFAULT_COST = "hops_x_max_channel"
 _warned_costs: set[str] = set()
 
 
-def canonical_cost(spec: str) -> str:
+def canonical_cost(spec: str, announce: bool = True) -> str:
     """Cost spec `spec` in today's names (``hops_x_max_channel``, ``hop_bytes``,
     ``max_channel_bytes``, ``step_max_channel_bytes``, weighted sums such as
     ``hop_bytes+2e3*max_channel_bytes``). The earlier names (``rmatt``, ``max-link``,
     ``step-max-link``) are still read, with one deprecation line on stderr per spec; a bad
-    spec raises naming the term.
+    spec raises naming the term. `announce=False` keeps quiet (the other processes of an MPI
+    run, so a job prints the line once, not once per rank).
 
     >>> canonical_cost("hop-bytes+2*max_channel_bytes")
     'hop_bytes+2*max_channel_bytes'
     """
     canonical, earlier = _core.canonical_cost(spec)
-    if earlier and spec not in _warned_costs:
+    if earlier and announce and spec not in _warned_costs:
         _warned_costs.add(spec)
         print(f"netweave: deprecated cost name{'s' if len(earlier) > 1 else ''} {', '.join(earlier)} "
               f"in '{spec}': read as '{canonical}'", file=sys.stderr)
@@ -283,7 +284,7 @@ def optimize(
     travel by ``comm.alltoall``.
     """
     rank, size = (comm.Get_rank(), comm.Get_size()) if comm is not None else (0, 1)
-    cost = canonical_cost(cost)
+    cost = canonical_cost(cost, announce=rank == 0)
 
     def on_round(status: dict, elapsed: float) -> None:
         if progress is not None and rank == 0:
