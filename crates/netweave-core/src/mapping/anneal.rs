@@ -25,8 +25,9 @@ use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 use std::sync::Arc;
 
-use super::cost::{CostParts, Evaluator, Move, Objective};
+use super::cost::{Evaluator, Move};
 use super::network::MapNetwork;
+use super::objective::{CostParts, Objective};
 use super::pattern::Pattern;
 use crate::error::{NetweaveError, Result};
 use crate::exchange::Exchange;

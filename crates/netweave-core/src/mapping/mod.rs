@@ -41,11 +41,13 @@ pub mod descent;
 pub mod discovered;
 pub mod map_files;
 pub mod network;
+pub mod objective;
 pub mod pattern;
 pub mod pattern_files;
 
-pub use cost::{CostParts, Evaluator, Move, Objective};
+pub use cost::{Evaluator, Move};
 pub use network::MapNetwork;
+pub use objective::{CostParts, Objective};
 pub use pattern::Pattern;
 
 /// Shared fixtures for the unit tests.

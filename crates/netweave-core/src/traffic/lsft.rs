@@ -573,12 +573,10 @@ impl SubClusterAllToAll {
         if side >= layout.sides() {
             return crate::invalid!("side {side} does not exist: the LSFT has {} side(s)", layout.sides());
         }
-        // Global point index of P(x, y) (topology::plane numbering).
-        let grid = |x: u32, y: u32| 1 + self.n + x * self.n + y;
         (0..self.num_ranks())
             .map(|r| {
                 let (x, y, j) = self.coords(r);
-                layout.host_index(side, grid(x, y), j).ok_or_else(|| {
+                layout.host_index(side, layout.grid_point(x, y), j).ok_or_else(|| {
                     NetweaveError::InvalidParameter(format!("leaf P({x},{y}) slot {j} is not part of this LSFT"))
                 })
             })
