@@ -56,12 +56,12 @@ system-deps bench-deps:
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
 	fi
 
-# Lint, the first step of `make test`: rustfmt's check, clippy with warnings as errors, then ruff
-# and mypy on the Python (their rules and settings are in pyproject.toml; both pinned in
-# requirements-dev.txt).
+# Lint, the first step of `make test`: rustfmt's check, clippy with warnings as errors (core and
+# bindings), then ruff and mypy on the Python (their rules and settings are in pyproject.toml;
+# both pinned in requirements-dev.txt).
 lint: setup
 	cargo fmt --check
-	cargo clippy -p netweave-core -- -D warnings
+	cargo clippy -p netweave-core -p netweave-py -- -D warnings
 	$(BIN)/ruff check python tests benches
 	$(BIN)/mypy
 

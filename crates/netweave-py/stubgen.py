@@ -31,6 +31,9 @@ SCALARS = {
     "PyBytes": "bytes", "()": "None", "Self": "Self",
 }
 
+#: `type Name = …;` aliases of the binding sources (filled by `rust_functions`), read through.
+ALIASES: dict[str, str] = {}
+
 
 def python_type(rust: str, classes: dict[str, str]) -> str:
     """The Python type PyO3 gives a Rust parameter or return type."""
@@ -63,6 +66,8 @@ def python_type(rust: str, classes: dict[str, str]) -> str:
         return "numpy.ndarray[Any, Any]"
     if t in classes:
         return classes[t]
+    if t in ALIASES:
+        return python_type(ALIASES[t], classes)
     if t.startswith("PyType"):
         return "type"
     return SCALARS.get(t, "Any")
@@ -93,6 +98,8 @@ def rust_functions() -> tuple[dict[str, dict], dict[str, str]]:
     functions: dict[str, dict] = {}
     for path in sorted(SOURCES.glob("*.rs")):
         text = path.read_text()
+        for m in re.finditer(r"^\s*(?:pub(?:\(crate\))?\s+)?type\s+(\w+)\s*=\s*([^;]+);", text, re.MULTILINE):
+            ALIASES[m.group(1)] = m.group(2).strip()
         for m in re.finditer(r'#\[pyclass\(name\s*=\s*"(\w+)"[^\]]*\]\s*(?:#\[[^\]]*\]\s*)*pub(?:\(crate\))?\s+struct\s+(\w+)', text):
             classes[m.group(2)] = m.group(1)
         for m in re.finditer(r'#\[pyclass\(name\s*=\s*"(\w+)"[^\]]*\]\s*(?:#\[[^\]]*\]\s*)*(?:pub(?:\(crate\))?\s+)?enum\s+(\w+)', text):

@@ -614,18 +614,16 @@ pub(crate) struct PyTaskGraph {
     pub(crate) inner: TaskGraph,
 }
 
+/// One task in the constructor's form: `(src, dst, bytes, after, relays)`.
+type TaskRow = (u32, u32, u64, Vec<u32>, Option<u32>);
+
 #[pymethods]
 impl PyTaskGraph {
     /// `tasks` are `(src, dst, bytes, after, relays)`: `after` lists earlier tasks that must
     /// completely finish first, `relays` the earlier task whose data this one forwards (or None).
     #[new]
     #[pyo3(signature = (name, num_ranks, tasks, placement=None))]
-    fn new(
-        name: &str,
-        num_ranks: u32,
-        tasks: Vec<(u32, u32, u64, Vec<u32>, Option<u32>)>,
-        placement: Option<Vec<u32>>,
-    ) -> PyResult<Self> {
+    fn new(name: &str, num_ranks: u32, tasks: Vec<TaskRow>, placement: Option<Vec<u32>>) -> PyResult<Self> {
         let mut g = TaskGraph::new(name, num_ranks);
         let mut deps = Vec::new();
         for (src, dst, bytes, after, relays) in tasks {
@@ -662,7 +660,7 @@ impl PyTaskGraph {
         Ok(PyTaskGraph { inner: netweave_core::traffic::io::load_dag(&path).map_err(err)? })
     }
     /// Every task as `(src, dst, bytes, after, relays)`, the constructor's form.
-    fn tasks(&self) -> Vec<(u32, u32, u64, Vec<u32>, Option<u32>)> {
+    fn tasks(&self) -> Vec<TaskRow> {
         (0..self.inner.num_tasks() as u32)
             .map(|t| {
                 let m = self.inner.task(t);
