@@ -11,7 +11,9 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -141,6 +143,32 @@ def test_runs_leave_no_processes_or_scratch_files():
     after = {p for p in os.listdir(tempfile.gettempdir()) if p.startswith("netweave-run-")}
     assert after == before
     assert _leftovers("netweave-run-") == []
+
+
+def test_a_killed_launcher_leaves_no_scratch_directory(tmp_path):
+    """SIGKILL runs no `finally`: the job's guardian removes the scratch directory then."""
+    scratch_parent = tmp_path / "tmp"
+    scratch_parent.mkdir()
+    # A rank that hangs keeps the run going until the launcher is killed.
+    script = ("from netweave import traffic\nfrom netweave.run import executor\n"
+              "g = executor.as_task_graph(traffic.alltoall(4, 1000, 'shift'))\n"
+              "executor.run_local(g, timeout=120, fault='hang:1')\n")
+    child = subprocess.Popen([sys.executable, "-c", script], env={**os.environ, "TMPDIR": str(scratch_parent)})
+    try:
+        deadline = time.monotonic() + 60
+        while not any(scratch_parent.glob("netweave-run-*/peers.txt")) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert any(scratch_parent.glob("netweave-run-*")), "the run never started"
+        child.kill()
+        child.wait()
+        deadline = time.monotonic() + 30
+        while any(scratch_parent.iterdir()) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert list(scratch_parent.iterdir()) == []
+        assert _leftovers(str(scratch_parent)) == []
+    finally:
+        child.kill()
+        child.wait()
 
 
 def test_dag_files_round_trip_through_the_binary_form(tmp_path):

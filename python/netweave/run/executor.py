@@ -134,11 +134,13 @@ def run_local(
         raise _core.NetweaveError(f"fault names rank {faulty[1]}, outside the schedule's {graph.num_ranks} ranks")
     exe = executor_path()
     scratch = work_dir is None
-    out = Path(tempfile.mkdtemp(prefix="netweave-run-")) if work_dir is None else Path(work_dir)
-    out.mkdir(parents=True, exist_ok=True)
     procs: list[subprocess.Popen] = []
     job = processes.Job().start()  # the ranks die with this process, however it ends
+    out = Path(tempfile.mkdtemp(prefix="netweave-run-")) if work_dir is None else Path(work_dir)
+    if scratch:  # and so does the scratch directory, even when netweave is killed
+        job.on_parent_death(["rm", "-rf", "--", str(out)])
     try:
+        out.mkdir(parents=True, exist_ok=True)
         schedule_path = out / "schedule.nws"
         graph.save(schedule_path)
         if placement is not None and len(placement.addresses) < graph.num_ranks:
