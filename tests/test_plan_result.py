@@ -10,22 +10,25 @@ from netweave.plan import result as result_module
 from netweave.plan.result import PlanResult, VerifyRow, VerifySummary
 
 # The fields report.json held before the result was typed (``netweave plan --json`` on an LSFT,
-# a gather on a two-switch tree, a mesh with --pattern, a --hosts job and an allgather).
+# a gather on a two-switch tree, a mesh with --pattern, a --hosts job and an allgather), and
+# since each phased candidate is predicted with every executor: each candidate's and pick's
+# ``executor``, each phased row's ``predicted_times_s``, the prediction's ``executors`` in place
+# of its one ``executor``.
 PLAN = {"best", "bound", "dag_schedules", "job", "native", "ours", "prediction", "ranking", "routing", "schedules",
         "skipped", "today", "topology"}
 JOB = {"bytes_per_pair", "collective", "hosts", "ranks"}
 ROUTING = {"deadlock_free", "engine", "vcs", "why"}
 BOUND = {"bytes", "describe", "seconds"}
-PREDICTION = {"calibration", "executor", "model"}
-CANDIDATE = {"bound_ratio", "bound_s", "complete", "contention_free", "kind", "name", "predicted_time_s",
+PREDICTION = {"calibration", "executors", "model"}
+CANDIDATE = {"bound_ratio", "bound_s", "complete", "contention_free", "executor", "kind", "name", "predicted_time_s",
              "throughput_per_server_mib_s"}
 PHASED = CANDIDATE | {"bytes", "flows", "fluid_time_host_links_s", "fluid_time_s", "hop_bytes", "max_channel_bytes",
-                      "max_congestion", "messages", "phase_loads", "phases", "problem", "schedule",
-                      "throughput_ratio", "worst_phase"}
+                      "max_congestion", "messages", "phase_loads", "phases", "predicted_times_s", "problem",
+                      "schedule", "throughput_ratio", "worst_phase"}
 DAG = CANDIDATE | {"cost_model_s", "deployable", "groups", "tasks"}
-NATIVE = CANDIDATE | {"algorithm", "concurrent_sends", "executor", "label", "library", "phases", "schedule"}
+NATIVE = CANDIDATE | {"algorithm", "concurrent_sends", "label", "library", "phases", "schedule"}
 SKIPPED = {"name", "reason"}
-PICK = {"baseline", "bound_ratio", "contention_free", "fluid_time_host_links_s", "kind", "name",
+PICK = {"baseline", "bound_ratio", "contention_free", "executor", "fluid_time_host_links_s", "kind", "name",
         "predicted_speedup_vs_shift", "predicted_time_s", "reason", "speedup_vs_shift", "throughput_ratio"}
 TODAY = {"libraries", "ours", "ours_s"}
 TODAY_LIBRARY = {"algorithm", "label", "library", "ours_speedup", "predicted_time_s"}
@@ -142,3 +145,31 @@ def test_an_earlier_report_json_reads_with_todays_figure_names(capsys, monkeypat
         assert old not in written, old
     assert back.placement.placed["hops_x_max_channel"] == back.placement.placed["sum_hops"] * \
         back.placement.placed["max_channel_bytes"]
+
+
+def test_an_earlier_report_json_with_one_executor_reads_as_each_rows(capsys, monkeypatch):
+    """A report.json written when every phased candidate was predicted with one executor
+    (``prediction.executor``, none per row) reads back with that executor on each phased row
+    and pick, ``dag`` on the DAGs, and writes only today's fields."""
+    result = JOBS["gather"]()
+    data = json.loads(report.to_json(result))
+    data["prediction"]["executor"] = "local-sync"
+    del data["prediction"]["executors"]
+    for row in [*data["schedules"], *data["dag_schedules"]]:
+        del row["executor"]
+    for row in data["schedules"]:
+        del row["predicted_times_s"]
+    for key in ("best", "ours"):
+        del data[key]["executor"]
+    monkeypatch.setattr(result_module, "_warned_earlier", set())
+    back = PlanResult.from_dict(data)
+    assert "prediction.executor is an earlier form" in capsys.readouterr().err
+    assert back.prediction.executors == ["local-sync"]
+    assert all(r.executor == "local-sync" and r.predicted_times_s == {"local-sync": r.predicted_time_s}
+               for r in back.schedules)
+    assert all(r.executor == "dag" for r in back.dag_schedules)
+    natives = {n.name: n.executor for n in back.native}
+    for pick in (back.best, back.ours):
+        assert pick is not None
+        assert pick.executor == {"phased": "local-sync", "dag": "dag"}.get(pick.kind, natives.get(pick.name))
+    assert set(json.loads(report.to_json(back))["prediction"]) == PREDICTION

@@ -80,9 +80,14 @@ ONE_LANE_ENGINE = "updown"
 #: The MPI libraries whose default algorithms join every plan (``traffic::native_mpi``).
 NATIVE_LIBRARIES = ("openmpi", "mpich")
 
-#: How the flow simulator runs each candidate to predict its time: every rank starts a phase
-#: once it has received all of the previous phase's messages (MPI's pairwise exchange).
-PREDICT_EXECUTOR = "local-sync"
+#: The executors a phased candidate is predicted with — every one the runtime runs a phased
+#: schedule with (``auto`` only chooses among them) — the one ranked and deployed being its
+#: fastest; on equal times the earlier here (local-sync first: no barrier, and what the runtime's
+#: ``auto`` runs for forwarded delivery).
+PHASED_EXECUTORS: tuple[str, ...] = tuple(sorted((ex for ex in _core.schedule_executors() if ex != "auto"),
+                                                 key=lambda ex: ex != "local-sync"))
+#: The executor that holds every rank at a barrier between phases (MPI's pairwise exchange).
+BARRIER_EXECUTOR = "sync"
 
 
 @dataclass
@@ -157,6 +162,29 @@ def predict(routes: _core.RoutingTable, workload, executor: str, nct: int = 1,
     return flowsim.simulate(routes, workload, executor=executor, nct=nct, calibration=calibration)
 
 
+def phased_executors(loads: dict[str, Any]) -> tuple[str, ...]:
+    """The executors worth predicting a phased schedule with, given its exact analysis `loads`:
+    :data:`PHASED_EXECUTORS`, less the barrier one where some phase is not a permutation. A
+    barrier keeps permutation phases from overlapping; a phase that is itself an incast
+    (linear's: every rank to one) gains nothing from it — and the lossy flow model's sync run of
+    such phases at a large size does not end (linear, 1 MiB, on an uneven tree)."""
+    if loads["permutation_phases"] == len(loads["phases"]):
+        return PHASED_EXECUTORS
+    return tuple(ex for ex in PHASED_EXECUTORS if ex != BARRIER_EXECUTOR)
+
+
+def predict_phased(routes: _core.RoutingTable, schedule: Schedule, executors: Sequence[str] = PHASED_EXECUTORS,
+                   calibration: Path | None = None) -> tuple[str, dict[str, Any], dict[str, float]]:
+    """The flow model's prediction of the phased `schedule` with each of `executors`:
+    ``(fastest executor, its report, every executor's time)``. On equal times (within
+    :data:`TIME_TOLERANCE`) the earlier of `executors` counts as fastest."""
+    reports = {ex: predict(routes, schedule, ex, calibration=calibration) for ex in executors}
+    times = {ex: float(r["makespan_s"]) for ex, r in reports.items()}
+    least = min(times.values())
+    fastest = next(ex for ex in executors if times[ex] <= least * (1 + TIME_TOLERANCE))
+    return fastest, reports[fastest], times
+
+
 def write_artifacts(topo: Topology, routes: _core.RoutingTable, result: PlanResult, out_dir: Path,
                     hosts: str | None = None, order: str = "listed", seed: int | None = None,
                     placement: Placement | None = None,
@@ -165,8 +193,9 @@ def write_artifacts(topo: Topology, routes: _core.RoutingTable, result: PlanResu
     (``routes.json``, and ``opensm/`` for ``opensm -F opensm/opensm.conf``: the tables with their
     lanes, :func:`netweave.stages.routing.save_opensm`), netweave's best
     schedule for the job as ``<collective>-<ranks>.nws`` (the name the MPI library looks up in
-    a schedule directory; a phased schedule asks for the executor the flow model finds fastest
-    for it, a paper-004 DAG is written as its task graph) and, phased, as ``.json``; the rank
+    a schedule directory; a phased schedule asks for the executor its prediction, and so the
+    ranking, used — the fastest the flow model found for it; a paper-004 DAG is written as its
+    task graph) and, phased, as ``.json``; the rank
     placement as an Open MPI ``rankfile``, a Fujitsu ``vcoordfile`` and a Cray
     ``MPICH_RANK_ORDER`` when `placement` is given, and ``README.md`` saying which command uses
     each file — and, when the user's own MPI is predicted fastest, that it is. `routes` are the
@@ -213,15 +242,9 @@ def write_artifacts(topo: Topology, routes: _core.RoutingTable, result: PlanResu
                                        collective=collective, root=job.root_rank)
             schedule = chosen.schedule
             assert schedule is not None, f"the pick {name} is a phased candidate that was built"
-            # A contention-free phase schedule stays so only while its phases do not overlap; which
-            # executor keeps them apart best depends on the schedule (half-empty phases favour sync).
-            # The plan already predicted the chosen schedule with its own executor.
-            calibration = result.prediction.calibration
-            times = {ex: ours.predicted_time_s if ex == PREDICT_EXECUTOR
-                     else predict(routes, schedule, ex,
-                                  calibration=None if calibration is None else Path(calibration))["makespan_s"]
-                     for ex in _core.schedule_executors() if ex != "auto"}
-            executor = min(times, key=lambda ex: times[ex])
+            # The executor the ranking used: the file runs what the plan predicted.
+            row = next(r for r in result.schedules if r.name == name)
+            executor, times = row.executor, row.predicted_times_s
             traffic.save(schedule, nws, executor=executor)
             traffic.save(schedule, out_dir / f"{collective}-{ranks}.json")
             written += [nws, out_dir / f"{collective}-{ranks}.json"]
@@ -291,10 +314,11 @@ def _sub_cluster_candidate(topo: Topology, bytes_per_pair: int, sub_cluster) -> 
     return Candidate(SUB_CLUSTER, _core.lsft_partial_alltoall(topo, k, m, bytes_per_pair, "text", "row-major", side))
 
 
-def _measure(name: str, schedule: Schedule, loads: dict[str, Any], flow: dict[str, Any], bound_s: float,
-             contention_free: bool) -> PhasedRow:
-    """A phased candidate's row: the exact analysis' `loads`, the flow model's prediction `flow`,
-    its traffic's bound and whether it is contention-free (:func:`full_rate_contention_free`)."""
+def _measure(name: str, schedule: Schedule, loads: dict[str, Any], flow: dict[str, Any], executor: str,
+             times: dict[str, float], bound_s: float, contention_free: bool) -> PhasedRow:
+    """A phased candidate's row: the exact analysis' `loads`, the flow model's prediction `flow`
+    with its fastest `executor` (and every executor's `times`), its traffic's bound and whether
+    it is contention-free (:func:`full_rate_contention_free`)."""
     worst = max(range(len(loads["phases"])), key=lambda p: loads["phases"][p]["max_load"], default=0)
     return PhasedRow(
         name=name,
@@ -315,6 +339,8 @@ def _measure(name: str, schedule: Schedule, loads: dict[str, Any], flow: dict[st
         worst_phase=worst,
         phase_loads=loads["phases"],
         predicted_time_s=flow["makespan_s"],
+        executor=executor,
+        predicted_times_s=times,
         throughput_per_server_mib_s=flow["throughput_per_server_mib_s"],
         bound_s=bound_s,
     )
@@ -375,7 +401,12 @@ def choose(rows: Sequence[CandidateRow]) -> Choice | None:
     tied = [s for s in proven if s.predicted_time_s <= fastest * (1 + TIME_TOLERANCE)]
     pick = min(tied, key=lambda s: (not s.contention_free, s.phase_count, rows.index(s)))
     reason = "fastest predicted"
-    if not pick.contention_free:
+    if pick.contention_free:
+        # Say what else it stood against: a contended candidate as fast as it is passed over.
+        level = [s.name for s in tied if s is not pick and not s.contention_free]
+        reason += (f", and contention-free (level with {', '.join(level)}, which is not)" if level
+                   else ", and contention-free")
+    else:
         near = [s for s in proven if s.contention_free
                 and s.predicted_time_s <= pick.predicted_time_s * (1 + CONTENTION_FREE_MARGIN)]
         if near:
@@ -416,8 +447,9 @@ def routing_for(topo: Topology, engine: str | None = None, bytes_per_pair: int =
         return routes, keep + f"{ONE_LANE_ENGINE} is not minimal here ({detour:,} host pairs take a longer path)"
     placed = job_hosts(topo, hosts, order, seed)
     baseline = traffic.build("alltoall", BASELINE, num_ranks=len(placed), bytes=bytes_per_pair).with_placement(placed)
-    multi = predict(routes, baseline, PREDICT_EXECUTOR, calibration=calibration)["makespan_s"]
-    single = predict(one, baseline, PREDICT_EXECUTOR, calibration=calibration)["makespan_s"]
+    # Each routing's baseline with its fastest executor, as the plan ranks candidates.
+    multi = min(predict_phased(routes, baseline, calibration=calibration)[2].values())
+    single = min(predict_phased(one, baseline, calibration=calibration)[2].values())
     if single <= multi * (1 + ONE_LANE_MARGIN):
         return one, (f"{ONE_LANE_ENGINE} in one lane instead of {suited}'s {lanes}: minimal, deadlock-free, and {BASELINE} "
                      f"predicts {single * 1e3:.4g} ms against {multi * 1e3:.4g} ms (within {ONE_LANE_MARGIN:.0%}); "
@@ -469,10 +501,10 @@ def plan(
         note(f"analysing {cand.name}")
         loads = analysis.analyze(routes, cand.schedule)
         note(f"simulating {cand.name}")
-        flow = predict(routes, cand.schedule, PREDICT_EXECUTOR, calibration=calibration)
+        executor, flow, times = predict_phased(routes, cand.schedule, phased_executors(loads), calibration)
         bound_s = analysis.bottleneck_bound(routes, cand.schedule)["seconds"]
         free = full_rate_contention_free(topo, routes, cand.schedule, loads)
-        measured.append(_measure(cand.name, cand.schedule, loads, flow, bound_s, free))
+        measured.append(_measure(cand.name, cand.schedule, loads, flow, executor, times, bound_s, free))
     baseline_name = BASELINES[collective]
     baseline = next((s for s in measured if s.name == baseline_name), None)
     if baseline is None:
@@ -509,7 +541,7 @@ def plan(
         best=None if best is None else _pick(best, baseline),
         ours=None if ours is None else _pick(ours, baseline),
         today=_today(natives, ours),
-        prediction=Prediction(model="flow-level, max-min fair sharing, link latencies", executor=PREDICT_EXECUTOR,
+        prediction=Prediction(model="flow-level, max-min fair sharing, link latencies", executors=list(PHASED_EXECUTORS),
                               calibration=None if calibration is None else str(calibration)),
     )
 
@@ -527,6 +559,7 @@ def _pick(choice: Choice, baseline: PhasedRow) -> Pick:
         throughput_ratio=None if phased is None else phased.throughput_ratio,
         speedup_vs_shift=None if phased is None else _speedup(baseline, phased),
         predicted_time_s=row.predicted_time_s,
+        executor=row.executor,
         predicted_speedup_vs_shift=baseline.predicted_time_s / row.predicted_time_s if row.predicted_time_s > 0
         else None,
         baseline=baseline.name,
@@ -600,6 +633,7 @@ def dag_candidates(topo: Topology, routes, bytes_per_pair: int, hosts: str | Non
             deployable=name == CONTENTION_FREE,
             tasks=dag.num_tasks,
             predicted_time_s=flow["makespan_s"],
+            executor="dag",
             throughput_per_server_mib_s=flow["throughput_per_server_mib_s"],
             bound_s=analysis.bottleneck_bound(routes, dag)["seconds"],
             cost_model_s=extra.get("predicted_seconds"),

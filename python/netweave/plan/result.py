@@ -124,10 +124,19 @@ class Prediction(Record):
     """How the flow model predicted the candidates."""
 
     model: str
-    #: The executor phased candidates ran with.
-    executor: str
+    #: The executors each phased candidate is predicted with (``sync`` only where every phase is
+    #: a permutation, :func:`netweave.plan.phased_executors`); each row's ``executor`` says
+    #: which one its time is from.
+    executors: list[str]
     #: The calibration file's path, None without one (written as null).
     calibration: str | None = None
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Self:
+        data = dict(data)
+        if "executor" in data:  # an earlier report.json: one executor for every phased candidate
+            data["executors"] = [data.pop("executor")]
+        return super().from_dict(data)
 
 
 @dataclass(kw_only=True)
@@ -143,6 +152,9 @@ class CandidateRow(Record):
     contention_free: bool
     #: The flow model's prediction.
     predicted_time_s: float
+    #: What ran it in the flow model for that time: a phased candidate's fastest executor (the
+    #: one its deployed ``.nws`` asks for), ``dag`` for a task DAG, a native algorithm's own.
+    executor: str
     throughput_per_server_mib_s: float
     #: Its own traffic's bottleneck bound.
     bound_s: float
@@ -217,6 +229,9 @@ class PhasedRow(CandidateRow):
     hop_bytes: int
     #: The phase with the most loaded link.
     worst_phase: int
+    #: The flow model's time with each executor tried, keyed by executor (``predicted_time_s``
+    #: is the least of them, with ``executor``).
+    predicted_times_s: dict[str, float]
     #: Each phase's loads, as :func:`netweave.analysis.analyze` gives them.
     phase_loads: list[dict[str, Any]]
 
@@ -257,7 +272,6 @@ class NativeRow(CandidateRow):
     algorithm: str
     schedule: str
     phases: int
-    executor: str
     concurrent_sends: int
 
     @property
@@ -286,6 +300,8 @@ class Pick(Record):
     throughput_ratio: float | None
     speedup_vs_shift: float | None
     predicted_time_s: float
+    #: The executor of that prediction (the candidate row's ``executor``).
+    executor: str
     #: The baseline's predicted time over this one's (None when it takes no time).
     predicted_speedup_vs_shift: float | None
     #: The collective's baseline algorithm (shift, ring or linear).
@@ -434,3 +450,34 @@ class PlanResult(Record):
     def candidates(self) -> list[CandidateRow]:
         """Every ranked candidate: the user's MPI first, then the phased ones, then the DAGs."""
         return [*self.native, *self.schedules, *self.dag_schedules]
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Self:
+        return super().from_dict(_with_row_executors(data))
+
+
+def _with_row_executors(data: dict[str, Any]) -> dict[str, Any]:
+    """`data` with each row's and pick's ``executor``: an earlier report.json named one executor
+    for every phased candidate (``prediction.executor``) and none per row (one deprecation line
+    on stderr)."""
+    earlier = (data.get("prediction") or {}).get("executor")
+    if earlier is None:
+        return data
+    if "prediction.executor" not in _warned_earlier:
+        _warned_earlier.add("prediction.executor")
+        print("netweave: report.json key prediction.executor is an earlier form; read as each phased row's "
+              "executor", file=sys.stderr)
+    natives = {row["name"]: row.get("executor") for row in data.get("native") or []}
+
+    def own(kind: str, name: str) -> str | None:
+        return {"phased": earlier, "dag": "dag"}.get(kind) or natives.get(name)
+
+    data = dict(data)
+    data["schedules"] = [{"executor": earlier, "predicted_times_s": {earlier: row["predicted_time_s"]}, **row}
+                         for row in data.get("schedules") or []]
+    data["dag_schedules"] = [{"executor": "dag", **row} for row in data.get("dag_schedules") or []]
+    for key in ("best", "ours"):
+        pick = data.get(key)
+        if pick is not None:
+            data[key] = {"executor": own(pick["kind"], pick["name"]), **pick}
+    return data

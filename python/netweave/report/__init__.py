@@ -77,8 +77,9 @@ def summary_lines(plan: PlanResult) -> list[str]:
     bound = plan.bound
     lines.append(f"bound     {format_seconds(bound.seconds)}: {bound.describe} (no order of the job's messages "
                  "finishes sooner)")
-    lines.append("candidates predicted time (flow simulation), its ratio to the bound; phased: lock-step time "
-                 "(paper 001), throughput ratio (paper 000), max link congestion:")
+    lines.append("candidates predicted time (flow simulation; phased: with each of "
+                 + ", ".join(plan.prediction.executors) + ", the fastest counts), its ratio to the bound; phased: "
+                 "lock-step time (paper 001), throughput ratio (paper 000), max link congestion:")
     rows = candidate_rows(plan)
     width = max([len(row.name) for row in rows] + [len(s.name) for s in plan.skipped], default=0)
     for row in rows:
@@ -91,7 +92,7 @@ def summary_lines(plan: PlanResult) -> list[str]:
         lines.append("best      no schedule could be proven complete")
     else:
         lines.append(f"best      {pick_text(best)}: {format_seconds(best.predicted_time_s)} predicted "
-                     f"({plan.prediction.executor if best.kind == 'phased' else 'its own'} executor), "
+                     f"({best.executor} executor), "
                      f"{best.reason}")
         if best.kind == "phased" and best.name != best.baseline and best.speedup_vs_shift:
             lockstep = best.fluid_time_host_links_s
@@ -167,6 +168,8 @@ class DisplayRow:
     #: "51 phases", "2652 tasks".
     size: str
     bound_ratio: float | None
+    #: The executor of its predicted time (the candidate row's ``executor``).
+    executor: str
     #: One line saying what it is.
     detail: str
 
@@ -177,7 +180,7 @@ def candidate_rows(plan: PlanResult) -> list[DisplayRow]:
     for n in plan.native:
         rows.append(DisplayRow(name=n.name, kind="native", verdict="native", predicted=n.predicted_time_s,
                                lockstep=None, ratio=None, congestion=None, size=f"{n.phases} phases",
-                               bound_ratio=n.bound_ratio,
+                               bound_ratio=n.bound_ratio, executor=n.executor,
                                detail=f"your MPI today: {n.label}'s {n.algorithm} ({n.concurrent_sends} in flight, "
                                       f"{n.executor})"))
     for s in plan.schedules:
@@ -187,17 +190,26 @@ def candidate_rows(plan: PlanResult) -> list[DisplayRow]:
         rows.append(DisplayRow(name=s.name, kind="phased", verdict=verdict, predicted=s.predicted_time_s,
                                lockstep=s.fluid_time_host_links_s, ratio=s.throughput_ratio,
                                congestion=s.max_congestion, size=f"{s.phases} phases", bound_ratio=s.bound_ratio,
+                               executor=s.executor,
                                detail=f"lock-step {format_seconds(s.fluid_time_host_links_s)}, throughput ratio "
                                       f"{s.throughput_ratio:.4f}, congestion {s.max_congestion}, {s.phases} phases, "
-                                      f"{shown}"))
+                                      f"{shown}; {executor_text(s.executor, s.predicted_times_s)}"))
     for d in plan.dag_schedules:
         how = (f"paper 004 DAG, {d.groups} groups, cost model {format_seconds(d.cost_model_s)}"
                if d.groups is not None and d.cost_model_s is not None
                else "DAG, every task at once (paper 004's Concurrent)")
         rows.append(DisplayRow(name=d.name, kind="dag", verdict="dag", predicted=d.predicted_time_s,
                                lockstep=None, ratio=None, congestion=None, size=f"{d.tasks} tasks",
-                               bound_ratio=d.bound_ratio, detail=f"{d.tasks} tasks, {how}"))
+                               bound_ratio=d.bound_ratio, executor=d.executor, detail=f"{d.tasks} tasks, {how}"))
     return rows
+
+
+def executor_text(executor: str, times: dict[str, float]) -> str:
+    """Which executor a phased prediction used, and what the others it was tried with took,
+    fastest first: ``async executor (sync 227 ms, local-sync 265 ms)``."""
+    others = ", ".join(f"{ex} {format_seconds(t)}" for ex, t in sorted(times.items(), key=lambda et: (et[1], et[0]))
+                       if ex != executor)
+    return f"{executor} executor" + (f" ({others})" if others else "")
 
 
 def to_text(plan: PlanResult) -> str:

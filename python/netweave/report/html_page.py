@@ -204,7 +204,7 @@ def _candidates_section(result: PlanResult, command: str) -> str:
     legend = "<p class='legend note'>" + "".join(
         f"<span style='background:{c}'></span>{v}" for v, c in _VERDICT_COLOUR.items()) + \
         " (dag: paper 004's task DAGs; native: what Open MPI and MPICH run by default)</p>"
-    head = ("<tr><th>schedule</th><th>size</th><th>lock-step</th><th>predicted</th><th>÷ bound</th>"
+    head = ("<tr><th>schedule</th><th>size</th><th>lock-step</th><th>predicted</th><th>executor</th><th>÷ bound</th>"
             f"<th>vs {html.escape(baseline)}</th><th>throughput ratio</th><th>max congestion</th><th>verdict</th></tr>")
     body = []
     for r in rows:
@@ -212,18 +212,19 @@ def _candidates_section(result: PlanResult, command: str) -> str:
         mark = " ★" if r.name == best else ""
         body.append(f"<tr><td>{html.escape(r.name)}{mark}</td><td>{r.size}</td>"
                     f"<td>{'-' if r.lockstep is None else format_seconds(r.lockstep)}</td>"
-                    f"<td>{format_seconds(r.predicted)}</td>"
+                    f"<td>{format_seconds(r.predicted)}</td><td>{html.escape(r.executor)}</td>"
                     f"<td>{'-' if r.bound_ratio is None else format(r.bound_ratio, '.2f') + '×'}</td><td>{vs}</td>"
                     f"<td>{'-' if r.ratio is None else format(r.ratio, '.4f')}</td>"
                     f"<td>{'-' if r.congestion is None else r.congestion}</td><td>{r.verdict}</td></tr>")
     for s in result.skipped:
-        body.append(f"<tr class='skipped'><td>{html.escape(s.name)}</td><td colspan='8' style='text-align:left'>"
+        body.append(f"<tr class='skipped'><td>{html.escape(s.name)}</td><td colspan='9' style='text-align:left'>"
                     f"skipped: {html.escape(s.reason)}</td></tr>")
-    executor = result.prediction.executor
+    executors = ", ".join(result.prediction.executors)
     return ("<section id='candidates-section'><h2>Candidate schedules</h2>"
             f"<p>Every {html.escape(result.job.collective)} netweave can build for the job, paper 004's task "
             "DAGs and the algorithm Open MPI and MPICH run by default for this size, each predicted by the flow "
-            f"simulation (phased schedules with the {executor} executor) and set against the bottleneck bound "
+            f"simulation (phased schedules with each of the {executors} executors; the fastest counts, is ranked and "
+            "is the one the deployed schedule asks for) and set against the bottleneck bound "
             f"({html.escape(result.bound.describe)}); phased schedules also proven by the exact "
             "analysis and timed lock-step (paper 001: phases back to back, each as long as its busiest link needs). "
             f"★ marks the pick: {html.escape('none' if result.best is None else result.best.reason)}.</p>"
