@@ -248,9 +248,10 @@ def write_artifacts(topo: Topology, routes: _core.RoutingTable, result: PlanResu
             traffic.save(schedule, nws, executor=executor)
             traffic.save(schedule, out_dir / f"{collective}-{ranks}.json")
             written += [nws, out_dir / f"{collective}-{ranks}.json"]
+            tried = ", ".join(f"{ex} {t * 1e3:.3f} ms" for ex, t in times.items())
             uses.append((nws.name, f"{name} inside `{mpi_call}` of an unchanged program, any message size, with the "
-                         f"{executor} executor (flow model: " + ", ".join(f"{ex} {t * 1e3:.3f} ms" for ex, t in times.items())
-                         + f"){verdict}: " + program))
+                         f"{executor} executor (the fastest the flow model found at {job.bytes_per_pair} bytes per "
+                         f"block: {tried}){verdict}: " + program))
             uses.append((f"{collective}-{ranks}.json", "the same schedule as JSON: `netweave analyze`, "
                          "`netweave simulate flow`, `netweave run`"))
     if placement is not None:
