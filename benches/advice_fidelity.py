@@ -4,6 +4,7 @@ the plan's pick is the measured best.
 
     python benches/advice_fidelity.py [--fabrics star16,tree2x14,tree3,mesh4x4,lsft3]
         [--sizes 16384,131072,1048576] [--collectives alltoall,gather] [--out DIR]
+        [--calibrate [--calibrate-scale 0.05] | --calibration FILE]
 
 Fabrics (1 Gbit/s host links, 10 Gbit/s trunks on the trees; the mesh and the LSFT keep their
 generators' links): a one-switch star of 16 hosts, 2 x 14 hosts under a root switch, a 3-level
@@ -14,6 +15,13 @@ netweave's candidates, Concurrent, and Open MPI's and MPICH's own collective wit
 the fabric scaled to what this machine forwards (the scale is printed per case); a job this
 machine cannot forward at its predicted pace is measured at the slowest link rate `--verify`
 accepts (20 Mbit/s).
+
+Every prediction is made twice on the same measurement: with the flow model's defaults, and
+with a calibration — `--calibration FILE` (from `netweave emulate calibrate`), or `--calibrate`,
+which first calibrates on the 16-host star at `--calibrate-scale` (links × 0.05 by default,
+about the scale its all-to-alls are verified at) and writes `calibration.json` into --out. A
+fabric the calibration was not measured for (another link layer or port buffer: the mesh is
+InfiniBand) has no calibrated column.
 
 Targets (issue "Advice the network confirms"): every candidate within ±25 % of its emulated
 time at ≥ 16 KiB per pair; the pick within 10 % of the fastest measured candidate. Needs root.
@@ -27,6 +35,7 @@ import argparse
 import json
 import tempfile
 import time
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -34,6 +43,7 @@ from typing import Any
 from netweave import plan, topology
 from netweave._core import NetweaveError
 from netweave.plan import verification
+from netweave.run import calibration as calibration_mod
 
 GIGABIT, TEN_GIGABIT, LAN_NS = 1.0, 10.0, 5_000.0
 
@@ -47,8 +57,22 @@ FABRICS: dict[str, Callable[[], Any]] = {
 ENGINES = {"mesh4x4": "dor"}
 
 
-def case(fabric: str, collective: str, nbytes: int) -> dict[str, Any]:
-    """One plan, verified: its rows and summary, and how long it all took."""
+def calibrate(out: Path, scale: float) -> Path:
+    """Calibrate the flow model on the 16-host star at links × `scale`; the file's path."""
+    topo = FABRICS["star16"]()
+    routes, _why = plan.routing_for(topo, None, 1 << 20)
+    path = out / "calibration.json"
+    doc = calibration_mod.calibrate(topo, routes, "c" + uuid.uuid4().hex[:11], scale=scale,
+                                    progress=lambda what: print(f"  calibrating: {what}", flush=True))
+    calibration_mod.write(doc, path)
+    print(f"calibrated: {json.dumps(doc['parameters'])}", flush=True)
+    return path
+
+
+def case(fabric: str, collective: str, nbytes: int, calibration: Path | None = None) -> dict[str, Any]:
+    """One plan, verified: its rows and summary, the calibrated predictions of the same rows
+    (``predicted_calibrated_s``, None where the calibration does not fit the fabric), and how
+    long it all took."""
     topo = FABRICS[fabric]()
     start = time.perf_counter()
     routes, why = plan.routing_for(topo, ENGINES.get(fabric), nbytes)
@@ -66,27 +90,47 @@ def case(fabric: str, collective: str, nbytes: int) -> dict[str, Any]:
         rows, summary = verification.verify(topo, routes, result, built, scale=verification.MIN_LINK_BPS / slowest_bps)
     best = result.best
     assert best is not None, f"{fabric}: the plan proved no schedule"
+    calibrated: dict[str, float] = {}
+    why_not = None
+    if calibration is not None:
+        try:
+            calibrated = verification.predict_at_scale(topo, routes, result, built, summary.scale, calibration)
+        except NetweaveError as e:
+            why_not = str(e).splitlines()[0]
+    out_rows = [{**r.to_dict(), "predicted_calibrated_s": calibrated.get(r.name)} for r in rows]
     return {"fabric": fabric, "collective": collective, "bytes": nbytes, "routing": result.routing.engine,
-            "pick": best.name, "reason": best.reason, "rows": [r.to_dict() for r in rows],
-            "summary": summary.to_dict(), "seconds": time.perf_counter() - start}
+            "pick": best.name, "reason": best.reason, "rows": out_rows, "calibration": why_not or
+            (None if calibration is None else str(calibration)), "summary": summary.to_dict(),
+            "seconds": time.perf_counter() - start}
+
+
+def _ratio(row: dict[str, Any], key: str) -> float | None:
+    """Measured over the prediction under `key`, None without both."""
+    return row["measured_s"] / row[key] if row["measured_s"] and row.get(key) else None
 
 
 def tables(cases: list[dict[str, Any]]) -> str:
-    lines = ["| fabric | collective | bytes | scale | candidate | predicted ms | measured ms | measured ÷ predicted |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = ["| fabric | collective | bytes | scale | candidate | predicted ms | measured ms | measured ÷ predicted | "
+             "calibrated ms | measured ÷ calibrated |", "|---|---|---|---|---|---|---|---|---|---|"]
     for c in cases:
         if "error" in c:
-            lines.append(f"| {c['fabric']} | {c['collective']} | {c['bytes']} | - | error: {c['error']} | | | |")
+            lines.append(f"| {c['fabric']} | {c['collective']} | {c['bytes']} | - | error: {c['error']} | | | | | |")
             continue
         for r in c["rows"]:
             mark = " ★" if r["name"] == c["pick"] else ""
             measured = "-" if r["measured_s"] is None else f"{r['measured_s'] * 1e3:.1f}"
             ratio = "-" if r["ratio"] is None else f"{r['ratio']:.2f}"
+            cal = r.get("predicted_calibrated_s")
+            cal_ms = "-" if cal is None else f"{cal * 1e3:.1f}"
+            cal_ratio = _ratio(r, "predicted_calibrated_s")
+            cal_text = "-" if cal_ratio is None else f"{cal_ratio:.2f}"
             lines.append(f"| {c['fabric']} | {c['collective']} | {c['bytes']} | {c['summary']['scale']:.3g} | "
-                         f"{r['name']}{mark} | {r['predicted_s'] * 1e3:.1f} | {measured} | {ratio} |")
+                         f"{r['name']}{mark} | {r['predicted_s'] * 1e3:.1f} | {measured} | {ratio} | {cal_ms} | {cal_text} |")
     lines += ["", "| fabric | collective | bytes | pick | measured best | pick ÷ best | pick within 10 % | "
-              "model's pick at scale ÷ best | candidates within ±25 % |", "|---|---|---|---|---|---|---|---|---|"]
+              "model's pick at scale ÷ best | candidates within ±25 % | calibrated pick at scale ÷ best | "
+              "calibrated within ±25 % |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     within_all, picks_ok, total_rows, total_cases = 0, 0, 0, 0
+    cal_within, cal_rows, cal_picks_ok, cal_cases = 0, 0, 0, 0
     for c in cases:
         if "error" in c:
             continue
@@ -98,13 +142,27 @@ def tables(cases: list[dict[str, Any]]) -> str:
         total_cases += 1
         picks_ok += bool(s["pick_is_best"])
         over = "-" if s["pick_over_best"] is None else f"{s['pick_over_best']:.2f}"
-        at_scale = timed and min(timed, key=lambda r: r["predicted_s"])
+        at_scale = min(timed, key=lambda r: r["predicted_s"]) if timed else None
         best = min((r["measured_s"] for r in timed), default=None)
         scaled = f"{at_scale['name']} {at_scale['measured_s'] / best:.2f}" if at_scale and best else "-"
+        # The calibrated model's pick among the measured rows: the least calibrated prediction.
+        cal_timed = [r for r in timed if r.get("predicted_calibrated_s")]
+        cal_pick, cal_count = "-", "-"
+        if cal_timed and best:
+            pick_row = min(cal_timed, key=lambda r: r["predicted_calibrated_s"])
+            over_best = pick_row["measured_s"] / best
+            cal_pick = f"{pick_row['name']} {over_best:.2f}"
+            ok = sum(1 for r in cal_timed if abs(r["measured_s"] / r["predicted_calibrated_s"] - 1) <= 0.25)
+            cal_count = f"{ok}/{len(cal_timed)}"
+            cal_within, cal_rows, cal_cases = cal_within + ok, cal_rows + len(cal_timed), cal_cases + 1
+            cal_picks_ok += over_best <= 1 + verification.PICK_MARGIN
         lines.append(f"| {c['fabric']} | {c['collective']} | {c['bytes']} | {c['pick']} | {s['measured_best']} | {over} | "
-                     f"{'yes' if s['pick_is_best'] else 'no'} | {scaled} | {within}/{len(timed)} |")
-    lines += ["", f"Candidates within ±25 % of their prediction: {within_all}/{total_rows}; "
+                     f"{'yes' if s['pick_is_best'] else 'no'} | {scaled} | {within}/{len(timed)} | {cal_pick} | {cal_count} |")
+    lines += ["", f"Defaults: candidates within ±25 % of their prediction: {within_all}/{total_rows}; "
               f"picks within 10 % of the measured best: {picks_ok}/{total_cases}."]
+    if cal_cases:
+        lines += [f"Calibrated: candidates within ±25 %: {cal_within}/{cal_rows}; the calibrated model's pick "
+                  f"at scale within 10 % of the measured best: {cal_picks_ok}/{cal_cases}."]
     return "\n".join(lines) + "\n"
 
 
@@ -114,16 +172,24 @@ def main() -> None:
     parser.add_argument("--sizes", default="16384,131072,1048576")
     parser.add_argument("--collectives", default="alltoall,gather")
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--calibration", type=Path, default=None, help="calibration file for the calibrated column")
+    parser.add_argument("--calibrate", action="store_true", help="calibrate on star16 first (root)")
+    parser.add_argument("--calibrate-scale", type=float, default=0.05)
     args = parser.parse_args()
     out = args.out or Path(tempfile.mkdtemp(prefix="advice-fidelity-"))
     out.mkdir(parents=True, exist_ok=True)
+    if args.calibrate and args.calibration is not None:
+        parser.error("--calibrate and --calibration exclude each other")
+    calibration = calibrate(out, args.calibrate_scale) if args.calibrate else args.calibration
+    if calibration is not None and not calibration.is_file():
+        parser.error(f"--calibration {calibration}: no such file")
     cases = []
     for fabric in args.fabrics.split(","):
         for collective in args.collectives.split(","):
             for nbytes in (int(s) for s in args.sizes.split(",")):
                 print(f"{fabric} {collective} {nbytes} B ...", flush=True)
                 try:
-                    cases.append(case(fabric, collective, nbytes))
+                    cases.append(case(fabric, collective, nbytes, calibration))
                 except (NetweaveError, OSError, ValueError) as e:
                     # One case failing (a run that times out on the loaded machine) leaves the others.
                     cases.append({"fabric": fabric, "collective": collective, "bytes": nbytes,

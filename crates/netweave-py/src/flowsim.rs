@@ -105,10 +105,14 @@ fn tcp_model(overrides: std::collections::HashMap<String, f64>) -> PyResult<TcpM
             "survivor_fraction" => tcp.survivor_fraction = value,
             "initial_window_segments" => tcp.initial_window_segments = value,
             "probe_s" => tcp.probe_s = value,
+            "min_window_segments" => tcp.min_window_segments = value,
+            "steady_free_segments" => tcp.steady_free_segments = value,
+            "steady_segments_per_timeout" => tcp.steady_segments_per_timeout = value,
             other => {
                 return Err(NetweaveErrorPy::new_err(format!(
                     "unknown TCP model parameter '{other}' (known: segment_bytes, timeout_s, window_segments, \
-                     survivor_fraction, initial_window_segments, probe_s)"
+                     survivor_fraction, initial_window_segments, probe_s, min_window_segments, \
+                     steady_free_segments, steady_segments_per_timeout)"
                 )))
             }
         }

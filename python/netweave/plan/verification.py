@@ -102,16 +102,7 @@ def verify(topo: Topology, routes: RoutingTable, result: PlanResult, built: list
         raise NetweaveError("--verify times gathers to rank 0 (nwbench's root); drop --root")
     check_can_verify(topo, ranks)
     placed = plan_mod.job_hosts(topo, hosts, order, seed)
-    phased = {c.name: c.schedule for c in built if c.schedule is not None}
-    rows: list[CandidateRow] = [r for r in [*result.schedules, *result.dag_schedules] if r.complete]
-    ours = [r for r in sorted(rows, key=lambda r: r.predicted_time_s) if r.name != plan_mod.CONCURRENT][:TOP]
-    chosen = ours + [r for r in result.dag_schedules if r.name == plan_mod.CONCURRENT]
-    workloads: dict[str, Schedule | TaskGraph] = {}
-    for r in chosen:
-        workloads[r.name] = (phased[r.name] if r.kind == "phased"
-                             else plan_mod.dag_workload(topo, r.name, collective, nbytes, root))
-    natives = {r.name: r for r in result.native}
-    native_work = {name: plan_mod.native_schedule(name, collective, placed, nbytes, root) for name in natives}
+    chosen, workloads, natives, native_work = _candidates(topo, result, built, placed)
     fastest = min(r.predicted_time_s for r in [*chosen, *natives.values()])
     if buffer is None and topo.link_layer == "ethernet":
         # The switch port buffer the flow model assumes for this fabric, so both see the same drops.
@@ -128,17 +119,8 @@ def verify(topo: Topology, routes: RoutingTable, result: PlanResult, built: list
         raise NetweaveError(f"--verify-scale {scale} must be positive")
 
     note("predicting on the scaled fabric")
-    scaled = emulate.scaled_topology(topo, scale)
-    scaled_routes = emulate.scaled_routes(routes, scaled)
     graphs = {name: executor.as_task_graph(work) for name, work in workloads.items()}
-    # Concurrent as the plan predicts it (every send of a host at once); the others one send
-    # in flight per host, as netweave's executor runs them.
-    predicted = {name: plan_mod.predict(scaled_routes, graph, "dag", max(ranks - 1, 1) if name == plan_mod.CONCURRENT
-                                        else 1, calibration)["makespan_s"]
-                 for name, graph in graphs.items()}
-    for name, r in natives.items():
-        predicted[name] = plan_mod.predict(scaled_routes, native_work[name], r.executor, r.concurrent_sends,
-                                           calibration)["makespan_s"]
+    predicted = _predict(routes, scale, graphs, natives, native_work, ranks, calibration)
 
     measured: dict[str, float | None] = {}
     problems: dict[str, str] = {}
@@ -175,6 +157,52 @@ def verify(topo: Topology, routes: RoutingTable, result: PlanResult, built: list
         out.append(VerifyRow(name=name, kind=r.kind, predicted_s=p, measured_s=m, ratio=m / p if m and p else None,
                              measured_by=how.get(name), problem=problems.get(name)))
     return out, _summary(out, result, scale, buffer)
+
+
+def _candidates(topo: Topology, result: PlanResult, built: list[plan_mod.Candidate], placed: list[int]
+                ) -> tuple[list[CandidateRow], dict[str, Schedule | TaskGraph], dict[str, Any], dict[str, Any]]:
+    """What --verify measures: the best :data:`TOP` of netweave's rows and Concurrent with their
+    workloads, and the native MPI rows with their schedules."""
+    job = result.job
+    collective, nbytes, root = job.collective, job.bytes_per_pair, job.root_rank
+    phased = {c.name: c.schedule for c in built if c.schedule is not None}
+    rows: list[CandidateRow] = [r for r in [*result.schedules, *result.dag_schedules] if r.complete]
+    ours = [r for r in sorted(rows, key=lambda r: r.predicted_time_s) if r.name != plan_mod.CONCURRENT][:TOP]
+    chosen = ours + [r for r in result.dag_schedules if r.name == plan_mod.CONCURRENT]
+    workloads: dict[str, Schedule | TaskGraph] = {}
+    for r in chosen:
+        workloads[r.name] = (phased[r.name] if r.kind == "phased"
+                             else plan_mod.dag_workload(topo, r.name, collective, nbytes, root))
+    natives = {r.name: r for r in result.native}
+    native_work = {name: plan_mod.native_schedule(name, collective, placed, nbytes, root) for name in natives}
+    return chosen, workloads, natives, native_work
+
+
+def predict_at_scale(topo: Topology, routes: RoutingTable, result: PlanResult, built: list[plan_mod.Candidate],
+                     scale: float, calibration: Path | None = None, hosts: str | None = None, order: str = "listed",
+                     seed: int | None = None) -> dict[str, float]:
+    """What :func:`verify` predicts for each candidate it measures, on the fabric scaled by
+    `scale`, with `calibration` (or the defaults): to compare parameter sets on one measurement."""
+    _chosen, workloads, natives, native_work = _candidates(topo, result, built,
+                                                           plan_mod.job_hosts(topo, hosts, order, seed))
+    graphs = {name: executor.as_task_graph(work) for name, work in workloads.items()}
+    return _predict(routes, scale, graphs, natives, native_work, result.job.ranks, calibration)
+
+
+def _predict(routes: RoutingTable, scale: float, graphs: dict[str, TaskGraph], natives: dict[str, Any],
+             native_work: dict[str, Any], ranks: int, calibration: Path | None = None) -> dict[str, float]:
+    """Each candidate's predicted time on the fabric scaled as the emulation runs it: netweave's
+    `graphs` and the `natives` (plan rows) with their schedules `native_work`."""
+    scaled_routes = emulate.scaled_routes(routes, emulate.scaled_topology(routes.topology, scale))
+    # Concurrent as the plan predicts it (every send of a host at once); the others one send
+    # in flight per host, as netweave's executor runs them.
+    predicted = {name: plan_mod.predict(scaled_routes, graph, "dag", max(ranks - 1, 1) if name == plan_mod.CONCURRENT
+                                        else 1, calibration)["makespan_s"]
+                 for name, graph in graphs.items()}
+    for name, r in natives.items():
+        predicted[name] = plan_mod.predict(scaled_routes, native_work[name], r.executor, r.concurrent_sends,
+                                           calibration)["makespan_s"]
+    return predicted
 
 
 def _nwbench(fabric, implementation: str, collective: str, nbytes: int, ranks: int, placed: list[int]) -> dict[str, Any]:

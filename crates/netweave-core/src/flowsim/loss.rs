@@ -40,6 +40,24 @@
 //! already delivered stay delivered), meeting the rule again. No exponential backoff: its
 //! one-segment retransmission gets through, and Linux times a later loss afresh.
 //!
+//! **Steady sharing.** Many long-lived flows converging on one port lose segments all along,
+//! not only in a burst at their start, when the port cannot hold a minimum window for each:
+//! `N · w_min > P`, with `N` the flows at the port and `w_min`
+//! ([`TcpModel::min_window_segments`], 4: the lost segment and the three whose duplicate ACKs
+//! would trigger fast retransmit) the fewest segments in flight that repair a loss without a
+//! timeout. TCP senders split their link among their flows only on average: each sends its
+//! window at line rate, so the queue overflows even where the overload test (1.) sees none
+//! (Concurrent all-to-all, Open MPI's linear algorithms). Then a share `s = 1 − P / (N·w_min)`
+//! of the port's flows is starved of window at any time, and each of their losses is a
+//! timeout. A flow (re)starting with `S` segments left is charged once, at its most starved
+//! port `p` not overloaded by a burst in this instant (the burst rule owns those losses), its
+//! expected timeouts `m = s · (S − S₀) / L`: `S₀` segments
+//! ([`TcpModel::steady_free_segments`]) fit its first windows, and then it delivers `L`
+//! segments ([`TcpModel::steady_segments_per_timeout`]) per timeout. The charge is one stall
+//! of `m ·` [`TcpModel::timeout_s`] when the flow starts — its mean cost, deterministic, where
+//! TCP spreads the timeouts over the transfer — and `m` segments sent again. `S₀` and `L` are
+//! fitted by `netweave emulate calibrate` (Concurrent all-to-all on the calibrated fabric).
+//!
 //! Every segment a burst overflows is sent again: the victims' first windows and the rest of
 //! the overflow spread over the survivors are counted as retransmitted bytes on their paths.
 //!
@@ -77,6 +95,18 @@ pub const INCAST_SURVIVOR_FRACTION: f64 = 0.4;
 /// 64 KiB port: bursts draining in 5.5 and 9.5 ms (probe 2·1.5 and 2·2.5 ms plus this) saw no
 /// timeout, one draining in 13.6 ms (2·2 ms plus this) did — so between 4.5 and 9.6 ms.
 pub const EMULATED_PROBE_S: f64 = 0.007;
+/// Fewest segments a flow must have in flight for one loss to be repaired by fast retransmit:
+/// the lost segment and three behind it, whose duplicate ACKs trigger the repair.
+pub const FAST_RETRANSMIT_MIN_WINDOW: f64 = 4.0;
+/// Segments a flow streams at a steadily overflowing port before its losses start to cost
+/// timeouts (its first windows fit the queue). Fitted with
+/// [`EMULATED_STEADY_SEGMENTS_PER_TIMEOUT`] to two runs of `benches/advice_fidelity.py` (star16,
+/// tree2x14, tree3; 16 KiB to 1 MiB per pair; 64 KiB port buffer; links at 20–350 Mbit/s) on
+/// a grid: the pair that put the most candidates within ±25 % (docs/flowsim.md).
+pub const EMULATED_STEADY_FREE_SEGMENTS: f64 = 10.0;
+/// Segments a flow delivers per timeout at a port where no flow holds the minimum window
+/// (fitted with [`EMULATED_STEADY_FREE_SEGMENTS`]).
+pub const EMULATED_STEADY_SEGMENTS_PER_TIMEOUT: f64 = 8.0;
 
 /// The TCP parameters of the lossy model. [`TcpModel::default`] holds every default in one
 /// place; a calibration file replaces them with measured values.
@@ -95,6 +125,13 @@ pub struct TcpModel {
     /// Fixed part of the wait before a tail-loss probe, seconds (the probe also waits two
     /// round trips through the full queue).
     pub probe_s: f64,
+    /// Segments of window each flow needs at a port to repair a loss by fast retransmit; a port
+    /// whose flows cannot all hold it overflows steadily (see the module doc).
+    pub min_window_segments: f64,
+    /// Segments a flow streams at a steadily overflowing port before timeouts set in.
+    pub steady_free_segments: f64,
+    /// Segments a flow delivers per timeout at a port where no flow holds the minimum window.
+    pub steady_segments_per_timeout: f64,
 }
 
 impl Default for TcpModel {
@@ -106,6 +143,9 @@ impl Default for TcpModel {
             survivor_fraction: INCAST_SURVIVOR_FRACTION,
             initial_window_segments: LINUX_INITIAL_WINDOW_SEGMENTS,
             probe_s: EMULATED_PROBE_S,
+            min_window_segments: FAST_RETRANSMIT_MIN_WINDOW,
+            steady_free_segments: EMULATED_STEADY_FREE_SEGMENTS,
+            steady_segments_per_timeout: EMULATED_STEADY_SEGMENTS_PER_TIMEOUT,
         }
     }
 }
@@ -122,7 +162,11 @@ impl TcpModel {
                 self.timeout_s
             );
         }
-        for (name, v) in [("window per flow", self.window_segments), ("initial window", self.initial_window_segments)] {
+        for (name, v) in [
+            ("window per flow", self.window_segments),
+            ("initial window", self.initial_window_segments),
+            ("minimum window", self.min_window_segments),
+        ] {
             if !(v.is_finite() && v >= 1.0) {
                 return crate::invalid!("{name} must be at least 1 segment, got {v}");
             }
@@ -132,6 +176,18 @@ impl TcpModel {
         }
         if !(self.probe_s.is_finite() && self.probe_s >= 0.0) {
             return crate::invalid!("loss probe time must be a non-negative number of seconds, got {}", self.probe_s);
+        }
+        if !(self.steady_free_segments.is_finite() && self.steady_free_segments >= 0.0) {
+            return crate::invalid!(
+                "segments before steady timeouts must be a non-negative number, got {}",
+                self.steady_free_segments
+            );
+        }
+        if !(self.steady_segments_per_timeout.is_finite() && self.steady_segments_per_timeout > 0.0) {
+            return crate::invalid!(
+                "segments per steady timeout must be a positive number, got {}",
+                self.steady_segments_per_timeout
+            );
         }
         Ok(())
     }
@@ -150,6 +206,19 @@ pub(super) struct Losses {
     segment_bytes: f64,
     initial_window: f64,
     pub(super) timeout_s: f64,
+    /// Steady overflow: the minimum window, segments streamed before timeouts set in, and
+    /// segments per timeout (see the module doc).
+    min_window: f64,
+    steady_free: f64,
+    steady_per_timeout: f64,
+    /// Per resource: a burst overloads it in this instant (the burst rule owns its losses);
+    /// and the resources so marked, to clear.
+    overloaded: Vec<bool>,
+    overloaded_list: Vec<u32>,
+    /// Per flow: charged for steady overflow already (at most once).
+    steady_charged: Vec<bool>,
+    /// Per flow: how long its latest stall lasts, seconds (set with each victim).
+    stall_s: Vec<f64>,
     /// Per flow: bytes sent again (the segments its bursts lost).
     pub(super) retransmitted: Vec<f64>,
     /// Scratch: per flow, chosen as a victim in this instant; (port, flow) pairs of the
@@ -199,6 +268,13 @@ impl Losses {
             segment_bytes: mss,
             initial_window: tcp.initial_window_segments,
             timeout_s: tcp.timeout_s,
+            min_window: tcp.min_window_segments,
+            steady_free: tcp.steady_free_segments,
+            steady_per_timeout: tcp.steady_segments_per_timeout,
+            overloaded: vec![false; nres],
+            overloaded_list: Vec::new(),
+            steady_charged: vec![false; work.len()],
+            stall_s: vec![tcp.timeout_s; work.len()],
             retransmitted: vec![0.0; work.len()],
             chosen: vec![false; work.len()],
             pairs: Vec::new(),
@@ -236,10 +312,59 @@ impl Losses {
             self.burst_at(fair, r, start..end, remaining, victims);
             start = end;
         }
+        self.timeouts += (victims.len() - first_victim) as u64;
+        for &f in &victims[first_victim..] {
+            self.stall_s[f as usize] = self.timeout_s;
+        }
+        for &f in joined {
+            if !self.chosen[f as usize] {
+                self.steady_overflow(fair, f, remaining[f as usize], victims);
+            }
+        }
         for &f in &victims[first_victim..] {
             self.chosen[f as usize] = false;
         }
-        self.timeouts += (victims.len() - first_victim) as u64;
+        for &r in &self.overloaded_list {
+            self.overloaded[r as usize] = false;
+        }
+        self.overloaded_list.clear();
+    }
+
+    /// How long victim `f` stalls, seconds: the RTO for a burst's victim, its expected
+    /// timeouts' worth for a flow charged for steady overflow.
+    pub(super) fn stall_s(&self, f: u32) -> f64 {
+        self.stall_s[f as usize]
+    }
+
+    /// The steady-overflow rule (module doc) for flow `f`, just (re)started with `left` bytes
+    /// left: once per flow, its expected timeouts as one stall, if any port of its path has more
+    /// flows than can each hold the minimum window.
+    fn steady_overflow(&mut self, fair: &FairShare, f: u32, left: f64, victims: &mut Vec<u32>) {
+        if self.steady_charged[f as usize] {
+            return;
+        }
+        let segments = self.segments(left);
+        if segments <= self.steady_free {
+            return; // too short to leave slow start's first windows
+        }
+        // The share of the port's flows that cannot hold the minimum window, at the worst port.
+        let starved = fair
+            .path_resources(f)
+            .iter()
+            .filter(|&&r| self.held_segments[r as usize].is_finite() && !self.overloaded[r as usize])
+            .map(|&r| 1.0 - self.held_segments[r as usize] / (fair.flows_on(r).len() as f64 * self.min_window))
+            .fold(0.0, f64::max);
+        if starved <= 0.0 {
+            return;
+        }
+        self.steady_charged[f as usize] = true;
+        let timeouts = starved * (segments - self.steady_free) / self.steady_per_timeout;
+        // Each timeout resends the window it lost: one segment at the minimum.
+        self.retransmitted[f as usize] += (timeouts * self.segment_bytes).min(left);
+        self.timeouts += timeouts.round() as u64;
+        self.stall_s[f as usize] = timeouts * self.timeout_s;
+        self.chosen[f as usize] = true;
+        victims.push(f);
     }
 
     /// Apply the rule (module doc) to the flows `self.pairs[joiners]` starting at port `r`.
@@ -283,6 +408,8 @@ impl Losses {
         if offered <= capacity * (1.0 + SATURATED) {
             return;
         }
+        self.overloaded[r as usize] = true;
+        self.overloaded_list.push(r);
         // 2. Overflow: the first windows beyond what the port holds are lost.
         let lost = first_windows - self.held_segments[r as usize];
         if lost <= 0.0 {
@@ -413,19 +540,65 @@ mod tests {
         assert!(r.timeouts > 0, "{}", r.timeouts);
     }
 
-    #[test]
-    fn senders_splitting_their_links_build_no_queue() {
-        // Concurrent all-to-all on one switch: every port receives 15 flows, each at 1/15 of
-        // its sender's link — no faster than it sends, so nothing overflows, whatever the size.
-        let ethernet = Switching::new(LinkLayer::Ethernet, Some(64 * 1024)).unwrap();
+    /// Concurrent all-to-all on a 16-host star: every port receives 15 flows at once.
+    fn concurrent_alltoall(buffer: u64, bytes: u64, tcp: TcpModel) -> crate::flowsim::FlowReport {
+        let ethernet = Switching::new(LinkLayer::Ethernet, Some(buffer)).unwrap();
         let topo = star(16, ethernet);
         let routes = shortest_path(&topo).unwrap();
-        let sched = Schedule::shift_alltoall(16, 1 << 20).unwrap();
+        let sched = Schedule::shift_alltoall(16, bytes).unwrap();
         let mut config = FlowConfig::new(Executor::Async);
         config.nct = 15;
-        let r = simulate(&topo, &routes, &sched, &config).unwrap();
+        config.tcp = tcp;
+        simulate(&topo, &routes, &sched, &config).unwrap()
+    }
+
+    #[test]
+    fn senders_splitting_their_links_build_no_burst_queue() {
+        // Every port receives 15 flows, each at 1/15 of its sender's link — no faster than it
+        // sends, so no burst overflows; with the steady rule off, nothing times out.
+        let steady_off = TcpModel { min_window_segments: 1.0, ..TcpModel::default() };
+        let r = concurrent_alltoall(64 * 1024, 1 << 20, steady_off);
         assert!(r.lossy);
         assert_eq!(r.timeouts, 0);
+        assert!((r.makespan_s - 15.0 * (1 << 20) as f64 / 1e9).abs() < 1e-6, "{}", r.makespan_s);
+    }
+
+    #[test]
+    fn many_flows_on_a_shallow_port_time_out_steadily() {
+        let tcp = TcpModel::default();
+        let lossless = 15.0 * (1 << 20) as f64 / 1e9;
+        // 15 flows need 60 segments of minimum window; a 64 KiB port holds 44.9: a quarter of
+        // the flows starve, each of the 718 segments beyond the free ones costs timeouts.
+        let r = concurrent_alltoall(64 * 1024, 1 << 20, tcp.clone());
+        let held = 64.0 * 1024.0 / 1460.0;
+        let starved = 1.0 - held / (15.0 * tcp.min_window_segments);
+        let segments = ((1u64 << 20) as f64 / 1460.0).ceil();
+        let expected = starved * (segments - tcp.steady_free_segments) / tcp.steady_segments_per_timeout;
+        assert!(r.timeouts > 0);
+        // Every flow starts at once and is charged alike: the ports idle through one stall.
+        let stall = expected * tcp.timeout_s;
+        assert!(
+            (r.makespan_s - (lossless + stall)).abs() < 1e-6 * r.makespan_s,
+            "{} vs {}",
+            r.makespan_s,
+            lossless + stall
+        );
+        assert!(r.retransmitted_bytes > 0);
+        // A port deep enough for every flow's minimum window: no steady loss.
+        let r = concurrent_alltoall(15 * 4 * 1460, 1 << 20, tcp.clone());
+        assert_eq!(r.timeouts, 0);
+        assert!((r.makespan_s - lossless).abs() < 1e-6, "{}", r.makespan_s);
+        // Messages that end within their first windows are not charged.
+        let short = 8 * 1460;
+        let r = concurrent_alltoall(64 * 1024, short, tcp.clone());
+        assert_eq!(r.timeouts, 0);
+        // Fewer segments per timeout, more time lost: the charge scales with the parameter.
+        let worse = concurrent_alltoall(
+            64 * 1024,
+            1 << 20,
+            TcpModel { steady_segments_per_timeout: tcp.steady_segments_per_timeout / 2.0, ..tcp },
+        );
+        assert!((worse.makespan_s - (lossless + 2.0 * stall)).abs() < 1e-6 * worse.makespan_s, "{}", worse.makespan_s);
     }
 
     #[test]
@@ -437,6 +610,9 @@ mod tests {
             TcpModel { segment_bytes: 0, ..TcpModel::default() },
             TcpModel { initial_window_segments: 0.5, ..TcpModel::default() },
             TcpModel { probe_s: -1.0, ..TcpModel::default() },
+            TcpModel { min_window_segments: 0.0, ..TcpModel::default() },
+            TcpModel { steady_free_segments: -1.0, ..TcpModel::default() },
+            TcpModel { steady_segments_per_timeout: 0.0, ..TcpModel::default() },
         ] {
             assert!(bad.check().is_err(), "{bad:?}");
         }

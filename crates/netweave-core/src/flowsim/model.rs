@@ -479,9 +479,9 @@ impl<'a> Sim<'a> {
         if self.victims.is_empty() {
             return;
         }
-        let timeout = losses.timeout_s;
         for i in 0..self.victims.len() {
             let f = self.victims[i];
+            let timeout = self.losses.as_ref().expect("checked above").stall_s(f);
             self.stall(f, timeout);
         }
         self.refill();

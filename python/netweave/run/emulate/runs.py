@@ -59,12 +59,13 @@ def run(fabric: EmulatedCluster, graph: _core.TaskGraph, **options: Any) -> dict
 
 
 def predict(topo: Topology, routes: RoutingTable, graph: _core.TaskGraph, scale: float = 1.0,
-            buffer: int | None = None, calibration=None) -> dict[str, Any]:
+            buffer: int | None = None, calibration=None, nct: int = 1) -> dict[str, Any]:
     """The flow model's report for `graph` run by the TCP executor on the emulated fabric: the
     DAG executor on :func:`predicted_topology` (scaled, no link latency, the emulated port
-    buffer), with `calibration`'s measured parameters when given."""
+    buffer), with `calibration`'s measured parameters when given; `nct` sends of a host at once
+    (a Concurrent graph posts every send of a host together)."""
     scaled = predicted_topology(topo, scale, buffer)
-    return flowsim.simulate(scaled_routes(routes, scaled), graph, executor="dag", calibration=calibration)
+    return flowsim.simulate(scaled_routes(routes, scaled), graph, executor="dag", nct=nct, calibration=calibration)
 
 
 def measure(topo: Topology, routes: RoutingTable, workload, name: str, scale: float = 1.0,
