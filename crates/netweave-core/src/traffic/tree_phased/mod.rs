@@ -15,7 +15,19 @@
 //! (with equal host links, `P` message times is the bottleneck bound of
 //! [`crate::analysis::bound`]).
 //!
-//! **How.** As Faraj and Yuan do, the tree is seen from a *root* switch at its bottleneck: its
+//! **How, on equal subtrees.** When some root switch sees `k` subtrees of equal size (edge
+//! switches of equal host counts under a core, equal pods), the bound is reached by
+//! construction, without search (`uniform.rs`): every subtree sends the same Latin-square
+//! stream of messages to the others, `c` positions per phase where `c` is what a root link
+//! serves at once, and the messages inside subtrees are matched into the ports that leaves
+//! free. The ends of the bottleneck are tried as roots first, then every other switch (two
+//! roots with equal subtrees at most). It closes on the benchmark trees (4 × 16 up to 64 × 16
+//! hosts, the 3-level tree) and on many uniform trees; where the matching inside subtrees
+//! leaves messages over — mostly when the host ports are the bound and no port has a phase to
+//! spare, or edge switches hold a few more hosts than a trunk serves at once — the general
+//! construction below runs.
+//!
+//! **How, in general.** As Faraj and Yuan do, the tree is seen from a *root* switch at its bottleneck: its
 //! subtrees `T_0 … T_k` (a host on the root is a subtree of one). The messages between
 //! subtrees are the ones that load the root's links; they are scheduled first, at the subtree
 //! level, as a bipartite edge colouring (König: a bipartite multigraph of largest degree `Δ`
@@ -55,6 +67,7 @@ use crate::error::Result;
 use crate::topology::{NodeId, Topology};
 
 mod recolour;
+mod uniform;
 
 /// Roots tried (the best candidates of [`root_candidates`]); each costs a whole construction.
 const ROOTS_TRIED: usize = 2;
@@ -228,6 +241,10 @@ impl TreePhased {
         check_hosts(topo, hosts)?;
         let job = Job::new(paths, hosts);
         let lower = job.lower_bound();
+        // Equal subtrees under a root: the bound by construction, no search.
+        if let Some((root, phases)) = uniform::phases(topo, &job, lower) {
+            return Ok(TreePhased { phases, lower_bound_phases: lower, root: topo.label(root).to_string() });
+        }
         let mut best: Option<(NodeId, RankPhases)> = None;
         // The next root only for a small job still over the bound: each costs a construction.
         let roots = if hosts.len() <= SMALL_JOB { ROOTS_TRIED } else { 1 };
@@ -404,26 +421,8 @@ fn schedule_from(topo: &Topology, job: &Job, root: NodeId, lower: usize) -> Vec<
     let n = job.hosts.len();
     let subtree = subtrees(topo, job, root);
     let k = subtree.iter().map(|&t| t + 1).max().unwrap_or(0) as usize;
-    let members: Vec<Vec<u32>> =
-        (0..k).map(|t| (0..n as u32).filter(|&r| subtree[r as usize] == t as u32).collect()).collect();
-    // The root's link into and out of each subtree: the first and last link of any path
-    // leaving it, seen at the root.
-    let (mut up_cap, mut down_cap) = (vec![1u32; k], vec![1u32; k]);
-    for t in 0..k {
-        let r = members[t][0];
-        if let Some(q) = (0..n as u32).find(|&q| subtree[q as usize] != t as u32) {
-            for &l in job.path(r, q) {
-                if job.paths.ends(l).1 == root {
-                    up_cap[t] = job.capacity[l as usize].min(members[t].len() as u32);
-                }
-            }
-            for &l in job.path(q, r) {
-                if job.paths.ends(l).0 == root {
-                    down_cap[t] = job.capacity[l as usize].min(members[t].len() as u32);
-                }
-            }
-        }
-    }
+    let members = subtree_members(&subtree, k);
+    let (up_cap, down_cap) = root_link_capacities(job, root, &subtree, &members);
     let (quota, colours) = subtree_colouring(&subtree, &members, &up_cap, &down_cap, lower);
     let mut phases = Phases::new(n, job.capacity.len(), colours);
     let mut pending = Pending::new(n);
@@ -488,6 +487,38 @@ fn schedule_from(topo: &Topology, job: &Job, root: NodeId, lower: usize) -> Vec<
     }
     phases.messages.retain(|m| !m.is_empty());
     phases.messages
+}
+
+/// The ranks of each of the `k` subtrees, in rank order.
+fn subtree_members(subtree: &[u32], k: usize) -> Vec<Vec<u32>> {
+    let mut members = vec![Vec::new(); k];
+    for (r, &t) in subtree.iter().enumerate() {
+        members[t as usize].push(r as u32);
+    }
+    members
+}
+
+/// Flows the root's link out of (up) and into (down) each subtree serves at once, at most the
+/// subtree's size: the first and last link of any path leaving it, seen at the root.
+fn root_link_capacities(job: &Job, root: NodeId, subtree: &[u32], members: &[Vec<u32>]) -> (Vec<u32>, Vec<u32>) {
+    let k = members.len();
+    let (mut up_cap, mut down_cap) = (vec![1u32; k], vec![1u32; k]);
+    for t in 0..k {
+        let r = members[t][0];
+        if let Some(q) = (0..subtree.len() as u32).find(|&q| subtree[q as usize] != t as u32) {
+            for &l in job.path(r, q) {
+                if job.paths.ends(l).1 == root {
+                    up_cap[t] = job.capacity[l as usize].min(members[t].len() as u32);
+                }
+            }
+            for &l in job.path(q, r) {
+                if job.paths.ends(l).0 == root {
+                    down_cap[t] = job.capacity[l as usize].min(members[t].len() as u32);
+                }
+            }
+        }
+    }
+    (up_cap, down_cap)
 }
 
 /// Subtree of every rank seen from `root`: the root's neighbour its host hangs below.

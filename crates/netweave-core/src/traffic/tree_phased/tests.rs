@@ -110,3 +110,80 @@ proptest! {
         prop_assert!(r <= 1.05, "seed {seed}: {r:.3} x the bound");
     }
 }
+
+/// The construction of `uniform.rs` alone: `None` when it does not close, else its phases
+/// (checked valid and exactly at the bound).
+fn uniform_only(topo: &Topology, hosts: &[u32]) -> Option<usize> {
+    let paths = PathTable::new(topo).unwrap();
+    let job = Job::new(&paths, hosts);
+    let lower = job.lower_bound();
+    let (_, phases) = uniform::phases(topo, &job, lower)?;
+    let plan = TreePhased { phases, lower_bound_phases: lower, root: String::new() };
+    assert_valid(topo, hosts, &plan);
+    assert_eq!(plan.phases.len(), lower, "the equal-subtree construction lands on the bound");
+    Some(plan.phases.len())
+}
+
+#[test]
+fn equal_subtrees_reach_the_bound_by_construction() {
+    let four_by_16 = switch_tree(&[TreeLevel::new(4, TEN_GIG)], 16, GIGABIT_LAN).unwrap();
+    let sixteen_by_16 = switch_tree(&[TreeLevel::new(16, TEN_GIG)], 16, GIGABIT_LAN).unwrap();
+    let three_level = switch_tree(&[TreeLevel::new(2, TEN_GIG), TreeLevel::new(3, TEN_GIG)], 8, GIGABIT_LAN).unwrap();
+    let gigabit_trunks = switch_tree(&[TreeLevel::new(5, GIGABIT_LAN)], 6, GIGABIT_LAN).unwrap();
+    let non_blocking = switch_tree(&[TreeLevel::new(6, TEN_GIG)], 8, GIGABIT_LAN).unwrap();
+    for (name, t, bound) in [
+        ("4x16", &four_by_16, 77),
+        ("16x16", &sixteen_by_16, 384),
+        ("3-level", &three_level, 58),
+        ("5x6 1G trunks", &gigabit_trunks, 144),
+        ("6x8 host-bound", &non_blocking, 47),
+    ] {
+        assert_eq!(uniform_only(t, &all(t)), Some(bound), "{name}");
+        // And the schedule the catalogue builds is that one.
+        let plan = TreePhased::new(t, &all(t)).unwrap();
+        assert_eq!(plan.phases.len(), bound, "{name}");
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+    /// Equal subtrees of 1–12 hosts (one or two switch levels, 1, 4 or 10 Gbit/s trunks,
+    /// some bonded): the whole schedule is contention-free and near the bound, and whenever the
+    /// equal-subtree construction closes it is valid and exactly at the bound.
+    #[test]
+    fn equal_subtrees_are_at_the_bound_when_the_construction_closes(
+        k in 2u32..=5, lower_fanout in 1u32..=3, m in 1u32..=12, speed in 0usize..3, bonded: bool,
+    ) {
+        let gbps = [1.0, 4.0, 10.0][speed];
+        let trunk = LinkSpec { bandwidth_gbps: gbps, latency_ns: 5_000.0 };
+        let levels = if lower_fanout == 1 { vec![TreeLevel::new(k, trunk)] } else {
+            vec![TreeLevel::new(k, trunk), TreeLevel::new(lower_fanout, trunk)]
+        };
+        let t = switch_tree(&levels, m, GIGABIT_LAN).unwrap();
+        let t = if bonded { bond_trunks(&t) } else { t };
+        let hosts = all(&t);
+        uniform_only(&t, &hosts);
+        let r = ratio(&t, &hosts);
+        prop_assert!(r <= 1.05, "{r:.3} x the bound");
+    }
+}
+
+/// `topo` with every switch-to-switch link doubled (two parallel cables).
+fn bond_trunks(topo: &Topology) -> Topology {
+    let mut b = TopologyBuilder::new("bonded tree");
+    let ids: Vec<NodeId> = (0..topo.num_nodes() as NodeId)
+        .map(|v| if topo.is_host(v) { b.add_host(topo.label(v)) } else { b.add_switch(topo.label(v), 256) })
+        .collect();
+    for u in 0..topo.num_nodes() as NodeId {
+        for a in topo.neighbors(u) {
+            if u < a.neighbor {
+                let spec = topo.link(Topology::channel_link(a.channel)).spec;
+                b.connect(ids[u as usize], ids[a.neighbor as usize], spec).unwrap();
+                if !topo.is_host(u) && !topo.is_host(a.neighbor) {
+                    b.connect(ids[u as usize], ids[a.neighbor as usize], spec).unwrap();
+                }
+            }
+        }
+    }
+    b.build().unwrap()
+}
