@@ -20,12 +20,12 @@
 //! construction, without search (`uniform.rs`): every subtree sends the same Latin-square
 //! stream of messages to the others, `c` positions per phase where `c` is what a root link
 //! serves at once, and the messages inside subtrees are matched into the ports that leaves
-//! free. The ends of the bottleneck are tried as roots first, then every other switch (two
-//! roots with equal subtrees at most). It closes on the benchmark trees (4 × 16 up to 64 × 16
-//! hosts, the 3-level tree) and on many uniform trees; where the matching inside subtrees
-//! leaves messages over — mostly when the host ports are the bound and no port has a phase to
-//! spare, or edge switches hold a few more hosts than a trunk serves at once — the general
-//! construction below runs.
+//! free; the few that matching may leave over (mostly when the host ports are the bound and no
+//! port has a phase to spare) are recoloured in. The ends of the bottleneck are tried as roots
+//! first, then every other switch (two roots with equal subtrees at most). It lands on the
+//! bound on the benchmark trees (2 × 14, 4 × 16 up to 64 × 16 hosts, the 3-level tree) and on
+//! all but 4 of the 240 one-level trees of 2–6 edge switches of 1–16 hosts with 1, 4 or
+//! 10 Gbit/s trunks; where it does not, the general construction below runs.
 //!
 //! **How, in general.** As Faraj and Yuan do, the tree is seen from a *root* switch at its bottleneck: its
 //! subtrees `T_0 … T_k` (a host on the root is a subtree of one). The messages between

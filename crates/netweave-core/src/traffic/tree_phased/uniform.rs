@@ -20,11 +20,15 @@
 //! subtrees are matched greedily: the sender with the least slack first (free phases left
 //! minus messages left), to the free receiver it still owes with the least slack. Every
 //! placement is checked on the real paths, so deeper subtrees (whose inner links the local
-//! messages load) are served too. When a host runs out of free phases first — only when the
-//! host ports are the bound, with no slack — this construction gives up and the general one
-//! runs.
+//! messages load) are served too. When that matching leaves messages over (a host ran out of
+//! free phases first — mostly when the host ports are the bound, with no slack), they go into
+//! phases of their own and the recolouring (`recolour.rs`) takes this near-finished start down
+//! to the bound; only if that fails too does the general construction run.
 
-use super::{root_candidates, root_link_capacities, subtree_members, subtrees, Job, Pending, Phases, RankPhases};
+use super::{
+    recolour, root_candidates, root_link_capacities, subtree_members, subtrees, Job, Pending, Phases, RankPhases,
+    RECOLOUR_MOVES_MAX, RECOLOUR_MOVES_PER_RANK,
+};
 use crate::topology::{NodeId, Topology};
 
 /// Roots with equal subtrees tried before giving up to the general construction.
@@ -79,12 +83,25 @@ fn from_root(job: &Job, root: NodeId, subtree: &[u32], members: &[Vec<u32>], low
             pending.take(s, d);
         }
     }
-    fill_inside(job, members, &mut phases, &mut pending)?;
-    Some(phases.messages)
+    if fill_inside(job, members, &mut phases, &mut pending) {
+        return Some(phases.messages);
+    }
+    // A few messages inside subtrees left over: in phases of their own, then recoloured down
+    // to the bound from this near-finished start (far cheaper than the general construction).
+    for s in 0..n as u32 {
+        for d in 0..n as u32 {
+            if pending.has(s, d) {
+                let p = (lower..phases.len()).find(|&p| phases.fits(job, p, s, d)).unwrap_or_else(|| phases.open());
+                phases.place(job, p, s, d);
+            }
+        }
+    }
+    let moves = (RECOLOUR_MOVES_PER_RANK * n).min(RECOLOUR_MOVES_MAX);
+    recolour::into_phases(job, &phases.messages, lower, moves)
 }
 
-/// Messages inside each subtree into the phases' free ports; `None` if any is left over.
-fn fill_inside(job: &Job, members: &[Vec<u32>], phases: &mut Phases, pending: &mut Pending) -> Option<()> {
+/// Messages inside each subtree into the phases' free ports; false if any is left over.
+fn fill_inside(job: &Job, members: &[Vec<u32>], phases: &mut Phases, pending: &mut Pending) -> bool {
     let (n, count) = (phases.n, phases.len());
     // Phases from the current one on in which each rank's port is free of messages between
     // subtrees, sending and receiving; a rank with none to spare (slack 0) must use each.
@@ -139,7 +156,7 @@ fn fill_inside(job: &Job, members: &[Vec<u32>], phases: &mut Phases, pending: &m
             free_recv[r] -= i64::from(recv_open[r]);
         }
     }
-    pending.sends.iter().all(|&s| s == 0).then_some(())
+    pending.sends.iter().all(|&s| s == 0)
 }
 
 /// A maximum bipartite matching of senders to receivers (Kuhn's augmenting paths), senders
