@@ -305,14 +305,20 @@ pub struct PhaseOrder {
 fn packed_phases(topo: &Topology, paths: &PathTable, tasks: &[Message], real: &[u32], job: &Job) -> Vec<Vec<u32>> {
     if let Some(hosts) = whole_alltoall(paths.num_hosts(), tasks, real) {
         if let Ok(plan) = TreePhased::on_paths(topo, paths, &hosts) {
-            let mut index = HashMap::with_capacity(real.len());
+            // The task of each (source, destination) host pair, flat: no hashing per message.
+            let nh = paths.num_hosts();
+            let mut index = vec![u32::MAX; nh * nh];
             for &t in real {
-                index.insert((tasks[t as usize].src, tasks[t as usize].dst), t);
+                index[tasks[t as usize].src as usize * nh + tasks[t as usize].dst as usize] = t;
             }
             return plan
                 .phases
                 .iter()
-                .map(|ph| ph.iter().map(|&(s, d)| index[&(hosts[s as usize], hosts[d as usize])]).collect())
+                .map(|ph| {
+                    ph.iter()
+                        .map(|&(s, d)| index[hosts[s as usize] as usize * nh + hosts[d as usize] as usize])
+                        .collect()
+                })
                 .collect();
         }
     }
@@ -360,8 +366,15 @@ fn whole_alltoall(num_hosts: usize, tasks: &[Message], real: &[u32]) -> Option<V
     if real.len() != k * (k - 1) {
         return None;
     }
-    let mut seen = std::collections::HashSet::with_capacity(real.len());
-    real.iter().all(|&t| seen.insert((tasks[t as usize].src, tasks[t as usize].dst))).then_some(hosts)
+    let mut seen = vec![false; num_hosts * num_hosts];
+    real.iter()
+        .all(|&t| {
+            !std::mem::replace(
+                &mut seen[tasks[t as usize].src as usize * num_hosts + tasks[t as usize].dst as usize],
+                true,
+            )
+        })
+        .then_some(hosts)
 }
 
 /// The tree all-to-all of `bytes` per pair among `hosts` of `topo`, ranks placed on them.
