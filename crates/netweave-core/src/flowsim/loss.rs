@@ -422,7 +422,10 @@ impl Losses {
         } else {
             // 4. The port keeps K flows, or the survivor share of all its flows if more; the
             // flows already streaming hold their places, the burst loses the rest.
-            let flows = fair.flows_on(r).len();
+            // Flows another port already cut at this instant are leaving: counting them would
+            // let two ports of one burst cut every flow between them, again at every resume.
+            let chosen = &self.chosen;
+            let flows = fair.flows_on(r).iter().filter(|&&f| !chosen[f as usize]).count();
             let keep =
                 (self.clear_flows[r as usize] as usize).max((self.survivor_fraction * flows as f64).round() as usize);
             n.min(flows.saturating_sub(keep))
@@ -617,5 +620,34 @@ mod tests {
             assert!(bad.check().is_err(), "{bad:?}");
         }
         assert!(TcpModel::default().check().is_ok());
+    }
+}
+
+#[cfg(test)]
+mod sync_burst_tests {
+    use crate::flowsim::{simulate, Executor, FlowConfig};
+    use crate::routing::shortest_path;
+    use crate::topology::ethernet::{switch_tree, TreeLevel, GIGABIT_LAN};
+    use crate::topology::link_layer::Switching;
+    use crate::traffic::alltoall;
+
+    /// Linear all-to-all's phases are incasts onto one host; under the sync executor each phase
+    /// starts as one burst over two ports (the trunk and the host link). Cutting at both ports
+    /// as if the other had cut nobody stalled every flow, at every resume, for ever: each phase
+    /// must end, with timeouts, no sooner than on a lossless fabric.
+    #[test]
+    fn sync_bursts_over_two_ports_end() {
+        let levels = [TreeLevel::new(3, GIGABIT_LAN), TreeLevel::new(2, GIGABIT_LAN)];
+        let ethernet = switch_tree(&levels, 5, GIGABIT_LAN).unwrap();
+        let mut lossless = ethernet.clone();
+        lossless.set_switching(Switching::infiniband());
+        let config = FlowConfig::new(Executor::Sync);
+        for bytes in [131_072u64, 262_144] {
+            let s = alltoall::linear(30, bytes).unwrap();
+            let lossy = simulate(&ethernet, &shortest_path(&ethernet).unwrap(), &s, &config).unwrap();
+            let clean = simulate(&lossless, &shortest_path(&lossless).unwrap(), &s, &config).unwrap();
+            assert!(lossy.timeouts > 0 && clean.timeouts == 0);
+            assert!(lossy.makespan_s.is_finite() && lossy.makespan_s >= clean.makespan_s);
+        }
     }
 }
