@@ -166,8 +166,7 @@ def phased_executors(loads: dict[str, Any]) -> tuple[str, ...]:
     """The executors worth predicting a phased schedule with, given its exact analysis `loads`:
     :data:`PHASED_EXECUTORS`, less the barrier one where some phase is not a permutation. A
     barrier keeps permutation phases from overlapping; a phase that is itself an incast
-    (linear's: every rank to one) gains nothing from it — and the lossy flow model's sync run of
-    such phases at a large size does not end (linear, 1 MiB, on an uneven tree)."""
+    (linear's: every rank to one) gains nothing from it, and the prediction saves a run."""
     if loads["permutation_phases"] == len(loads["phases"]):
         return PHASED_EXECUTORS
     return tuple(ex for ex in PHASED_EXECUTORS if ex != BARRIER_EXECUTOR)
