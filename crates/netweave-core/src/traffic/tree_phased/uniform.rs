@@ -17,8 +17,9 @@
 //! `c < m` (when `c = m` phases are whole layers).
 //!
 //! **Inside subtrees.** Phase by phase, each subtree's hosts not sending (receiving) between
-//! subtrees are matched greedily: the sender with the least slack first (free phases left
-//! minus messages left), to the free receiver it still owes with the least slack. Every
+//! subtrees are paired by a maximum bipartite matching of senders to the free receivers they
+//! still owe, senders and receivers tried least slack first (free phases left minus messages
+//! left), so the tightest hosts are served first and the result is deterministic. Every
 //! placement is checked on the real paths, so deeper subtrees (whose inner links the local
 //! messages load) are served too. When that matching leaves messages over (a host ran out of
 //! free phases first — mostly when the host ports are the bound, with no slack), they go into
