@@ -109,6 +109,12 @@ def test_verify_measures_every_candidate_on_the_emulated_fabric_and_tears_it_dow
     assert len(rows) == min(3, len(ours)) + 3  # the best three of ours, Concurrent, two MPIs
     for r in rows.values():
         assert r["predicted_s"] > 0 and r["measured_s"] > 0 and r["ratio"] == pytest.approx(r["measured_s"] / r["predicted_s"])
+    # A phased candidate is measured the way the plan deploys it: in its executor's order.
+    deployed = {r["name"]: r["executor"] for r in data["schedules"]}
+    expected = {"sync": "a barrier after every phase", "async": "each rank's sends in order", "local-sync": "local-sync order"}
+    for r in rows.values():
+        if r["kind"] == "phased":
+            assert expected[deployed[r["name"]]] in r["measured_by"], (r["name"], deployed[r["name"]], r["measured_by"])
     summary = data["verify_summary"]
     best = min(rows.values(), key=lambda r: r["measured_s"])["name"]
     assert summary["measured_best"] == best

@@ -96,3 +96,30 @@ def test_the_deployed_schedule_asks_for_the_executor_the_ranking_used(tmp_path):
     assert f"with the {row['executor']} executor (the fastest the flow model found at " in readme
     page = (out / "index.html").read_text()
     assert "the fastest counts" in page and f"<td>{row['executor']}</td>" in page
+
+
+def test_each_executor_becomes_the_dag_the_tcp_executor_runs():
+    """--verify runs a phased candidate on netweave's TCP executor in the order of the executor
+    it is deployed with; the DAG for each is built from the schedule alone."""
+    from netweave.run import executor
+    from netweave.stages import traffic
+
+    shift = traffic.alltoall(6, 100, "shift")
+    sync = executor.as_task_graph(shift, executor.phase_groups_for(shift, "sync"))
+    # A binomial barrier (5 reports, 5 releases, zero bytes) between each two of the 5 phases.
+    assert sync.num_tasks == shift.num_messages + 2 * 5 * (shift.num_phases - 1)
+    assert sum(1 for t in sync.tasks() if t[2] == 0) == 2 * 5 * 4
+    tasks = sync.tasks()
+    for src, _dst, _nbytes, after, _relay in tasks:  # every wait is on a task of the same rank
+        assert all(src in (tasks[p][0], tasks[p][1]) for p in after)
+    free = executor.as_task_graph(shift, executor.phase_groups_for(shift, "async"))
+    assert free.num_tasks == shift.num_messages and free.num_dependencies == 0
+    assert executor.phase_groups_for(shift, "local-sync") is None
+    assert executor.as_task_graph(shift).num_dependencies == executor.as_task_graph(shift, None).num_dependencies > 0
+    bruck = traffic.alltoall(6, 100, "bruck")  # forwarded: async still waits for earlier receives
+    assert executor.phase_groups_for(bruck, "async") is None
+    assert executor.phase_groups_for(bruck, "sync") == [1] * bruck.num_phases
+    with pytest.raises(Exception, match="unknown executor 'eager'"):
+        executor.phase_groups_for(shift, "eager")
+    with pytest.raises(Exception, match="cannot share a barrier"):
+        executor.as_task_graph(bruck, [bruck.num_phases])

@@ -602,6 +602,21 @@ fn native_mpi(
     Ok((PySchedule { inner: schedule }, info.into_any().unbind()))
 }
 
+/// `schedule`'s phases cut, in order, into the longest runs whose messages put at most
+/// `buffer_bytes` (headers included) on every switch output port of `routes`' fabric: each
+/// run's length in phases, for [`TaskGraph.with_barriers`]. A forwarded schedule gets one phase
+/// per run.
+#[pyfunction]
+fn buffer_groups(
+    routes: &crate::routing::PyRoutingTable,
+    schedule: &PySchedule,
+    buffer_bytes: u64,
+) -> PyResult<Vec<usize>> {
+    let topology = &routes.topology.get().inner;
+    netweave_core::traffic::phase_groups::buffer_groups(topology, &routes.inner, &schedule.inner, buffer_bytes)
+        .map_err(err)
+}
+
 /// Task policy names of the contention-free scheduler.
 #[pyfunction]
 fn contention_free_policies() -> Vec<&'static str> {
@@ -641,6 +656,13 @@ impl PyTaskGraph {
     #[staticmethod]
     fn from_schedule(schedule: &PySchedule) -> PyResult<Self> {
         Ok(PyTaskGraph { inner: TaskGraph::from_schedule(&schedule.inner).map_err(err)? })
+    }
+    /// The phased schedule as a DAG that runs it in groups of phases (`group_lengths`, phase
+    /// counts adding up to the schedule's), a binomial-tree barrier of zero-byte tasks between
+    /// groups and no wait inside one: `[1] * phases` is the phase-synchronous order.
+    #[staticmethod]
+    fn with_barriers(schedule: &PySchedule, group_lengths: Vec<usize>) -> PyResult<Self> {
+        Ok(PyTaskGraph { inner: TaskGraph::with_barriers(&schedule.inner, &group_lengths).map_err(err)? })
     }
     /// Parse the `netweave-dag` JSON form.
     #[staticmethod]
@@ -700,6 +722,7 @@ impl PyTaskGraph {
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(contention_free, m)?)?;
+    m.add_function(wrap_pyfunction!(buffer_groups, m)?)?;
     m.add_function(wrap_pyfunction!(contention_free_policies, m)?)?;
     m.add_function(wrap_pyfunction!(schedule_executors, m)?)?;
     m.add_function(wrap_pyfunction!(concurrent_dag, m)?)?;

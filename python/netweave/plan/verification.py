@@ -6,10 +6,12 @@ the candidates that matter at the plan's message size and sets each measured tim
 prediction for the same scaled fabric:
 
 - the :data:`TOP` best-predicted of netweave's candidates and paper 004's Concurrent on
-  netweave's TCP executor (:func:`netweave.run.emulate.run`: a phased schedule in its local-sync
-  order, a DAG as it is; one send in flight per host, every receive open), predicted as that
-  executor runs them (the flow model's DAG executor) — as ``reproduce ethernet --emulate`` runs
-  paper 004's schedules;
+  netweave's TCP executor (:func:`netweave.run.emulate.run`; one send in flight per host, every
+  receive open), predicted as that executor runs them (the flow model's DAG executor) — as
+  ``reproduce ethernet --emulate`` runs paper 004's schedules. A DAG runs as it is; a phased
+  schedule in the order of the executor the plan deploys it with
+  (:func:`netweave.run.executor.phase_groups_for`: ``sync`` a barrier after every phase,
+  ``async`` each rank's sends in order with no wait, ``local-sync`` its local-sync order);
 - Open MPI's and MPICH's own collective (``nwbench``'s native timing, the slowest rank's mean
   over :data:`REPS` calls), predicted as the plan models them (``traffic::native_mpi``).
 
@@ -75,7 +77,7 @@ def check_can_verify(topo: Topology, ranks: int) -> None:
     executor.executor_path()
 
 
-def _scale(routes: RoutingTable, workloads: list, fastest_s: float) -> float:
+def _scale(routes: RoutingTable, workloads: list[Schedule | TaskGraph], fastest_s: float) -> float:
     """The link scale at which the heaviest workload, run at its predicted pace, forwards at most
     :data:`FORWARDING_SHARE` of what two cores carry (predicted times grow as 1 / scale)."""
     heaviest = max(emulate.forwarding_load(routes, executor.as_task_graph(w), fastest_s) for w in workloads)
@@ -102,13 +104,13 @@ def verify(topo: Topology, routes: RoutingTable, result: PlanResult, built: list
         raise NetweaveError("--verify times gathers to rank 0 (nwbench's root); drop --root")
     check_can_verify(topo, ranks)
     placed = plan_mod.job_hosts(topo, hosts, order, seed)
-    chosen, workloads, natives, native_work = _candidates(topo, result, built, placed)
+    chosen, graphs, natives, native_work = _candidates(topo, result, built, placed)
     fastest = min(r.predicted_time_s for r in [*chosen, *natives.values()])
     if buffer is None and topo.link_layer == "ethernet":
         # The switch port buffer the flow model assumes for this fabric, so both see the same drops.
         buffer = topo.port_buffer_bytes
     if scale is None:
-        scale = _scale(routes, list(workloads.values()) + list(native_work.values()), fastest)
+        scale = _scale(routes, list(graphs.values()) + list(native_work.values()), fastest)
         slowest = float(topo.link_specs()[:, 0].min()) * 1e9 * scale
         if slowest < MIN_LINK_BPS:
             raise NetweaveError(
@@ -119,7 +121,6 @@ def verify(topo: Topology, routes: RoutingTable, result: PlanResult, built: list
         raise NetweaveError(f"--verify-scale {scale} must be positive")
 
     note("predicting on the scaled fabric")
-    graphs = {name: executor.as_task_graph(work) for name, work in workloads.items()}
     predicted = _predict(routes, scale, graphs, natives, native_work, ranks, calibration)
 
     measured: dict[str, float | None] = {}
@@ -132,7 +133,7 @@ def verify(topo: Topology, routes: RoutingTable, result: PlanResult, built: list
         for name, graph in graphs.items():
             note(f"measuring {name} on the fabric")
             run = emulate.run(fabric, graph)
-            how[name] = "netweave's TCP executor"
+            how[name] = f"netweave's TCP executor, {_order(next(r for r in chosen if r.name == name))}"
             measured[name] = run["makespan_s"] if run["ok"] else None
             lost = run["losses"]
             if not run["ok"]:
@@ -160,22 +161,35 @@ def verify(topo: Topology, routes: RoutingTable, result: PlanResult, built: list
 
 
 def _candidates(topo: Topology, result: PlanResult, built: list[plan_mod.Candidate], placed: list[int]
-                ) -> tuple[list[CandidateRow], dict[str, Schedule | TaskGraph], dict[str, Any], dict[str, Any]]:
-    """What --verify measures: the best :data:`TOP` of netweave's rows and Concurrent with their
-    workloads, and the native MPI rows with their schedules."""
+                ) -> tuple[list[CandidateRow], dict[str, TaskGraph], dict[str, Any], dict[str, Any]]:
+    """What --verify measures: the best :data:`TOP` of netweave's rows and Concurrent with the
+    DAGs the TCP executor runs them as (a phased one in its deployed executor's order), and the
+    native MPI rows with their schedules."""
     job = result.job
     collective, nbytes, root = job.collective, job.bytes_per_pair, job.root_rank
     phased = {c.name: c.schedule for c in built if c.schedule is not None}
     rows: list[CandidateRow] = [r for r in [*result.schedules, *result.dag_schedules] if r.complete]
     ours = [r for r in sorted(rows, key=lambda r: r.predicted_time_s) if r.name != plan_mod.CONCURRENT][:TOP]
     chosen = ours + [r for r in result.dag_schedules if r.name == plan_mod.CONCURRENT]
-    workloads: dict[str, Schedule | TaskGraph] = {}
+    graphs: dict[str, TaskGraph] = {}
     for r in chosen:
-        workloads[r.name] = (phased[r.name] if r.kind == "phased"
-                             else plan_mod.dag_workload(topo, r.name, collective, nbytes, root))
+        if r.kind == "phased":
+            schedule = phased[r.name]
+            graphs[r.name] = executor.as_task_graph(schedule, executor.phase_groups_for(schedule, r.executor))
+        else:
+            graphs[r.name] = executor.as_task_graph(plan_mod.dag_workload(topo, r.name, collective, nbytes, root))
     natives = {r.name: r for r in result.native}
     native_work = {name: plan_mod.native_schedule(name, collective, placed, nbytes, root) for name in natives}
-    return chosen, workloads, natives, native_work
+    return chosen, graphs, natives, native_work
+
+
+def _order(row: CandidateRow) -> str:
+    """How the TCP executor runs `row`'s candidate, for the report."""
+    if row.kind != "phased":
+        return "as its DAG"
+    return {"sync": "a barrier after every phase (as the sync executor)",
+            "async": "each rank's sends in order, one in flight (as the async executor)",
+            }.get(row.executor, "in local-sync order")
 
 
 def predict_at_scale(topo: Topology, routes: RoutingTable, result: PlanResult, built: list[plan_mod.Candidate],
@@ -183,9 +197,8 @@ def predict_at_scale(topo: Topology, routes: RoutingTable, result: PlanResult, b
                      seed: int | None = None) -> dict[str, float]:
     """What :func:`verify` predicts for each candidate it measures, on the fabric scaled by
     `scale`, with `calibration` (or the defaults): to compare parameter sets on one measurement."""
-    _chosen, workloads, natives, native_work = _candidates(topo, result, built,
-                                                           plan_mod.job_hosts(topo, hosts, order, seed))
-    graphs = {name: executor.as_task_graph(work) for name, work in workloads.items()}
+    _chosen, graphs, natives, native_work = _candidates(topo, result, built,
+                                                        plan_mod.job_hosts(topo, hosts, order, seed))
     return _predict(routes, scale, graphs, natives, native_work, result.job.ranks, calibration)
 
 

@@ -73,12 +73,33 @@ def executor_path() -> Path:
     return exe
 
 
-def as_task_graph(workload: _core.Schedule | _core.TaskGraph) -> _core.TaskGraph:
+def as_task_graph(workload: _core.Schedule | _core.TaskGraph, phase_groups: list[int] | None = None
+                  ) -> _core.TaskGraph:
     """A DAG as it is; a phased schedule in its local-sync order (each message waits for the
-    previous phase's messages of its sender and receiver)."""
+    previous phase's messages of its sender and receiver), or, with `phase_groups` (phase
+    counts adding up to its phases), in those groups with a barrier between two groups and no
+    wait inside one (``TaskGraph.with_barriers``; :func:`phase_groups_for` gives the groups
+    that run it as an executor of the MPI library would)."""
     if isinstance(workload, _core.TaskGraph):
         return workload
+    if phase_groups is not None:
+        return _core.TaskGraph.with_barriers(workload, phase_groups)
     return _core.TaskGraph.from_schedule(workload)
+
+
+def phase_groups_for(schedule: _core.Schedule, executor: str) -> list[int] | None:
+    """The phase groups that make this executor's DAG run `schedule` the way the MPI library's
+    `executor` does: ``sync`` a barrier after every phase; ``async`` (direct delivery) no wait
+    at all, each rank's sends in order — one at a time, where the library keeps the
+    schedule's ``concurrent_sends`` in flight; ``local-sync`` (and ``async`` on forwarded
+    delivery, which waits for earlier receives) None, the local-sync order."""
+    if executor == "sync":
+        return [1] * schedule.num_phases
+    if executor == "async" and schedule.delivery == "direct" and schedule.num_phases:
+        return [schedule.num_phases]
+    if executor in ("local-sync", "async"):
+        return None
+    raise _core.NetweaveError(f"unknown executor {executor!r} (known: sync, async, local-sync)")
 
 
 def loopback_address(rank: int) -> str:

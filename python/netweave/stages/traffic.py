@@ -204,6 +204,22 @@ def contention_free(topology: Topology, collective: str, bytes: int, root: int =
                                  perturbation, perturbation_seed, tasks, scheduler, hosts, routes)
 
 
+def buffer_groups(routes: _core.RoutingTable, schedule: Schedule, buffer_bytes: int) -> list[int]:
+    """`schedule`'s phases cut, in order, into the longest runs that put at most `buffer_bytes`
+    (headers included) on every switch output port of the fabric `routes` routes: each run's
+    length in phases. Runs of phases between two barriers then never overflow a drop-tail port,
+    however their messages overlap (``TaskGraph.with_barriers`` builds that DAG;
+    docs/contention-free.md). A forwarded schedule gets one phase per run.
+
+    >>> from netweave import routing, topology
+    >>> tree = topology.switch_tree([2], 4, [1.0], [100.0], 1.0, 100.0)
+    >>> routes = routing.route(tree, "updown")
+    >>> buffer_groups(routes, alltoall(8, 1024), 64 * 1024), buffer_groups(routes, alltoall(8, 65536), 64 * 1024)
+    ([7], [1, 1, 1, 1, 1, 1, 1])
+    """
+    return _core.buffer_groups(routes, schedule, buffer_bytes)
+
+
 def concurrent(topology: Topology, collective: str, bytes: int, root: int = 0,
                tasks: list[tuple[int, int, int]] | None = None):
     """Paper 004's Concurrent baseline as a DAG: the same tasks as :func:`contention_free`, all

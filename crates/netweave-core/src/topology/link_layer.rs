@@ -32,6 +32,23 @@ use crate::error::Result;
 pub const DEFAULT_ETHERNET_PORT_BUFFER: u64 = 64 * 1024;
 /// The smallest port buffer accepted: one full Ethernet frame.
 pub const MIN_PORT_BUFFER: u64 = 1500;
+/// TCP payload per full 1,500-byte Ethernet frame (IPv4 and TCP headers without options).
+pub const ETHERNET_MSS: u64 = 1460;
+/// Bytes a switch port queues per segment besides its payload: the Ethernet, IPv4 and TCP headers.
+pub const ETHERNET_SEGMENT_HEADERS: u64 = 14 + 20 + 20;
+
+/// Bytes `payload` bytes of TCP data occupy in a switch port's queue: the payload and the
+/// headers of every segment it is cut into.
+///
+/// ```
+/// use netweave_core::topology::link_layer::ethernet_queued_bytes;
+/// assert_eq!(ethernet_queued_bytes(0), 0);
+/// assert_eq!(ethernet_queued_bytes(1024), 1024 + 54);
+/// assert_eq!(ethernet_queued_bytes(1461), 1461 + 2 * 54);
+/// ```
+pub fn ethernet_queued_bytes(payload: u64) -> u64 {
+    payload + payload.div_ceil(ETHERNET_MSS) * ETHERNET_SEGMENT_HEADERS
+}
 
 /// How switches treat a full port.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -207,6 +207,99 @@ impl TaskGraph {
         g.with_placement(schedule.placement().to_vec())
     }
 
+    /// The phased schedule as a DAG that runs it in barrier-separated groups of phases:
+    /// `group_lengths` (phase counts, summing to the schedule's phases) cut the phases into
+    /// groups; inside a group every rank sends its messages in phase order with no wait, and
+    /// between two groups every rank takes part in a barrier, so group `g + 1` starts only after
+    /// every message of group `g` has arrived. Groups of one phase are the phase-synchronous
+    /// (`sync`) order; one group of every phase is each rank's send order with no wait at all.
+    ///
+    /// The barrier is built from zero-byte tasks along a binomial tree on the ranks (a rank
+    /// reports to the rank with its lowest set bit cleared, rank 0 releases them back down), so
+    /// it costs `2·(n − 1)` messages of no payload and no 1-byte sync: every edge of it joins
+    /// tasks of the same rank. Only direct delivery can be grouped: a forwarded message needs
+    /// the receive of the phase before it, which a group of several phases does not wait for.
+    ///
+    /// ```
+    /// use netweave_core::traffic::{dag::TaskGraph, Schedule};
+    /// let s = Schedule::shift_alltoall(4, 8).unwrap();
+    /// let g = TaskGraph::with_barriers(&s, &[2, 1]).unwrap();
+    /// assert_eq!(g.num_tasks(), 12 + 2 * 3);   // the messages and one barrier of 3 + 3 tasks
+    /// assert!(TaskGraph::with_barriers(&s, &[2]).is_err()); // the groups must cover every phase
+    /// ```
+    pub fn with_barriers(schedule: &Schedule, group_lengths: &[usize]) -> Result<Self> {
+        let phases = schedule.num_phases();
+        if group_lengths.contains(&0) || group_lengths.iter().sum::<usize>() != phases {
+            return Err(NetweaveError::Schedule(format!(
+                "phase groups {group_lengths:?} must be positive and add up to the schedule's {phases} phases"
+            )));
+        }
+        if group_lengths.iter().any(|&len| len > 1) && schedule.delivery() != super::Delivery::Direct {
+            return Err(NetweaveError::Schedule(format!(
+                "{} forwards data received in earlier phases, so its phases cannot share a barrier; \
+                 group them one phase each",
+                schedule.name()
+            )));
+        }
+        let n = schedule.num_ranks();
+        let barrier_tasks = 2 * n.saturating_sub(1) as usize * group_lengths.len().saturating_sub(1);
+        let mut g = TaskGraph::new(schedule.name(), n);
+        g.reserve(schedule.num_messages() + barrier_tasks, schedule.num_messages() + 3 * barrier_tasks);
+        // What each rank must have finished before it may start the next group: its own tasks of
+        // the group, then (after a barrier) the release it received.
+        let mut waits: Vec<Vec<TaskId>> = vec![Vec::new(); n as usize];
+        let mut in_group: Vec<Vec<TaskId>> = vec![Vec::new(); n as usize];
+        let mut deps = Vec::new();
+        let mut phase = 0;
+        for (index, &len) in group_lengths.iter().enumerate() {
+            for p in phase..phase + len {
+                for m in schedule.phase(p) {
+                    let before = &waits[m.src as usize];
+                    deps.clear();
+                    deps.extend(before.iter().map(|&t| (t, Dependency::Complete)));
+                    let id = g.add_task(*m, &deps)?;
+                    in_group[m.src as usize].push(id);
+                    if m.dst != m.src {
+                        in_group[m.dst as usize].push(id);
+                    }
+                }
+            }
+            phase += len;
+            if index + 1 < group_lengths.len() {
+                g.add_barrier(&mut in_group, &mut waits)?;
+            }
+        }
+        g.with_placement(schedule.placement().to_vec())
+    }
+
+    /// Append a binomial-tree barrier over every rank, after each rank's tasks in `finished`
+    /// (emptied), and leave in `waits` what each rank's next task must wait for.
+    fn add_barrier(&mut self, finished: &mut [Vec<TaskId>], waits: &mut [Vec<TaskId>]) -> Result<()> {
+        let n = self.num_ranks;
+        let parent = |r: u32| r & (r - 1); // the binomial tree: clear the lowest set bit
+        let mut reported: Vec<Vec<TaskId>> = vec![Vec::new(); n as usize];
+        let mut deps = Vec::new();
+        // Children have higher ranks than their parent, so reporting from the top rank down
+        // meets every child's report before its parent's.
+        for r in (1..n).rev() {
+            deps.clear();
+            deps.extend(finished[r as usize].iter().chain(&reported[r as usize]).map(|&t| (t, Dependency::Complete)));
+            let id = self.add_task(Message { src: r, dst: parent(r), bytes: 0 }, &deps)?;
+            reported[parent(r) as usize].push(id);
+        }
+        // Rank 0 has heard from everyone once its children have reported; it releases its
+        // children, each of which releases its own once released.
+        waits[0] = finished[0].iter().chain(&reported[0]).copied().collect();
+        for r in 1..n {
+            deps.clear();
+            deps.extend(waits[parent(r) as usize].iter().map(|&t| (t, Dependency::Complete)));
+            let id = self.add_task(Message { src: parent(r), dst: r, bytes: 0 }, &deps)?;
+            waits[r as usize] = vec![id];
+        }
+        finished.iter_mut().for_each(Vec::clear);
+        Ok(())
+    }
+
     pub fn name(&self) -> &str {
         &self.name
     }

@@ -37,6 +37,7 @@ pub mod dag;
 pub mod io;
 pub mod lsft;
 pub mod native_mpi;
+pub mod phase_groups;
 pub mod synthetic;
 pub mod tree_phased;
 
