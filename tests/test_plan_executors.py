@@ -112,6 +112,10 @@ def test_each_executor_becomes_the_dag_the_tcp_executor_runs():
     tasks = sync.tasks()
     for src, _dst, _nbytes, after, _relay in tasks:  # every wait is on a task of the same rank
         assert all(src in (tasks[p][0], tasks[p][1]) for p in after)
+    # Groups of phases are merged phases with a barrier each: both ways give one DAG.
+    merged = shift.with_phases_merged([2, 1, 2])
+    assert merged.num_phases == 3 and merged.num_messages == shift.num_messages
+    assert (executor.as_task_graph(merged, [1, 1, 1]).tasks() == executor.as_task_graph(shift, [2, 1, 2]).tasks())
     free = executor.as_task_graph(shift, executor.phase_groups_for(shift, "async"))
     assert free.num_tasks == shift.num_messages and free.num_dependencies == 0
     assert executor.phase_groups_for(shift, "local-sync") is None
@@ -121,5 +125,5 @@ def test_each_executor_becomes_the_dag_the_tcp_executor_runs():
     assert executor.phase_groups_for(bruck, "sync") == [1] * bruck.num_phases
     with pytest.raises(Exception, match="unknown executor 'eager'"):
         executor.phase_groups_for(shift, "eager")
-    with pytest.raises(Exception, match="cannot share a barrier"):
+    with pytest.raises(Exception, match="cannot be merged"):
         executor.as_task_graph(bruck, [bruck.num_phases])

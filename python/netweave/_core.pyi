@@ -240,6 +240,9 @@ class Schedule:
     @property
     def total_bytes(self) -> int: ...
 
+    def with_phases_merged(self, group_lengths: list[int]) -> Schedule:
+        """A copy with consecutive phases merged: `group_lengths` (phase counts adding up to the phases) become the new phases, messages in the same order (direct delivery only)."""
+        ...
     def with_placement(self, placement: list[int]) -> Schedule:
         """A copy with ranks placed on these host indices."""
         ...

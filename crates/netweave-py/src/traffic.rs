@@ -142,6 +142,11 @@ impl PySchedule {
     fn with_placement(&self, placement: Vec<u32>) -> PyResult<PySchedule> {
         Ok(PySchedule { inner: self.inner.clone().with_placement(placement).map_err(err)? })
     }
+    /// A copy with consecutive phases merged: `group_lengths` (phase counts adding up to the
+    /// phases) become the new phases, messages in the same order (direct delivery only).
+    fn with_phases_merged(&self, group_lengths: Vec<usize>) -> PyResult<PySchedule> {
+        Ok(PySchedule { inner: self.inner.clone().with_phases_merged(&group_lengths).map_err(err)? })
+    }
     /// The schedule as versioned JSON text.
     fn to_json(&self) -> String {
         io::to_json(&self.inner)

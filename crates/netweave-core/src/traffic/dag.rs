@@ -228,48 +228,32 @@ impl TaskGraph {
     /// assert!(TaskGraph::with_barriers(&s, &[2]).is_err()); // the groups must cover every phase
     /// ```
     pub fn with_barriers(schedule: &Schedule, group_lengths: &[usize]) -> Result<Self> {
-        let phases = schedule.num_phases();
-        if group_lengths.contains(&0) || group_lengths.iter().sum::<usize>() != phases {
-            return Err(NetweaveError::Schedule(format!(
-                "phase groups {group_lengths:?} must be positive and add up to the schedule's {phases} phases"
-            )));
-        }
-        if group_lengths.iter().any(|&len| len > 1) && schedule.delivery() != super::Delivery::Direct {
-            return Err(NetweaveError::Schedule(format!(
-                "{} forwards data received in earlier phases, so its phases cannot share a barrier; \
-                 group them one phase each",
-                schedule.name()
-            )));
-        }
-        let n = schedule.num_ranks();
-        let barrier_tasks = 2 * n.saturating_sub(1) as usize * group_lengths.len().saturating_sub(1);
-        let mut g = TaskGraph::new(schedule.name(), n);
-        g.reserve(schedule.num_messages() + barrier_tasks, schedule.num_messages() + 3 * barrier_tasks);
+        // A group is a merged phase; the schedule-level form checks the groups and the delivery.
+        let merged = schedule.clone().with_phases_merged(group_lengths)?;
+        let n = merged.num_ranks();
+        let barrier_tasks = 2 * n.saturating_sub(1) as usize * merged.num_phases().saturating_sub(1);
+        let mut g = TaskGraph::new(merged.name(), n);
+        g.reserve(merged.num_messages() + barrier_tasks, merged.num_messages() + 3 * barrier_tasks);
         // What each rank must have finished before it may start the next group: its own tasks of
         // the group, then (after a barrier) the release it received.
         let mut waits: Vec<Vec<TaskId>> = vec![Vec::new(); n as usize];
         let mut in_group: Vec<Vec<TaskId>> = vec![Vec::new(); n as usize];
         let mut deps = Vec::new();
-        let mut phase = 0;
-        for (index, &len) in group_lengths.iter().enumerate() {
-            for p in phase..phase + len {
-                for m in schedule.phase(p) {
-                    let before = &waits[m.src as usize];
-                    deps.clear();
-                    deps.extend(before.iter().map(|&t| (t, Dependency::Complete)));
-                    let id = g.add_task(*m, &deps)?;
-                    in_group[m.src as usize].push(id);
-                    if m.dst != m.src {
-                        in_group[m.dst as usize].push(id);
-                    }
+        for (index, group) in merged.phases().enumerate() {
+            for m in group {
+                deps.clear();
+                deps.extend(waits[m.src as usize].iter().map(|&t| (t, Dependency::Complete)));
+                let id = g.add_task(*m, &deps)?;
+                in_group[m.src as usize].push(id);
+                if m.dst != m.src {
+                    in_group[m.dst as usize].push(id);
                 }
             }
-            phase += len;
-            if index + 1 < group_lengths.len() {
+            if index + 1 < merged.num_phases() {
                 g.add_barrier(&mut in_group, &mut waits)?;
             }
         }
-        g.with_placement(schedule.placement().to_vec())
+        g.with_placement(merged.placement().to_vec())
     }
 
     /// Append a binomial-tree barrier over every rank, after each rank's tasks in `finished`

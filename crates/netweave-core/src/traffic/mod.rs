@@ -293,6 +293,45 @@ impl Schedule {
         Ok(self)
     }
 
+    /// The same messages in the same order with consecutive phases merged: `group_lengths`
+    /// (phase counts adding up to the phases) become the new phases. Run with a barrier between
+    /// phases, a merged phase is a run of phases that share one barrier
+    /// ([`phase_groups::buffer_groups`] finds the runs that fit the switch ports' buffers). Only
+    /// direct delivery can be merged: a forwarded message needs a receive of the phase before it.
+    ///
+    /// ```
+    /// use netweave_core::traffic::Schedule;
+    /// let s = Schedule::shift_alltoall(4, 8).unwrap().with_phases_merged(&[2, 1]).unwrap();
+    /// assert_eq!((s.num_phases(), s.phase(0).len(), s.claims_permutation()), (2, 8, false));
+    /// ```
+    pub fn with_phases_merged(mut self, group_lengths: &[usize]) -> Result<Self> {
+        let phases = self.num_phases();
+        if group_lengths.contains(&0) || group_lengths.iter().sum::<usize>() != phases {
+            return Err(NetweaveError::Schedule(format!(
+                "phase groups {group_lengths:?} must be positive and add up to the schedule's {phases} phases"
+            )));
+        }
+        if group_lengths.iter().all(|&len| len == 1) {
+            return Ok(self);
+        }
+        if self.delivery != Delivery::Direct {
+            return Err(NetweaveError::Schedule(format!(
+                "{} forwards data received in earlier phases, so its phases cannot be merged",
+                self.name
+            )));
+        }
+        let mut offsets = Vec::with_capacity(group_lengths.len() + 1);
+        let mut phase = 0;
+        offsets.push(0);
+        for &len in group_lengths {
+            phase += len;
+            offsets.push(self.phase_offsets[phase]);
+        }
+        self.phase_offsets = offsets;
+        self.claims_permutation = false;
+        Ok(self)
+    }
+
     /// Rename the schedule.
     pub fn with_name(mut self, name: impl Into<String>) -> Self {
         self.name = name.into();
