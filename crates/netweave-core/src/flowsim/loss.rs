@@ -225,6 +225,9 @@ pub(super) struct Losses {
     /// instant's joiners; one port's burst.
     chosen: Vec<bool>,
     pairs: Vec<(u32, u32)>,
+    /// Scratch: per port, the instant's joiners crossing it; the ports counted.
+    joiners_at: Vec<u32>,
+    touched: Vec<u32>,
     burst: Vec<u32>,
     /// Timeouts so far.
     pub(super) timeouts: u64,
@@ -278,6 +281,8 @@ impl Losses {
             retransmitted: vec![0.0; work.len()],
             chosen: vec![false; work.len()],
             pairs: Vec::new(),
+            joiners_at: vec![0; nres],
+            touched: Vec::new(),
             burst: Vec::new(),
             timeouts: 0,
         })
@@ -292,13 +297,33 @@ impl Losses {
     /// bytes left are in `remaining`, and the shares in `fair` are current. Victims are
     /// appended to `victims`; the segments the bursts lost are added to `retransmitted`.
     pub(super) fn victims(&mut self, fair: &FairShare, joined: &[u32], remaining: &[f64], victims: &mut Vec<u32>) {
-        self.pairs.clear();
+        // Only ports two or more joiners share can see a burst: count first, then sort only
+        // their (port, flow) pairs (a flow resuming alone, the common case, sorts nothing).
+        self.touched.clear();
+        let mut crossings = 0;
         for &f in joined {
             for &r in fair.path_resources(f) {
                 if self.held_segments[r as usize].is_finite() {
-                    self.pairs.push((r, f));
+                    if self.joiners_at[r as usize] == 0 {
+                        self.touched.push(r);
+                    }
+                    self.joiners_at[r as usize] += 1;
+                    crossings += 1;
                 }
             }
+        }
+        self.pairs.clear();
+        if crossings > self.touched.len() {
+            for &f in joined {
+                for &r in fair.path_resources(f) {
+                    if self.held_segments[r as usize].is_finite() && self.joiners_at[r as usize] >= 2 {
+                        self.pairs.push((r, f));
+                    }
+                }
+            }
+        }
+        for &r in &self.touched {
+            self.joiners_at[r as usize] = 0;
         }
         self.pairs.sort_unstable();
         let first_victim = victims.len();

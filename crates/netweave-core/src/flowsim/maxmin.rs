@@ -67,6 +67,9 @@ pub(crate) struct FairShare {
     // Scratch, reset after each update.
     flow_state: Vec<u8>,
     res_seen: Vec<bool>,
+    /// Per resource: a flow on it joined, left or changed rate in this update, so its used
+    /// rate must be summed again (the others' sums would come out the same, bit for bit).
+    res_dirty: Vec<bool>,
     residual: Vec<f64>,
     unfrozen: Vec<u32>,
     seen_res: Vec<u32>,
@@ -92,6 +95,7 @@ impl FairShare {
             active: vec![false; f],
             flow_state: vec![IDLE; f],
             res_seen: vec![false; r],
+            res_dirty: vec![false; r],
             residual: vec![0.0; r],
             unfrozen: vec![0; r],
             used: vec![0.0; r],
@@ -161,6 +165,7 @@ impl FairShare {
                 let r = self.path_res[i];
                 self.unlink(f, i);
                 self.seed(r);
+                self.res_dirty[r as usize] = true;
             }
             self.active[f as usize] = false;
             self.rate[f as usize] = 0.0;
@@ -170,6 +175,7 @@ impl FairShare {
                 let r = self.path_res[i] as usize;
                 self.path_pos[i] = self.res_flows[r].len() as u32;
                 self.res_flows[r].push(f);
+                self.res_dirty[r] = true;
             }
             self.active[f as usize] = true;
             self.flow_state[f as usize] = IN_SET;
@@ -247,12 +253,14 @@ impl FairShare {
                 let old = self.rate[f as usize];
                 // A rate equal to the old one up to rounding is left alone: rescheduling the
                 // flow would cost an event and change nothing.
-                if (share - old).abs() > RATE_TOLERANCE * old {
+                let moved = (share - old).abs() > RATE_TOLERANCE * old;
+                if moved {
                     self.rate[f as usize] = share;
                     changed.push((f, old));
                 }
                 for i in self.path(f) {
                     let q = self.path_res[i] as usize;
+                    self.res_dirty[q] |= moved;
                     self.residual[q] = (self.residual[q] - share).max(0.0);
                     self.unfrozen[q] -= 1;
                 }
@@ -260,10 +268,13 @@ impl FairShare {
         }
         self.flows_recomputed += self.set_flows.len() as u64;
         self.rates_changed += changed.len() as u64;
-        // New used rates and scratch reset.
+        // New used rates where a flow moved, summed in list order as always; scratch reset.
         for &r in &self.seen_res {
             let r = r as usize;
-            self.used[r] = self.res_flows[r].iter().map(|&f| self.rate[f as usize]).sum();
+            if self.res_dirty[r] {
+                self.used[r] = self.res_flows[r].iter().map(|&f| self.rate[f as usize]).sum();
+                self.res_dirty[r] = false;
+            }
             self.res_seen[r] = false;
         }
         self.seen_res.clear();
@@ -343,6 +354,61 @@ mod tests {
         }
     }
 
+    /// Every resource's used rate is, bit for bit, the sum of its flows' rates in list order:
+    /// the update re-sums only resources where a flow joined, left or moved, which is exact
+    /// only if no other resource's sum could differ.
+    fn assert_used_is_a_fresh_sum(s: &FairShare, nres: usize) {
+        for r in 0..nres as u32 {
+            let fresh: f64 = s.flows_on(r).iter().map(|&f| s.rate(f)).sum();
+            // (An empty sum is -0.0, an untouched resource's 0.0: equal, not the same bits.)
+            let same = if fresh == 0.0 { s.used(r) == 0.0 } else { s.used(r).to_bits() == fresh.to_bits() };
+            assert!(same, "resource {r}: {} vs {fresh}", s.used(r));
+        }
+    }
+
+    #[test]
+    fn used_rates_stay_fresh_sums_when_few_flows_move() {
+        use rand::{Rng, SeedableRng};
+        // Many flows on disjoint-ish paths, a few changing per update: most resources the walk
+        // reaches keep every rate, so their sums are skipped.
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(31);
+        for _ in 0..20 {
+            let nres = rng.gen_range(6..20);
+            let capacity: Vec<f64> = (0..nres).map(|_| rng.gen_range(1.0..10.0)).collect();
+            let owned: Vec<Vec<u32>> = (0..rng.gen_range(10..60))
+                .map(|_| {
+                    let mut p: Vec<u32> = (0..rng.gen_range(1..4)).map(|_| rng.gen_range(0..nres as u32)).collect();
+                    p.sort_unstable();
+                    p.dedup();
+                    p
+                })
+                .collect();
+            let paths: Vec<&[u32]> = owned.iter().map(|p| p.as_slice()).collect();
+            let mut s = solver(capacity.clone(), &paths);
+            let mut active = vec![false; paths.len()];
+            let mut changed = Vec::new();
+            for _ in 0..40 {
+                let (mut leave, mut join) = (Vec::new(), Vec::new());
+                for (f, on) in active.iter_mut().enumerate() {
+                    if rng.gen_bool(0.05) {
+                        if *on {
+                            leave.push(f as u32)
+                        } else {
+                            join.push(f as u32)
+                        }
+                        *on = !*on;
+                    }
+                }
+                s.update(&leave, &join, |_, _| {}, &mut changed);
+                assert_used_is_a_fresh_sum(&s, nres);
+                let want = reference(&capacity, &paths, &active);
+                for (f, want) in want.iter().enumerate() {
+                    assert!((s.rate(f as u32) - want).abs() < 1e-9);
+                }
+            }
+        }
+    }
+
     #[test]
     fn textbook_example() {
         // Link 0 (cap 1) shared by flows 0,1,2; link 1 (cap 2) by flows 2,3.
@@ -398,6 +464,7 @@ mod tests {
                 for f in 0..paths.len() {
                     assert!((s.rate(f as u32) - want[f]).abs() < 1e-9, "flow {f}: {} vs {}", s.rate(f as u32), want[f]);
                 }
+                assert_used_is_a_fresh_sum(&s, nres);
             }
         }
     }

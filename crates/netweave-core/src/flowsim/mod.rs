@@ -195,6 +195,19 @@ pub fn simulate_with_progress(
     config: &FlowConfig,
     progress: Option<&AtomicU64>,
 ) -> Result<FlowReport> {
+    simulate_phased(topo, routes, schedule, config, progress, true)
+}
+
+/// [`simulate_with_progress`], choosing whether a lossy instant's void drain events are held
+/// back from the event heap (`model::Sim::hold_void_drains`; only a test turns it off).
+fn simulate_phased(
+    topo: &Topology,
+    routes: &RoutingTable,
+    schedule: &Schedule,
+    config: &FlowConfig,
+    progress: Option<&AtomicU64>,
+    hold_void_drains: bool,
+) -> Result<FlowReport> {
     config.check()?;
     schedule.check_fits(topo)?;
     if config.executor == Executor::Dag {
@@ -213,7 +226,9 @@ pub fn simulate_with_progress(
         Executor::LocalSync => Control::local_sync(&work, &phase_of, schedule.num_phases(), config.nct)?,
         Executor::Dag => unreachable!("handled above"),
     };
-    Sim::new(topo, routes, work, control, config, progress).run()
+    let mut sim = Sim::new(topo, routes, work, control, config, progress);
+    sim.hold_void_drains = hold_void_drains;
+    sim.run()
 }
 
 /// Simulate a dependency DAG (paper 004's executor); `config.executor` is ignored.

@@ -102,6 +102,14 @@ pub(super) struct Sim<'a> {
     /// Scratch of the lossy model: flows (re)started this instant, and their victims.
     joined_now: Vec<u32>,
     victims: Vec<u32>,
+    /// Drain events of a lossy instant's first refill, held back until its victims are known:
+    /// a victim's drain is void the moment it is made, so it never enters the heap. Each keeps
+    /// the sequence number it was given, so the heap's order is what it would have been.
+    held_drains: Vec<Event>,
+    hold_drains: bool,
+    /// Whether void drains are held back at all (always, but for the test that checks holding
+    /// them back changes no prediction).
+    pub(super) hold_void_drains: bool,
 }
 
 impl<'a> Sim<'a> {
@@ -151,6 +159,9 @@ impl<'a> Sim<'a> {
             losses,
             joined_now: Vec::new(),
             victims: Vec::new(),
+            held_drains: Vec::new(),
+            hold_drains: false,
+            hold_void_drains: true,
             work,
         }
     }
@@ -472,13 +483,29 @@ impl<'a> Sim<'a> {
         }
         self.joined_now.clear();
         self.joined_now.extend_from_slice(&self.joining);
+        self.hold_drains = self.hold_void_drains;
         self.refill();
+        self.hold_drains = false;
         let losses = self.losses.as_mut().expect("checked above");
         self.victims.clear();
         losses.victims(&self.fair, &self.joined_now, &self.remaining, &mut self.victims);
-        if self.victims.is_empty() {
-            return;
+        if !self.victims.is_empty() {
+            self.stall_victims();
         }
+        // Drains still due as scheduled enter the heap; the stalled flows' are dropped (their
+        // pending time is void), as are any a second refill moved earlier.
+        for i in 0..self.held_drains.len() {
+            let e = self.held_drains[i];
+            let f = e.id as usize;
+            if self.scheduled[f] == e.time && self.rate[f] != 0.0 {
+                self.events.push(e);
+            }
+        }
+        self.held_drains.clear();
+    }
+
+    /// Stall this instant's victims for their timeouts and refill once for all of them.
+    fn stall_victims(&mut self) {
         for i in 0..self.victims.len() {
             let f = self.victims[i];
             let timeout = self.losses.as_ref().expect("checked above").stall_s(f);
@@ -534,7 +561,12 @@ impl<'a> Sim<'a> {
             let t = now + self.remaining[fi] / new_rate;
             if t < self.scheduled[fi] {
                 self.scheduled[fi] = t;
-                self.push(t, EventKind::Drain, f);
+                if self.hold_drains {
+                    self.seq += 1;
+                    self.held_drains.push(Event { time: t, seq: self.seq, kind: EventKind::Drain, id: f });
+                } else {
+                    self.push(t, EventKind::Drain, f);
+                }
             }
         }
         if self.config.series {
