@@ -6,13 +6,14 @@ that fired during each run.
 
     python benches/native_mpi_fidelity.py [--hosts 8,16] [--sizes 1,16384,131072,1048576]
         [--collectives gather,alltoall] [--libraries openmpi,mpich] [--scale 0.05] [--reps 3]
-        [--openmpi-alltoall pairwise] [--out FILE]
+        [--openmpi-alltoall pairwise] [--env NAME=VALUE ...] [--out FILE]
 
 Size 1 (one byte per rank) has no prediction worth the name: it measures what a call costs
 when the network carries nothing, the per-call floor of each library on this machine.
 `--openmpi-alltoall pairwise` forces Open MPI's pairwise all-to-all (`coll_tuned` dynamic
 rules) and predicts it as the shift it is: the same schedule MPICH runs above 32 KiB per pair,
-so the two libraries can be set side by side on one schedule. Needs root (network namespaces);
+so the two libraries can be set side by side on one schedule. `--env` sets a variable for every
+rank (e.g. `UCX_RNDV_THRESH=inf`: MPICH's messages all eager, no rendezvous). Needs root (network namespaces);
 the fabric is removed however the run ends. The machine's load average is printed with every
 row: emulated times depend on it.
 """
@@ -66,9 +67,10 @@ def measure_star(hosts: int, args: argparse.Namespace) -> list[dict[str, Any]]:
         for library in args.libraries.split(","):
             for collective in args.collectives.split(","):
                 forced = args.openmpi_alltoall if (library, collective) == ("openmpi", "alltoall") else None
-                env = {} if forced is None else {"OMPI_MCA_coll_tuned_use_dynamic_rules": "1",
-                                                 "OMPI_MCA_coll_tuned_alltoall_algorithm":
-                                                     OPEN_MPI_ALLTOALL_ALGORITHMS[forced]}
+                env = dict(args.env_vars)
+                if forced is not None:
+                    env.update(OMPI_MCA_coll_tuned_use_dynamic_rules="1",
+                               OMPI_MCA_coll_tuned_alltoall_algorithm=OPEN_MPI_ALLTOALL_ALGORITHMS[forced])
                 for nbytes in (int(s) for s in args.sizes.split(",")):
                     before = fabric.losses()
                     program = mpi.nwbench_program(library, collective, [nbytes], reps=args.reps, warmup=1, check=False)
@@ -78,7 +80,7 @@ def measure_star(hosts: int, args: argparse.Namespace) -> list[dict[str, Any]]:
                     wall = time.monotonic() - start
                     after = fabric.losses()
                     row: dict[str, Any] = {"hosts": hosts, "library": library, "collective": collective,
-                                           "bytes": nbytes, "scale": args.scale, "wall_s": wall,
+                                           "bytes": nbytes, "scale": args.scale, "env": env, "wall_s": wall,
                                            "load": load_average(),
                                            **{k: after[k] - before[k] for k in after}}
                     try:
@@ -118,8 +120,14 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=3, help="timed calls per run (after one warm-up)")
     parser.add_argument("--openmpi-alltoall", choices=sorted(OPEN_MPI_ALLTOALL_ALGORITHMS), default=None,
                         help="force this Open MPI all-to-all algorithm instead of its default")
+    parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
+                        help="set this variable for every rank (repeatable)")
     parser.add_argument("--out", type=Path, default=None, help="write every row as JSON here")
     args = parser.parse_args()
+    bad = [e for e in args.env if "=" not in e or not e.split("=", 1)[0]]
+    if bad:
+        parser.error(f"--env {bad[0]}: expected NAME=VALUE")
+    args.env_vars = [tuple(e.split("=", 1)) for e in args.env]
     if not args.scale > 0:
         parser.error(f"--scale {args.scale} must be positive")
     if args.reps < 1:
