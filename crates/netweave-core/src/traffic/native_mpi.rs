@@ -41,7 +41,7 @@
 //!   sends only to the root) cannot hold; it needs a task graph. It costs a round trip per
 //!   message (linear) or per step (pairwise, the trees): little on the emulated fabric, which
 //!   has no link latency, except for MPICH, whose handshakes wait for busy-polling ranks
-//!   (below) — without rendezvous its pairwise all-to-all on 8 hosts took 38 ms less per
+//!   (below) — without rendezvous its pairwise all-to-all on 8 hosts took 30 ms less per
 //!   step at 128 KiB.
 //! - **The host's CPU.** MPICH 4.0.2's `ch4:ucx` progress engine busy-polls while it waits and
 //!   has no setting to yield, so on a machine where ranks share cores (the emulation: every
