@@ -47,7 +47,7 @@
 //!   has no setting to yield, so on a machine where ranks share cores (the emulation: every
 //!   rank on two cores) they take turns and every hop waits for the scheduler: a one-byte
 //!   gather costs MPICH 11, 41 and 128 ms on 4, 8 and 16 ranks against Open MPI's 0.6–3 ms
-//!   (run with `mpi_yield_when_idle`), and MPICH's pairwise all-to-all measures 2.1–10× its
+//!   (run with `mpi_yield_when_idle`), and MPICH's pairwise all-to-all measures 2.1–23× its
 //!   prediction with no packet dropped. A cluster with a core per rank does not pay it; it
 //!   belongs to the emulation's calibration, not to a schedule.
 //! - **Losses** are the flow model's: Open MPI's linear all-to-all puts N − 1 flows on every
