@@ -1,5 +1,6 @@
-/* tcp.c — the TCP transport (see tcp.h). Non-blocking sockets driven by poll(); every wait is
- * bounded by the timeout, and a peer that closes while it still owes data is reported by rank. */
+/* tcp.c — the TCP transport (see tcp.h). Non-blocking sockets driven by epoll (a rank holds two
+ * connections per peer, and a wait must not cost a scan of all of them); every wait is bounded by
+ * the timeout, and a peer that closes while it still owes data is reported by rank. */
 #define _GNU_SOURCE
 #include "tcp.h"
 
@@ -14,6 +15,7 @@
 #include <string.h>
 #include <linux/sockios.h>
 #include <sys/ioctl.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -41,6 +43,7 @@ enum { LANE_DATA = 0, LANE_CONTROL = 1, LANES = 2 };
 
 typedef struct {
     int fd, closed;
+    int watching_out; /* registered for EPOLLOUT: it has sends queued */
     uint32_t peer, lane;
     msg *sq_head, *sq_tail;         /* sends, in posting order */
     msg *posted_head, *posted_tail; /* receives not yet matched */
@@ -56,8 +59,9 @@ struct nw_tcp {
     conn *conns;
     size_t nconn;
     int32_t *conn_of; /* connection index of each lane × peer (lane·ranks + peer), or -1 */
-    struct pollfd *pfds;
-    size_t *pfd_conn;
+    int epoll_fd;
+    struct epoll_event *events;
+    size_t open_conns;
     uint64_t *done;
     size_t done_head, ndone, done_cap;
     uint64_t messages_sent;
@@ -196,6 +200,8 @@ static int progress_recv(nw_tcp *t, conn *c) {
                 if (complete_head(t, c)) return -1;
             if (c->rcur || c->rhdr_got || c->posted_head || c->sq_head) return lost(t, c, "closed its connection");
             c->closed = 1;
+            t->open_conns--;
+            epoll_ctl(t->epoll_fd, EPOLL_CTL_DEL, c->fd, NULL);
             return 0;
         }
         if (n < 0) {
@@ -296,27 +302,34 @@ static int timed_out(nw_tcp *t) {
                 t->timeout_ms / 1000.0, shown ? list : "none: the schedule expects a message no rank sends");
 }
 
+/* Watch `c` for writability exactly while it has sends queued (a level-triggered EPOLLOUT on an
+ * idle socket would wake every wait). */
+static int watch_out(nw_tcp *t, conn *c) {
+    int want = c->sq_head != NULL && !c->closed;
+    if (want == c->watching_out) return 0;
+    struct epoll_event ev = {.events = EPOLLIN | (want ? EPOLLOUT : 0), .data.u64 = (uint64_t)(c - t->conns)};
+    if (epoll_ctl(t->epoll_fd, EPOLL_CTL_MOD, c->fd, &ev)) return fail(t, "epoll_ctl failed: %s", strerror(errno));
+    c->watching_out = want;
+    return 0;
+}
+
 static int t_wait_any(void *ctx, uint64_t *cookie) {
     nw_tcp *t = ctx;
     while (t->done_head == t->ndone) {
         t->done_head = t->ndone = 0;
-        size_t k = 0;
-        for (size_t i = 0; i < t->nconn; i++) {
-            conn *c = &t->conns[i];
-            if (c->closed) continue;
-            t->pfds[k] = (struct pollfd){.fd = c->fd, .events = POLLIN | (c->sq_head ? POLLOUT : 0)};
-            t->pfd_conn[k++] = i;
-        }
-        if (k == 0) return timed_out(t);
-        int n = poll(t->pfds, k, t->timeout_ms);
+        if (t->open_conns == 0) return timed_out(t);
+        for (size_t i = 0; i < t->nconn; i++)
+            if (!t->conns[i].closed && watch_out(t, &t->conns[i])) return -1;
+        int n = epoll_wait(t->epoll_fd, t->events, (int)t->nconn, t->timeout_ms);
         if (n < 0 && errno == EINTR) continue;
-        if (n < 0) return fail(t, "poll failed: %s", strerror(errno));
+        if (n < 0) return fail(t, "epoll_wait failed: %s", strerror(errno));
         if (n == 0) return timed_out(t);
-        for (size_t j = 0; j < k; j++) {
-            conn *c = &t->conns[t->pfd_conn[j]];
-            short ev = t->pfds[j].revents;
-            if ((ev & (POLLIN | POLLHUP | POLLERR)) && progress_recv(t, c)) return -1;
-            if ((ev & (POLLOUT | POLLERR)) && !c->closed && progress_send(t, c)) return -1;
+        for (int j = 0; j < n; j++) {
+            conn *c = &t->conns[t->events[j].data.u64];
+            uint32_t ev = t->events[j].events;
+            if (c->closed) continue;
+            if ((ev & (EPOLLIN | EPOLLHUP | EPOLLERR)) && progress_recv(t, c)) return -1;
+            if ((ev & (EPOLLOUT | EPOLLERR)) && !c->closed && progress_send(t, c)) return -1;
         }
     }
     *cookie = t->done[t->done_head++];
@@ -357,8 +370,8 @@ void nw_tcp_close(nw_tcp *t) {
     }
     free(t->conns);
     free(t->conn_of);
-    free(t->pfds);
-    free(t->pfd_conn);
+    if (t->epoll_fd >= 0) close(t->epoll_fd);
+    free(t->events);
     free(t->done);
     free(t);
 }
@@ -426,6 +439,7 @@ int nw_tcp_open(nw_tcp **out, uint32_t rank, uint32_t ranks, int listen_fd, cons
     *out = NULL;
     nw_tcp *t = calloc(1, sizeof *t);
     if (!t) return snprintf(err, errlen, "out of memory"), -1;
+    t->epoll_fd = -1;
     t->rank = rank;
     t->ranks = ranks;
     t->timeout_ms = (int)(timeout_s * 1000);
@@ -433,9 +447,8 @@ int nw_tcp_open(nw_tcp **out, uint32_t rank, uint32_t ranks, int listen_fd, cons
     size_t want = 0;
     for (uint32_t q = 0; q < ranks; q++) want += (need[q] && q != rank) * LANES;
     t->conns = calloc(want + 1, sizeof *t->conns);
-    t->pfds = calloc(want + 1, sizeof *t->pfds);
-    t->pfd_conn = calloc(want + 1, sizeof *t->pfd_conn);
-    int rc = (!t->conn_of || !t->conns || !t->pfds || !t->pfd_conn) ? fail(t, "out of memory") : 0;
+    t->events = calloc(want + 1, sizeof *t->events);
+    int rc = (!t->conn_of || !t->conns || !t->events) ? fail(t, "out of memory") : 0;
     for (uint32_t i = 0; i < ranks * LANES && !rc; i++) t->conn_of[i] = -1;
     uint64_t deadline = now_ns(NULL) + (uint64_t)(timeout_s * 1e9);
     char where[INET_ADDRSTRLEN + 8];
@@ -507,6 +520,12 @@ int nw_tcp_open(nw_tcp **out, uint32_t rank, uint32_t ranks, int listen_fd, cons
     if (listen_fd >= 0) close(listen_fd);
     for (size_t i = 0; i < t->nconn && !rc; i++)
         if (tune(t->conns[i].fd, t->conns[i].lane)) rc = fail(t, "cannot configure the socket to rank %u", t->conns[i].peer);
+    if (!rc && (t->epoll_fd = epoll_create1(EPOLL_CLOEXEC)) < 0) rc = fail(t, "epoll_create1 failed: %s", strerror(errno));
+    for (size_t i = 0; i < t->nconn && !rc; i++) {
+        struct epoll_event ev = {.events = EPOLLIN, .data.u64 = i};
+        if (epoll_ctl(t->epoll_fd, EPOLL_CTL_ADD, t->conns[i].fd, &ev)) rc = fail(t, "epoll_ctl failed: %s", strerror(errno));
+    }
+    t->open_conns = t->nconn;
     if (rc) {
         snprintf(err, errlen, "%s", t->err);
         nw_tcp_close(t);
