@@ -228,6 +228,12 @@ pub(super) struct Losses {
     /// Scratch: per port, the instant's joiners crossing it; the ports counted.
     joiners_at: Vec<u32>,
     touched: Vec<u32>,
+    /// Scratch: the ports two or more joiners share (ascending), each one's next write
+    /// position in `pairs` (`u32::MAX` for any other resource), and the joiners in ascending
+    /// order.
+    shared: Vec<u32>,
+    slot: Vec<u32>,
+    joined_sorted: Vec<u32>,
     burst: Vec<u32>,
     /// Timeouts so far.
     pub(super) timeouts: u64,
@@ -283,6 +289,9 @@ impl Losses {
             pairs: Vec::new(),
             joiners_at: vec![0; nres],
             touched: Vec::new(),
+            shared: Vec::new(),
+            slot: vec![u32::MAX; nres],
+            joined_sorted: Vec::new(),
             burst: Vec::new(),
             timeouts: 0,
         })
@@ -297,8 +306,10 @@ impl Losses {
     /// bytes left are in `remaining`, and the shares in `fair` are current. Victims are
     /// appended to `victims`; the segments the bursts lost are added to `retransmitted`.
     pub(super) fn victims(&mut self, fair: &FairShare, joined: &[u32], remaining: &[f64], victims: &mut Vec<u32>) {
-        // Only ports two or more joiners share can see a burst: count first, then sort only
-        // their (port, flow) pairs (a flow resuming alone, the common case, sorts nothing).
+        // Only ports two or more joiners share can see a burst. Count the joiners per port,
+        // give each shared port (ascending) its slice of `pairs`, and fill the slices from the
+        // joiners in ascending order: the (port, flow) pairs come out sorted without sorting
+        // them, and a flow resuming alone, the common case, builds none.
         self.touched.clear();
         let mut crossings = 0;
         for &f in joined {
@@ -314,18 +325,35 @@ impl Losses {
         }
         self.pairs.clear();
         if crossings > self.touched.len() {
-            for &f in joined {
+            self.shared.clear();
+            self.shared.extend(self.touched.iter().copied().filter(|&r| self.joiners_at[r as usize] >= 2));
+            self.shared.sort_unstable();
+            let mut total = 0;
+            for &r in &self.shared {
+                self.slot[r as usize] = total;
+                total += self.joiners_at[r as usize];
+            }
+            self.pairs.resize(total as usize, (0, 0));
+            self.joined_sorted.clear();
+            self.joined_sorted.extend_from_slice(joined);
+            self.joined_sorted.sort_unstable();
+            for &f in &self.joined_sorted {
                 for &r in fair.path_resources(f) {
-                    if self.held_segments[r as usize].is_finite() && self.joiners_at[r as usize] >= 2 {
-                        self.pairs.push((r, f));
+                    let slot = &mut self.slot[r as usize];
+                    if *slot != u32::MAX {
+                        self.pairs[*slot as usize] = (r, f);
+                        *slot += 1;
                     }
                 }
             }
+            for &r in &self.shared {
+                self.slot[r as usize] = u32::MAX;
+            }
+            debug_assert!(self.pairs.windows(2).all(|w| w[0] < w[1]), "pairs sorted by (port, flow)");
         }
         for &r in &self.touched {
             self.joiners_at[r as usize] = 0;
         }
-        self.pairs.sort_unstable();
         let first_victim = victims.len();
         let mut start = 0;
         while start < self.pairs.len() {
