@@ -77,8 +77,9 @@ use super::workload::Workload;
 
 /// Linux's minimum retransmission timeout (`TCP_RTO_MIN`).
 pub const LINUX_RTO_MIN_S: f64 = 0.2;
-/// TCP payload per full 1,500-byte Ethernet frame (IPv4 and TCP headers without options).
-pub const ETHERNET_MSS: u64 = 1460;
+/// TCP payload per full 1,500-byte Ethernet frame (the link layer's, re-exported here where the
+/// loss rule's segment counts use it).
+pub use crate::topology::link_layer::ETHERNET_MSS;
 /// Linux's initial congestion window (`TCP_INIT_CWND`): what a starting flow bursts.
 pub const LINUX_INITIAL_WINDOW_SEGMENTS: f64 = 10.0;
 /// Segments of window a flow needs at a port to recover its losses by fast retransmit: the
