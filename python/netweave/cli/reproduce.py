@@ -202,7 +202,7 @@ def routing_cmd(
 def ethernet_cmd(
     out: Path = typer.Option(..., "--out", "-o", help="Directory for the CSV files, PNG plots and summary.md."),
     quick: bool = typer.Option(False, "--quick", help="Fewer sizes, hosts, draws and clusters (seconds)."),
-    emulate: bool = typer.Option(False, "--emulate", help="Instead, run §3's incast, §6.3.2's relaying and §6.3.1's 64-host all-to-all against Open MPI's and MPICH's MPI_Alltoall on an emulated cluster (real TCP, links x 0.1, about 26 minutes; --quick: 28 hosts, one size, under a minute; needs root)."),
+    emulate: bool = typer.Option(False, "--emulate", help="Instead, run §3's incast, §6.3.2's relaying and §6.3.1's 64-host all-to-all against Open MPI's and MPICH's MPI_Alltoall on an emulated cluster (real TCP, links x 0.1, about 25 minutes; --quick: 28 hosts, one size, under a minute; needs root)."),
     as_json: bool = JsonOpt,
 ) -> None:
     """Paper 004 (contention-free gather/all-to-all on Ethernet trees) in the flow model: task
