@@ -62,13 +62,13 @@ pub fn buffer_groups(
     let mut touched: Vec<u32> = Vec::new();
     let mut paths: Vec<u32> = Vec::new();
     let mut path_offsets = vec![0usize];
+    let mut path = Vec::new();
     let mut groups = Vec::new();
     let mut run = 0;
     for phase in schedule.phases() {
         // The phase's own load, path by path, so it can be added to the run or start a new one.
         paths.clear();
         path_offsets.truncate(1);
-        let mut path = Vec::new();
         for m in phase {
             if m.src != m.dst && m.bytes > 0 {
                 path.clear();
