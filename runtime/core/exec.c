@@ -153,15 +153,9 @@ static int try_start(run *r) {
                 if (post_send_fragment(r, t, r->buf[relayed])) return -1;
         } else {
             const nw_exec_data *data = r->opt->data;
-            if (data) { /* the caller's bytes, never a stand-in */
-                if (!(r->buf[t] = (uint8_t *)data->send_data(data->arg, t)) && task->bytes)
-                    return fail(r, "no data to send for task %u", t);
-            } else if (task->bytes && !(r->buf[t] = malloc(task->bytes))) {
-                return fail(r, "out of memory for task %u (%llu bytes)", t, (unsigned long long)task->bytes);
-            } else {
-                r->owned[t] = 1;
-                nw_payload_fill(r->opt->seed, r->origin[t], 0, r->buf[t], task->bytes);
-            }
+            /* the caller's bytes, never a stand-in; the seeded payload was written by prepare() */
+            if (data && !(r->buf[t] = (uint8_t *)data->send_data(data->arg, t)) && task->bytes)
+                return fail(r, "no data to send for task %u", t);
             while (r->posted[t] < r->frags[t])
                 if (post_send_fragment(r, t, r->buf[t])) return -1;
         }
@@ -288,26 +282,48 @@ static int setup(run *r) {
     return 0;
 }
 
-static int post_receives(run *r) {
+/* Everything a caller has done before it calls a collective, kept off the clock: receive
+ * buffers allocated and touched (a first touch costs a page fault per page while data arrives),
+ * and — with the seeded payload — each send's bytes written. */
+static int prepare(run *r) {
     const nws_dag *d = r->dag;
-    static uint8_t sync_byte; /* sync payloads are ignored */
+    const nw_exec_data *data = r->opt->data;
     for (size_t i = 0; i < r->nrecv; i++) {
         uint32_t p = r->recvs[i];
         const nws_task *task = &d->tasks[p];
-        const nw_exec_data *data = r->opt->data;
         if (data && (r->buf[p] = data->recv_data(data->arg, p))) {
             /* lands in the caller's buffer */
         } else if (task->bytes && !(r->buf[p] = malloc(task->bytes))) {
             return fail(r, "out of memory for task %u (%llu bytes)", p, (unsigned long long)task->bytes);
         } else {
             r->owned[p] = 1;
+            if (task->bytes) memset(r->buf[p], 0, task->bytes);
         }
         if (task->src == r->me) { /* a self-copy: nothing to receive */
             const uint8_t *from = data && d->relays[p] == NWS_NONE ? data->send_data(data->arg, p) : NULL;
             if (from && task->bytes) memcpy(r->buf[p], from, task->bytes);
             else if (!data) nw_payload_fill(r->opt->seed, r->origin[p], 0, r->buf[p], task->bytes);
-            continue;
         }
+    }
+    for (size_t i = 0; i < r->nsend && !data; i++) {
+        uint32_t t = r->sends[i];
+        const nws_task *task = &d->tasks[t];
+        if (task->dst == r->me || d->relays[t] != NWS_NONE || !task->bytes) continue;
+        if (!(r->buf[t] = malloc(task->bytes)))
+            return fail(r, "out of memory for task %u (%llu bytes)", t, (unsigned long long)task->bytes);
+        r->owned[t] = 1;
+        nw_payload_fill(r->opt->seed, r->origin[t], 0, r->buf[t], task->bytes);
+    }
+    return 0;
+}
+
+static int post_receives(run *r) {
+    const nws_dag *d = r->dag;
+    static uint8_t sync_byte; /* sync payloads are ignored */
+    for (size_t i = 0; i < r->nrecv; i++) {
+        uint32_t p = r->recvs[i];
+        const nws_task *task = &d->tasks[p];
+        if (task->src == r->me) continue; /* a self-copy (prepare() made it): nothing to receive */
         for (uint32_t k = 0; k < r->frags[p]; k++)
             if (r->tp->irecv(r->tp->ctx, task->src, p, task->bytes ? r->buf[p] + (uint64_t)k * r->frag_bytes : NULL,
                              frag_len(r, p, k), cookie(C_RECV, p, k)))
@@ -382,6 +398,9 @@ int nw_exec_dag(const nws_dag *dag, nw_transport *tp, const nw_exec_options *opt
         rc = fail(&r, "the schedule has %u ranks but %u processes run it", dag->ranks, tp->ranks);
     res->start_ns = tp->now_ns(tp->ctx);
     if (!rc) rc = setup(&r);
+    if (!rc) rc = prepare(&r);
+    if (!rc && opt->ready && opt->ready(opt->ready_arg)) rc = fail(&r, "stopped before the start");
+    res->start_ns = tp->now_ns(tp->ctx); /* the call starts here, as the caller's clock would */
     if (!rc) rc = post_receives(&r);
     if (!rc) rc = try_start(&r);
     uint64_t syncs_left = r.syncs_expected;

@@ -39,6 +39,11 @@ typedef struct {
     /* Called before this rank starts sending `task` (fault injection in tests); may be NULL. */
     void (*before_send)(void *arg, uint32_t task);
     void *before_send_arg;
+    /* Called once this rank is prepared — its buffers allocated and touched, its payload written,
+     * as a caller's buffers are before it calls a collective — just before its clock starts
+     * (a launcher's start line or a barrier goes here); nonzero stops the run. May be NULL. */
+    int (*ready)(void *arg);
+    void *ready_arg;
 } nw_exec_options;
 
 /* One task as this rank saw it: a send (start = first fragment posted, last = last fragment

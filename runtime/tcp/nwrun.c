@@ -3,10 +3,15 @@
  *
  *   nw-tcp-run --schedule s.nws --rank 3 --peers peers.txt [--listen-fd 3] [--seed 0]
  *              [--fragment 65536] [--timeout 30] [--trace trace-3.json]
+ *              [--start-gate [--warmup W] [--reps N]]
  *
  * peers.txt has one line per rank, "IPv4 PORT". With --start-gate, the process prints "ready"
- * on stdout once connected and starts only when a byte arrives on stdin (the launcher's common
- * start line, so a run's clock starts when every process is ready). Exit status: 0 done, 1 the run failed (a peer
+ * on stdout once connected and prepared (buffers allocated, payload written) and starts only
+ * when a byte arrives on stdin (the launcher's common start line, so a run's clock starts when
+ * every process is ready). --warmup W --reps N run the schedule W + N times over the same
+ * connections, each call behind its own start line (the launcher's barrier), as a benchmark
+ * times an MPI collective; the trace's "calls" holds [start_ns, end_ns] of each of the N timed
+ * calls and its events are the last call's. Exit status: 0 done, 1 the run failed (a peer
  * died or stalled, a byte was wrong; the reason is the last line on stderr), 2 bad arguments or
  * schedule. Fault injection for tests: --crash-before-send K (SIGKILL itself just before its K-th
  * send, counting from 0) and --hang-before-send K (fall silent there).
@@ -38,9 +43,20 @@ static void fault(void *arg, uint32_t task) {
         for (;;) pause(); /* a silent peer: its partners must time out; the launcher kills it */
 }
 
+/* The launcher's start line: say "ready", wait for its byte on stdin. */
+static int gate_failed;
+static int wait_for_start(void *arg) {
+    (void)arg;
+    char go;
+    printf("ready\n");
+    fflush(stdout);
+    gate_failed = read(STDIN_FILENO, &go, 1) != 1;
+    return gate_failed;
+}
+
 static int usage(const char *why) {
     fprintf(stderr, "nw-tcp-run: %s\n(usage: nw-tcp-run --schedule FILE.nws --rank R --peers FILE [--listen-fd FD] "
-                    "[--seed S] [--fragment BYTES] [--timeout SECONDS] [--trace FILE])\n", why);
+                    "[--seed S] [--fragment BYTES] [--timeout SECONDS] [--trace FILE] [--start-gate [--warmup W] [--reps N]])\n", why);
     return 2;
 }
 
@@ -86,7 +102,8 @@ static void json_string(FILE *f, const char *s) {
 }
 
 static void write_trace(const char *path, uint32_t rank, const nws_dag *dag, const nw_exec_result *res,
-                        uint64_t connections, uint64_t messages, const char *error) {
+                        const uint64_t *calls, uint64_t ncalls, uint64_t connections, uint64_t messages,
+                        const char *error) {
     char tmp[4096];
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     FILE *f = fopen(tmp, "w");
@@ -100,7 +117,10 @@ static void write_trace(const char *path, uint32_t rank, const nws_dag *dag, con
             res->syncs_received, res->fragments_sent, connections, messages);
     if (error) json_string(f, error);
     else fputs("null", f);
-    fputs(",\"events\":[", f);
+    fputs(",\"calls\":[", f);
+    for (uint64_t i = 0; i < ncalls; i++)
+        fprintf(f, "%s[%" PRIu64 ",%" PRIu64 "]", i ? "," : "", calls[2 * i], calls[2 * i + 1]);
+    fputs("],\"events\":[", f);
     for (size_t i = 0; i < res->nevents; i++) {
         const nw_trace_event *e = &res->events[i];
         fprintf(f, "%s[%u,\"%s\",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "]", i ? "," : "", e->task,
@@ -119,7 +139,8 @@ int main(int argc, char **argv) {
         {"schedule", 1, 0, 's'}, {"rank", 1, 0, 'r'}, {"peers", 1, 0, 'p'}, {"listen-fd", 1, 0, 'l'},
         {"seed", 1, 0, 'S'}, {"fragment", 1, 0, 'f'}, {"timeout", 1, 0, 't'}, {"trace", 1, 0, 'o'},
         {"crash-before-send", 1, 0, 'C'}, {"hang-before-send", 1, 0, 'H'}, {"start-gate", 0, 0, 'G'},
-        {0, 0, 0, 0}};
+        {"warmup", 1, 0, 'W'}, {"reps", 1, 0, 'N'}, {0, 0, 0, 0}};
+    uint64_t warmup = 0, reps = 1;
     int start_gate = 0;
     int c;
     while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
@@ -139,6 +160,8 @@ int main(int argc, char **argv) {
         case 'f': opt.fragment_bytes = value; break;
         case 'C': crash_at = value; break;
         case 'H': hang_at = value; break;
+        case 'W': warmup = value; break;
+        case 'N': reps = value; break;
         case 't': {
             char *end;
             timeout = strtod(optarg, &end);
@@ -148,6 +171,10 @@ int main(int argc, char **argv) {
         }
     }
     if (!schedule || !peers || rank == UINT64_MAX) return usage("--schedule, --rank and --peers are required");
+    if (reps < 1 || reps > 100000 || warmup > 100000) return usage("--reps must be 1 to 100000 and --warmup at most 100000");
+    /* Calls after the first need the launcher's barrier: without it a fast rank's next call
+     * would overlap a slow rank's current one. */
+    if (reps + warmup > 1 && !start_gate) return usage("--warmup and --reps need --start-gate (the barrier between calls)");
     prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive the launcher */
     signal(SIGPIPE, SIG_IGN);
     opt.before_send = fault;
@@ -173,25 +200,27 @@ int main(int argc, char **argv) {
 
     nw_tcp *tcp = NULL;
     nw_exec_result res = {0};
-    uint64_t connections = 0, messages = 0;
-    int rc = nw_tcp_open(&tcp, (uint32_t)rank, dag.ranks, listen_fd == UINT64_MAX ? -1 : (int)listen_fd, addrs, need,
-                         dag.checksum, timeout, err, sizeof err);
-    if (rc == 0 && start_gate) {
-        char go;
-        printf("ready\n");
-        fflush(stdout);
-        if (read(STDIN_FILENO, &go, 1) != 1) {
-            snprintf(err, sizeof err, "the launcher stopped the run before it started");
-            rc = -1;
-        }
-    }
-    if (rc == 0) {
+    uint64_t connections = 0, messages = 0, timed = 0;
+    uint64_t *calls = calloc(2 * reps, sizeof *calls);
+    int rc = calls ? nw_tcp_open(&tcp, (uint32_t)rank, dag.ranks, listen_fd == UINT64_MAX ? -1 : (int)listen_fd, addrs,
+                                 need, dag.checksum, timeout, err, sizeof err)
+                   : (snprintf(err, sizeof err, "out of memory"), -1);
+    if (start_gate) opt.ready = wait_for_start;
+    for (uint64_t call = 0; rc == 0 && call < warmup + reps; call++) {
         nw_transport tp;
         nw_tcp_transport(tcp, &tp);
+        nw_exec_free(&res);
+        opt.handshake = call + 1 == warmup + reps; /* the end-of-run swap, once */
         rc = nw_exec_dag(&dag, &tp, &opt, &res, err, sizeof err);
+        if (gate_failed) snprintf(err, sizeof err, "the launcher stopped the run before call %" PRIu64 " started", call);
+        if (rc == 0 && call >= warmup) {
+            calls[2 * timed] = res.start_ns;
+            calls[2 * timed++ + 1] = res.end_ns;
+        }
         nw_tcp_counts(tcp, &connections, &messages);
     }
-    if (trace) write_trace(trace, (uint32_t)rank, &dag, &res, connections, messages, rc ? err : NULL);
+    if (trace) write_trace(trace, (uint32_t)rank, &dag, &res, calls, timed, connections, messages, rc ? err : NULL);
+    free(calls);
     if (rc) fprintf(stderr, "nw-tcp-run rank %" PRIu64 ": %s\n", rank, err);
     nw_tcp_close(tcp);
     nw_exec_free(&res);

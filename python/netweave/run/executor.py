@@ -11,6 +11,12 @@ gathers every process's per-task trace into one result::
     result = executor.run_local(graph, seed=1)
     result["ok"], result["makespan_s"], result["syncs"]
 
+``warmup=W, reps=N`` times the schedule as a benchmark times an MPI collective (``nwbench``):
+the processes run it W + N times over the same, warm connections, every call behind a start
+line the launcher gives once all processes are ready (a barrier), each process timing its own
+call from its release; ``makespan_s`` is then the slowest process's mean over the N timed calls
+(``nwbench``'s ``max_s``) and ``calls_s`` each timed call's makespan over all processes.
+
 A process that dies or stalls makes its partners exit non-zero at once (a dropped connection)
 or within the timeout (nothing moving), with the reason, and the failure spreads along the
 connections; the launcher stops whatever is left and names the cause. Nothing outlives a run: processes are killed
@@ -21,6 +27,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import shutil
 import signal
 import socket
@@ -42,6 +49,8 @@ CHECKOUT_RUNTIME_DIR = Path(__file__).resolve().parents[3] / "runtime" / "build"
 DEFAULT_FRAGMENT = 64 * 1024
 #: Seconds a process waits with nothing moving before it gives up.
 DEFAULT_TIMEOUT = 30.0
+#: The most warm-up or timed calls one run makes.
+MAX_CALLS = 100_000
 FAULT_KINDS = ("crash", "hang")
 
 
@@ -137,6 +146,8 @@ def run_local(
     fault: str | None = None,
     work_dir: Path | None = None,
     placement: Placement | None = None,
+    warmup: int = 0,
+    reps: int = 1,
 ) -> dict[str, Any]:
     """Run `graph` with one process per rank on loopback (or where `placement` says) and
     return the merged result.
@@ -144,12 +155,16 @@ def run_local(
     ``fault`` (``crash:RANK[:K]`` / ``hang:RANK[:K]``) makes that rank kill itself or fall
     silent just before its K-th send, to see the others fail fast. ``work_dir`` keeps the
     schedule file, the peers table, per-rank traces and stderr there; otherwise a scratch
-    directory is used and removed.
+    directory is used and removed. ``warmup`` untimed and ``reps`` timed calls: see the module
+    docstring (the default, one call, is one cold run: connections fresh, each process's clock
+    starting at the common start line).
     """
     if fragment < 4096 or fragment % 8:
         raise _core.NetweaveError(f"fragment size {fragment} must be a multiple of 8, at least 4096")
     if not timeout > 0:
         raise _core.NetweaveError("timeout must be positive")
+    if not (isinstance(reps, int) and 1 <= reps <= MAX_CALLS and isinstance(warmup, int) and 0 <= warmup <= MAX_CALLS):
+        raise _core.NetweaveError(f"reps {reps!r} must be 1 to {MAX_CALLS} and warmup {warmup!r} 0 to {MAX_CALLS}")
     faulty = parse_fault(fault) if fault else None
     if faulty and faulty[1] >= graph.num_ranks:
         raise _core.NetweaveError(f"fault names rank {faulty[1]}, outside the schedule's {graph.num_ranks} ranks")
@@ -183,7 +198,8 @@ def run_local(
         for r in range(graph.num_ranks):
             cmd = [str(exe), "--schedule", str(schedule_path), "--rank", str(r), "--peers", str(out / "peers.txt"),
                    "--seed", str(seed), "--fragment", str(fragment),
-                   "--timeout", str(timeout), "--trace", str(out / f"trace-{r}.json")]
+                   "--timeout", str(timeout), "--trace", str(out / f"trace-{r}.json"),
+                   "--warmup", str(warmup), "--reps", str(reps)]
             fds: tuple[int, ...] = ()
             if listeners:
                 fds = (listeners[r].fileno(),)
@@ -198,31 +214,53 @@ def run_local(
                                        stdout=subprocess.PIPE, stderr=err))
         for s in listeners:
             s.close()
-        _start_together(procs)
+        _start_together(procs, warmup + reps)
         codes, order = _wait_all(procs, grace=timeout + 1.0)
         wall = time.monotonic() - started
-        return _merge(graph, out, codes, order, wall)
+        return _merge(graph, out, codes, order, wall, timed=reps if warmup + reps > 1 else 0)
     finally:
         job.close()  # stops whatever is still running
         if scratch:
             shutil.rmtree(out, ignore_errors=True)
 
 
-def _start_together(procs: list[subprocess.Popen]) -> None:
-    """Let every process go at once when all are connected (each prints "ready"), so a run's
-    clock starts when every process can work. A process that fails while connecting ends its
-    output early; the others are then released and fail on their own (its connections drop)."""
+def _start_together(procs: list[subprocess.Popen], calls: int = 1) -> None:
+    """Let every process go at once when all are ready (each prints "ready" once connected and
+    prepared), so a call's clock starts when every process can work; `calls` times, each call
+    released only when every process has finished the one before (the barrier between calls).
+    A process that exits before its last call ends the gating: the others' start lines are
+    closed, so a process waiting at one stops, and one still in a call fails on its own (its
+    partner's connections drop); _wait_all reports why."""
+    ready = [0] * len(procs)
+    for call in range(calls):
+        while min(ready) <= call:
+            waiting = {p.stdout.fileno(): i for i, p in enumerate(procs) if ready[i] <= call and p.stdout}
+            readable, _, _ = select.select(list(waiting), [], [], 0.1)
+            for fd in readable:
+                chunk = os.read(fd, 4096)
+                if not chunk:  # it exited before this call
+                    _close_pipes(procs)
+                    return
+                ready[waiting[fd]] += chunk.count(b"\n")
+        for p in procs:
+            assert p.stdin is not None, "every rank is started with pipes"
+            try:
+                p.stdin.write(b"g")
+                p.stdin.flush()
+            except OSError:
+                _close_pipes(procs)  # it already exited
+                return
+    _close_pipes(procs)
+
+
+def _close_pipes(procs: list[subprocess.Popen]) -> None:
     for p in procs:
-        assert p.stdout is not None and p.stdin is not None, "every rank is started with pipes"
-        p.stdout.readline()  # "ready", or "" once the process has exited
-    for p in procs:
-        assert p.stdout is not None and p.stdin is not None
-        try:
-            p.stdin.write(b"g")
-            p.stdin.close()
-        except OSError:
-            pass  # it already exited; _wait_all reports why
-        p.stdout.close()
+        for pipe in (p.stdin, p.stdout):
+            try:
+                if pipe is not None:
+                    pipe.close()
+            except OSError:
+                pass
 
 
 def _wait_all(procs: list[subprocess.Popen], grace: float) -> tuple[list[int | None], list[int]]:
@@ -264,7 +302,10 @@ def _reason(out: Path, rank: int, code: int | None) -> str:
     return f"exited with status {code}"
 
 
-def _merge(graph: _core.TaskGraph, out: Path, codes: list[int | None], order: list[int], wall: float) -> dict[str, Any]:
+def _merge(graph: _core.TaskGraph, out: Path, codes: list[int | None], order: list[int], wall: float,
+           timed: int = 0) -> dict[str, Any]:
+    """Every process's trace as one result; `timed` > 0: the run was that many timed calls
+    (each trace's ``calls``), and its ``makespan_s`` is their nwbench statistic."""
     traces = []
     for r in range(graph.num_ranks):
         path = out / f"trace-{r}.json"
@@ -297,12 +338,21 @@ def _merge(graph: _core.TaskGraph, out: Path, codes: list[int | None], order: li
     total = lambda key: sum(t[key] for t in traces if t)  # noqa: E731
     moved = sum(nbytes for src, dst, nbytes, _a, _r in tasks if src != dst)
     makespan = max(done) if done and not failures else None
+    calls_s: list[float] = []
+    if timed and not failures:
+        per_rank = [t["calls"] for t in traces if t]
+        if per_rank and all(len(c) == timed for c in per_rank):
+            calls_s = [(max(c[k][1] for c in per_rank) - min(c[k][0] for c in per_rank)) / 1e9 for k in range(timed)]
+            makespan = max(sum(end - start for start, end in c) / timed for c in per_rank) / 1e9
+        else:
+            makespan = None
     return {
         "ok": not failures,
         "schedule": graph.name,
         "ranks": graph.num_ranks,
         "tasks": graph.num_tasks,
         "makespan_s": makespan,
+        "calls_s": calls_s,
         "wall_s": wall,
         "bytes": moved,
         "throughput_bytes_per_s": moved / makespan if makespan else None,
