@@ -47,7 +47,10 @@ def run(fabric: EmulatedCluster, graph: _core.TaskGraph, **options: Any) -> dict
     """Run `graph` with the TCP executor on the fabric's hosts (rank r on host r), as
     :func:`executor.run_local` does on loopback; the result also has ``channel_bytes``, what each
     directed channel carried during the run (its interface counters' difference), and
-    ``losses``, the packets the fabric dropped and the segments TCP retransmitted meanwhile."""
+    ``losses``, the packets the fabric dropped and the segments TCP retransmitted meanwhile
+    (over every call). ``warmup=1, reps=3`` (passed on to :func:`executor.run_local`) times it
+    as ``nwbench`` times an MPI collective: warm connections, a barrier before each call, the
+    slowest rank's mean call as ``makespan_s``; the default is one cold run."""
     if graph.num_ranks > fabric.num_hosts:
         raise NetweaveError(f"the schedule has {graph.num_ranks} ranks; fabric '{fabric.name}' has {fabric.num_hosts} hosts")
     before, lost_before = fabric.channel_bytes(), fabric.losses()
