@@ -70,10 +70,12 @@ def calibrate(out: Path, scale: float) -> Path:
     return path
 
 
-def case(fabric: str, collective: str, nbytes: int, calibration: Path | None = None) -> dict[str, Any]:
+def case(fabric: str, collective: str, nbytes: int, calibration: Path | None = None,
+         without_native: Path | None = None) -> dict[str, Any]:
     """One plan, verified: its rows and summary, the calibrated predictions of the same rows
-    (``predicted_calibrated_s``, None where the calibration does not fit the fabric), and how
-    long it all took."""
+    (``predicted_calibrated_s``, None where the calibration does not fit the fabric), the same
+    calibration's predictions without its ``native`` section (``predicted_calibrated_no_native_s``,
+    from `without_native`: the native rows before their host cost), and how long it all took."""
     topo = FABRICS[fabric]()
     start = time.perf_counter()
     routes, why = plan.routing_for(topo, ENGINES.get(fabric), nbytes)
@@ -92,13 +94,17 @@ def case(fabric: str, collective: str, nbytes: int, calibration: Path | None = N
     best = result.best
     assert best is not None, f"{fabric}: the plan proved no schedule"
     calibrated: dict[str, float] = {}
+    before: dict[str, float] = {}
     why_not = None
     if calibration is not None:
         try:
             calibrated = verification.predict_at_scale(topo, routes, result, built, summary.scale, calibration)
+            if without_native is not None:
+                before = verification.predict_at_scale(topo, routes, result, built, summary.scale, without_native)
         except NetweaveError as e:
             why_not = str(e).splitlines()[0]
-    out_rows = [{**r.to_dict(), "predicted_calibrated_s": calibrated.get(r.name)} for r in rows]
+    out_rows = [{**r.to_dict(), "predicted_calibrated_s": calibrated.get(r.name),
+                 "predicted_calibrated_no_native_s": before.get(r.name)} for r in rows]
     return {"fabric": fabric, "collective": collective, "bytes": nbytes, "routing": result.routing.engine,
             "pick": best.name, "reason": best.reason, "rows": out_rows, "calibration": why_not or
             (None if calibration is None else str(calibration)), "summary": summary.to_dict(),
@@ -112,7 +118,8 @@ def _ratio(row: dict[str, Any], key: str) -> float | None:
 
 def tables(cases: list[dict[str, Any]]) -> str:
     lines = ["| fabric | collective | bytes | scale | candidate | predicted ms | measured ms | measured ÷ predicted | "
-             "calibrated ms | measured ÷ calibrated |", "|---|---|---|---|---|---|---|---|---|---|"]
+             "calibrated ms | measured ÷ calibrated | measured ÷ calibrated without native costs |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for c in cases:
         if "error" in c:
             lines.append(f"| {c['fabric']} | {c['collective']} | {c['bytes']} | - | error: {c['error']} | | | | | |")
@@ -125,8 +132,11 @@ def tables(cases: list[dict[str, Any]]) -> str:
             cal_ms = "-" if cal is None else f"{cal * 1e3:.1f}"
             cal_ratio = _ratio(r, "predicted_calibrated_s")
             cal_text = "-" if cal_ratio is None else f"{cal_ratio:.2f}"
+            before = _ratio(r, "predicted_calibrated_no_native_s") if r.get("kind") == "native" else None
+            before_text = "-" if before is None else f"{before:.2f}"
             lines.append(f"| {c['fabric']} | {c['collective']} | {c['bytes']} | {c['summary']['scale']:.3g} | "
-                         f"{r['name']}{mark} | {r['predicted_s'] * 1e3:.1f} | {measured} | {ratio} | {cal_ms} | {cal_text} |")
+                         f"{r['name']}{mark} | {r['predicted_s'] * 1e3:.1f} | {measured} | {ratio} | {cal_ms} | {cal_text} | "
+                         f"{before_text} |")
     lines += ["", "| fabric | collective | bytes | pick | measured best | pick ÷ best | pick within 10 % | "
               "model's pick at scale ÷ best | candidates within ±25 % | calibrated pick at scale ÷ best | "
               "calibrated within ±25 % |", "|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -164,6 +174,14 @@ def tables(cases: list[dict[str, Any]]) -> str:
     if cal_cases:
         lines += [f"Calibrated: candidates within ±25 %: {cal_within}/{cal_rows}; the calibrated model's pick "
                   f"at scale within 10 % of the measured best: {cal_picks_ok}/{cal_cases}."]
+    natives = [r for c in cases if "error" not in c for r in c["rows"] if r.get("kind") == "native" and r["measured_s"]]
+    for key, label in (("predicted_s", "defaults"), ("predicted_calibrated_no_native_s", "calibrated without native costs"),
+                       ("predicted_calibrated_s", "calibrated with native costs")):
+        ratios = [x for x in (_ratio(r, key) for r in natives) if x is not None]
+        if ratios:
+            ok = sum(1 for x in ratios if abs(x - 1) <= 0.25)
+            lines.append(f"Native rows, {label}: {ok}/{len(ratios)} within ±25 % (measured ÷ predicted "
+                         f"{min(ratios):.2f}–{max(ratios):.2f}).")
     return "\n".join(lines) + "\n"
 
 
@@ -184,13 +202,22 @@ def main() -> None:
     calibration = calibrate(out, args.calibrate_scale) if args.calibrate else args.calibration
     if calibration is not None and not calibration.is_file():
         parser.error(f"--calibration {calibration}: no such file")
+    without_native = None
+    if calibration is not None:
+        # The same calibration without its native MPIs' host cost: the native rows before it.
+        document = json.loads(calibration.read_text())
+        if document.pop("native", None) is not None:
+            without_native = out / "calibration-without-native.json"
+            calibration_mod.write(document, without_native)
+    print(f"load average {Path('/proc/loadavg').read_text().split()[0]} at the start", flush=True)
     cases = []
     for fabric in args.fabrics.split(","):
         for collective in args.collectives.split(","):
             for nbytes in (int(s) for s in args.sizes.split(",")):
                 print(f"{fabric} {collective} {nbytes} B ...", flush=True)
                 try:
-                    cases.append(case(fabric, collective, nbytes, calibration))
+                    cases.append(case(fabric, collective, nbytes, calibration, without_native))
+                    cases[-1]["load"] = Path("/proc/loadavg").read_text().split()[0]
                 except (NetweaveError, OSError, ValueError) as e:
                     # One case failing (a run that times out on the loaded machine) leaves the others.
                     cases.append({"fabric": fabric, "collective": collective, "bytes": nbytes,

@@ -148,24 +148,30 @@ def calibrate_cmd(
                                 help="Incast sweep: senders per point (hosts 1..k send to host 0)."),
     nbytes: int = typer.Option(calibration.DEFAULT_INCAST_BYTES, "--bytes", help="Bytes each incast sender sends."),
     repeats: int = typer.Option(calibration.DEFAULT_REPEATS, "--repeats", help="Runs per sweep point (the median counts)."),
+    native: str = typer.Option(",".join(calibration.NATIVE_COLLECTIVES), "--native",
+                               help="Collectives Open MPI's and MPICH's host cost is measured on (nwbench), "
+                                    "comma-separated; 'none' to skip."),
     as_json: bool = JsonOpt,
 ) -> None:
     """Measure what the flow model needs on the emulated fabric — per-message host overhead,
-    sync cost, and on Ethernet the loss behaviour at the port buffer (an incast sweep) — and
-    write a calibration file for simulate flow / plan --calibration (see docs/flowsim.md)."""
+    sync cost, on Ethernet the loss behaviour at the port buffer (an incast sweep), and what
+    Open MPI's and MPICH's own collectives cost the hosts per message — and write a calibration
+    file for simulate flow / plan --calibration (see docs/flowsim.md)."""
     try:
         counts = tuple(int(v) for v in senders.split(",") if v.strip())
     except ValueError:
         raise UserError(f"--senders must be comma-separated integers, got '{senders}'") from None
     if buffer is not None and buffer <= 0:
         raise UserError(f"--buffer {buffer}: a port buffer must be a positive number of bytes")
+    natives = () if native.strip() == "none" else tuple(c.strip() for c in native.split(",") if c.strip())
     if not output.parent.is_dir():
         raise UserError(f"{output}: its directory does not exist")
     topo, routes = _load(topology_file, routes_file)
     emulate.require_root()
     with working(f"calibrating on {name}", as_json) as steps:
         doc = calibration.calibrate(topo, routes, name, scale=scale, buffer=buffer, senders=counts, nbytes=nbytes,
-                                    repeats=repeats, progress=lambda what: steps.update(description=f"calibrating on {name}: {what}"))
+                                    repeats=repeats, natives=natives,
+                                    progress=lambda what: steps.update(description=f"calibrating on {name}: {what}"))
     calibration.write(doc, output)
     if as_json:
         print(json.dumps(doc, indent=2, sort_keys=True))
@@ -179,3 +185,10 @@ def calibrate_cmd(
         for point in doc["measurements"]["incast"]:
             print(f"  incast {point['senders']:>3} x {point['bytes']:,} B: measured median {point['median_s'] * 1e3:.1f} ms "
                   f"(runs {', '.join(f'{t * 1e3:.0f}' for t in point['measured_s'])}), predicted {point['predicted_s'] * 1e3:.1f} ms")
+    for library, section in doc.get("native", {}).items():
+        c = section["parameters"]
+        print(f"{library} on {section['ranks']} ranks: {c['eager_s'] * 1e3:.2f} ms per message up to "
+              f"{section['eager_limit_bytes']:,} B, {c['rendezvous_s'] * 1e3:.2f} ms above, {c['byte_s'] * 1e9:.1f} ns per byte")
+        for point in section["measurements"]:
+            print(f"  {point['collective']:<8} {point['bytes']:>9,} B: measured {point['measured_s'] * 1e3:.1f} ms, "
+                  f"model {point['model_s'] * 1e3:.1f} ms, with the cost {point['predicted_s'] * 1e3:.1f} ms")

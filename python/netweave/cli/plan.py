@@ -15,7 +15,7 @@ from netweave.cli.common import UserError, progress
 from netweave.plan import verification
 from netweave.plan.result import PlacementSummary
 from netweave.report import html_page
-from netweave.stages import flowsim, topology
+from netweave.stages import topology
 from netweave.support.files import check_dir, write_text
 
 #: What `plan --out` writes besides the deployable files, checked before any work.
@@ -59,7 +59,8 @@ def plan_cmd(
         check_dir(out, _REPORT_FILES)  # before any work or output: a report is all or nothing
     topo = topology.load(topology_file) if topology_file is not None else topology.example_cluster()
     if calibration is not None:
-        flowsim.load_calibration(calibration, topo)  # another fabric's file: one line, before any work
+        # Another fabric's file, or a malformed native section: one line, before any work.
+        plan_mod.calibration_mod.load(calibration, topo)
     if verify:
         # Before any work and before any file: a plan that cannot be verified here writes nothing.
         verification.check_can_verify(topo, len(plan_mod.job_hosts(topo, hosts, order, seed)))

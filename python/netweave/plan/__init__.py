@@ -56,6 +56,7 @@ from netweave.plan.result import (
     Today,
     TodayLibrary,
 )
+from netweave.run import calibration as calibration_mod
 from netweave.stages import analysis, flowsim, routing, topology, traffic
 from netweave.support.files import ensure_dir, write_text
 
@@ -649,13 +650,13 @@ def native_candidates(routes, placed: list[int], bytes_per_pair: int, note: Call
     default decision rule picks for the job's rank count and block size, as a schedule on the
     job's hosts (``traffic::native_mpi``), predicted with the executor and sends in flight
     that algorithm has (every request at once for the linear ones, one exchange per step for
-    pairwise, Bruck and the trees)."""
+    pairwise, Bruck and the trees) and, with a `calibration` that measured the library, what
+    the library costs the hosts per message (:func:`predict_native`)."""
     rows = []
     for library in NATIVE_LIBRARIES:
-        sched, info = _core.native_mpi(library, collective, len(placed), bytes_per_pair, root)
-        sched = sched.with_placement(placed)
+        sched, info = native_workload(library, collective, placed, bytes_per_pair, root)
         note(f"simulating {info['label']}'s {info['algorithm']}")
-        flow = predict(routes, sched, info["executor"], nct=info["concurrent_sends"], calibration=calibration)
+        flow = predict_native(routes, sched, library, info, len(placed), bytes_per_pair, calibration)
         rows.append(NativeRow(
             name=library,
             complete=True,
@@ -674,10 +675,35 @@ def native_candidates(routes, placed: list[int], bytes_per_pair: int, note: Call
     return rows
 
 
+def predict_native(routes: _core.RoutingTable, sched: Schedule, library: str, info: dict[str, Any], ranks: int,
+                   bytes_per_pair: int, calibration: Path | None = None) -> dict[str, Any]:
+    """The flow model's prediction of `library`'s schedule `sched` (`info` from
+    :func:`native_workload`) for a job of `ranks` ranks: with the executor and sends in flight
+    the algorithm has and, when `calibration` has a ``native`` section for the library, every
+    message charged the library's measured host cost instead of the calibration's per-message
+    overhead (:func:`netweave.run.calibration.native_overhead`). Without one, as :func:`predict`."""
+    executor, nct = info["executor"], info["concurrent_sends"]
+    if calibration is None:
+        return predict(routes, sched, executor, nct)
+    document = calibration_mod.load(calibration, routes.topology)
+    cost = calibration_mod.native_overhead(document, library, ranks, bytes_per_pair)
+    if cost is None:
+        return predict(routes, sched, executor, nct, calibration)
+    return flowsim.simulate(routes, sched, executor=executor, nct=nct, calibration=document, overhead_s=cost)
+
+
+def native_workload(library: str, collective: str, placed: list[int], bytes_per_pair: int,
+                    root: int = 0) -> tuple[Schedule, dict[str, Any]]:
+    """`library`'s default algorithm for the job as a schedule on the job's hosts, and what
+    ``traffic::native_mpi`` says of it (``label``, ``algorithm``, ``executor``,
+    ``concurrent_sends``)."""
+    sched, info = _core.native_mpi(library, collective, len(placed), bytes_per_pair, root)
+    return sched.with_placement(placed), info
+
+
 def native_schedule(library: str, collective: str, placed: list[int], bytes_per_pair: int, root: int = 0) -> Schedule:
     """The schedule :func:`native_candidates` predicts for `library`, on the job's hosts."""
-    sched, _info = _core.native_mpi(library, collective, len(placed), bytes_per_pair, root)
-    return sched.with_placement(placed)
+    return native_workload(library, collective, placed, bytes_per_pair, root)[0]
 
 
 def _speedup(baseline: PhasedRow, best: PhasedRow) -> float | None:

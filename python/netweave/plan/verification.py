@@ -32,7 +32,6 @@ not the scale's.
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -41,6 +40,7 @@ from typing import Any
 from netweave import plan as plan_mod
 from netweave._core import NetweaveError, RoutingTable, Schedule, TaskGraph, Topology
 from netweave.plan.result import CandidateRow, PlanResult, VerifyRow, VerifySummary
+from netweave.run import calibration as calibration_mod
 from netweave.run import emulate, executor, mpi
 
 #: netweave candidates measured besides Concurrent and the native MPIs: the best predicted.
@@ -121,7 +121,7 @@ def verify(topo: Topology, routes: RoutingTable, result: PlanResult, built: list
         raise NetweaveError(f"--verify-scale {scale} must be positive")
 
     note("predicting on the scaled fabric")
-    predicted = _predict(routes, scale, graphs, natives, native_work, ranks, calibration)
+    predicted = _predict(routes, scale, graphs, natives, native_work, ranks, nbytes, calibration)
 
     measured: dict[str, float | None] = {}
     problems: dict[str, str] = {}
@@ -144,8 +144,8 @@ def verify(topo: Topology, routes: RoutingTable, result: PlanResult, built: list
             note(f"measuring {implementation}'s own {collective} on the fabric")
             how[implementation] = f"nwbench, {REPS} calls"
             try:
-                report = _nwbench(fabric, implementation, collective, nbytes, ranks, placed)
-                measured[implementation] = report["results"][0]["max_s"]
+                measured[implementation] = calibration_mod.run_native(fabric, implementation, collective, nbytes,
+                                                                      ranks, placed, REPS)
             except NetweaveError as e:
                 # One MPI failing to run here leaves the other rows standing; the row says why.
                 measured[implementation], problems[implementation] = None, str(e)
@@ -199,13 +199,16 @@ def predict_at_scale(topo: Topology, routes: RoutingTable, result: PlanResult, b
     `scale`, with `calibration` (or the defaults): to compare parameter sets on one measurement."""
     _chosen, graphs, natives, native_work = _candidates(topo, result, built,
                                                         plan_mod.job_hosts(topo, hosts, order, seed))
-    return _predict(routes, scale, graphs, natives, native_work, result.job.ranks, calibration)
+    return _predict(routes, scale, graphs, natives, native_work, result.job.ranks, result.job.bytes_per_pair,
+                    calibration)
 
 
 def _predict(routes: RoutingTable, scale: float, graphs: dict[str, TaskGraph], natives: dict[str, Any],
-             native_work: dict[str, Any], ranks: int, calibration: Path | None = None) -> dict[str, float]:
+             native_work: dict[str, Any], ranks: int, bytes_per_pair: int,
+             calibration: Path | None = None) -> dict[str, float]:
     """Each candidate's predicted time on the fabric scaled as the emulation runs it: netweave's
-    `graphs` and the `natives` (plan rows) with their schedules `native_work`."""
+    `graphs` and the `natives` (plan rows) with their schedules `native_work`, charged their
+    library's host cost when `calibration` measured it (:func:`netweave.plan.predict_native`)."""
     scaled_routes = emulate.scaled_routes(routes, emulate.scaled_topology(routes.topology, scale))
     # Concurrent as the plan predicts it (every send of a host at once); the others one send
     # in flight per host, as netweave's executor runs them.
@@ -213,24 +216,10 @@ def _predict(routes: RoutingTable, scale: float, graphs: dict[str, TaskGraph], n
                                         else 1, calibration)["makespan_s"]
                  for name, graph in graphs.items()}
     for name, r in natives.items():
-        predicted[name] = plan_mod.predict(scaled_routes, native_work[name], r.executor, r.concurrent_sends,
-                                           calibration)["makespan_s"]
+        info = {"executor": r.executor, "concurrent_sends": r.concurrent_sends}
+        predicted[name] = plan_mod.predict_native(scaled_routes, native_work[name], r.library, info, ranks,
+                                                  bytes_per_pair, calibration)["makespan_s"]
     return predicted
-
-
-def _nwbench(fabric, implementation: str, collective: str, nbytes: int, ranks: int, placed: list[int]) -> dict[str, Any]:
-    """One nwbench run of the native collective on the fabric."""
-    program = mpi.nwbench_program(implementation, collective, [nbytes], reps=REPS, warmup=1, check=False)
-    # MPICH over UCX can hang in MPI_Finalize on these fabrics after all its work: the run
-    # counts as finished once nwbench has printed its whole report (see docs/emulate.md).
-    proc = emulate.mpirun(fabric, implementation, ranks, program, hosts=placed,
-                          done_when=lambda text: text.rstrip().endswith("]}"))
-    if proc.returncode == 0 and not proc.stdout.strip():
-        raise NetweaveError(f"nwbench ({implementation}, emulated) printed no report: {proc.stderr.strip()[-300:]}")
-    try:
-        return mpi.nwbench_report(proc, f" ({implementation}, emulated)")
-    except json.JSONDecodeError as e:
-        raise NetweaveError(f"nwbench ({implementation}, emulated) printed no JSON report ({e})") from None
 
 
 def _summary(rows: list[VerifyRow], result: PlanResult, scale: float, buffer: int | None) -> VerifySummary:

@@ -21,6 +21,16 @@ what the flow model takes as parameters:
   Ethernet only): Concurrent all-to-all among the first ``STEADY_HOSTS`` hosts (every send at
   once, so every port carries many long-lived flows) at ``STEADY_BYTES`` per pair.
 
+- **the native MPIs' host cost** (the ``native`` section, :func:`measure_natives`,
+  :func:`fit_native`): each library's own ``MPI_Gather`` and ``MPI_Alltoall`` through ``nwbench``
+  (as ``plan --verify`` runs them) on every host of the fabric at :data:`NATIVE_SIZES` per
+  pair, against the native model's prediction of the same call. What the model misses is what
+  the library costs the hosts here, fitted per library as a per-message cost on the critical
+  path — one below the library's eager limit (``eager_s``), one above (``rendezvous_s``, its
+  handshake waits for the receiver), plus ``byte_s`` per byte of the message (the busy-polling
+  ranks move data only while the scheduler runs them) — for a job of the calibration's ranks;
+  ``plan`` charges it ∝ the job's ranks (:func:`native_overhead`).
+
 Each group is fitted with the ones before it fixed (incast, then probe, then steady sharing):
 the 1 MB incasts outlast any probe and carry no steady charge (their port is overloaded by a
 burst), the short incasts carry none either, so the fits do not pull against each other.
@@ -34,6 +44,7 @@ layer, port buffer, scale, host link rate): ``simulate flow --calibration F`` an
 from __future__ import annotations
 
 import datetime
+import itertools
 import json
 import math
 import os
@@ -45,8 +56,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from netweave._core import NetweaveError, RoutingTable, TaskGraph, Topology
-from netweave.run import emulate, processes
+from netweave.run import emulate, mpi, processes
 from netweave.stages import flowsim
 
 #: Incast sweep: senders per point, bytes each sender sends, runs per point.
@@ -70,6 +83,21 @@ STEADY_HOSTS = 16
 STEADY_BYTES = (65_536, 262_144)
 STEADY_FREE_SEGMENTS = (0.0, 10.0, 20.0, 40.0, 70.0, 100.0, 150.0)
 STEADY_SEGMENTS_PER_TIMEOUT = (0.5, 1.0, 1.5, 2.0, 3.0, 5.0, 8.0, 13.0, 20.0, 40.0, 80.0)
+#: The native MPIs' host cost: the libraries measured, the collectives and bytes per pair each
+#: is timed at (a size below both libraries' eager limits, two above), and nwbench's timed calls.
+NATIVE_LIBRARIES = mpi.IMPLEMENTATIONS
+NATIVE_COLLECTIVES = ("gather", "alltoall")
+NATIVE_SIZES = (16_384, 131_072, 1_048_576)
+NATIVE_REPS = 3
+#: Blocks above this many bytes run each library's rendezvous protocol: Open MPI's TCP eager limit
+#: (``btl_tcp_eager_limit``, 64 KiB); MPICH's UCX chooses its threshold itself (``UCX_RNDV_THRESH``
+#: ``auto``) — its 128 KiB messages on the emulated fabric wait for the receiver (docs/plan.md), its
+#: 16 KiB ones are taken as eager, and 64 KiB is where this calibration draws the line.
+NATIVE_EAGER_LIMITS = {"openmpi": 65_536, "mpich": 65_536}
+#: A library's cost parameters: seconds per message below / above its eager limit, per byte.
+NATIVE_COSTS = ("eager_s", "rendezvous_s", "byte_s")
+#: The per-message cost at which the model's sensitivity to it is taken (:func:`native_points`).
+NATIVE_PROBE_S = 0.01
 
 
 def chain(hosts: list[int], tasks: int, num_ranks: int) -> TaskGraph:
@@ -97,7 +125,7 @@ def concurrent_alltoall(hosts: int, nbytes: int, num_ranks: int) -> TaskGraph:
 
 
 def _checked(topo: Topology, scale: float, buffer: int | None, senders: tuple[int, ...], nbytes: int,
-             repeats: int) -> int | None:
+             repeats: int, natives: tuple[str, ...] = ()) -> int | None:
     if not scale > 0:
         raise NetweaveError(f"--scale {scale} must be positive (a fraction of each link's bandwidth)")
     if buffer is not None and buffer <= 0:
@@ -111,6 +139,11 @@ def _checked(topo: Topology, scale: float, buffer: int | None, senders: tuple[in
         raise NetweaveError(f"--senders {','.join(map(str, senders))}: each count must lie in 1..{topo.num_hosts - 1}")
     if nbytes < 1 or repeats < 1:
         raise NetweaveError("--bytes and --repeats must be at least 1")
+    unknown = [c for c in natives if c not in NATIVE_COLLECTIVES]
+    if unknown:
+        raise NetweaveError(f"--native {unknown[0]}: the native MPIs are timed on {', '.join(NATIVE_COLLECTIVES)}")
+    for library in NATIVE_LIBRARIES if natives else ():
+        mpi.program_path("nwbench", library)  # both MPIs' nwbench, before the fabric comes up
     return emulate.port_buffer(topo, buffer)
 
 
@@ -177,13 +210,14 @@ def fit_tcp(topo: Topology, routes: RoutingTable, points: list[dict[str, Any]], 
 def calibrate(topo: Topology, routes: RoutingTable, name: str, scale: float = 1.0, buffer: int | None = None,
               senders: tuple[int, ...] = DEFAULT_SENDERS, nbytes: int = DEFAULT_INCAST_BYTES,
               repeats: int = DEFAULT_REPEATS, progress: Callable[[str], None] | None = None,
-              steady: bool = True) -> dict[str, Any]:
+              steady: bool = True, natives: tuple[str, ...] = NATIVE_COLLECTIVES) -> dict[str, Any]:
     """Measure the flow model's parameters on the emulated `topo` (see the module doc) and return
     the calibration document. Root only; the fabric is torn down however this ends. `steady`
     False leaves out the short-incast and Concurrent all-to-all points (probe and steady sharing
-    keep their defaults)."""
+    keep their defaults); `natives` are the collectives the native MPIs' host cost is measured
+    on (none: the file has no ``native`` section)."""
     note = progress or (lambda _msg: None)
-    queue = _checked(topo, scale, buffer, senders, nbytes, repeats)
+    queue = _checked(topo, scale, buffer, senders, nbytes, repeats, natives)
     lossy = topo.link_layer == "ethernet"
     n = topo.num_hosts
     measured: dict[str, Any] = {}
@@ -215,6 +249,7 @@ def calibrate(topo: Topology, routes: RoutingTable, name: str, scale: float = 1.
                         note(f"{graph.name}: {point['bytes']:,} B ({r + 1}/{repeats})")
                         times.append(_run(fabric, graph))
                     point.update(measured_s=times, median_s=statistics.median(times))
+            native_runs = measure_natives(fabric, n, natives, note) if natives else []
         finally:
             emulate.down(name)
     # Overhead and sync cost: what the chains took beyond the model's own time for them.
@@ -235,8 +270,12 @@ def calibrate(topo: Topology, routes: RoutingTable, name: str, scale: float = 1.
             graph, nct = _graph(point, n)
             point["predicted_s"] = emulate.predict(topo, routes, graph, scale, buffer,
                                                    _document(topo, scale, queue, params, {}, None), nct=nct)["makespan_s"]
+    native = {}
+    if native_runs:
+        note("fitting the native MPIs' host cost")
+        native = fit_natives(topo, routes, scale, buffer, _document(topo, scale, queue, params, {}, None), native_runs)
     return _document(topo, scale, queue, params, {"chains": measured, "chain_tasks": CHAIN_TASKS,
-                                                  "incast": sweep if lossy else [], **extra}, fit_error)
+                                                  "incast": sweep if lossy else [], **extra}, fit_error, native)
 
 
 def _run(fabric: emulate.EmulatedCluster, graph: TaskGraph) -> float:
@@ -247,10 +286,12 @@ def _run(fabric: emulate.EmulatedCluster, graph: TaskGraph) -> float:
 
 
 def _document(topo: Topology, scale: float, queue: int | None, params: dict[str, Any],
-              measurements: dict[str, Any], fit_error: float | None) -> dict[str, Any]:
+              measurements: dict[str, Any], fit_error: float | None,
+              native: dict[str, Any] | None = None) -> dict[str, Any]:
     specs = topo.link_specs()
     host_links = sorted({float(b) for b, _lat in specs.tolist()}) if len(specs) else []
-    return {
+    # A file without native measurements has no section at all (as files written before it).
+    return {**({"native": native} if native else {}),
         "format": flowsim.CALIBRATION_FORMAT, "version": flowsim.CALIBRATION_VERSION,
         "fabric": {"topology": topo.name, "family": topo.family, "hosts": topo.num_hosts,
                    "link_layer": topo.link_layer, "port_buffer_bytes": topo.port_buffer_bytes if queue is None else queue,
@@ -274,3 +315,162 @@ def write(document: dict[str, Any], path: Path) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+# The native MPIs' host cost (module doc; docs/flowsim.md, "Calibration").
+
+
+def run_native(fabric: emulate.EmulatedCluster, library: str, collective: str, nbytes: int, ranks: int,
+               placed: list[int], reps: int = NATIVE_REPS) -> float:
+    """One nwbench run of `library`'s own `collective` on the fabric's `placed` hosts: the slowest
+    rank's mean over `reps` calls after a warm-up, seconds — what ``plan --verify`` measures."""
+    program = mpi.nwbench_program(library, collective, [nbytes], reps=reps, warmup=1, check=False)
+    # MPICH over UCX can hang in MPI_Finalize on these fabrics after all its work: the run
+    # counts as finished once nwbench has printed its whole report (see docs/emulate.md).
+    proc = emulate.mpirun(fabric, library, ranks, program, hosts=placed,
+                          done_when=lambda text: text.rstrip().endswith("]}"))
+    if proc.returncode == 0 and not proc.stdout.strip():
+        raise NetweaveError(f"nwbench ({library}, emulated) printed no report: {proc.stderr.strip()[-300:]}")
+    try:
+        return float(mpi.nwbench_report(proc, f" ({library}, emulated)")["results"][0]["max_s"])
+    except json.JSONDecodeError as e:
+        raise NetweaveError(f"nwbench ({library}, emulated) printed no JSON report ({e})") from None
+
+
+def measure_natives(fabric: emulate.EmulatedCluster, ranks: int, collectives: tuple[str, ...],
+                    note: Callable[[str], None], sizes: tuple[int, ...] = NATIVE_SIZES) -> list[dict[str, Any]]:
+    """Each library's own `collectives` at `sizes` bytes per pair on hosts 0..ranks-1 of the fabric
+    (gathers to rank 0): ``{library, collective, bytes, ranks, measured_s}`` per run."""
+    runs = []
+    for library in NATIVE_LIBRARIES:
+        for collective in collectives:
+            for nbytes in sizes:
+                note(f"{library}'s own {collective}, {nbytes:,} B per pair on {ranks} ranks")
+                seconds = run_native(fabric, library, collective, nbytes, ranks, list(range(ranks)))
+                runs.append({"library": library, "collective": collective, "bytes": nbytes, "ranks": ranks,
+                             "measured_s": seconds})
+    return runs
+
+
+def _native_prediction(scaled_routes: RoutingTable, run: dict[str, Any], document: dict[str, Any],
+                       per_message_s: float) -> float:
+    """The native model's time for `run`'s call on the scaled fabric, as ``plan`` predicts it, every
+    message costing its sender `per_message_s` before its data moves (the flow model's overhead)."""
+    # Imported here: netweave.plan reads calibrations through this module.
+    from netweave import plan as plan_mod
+    sched, info = plan_mod.native_workload(run["library"], run["collective"], list(range(run["ranks"])), run["bytes"])
+    return float(flowsim.simulate(scaled_routes, sched, executor=info["executor"], nct=info["concurrent_sends"],
+                                  calibration=document, overhead_s=per_message_s)["makespan_s"])
+
+
+def fit_native(points: list[dict[str, Any]], eager_limit: int) -> tuple[dict[str, float], float]:
+    """The library's cost parameters (:data:`NATIVE_COSTS`, each ≥ 0) that bring the model's
+    predictions of `points` closest to their measured times, in squared relative error summed
+    over the points; and that error.
+
+    Each point has ``bytes`` per pair, ``measured_s``, ``model_s`` (the model's time with no
+    library cost) and ``per_cost`` (seconds the prediction grows per second of per-message cost:
+    the messages on the call's critical path). A point's per-message cost is ``eager_s`` (blocks
+    up to `eager_limit` bytes) or ``rendezvous_s``, plus ``byte_s`` × its bytes, so its prediction
+    is ``model_s + per_cost × cost`` — linear in the parameters: least squares over every subset
+    of them, keeping the best whose solution is non-negative."""
+    design, target = [], []
+    for p in points:
+        eager = p["bytes"] <= eager_limit
+        weight = 1.0 / p["measured_s"]
+        design.append([p["per_cost"] * eager * weight, p["per_cost"] * (not eager) * weight,
+                       p["per_cost"] * p["bytes"] * weight])
+        target.append((p["measured_s"] - p["model_s"]) * weight)
+    a, b = np.asarray(design, dtype=float).reshape(len(points), len(NATIVE_COSTS)), np.asarray(target, dtype=float)
+    best = (float(b @ b), np.zeros(len(NATIVE_COSTS)))
+    for size in range(1, len(NATIVE_COSTS) + 1):
+        for subset in itertools.combinations(range(len(NATIVE_COSTS)), size):
+            cols = list(subset)
+            solution = np.linalg.lstsq(a[:, cols], b, rcond=None)[0]
+            if (solution < 0).any():
+                continue
+            x = np.zeros(len(NATIVE_COSTS))
+            x[cols] = solution
+            residual = a @ x - b
+            if float(residual @ residual) < best[0] - 1e-15:
+                best = (float(residual @ residual), x)
+    return {name: float(v) for name, v in zip(NATIVE_COSTS, best[1])}, best[0]
+
+
+def per_message_cost(section: dict[str, Any], bytes_per_pair: int) -> float:
+    """What one message of `bytes_per_pair` costs its sender under a library's ``native`` section,
+    at the section's ranks (parameters it does not state cost nothing)."""
+    params = section.get("parameters", {})
+    regime = "eager_s" if bytes_per_pair <= section.get("eager_limit_bytes", 0) else "rendezvous_s"
+    return float(params.get(regime, 0.0)) + float(params.get("byte_s", 0.0)) * bytes_per_pair
+
+
+def native_overhead(document: dict[str, Any], library: str, ranks: int, bytes_per_pair: int) -> float | None:
+    """The per-message cost `library` adds for a job of `ranks` ranks at `bytes_per_pair`, from a
+    checked calibration `document`; None when it has no ``native`` section for the library.
+
+    The cost was measured with the calibration's ranks on this machine's cores; ranks that busy-poll
+    take turns on the cores, so a rank waited for comes round after the others' time slices: the
+    cost is charged ∝ the job's ranks over the calibration's."""
+    section = (document.get("native") or {}).get(library)
+    if section is None:
+        return None
+    return per_message_cost(section, bytes_per_pair) * ranks / section["ranks"]
+
+
+def fit_natives(topo: Topology, routes: RoutingTable, scale: float, buffer: int | None, document: dict[str, Any],
+                runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The ``native`` section for `runs` (:func:`measure_natives`): per library its ``ranks``,
+    ``eager_limit_bytes``, fitted ``parameters`` (:func:`fit_native`), ``fit_error`` and every
+    measurement with the model's time without (``model_s``) and with (``predicted_s``) the cost.
+    Predictions are made on the scaled fabric with `document`'s parameters (the rest of the
+    calibration), as ``plan --verify`` makes them."""
+    scaled = emulate.scaled_routes(routes, emulate.predicted_topology(topo, scale, buffer))
+    section: dict[str, Any] = {}
+    for library in dict.fromkeys(r["library"] for r in runs):
+        points = []
+        for run in (r for r in runs if r["library"] == library):
+            base = _native_prediction(scaled, run, document, 0.0)
+            probe = _native_prediction(scaled, run, document, NATIVE_PROBE_S)
+            points.append({**run, "model_s": base, "per_cost": (probe - base) / NATIVE_PROBE_S})
+        limit = NATIVE_EAGER_LIMITS[library]
+        params, error = fit_native(points, limit)
+        entry = {"ranks": points[0]["ranks"], "eager_limit_bytes": limit, "parameters": params, "fit_error": error}
+        for point in points:
+            point["predicted_s"] = _native_prediction(scaled, point, document, per_message_cost(entry, point["bytes"]))
+        section[library] = {**entry, "measurements": points}
+    return section
+
+
+def check_native(document: dict[str, Any], source: str = "calibration") -> dict[str, Any]:
+    """Check a calibration's ``native`` section (absent: no library costs anything extra); returns
+    `document`, raises NetweaveError in one line naming `source` and the culprit otherwise."""
+    native = document.get("native", {})
+    if not isinstance(native, dict):
+        raise NetweaveError(f"{source}: \"native\" must map each MPI library to its costs")
+    for library, section in native.items():
+        where = f"{source}: native.{library}"
+        if library not in NATIVE_LIBRARIES:
+            raise NetweaveError(f"{where}: unknown MPI library (known: {', '.join(NATIVE_LIBRARIES)})")
+        if not isinstance(section, dict):
+            raise NetweaveError(f"{where} must be an object with ranks, eager_limit_bytes and parameters")
+        ranks, limit = section.get("ranks"), section.get("eager_limit_bytes", 0)
+        if isinstance(ranks, bool) or not isinstance(ranks, int) or ranks < 1:
+            raise NetweaveError(f"{where}.ranks must be a positive whole number of ranks, got {ranks!r}")
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+            raise NetweaveError(f"{where}.eager_limit_bytes must be a whole number of bytes >= 0, got {limit!r}")
+        params = section.get("parameters", {})
+        if not isinstance(params, dict) or set(params) - set(NATIVE_COSTS):
+            raise NetweaveError(f"{where}.parameters may hold only {', '.join(NATIVE_COSTS)}")
+        for key, value in params.items():
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0 or math.isinf(value):
+                raise NetweaveError(f"{where}.parameters.{key} must be a non-negative number of seconds, got {value!r}")
+    return document
+
+
+def load(calibration: str | Path | dict[str, Any], topology: Topology) -> dict[str, Any]:
+    """A calibration file (or loaded document) checked against `topology`
+    (:func:`netweave.stages.flowsim.check_calibration`) and its ``native`` section checked."""
+    if isinstance(calibration, dict):
+        return check_native(flowsim.check_calibration(calibration, topology))
+    return check_native(flowsim.load_calibration(calibration, topology), str(calibration))
