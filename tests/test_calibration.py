@@ -5,7 +5,8 @@ import json
 
 import pytest
 
-from netweave import flowsim, routing, topology
+from conftest import run_cli
+from netweave import flowsim, plan, routing, topology
 from netweave._core import NetweaveError
 from netweave.run import calibration, emulate
 
@@ -106,3 +107,110 @@ def test_bad_steady_parameters_are_refused_in_one_line(bad, needle):
         flowsim.simulate(routing.route(topo, "updown"), calibration.incast(2, 1000, HOSTS), executor="dag",
                          calibration=doc)
     assert len(str(e.value).splitlines()) == 1
+
+
+# The native MPIs' host cost (calibration's ``native`` section).
+
+#: Costs the synthetic measurements below are made with: per message up to the eager limit, above
+#: it, per byte.
+EAGER_S, RENDEZVOUS_S, BYTE_S = 0.04, 0.06, 1e-7
+
+
+def test_the_native_fit_recovers_costs_from_measurements_computed_by_hand():
+    # Each point: the model's time without the library's cost, and how many messages sit on the
+    # call's critical path (4 binomial steps for a gather of 16, 1 block of scattered sends,
+    # 15 pairwise steps); measured = model + steps × (per-message cost + bytes × per-byte cost).
+    points = [
+        {"bytes": 16384, "model_s": 0.0393, "per_cost": 4.0, "measured_s": 0.0393 + 4 * (0.04 + 0.0016384)},
+        {"bytes": 16384, "model_s": 0.0519, "per_cost": 1.0, "measured_s": 0.0519 + 1 * (0.04 + 0.0016384)},
+        {"bytes": 131072, "model_s": 0.3146, "per_cost": 4.0, "measured_s": 0.3146 + 4 * (0.06 + 0.0131072)},
+        {"bytes": 131072, "model_s": 0.3146, "per_cost": 15.0, "measured_s": 0.3146 + 15 * (0.06 + 0.0131072)},
+        {"bytes": 1048576, "model_s": 2.5166, "per_cost": 15.0, "measured_s": 2.5166 + 15 * (0.06 + 0.1048576)},
+    ]
+    params, error = calibration.fit_native(points, eager_limit=65536)
+    assert params == pytest.approx({"eager_s": EAGER_S, "rendezvous_s": RENDEZVOUS_S, "byte_s": BYTE_S}, rel=1e-9)
+    assert error == pytest.approx(0.0, abs=1e-18)
+    # A library the model already predicts (or over-predicts) costs nothing: never a negative cost.
+    faster = [{**p, "measured_s": p["model_s"] * 0.9} for p in points]
+    assert calibration.fit_native(faster, eager_limit=65536)[0] == {"eager_s": 0.0, "rendezvous_s": 0.0, "byte_s": 0.0}
+
+
+def test_the_native_fit_recovers_costs_the_flow_model_charged():
+    # Measurements a fabric obeying the model with these costs would give: the fit, which reads
+    # the model's sensitivity to the cost from two predictions, finds them again.
+    topo = _star()
+    routes = routing.route(topo, "updown")
+    section = {"eager_limit_bytes": 65536, "parameters": {"eager_s": EAGER_S, "rendezvous_s": RENDEZVOUS_S,
+                                                          "byte_s": BYTE_S}}
+    scaled = emulate.scaled_routes(routes, emulate.predicted_topology(topo, SCALE))
+    runs = []
+    for collective in ("gather", "alltoall"):
+        for nbytes in (16384, 131072, 1048576):
+            run = {"library": "mpich", "collective": collective, "bytes": nbytes, "ranks": HOSTS}
+            cost = calibration.per_message_cost(section, nbytes)
+            runs.append({**run, "measured_s": calibration._native_prediction(scaled, run, None, cost)})
+    native = calibration.fit_natives(topo, routes, SCALE, None, None, runs)["mpich"]
+    assert native["parameters"] == pytest.approx(section["parameters"], rel=1e-3)
+    assert native["ranks"] == HOSTS and len(native["measurements"]) == 6
+    for point in native["measurements"]:
+        assert point["predicted_s"] == pytest.approx(point["measured_s"], rel=1e-3)
+        assert point["model_s"] < point["measured_s"]
+
+
+def _native_document(topo, native):
+    return calibration._document(topo, 1.0, None, {"overhead_s": 1e-5, "sync_s": 2e-5}, {}, 0.0, native)
+
+
+MPICH_SECTION = {"ranks": 8, "eager_limit_bytes": 65536,
+                 "parameters": {"eager_s": EAGER_S, "rendezvous_s": RENDEZVOUS_S, "byte_s": BYTE_S}}
+
+
+def test_a_calibration_with_native_costs_round_trips_and_plan_charges_them(tmp_path):
+    topo = _star()
+    routes = routing.route(topo, "updown")
+    path = tmp_path / "cal.json"
+    calibration.write(_native_document(topo, {"mpich": MPICH_SECTION}), path)
+    back = calibration.load(path, topo)
+    assert back["native"] == {"mpich": MPICH_SECTION}
+    placed, nbytes = list(range(HOSTS)), 131072
+    rows = {r.name: r for r in plan.native_candidates(routes, placed, nbytes, lambda _m: None, "gather",
+                                                      calibration=path)}
+    # MPICH: every message costs the rendezvous cost plus its bytes', measured on 8 ranks and
+    # charged for 16 (twice: ranks taking turns on the cores).
+    sched, info = plan.native_workload("mpich", "gather", placed, nbytes)
+    cost = (RENDEZVOUS_S + BYTE_S * nbytes) * HOSTS / 8
+    assert calibration.native_overhead(back, "mpich", HOSTS, nbytes) == pytest.approx(cost)
+    charged = flowsim.simulate(routes, sched, executor=info["executor"], nct=info["concurrent_sends"], overhead_s=cost)
+    assert rows["mpich"].predicted_time_s == pytest.approx(charged["makespan_s"])
+    plain = plan.native_candidates(routes, placed, nbytes, lambda _m: None, "gather")
+    assert rows["mpich"].predicted_time_s > plain[1].predicted_time_s + 4 * cost * 0.99
+    # Open MPI has no section: its row is predicted with the calibration's overhead, as before.
+    sched, info = plan.native_workload("openmpi", "gather", placed, nbytes)
+    assert rows["openmpi"].predicted_time_s == pytest.approx(
+        plan.predict(routes, sched, info["executor"], info["concurrent_sends"], path)["makespan_s"])
+    # A file written before the native section existed (same version) still loads and changes nothing.
+    old = tmp_path / "old.json"
+    calibration.write(_native_document(topo, None), old)
+    assert "native" not in json.loads(old.read_text())
+    assert calibration.native_overhead(calibration.load(old, topo), "mpich", HOSTS, nbytes) is None
+    before = {r.name: r.predicted_time_s for r in plan.native_candidates(routes, placed, nbytes, lambda _m: None,
+                                                                         "gather", calibration=old)}
+    assert before["mpich"] < rows["mpich"].predicted_time_s
+    assert before["openmpi"] == rows["openmpi"].predicted_time_s
+
+
+@pytest.mark.parametrize("native, needle", [
+    ([1, 2], "\"native\" must map"),
+    ({"lam": MPICH_SECTION}, "native.lam: unknown MPI library"),
+    ({"mpich": {**MPICH_SECTION, "ranks": 0}}, "native.mpich.ranks"),
+    ({"mpich": {**MPICH_SECTION, "parameters": {"eager_s": -1.0}}}, "native.mpich.parameters.eager_s"),
+    ({"mpich": {**MPICH_SECTION, "parameters": {"latency_s": 1.0}}}, "may hold only"),
+])
+def test_a_malformed_native_section_is_refused_in_one_line(tmp_path, native, needle):
+    topo = _star()
+    topo_file, path = tmp_path / "star.json", tmp_path / "cal.json"
+    topology.save(topo, topo_file)
+    calibration.write(_native_document(topo, native), path)
+    proc = run_cli("plan", str(topo_file), "--bytes", "16384", "--calibration", str(path), check=False)
+    assert proc.returncode == 2, proc.stderr
+    assert needle in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
