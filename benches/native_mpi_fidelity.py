@@ -6,14 +6,17 @@ that fired during each run.
 
     python benches/native_mpi_fidelity.py [--hosts 8,16] [--sizes 1,16384,131072,1048576]
         [--collectives gather,alltoall] [--libraries openmpi,mpich] [--scale 0.05] [--reps 3]
-        [--openmpi-alltoall pairwise] [--env NAME=VALUE ...] [--out FILE]
+        [--openmpi-alltoall pairwise] [--env NAME=VALUE ...] [--calibration FILE] [--out FILE]
 
 Size 1 (one byte per rank) has no prediction worth the name: it measures what a call costs
 when the network carries nothing, the per-call floor of each library on this machine.
 `--openmpi-alltoall pairwise` forces Open MPI's pairwise all-to-all (`coll_tuned` dynamic
 rules) and predicts it as the shift it is: the same schedule MPICH runs above 32 KiB per pair,
 so the two libraries can be set side by side on one schedule. `--env` sets a variable for every
-rank (e.g. `UCX_RNDV_THRESH=inf`: MPICH's messages all eager, no rendezvous). Needs root (network namespaces);
+rank (e.g. `UCX_RNDV_THRESH=inf`: MPICH's messages all eager, no rendezvous). `--calibration`
+adds a column predicted as `plan --calibration` predicts the native rows: with the file's
+parameters and, for a library it measured, that library's host cost (`netweave.plan.predict_native`).
+Needs root (network namespaces);
 the fabric is removed however the run ends. The machine's load average is printed with every
 row: emulated times depend on it.
 """
@@ -43,14 +46,17 @@ def load_average() -> float:
 
 
 def predicted(topo, routes, library: str, collective: str, placed: list[int], nbytes: int,
-              forced: str | None) -> tuple[float, str]:
+              forced: str | None, calibration: Path | None = None) -> tuple[float, str]:
     """The native model's time for one call on `routes` (`topo` scaled as the emulation runs) and the
-    schedule's name; a forced Open MPI pairwise all-to-all is predicted as the shift it is."""
+    schedule's name, with `calibration` as `plan` uses it; a forced Open MPI pairwise all-to-all is
+    predicted as the shift it is (no library cost: the calibration measured the default)."""
     if forced == "pairwise":
         sched = traffic.build("alltoall", "shift", topology=topo, hosts=",".join(map(str, placed)), bytes=nbytes)
-        return plan.predict(routes, sched, "local-sync", 1)["makespan_s"], f"alltoall-openmpi-pairwise(N={len(placed)})"
-    sched = plan.native_schedule(library, collective, placed, nbytes)
-    return plan.predict(routes, sched, "local-sync", sched.concurrent_sends)["makespan_s"], sched.name
+        return (plan.predict(routes, sched, "local-sync", 1, calibration)["makespan_s"],
+                f"alltoall-openmpi-pairwise(N={len(placed)})")
+    sched, info = plan.native_workload(library, collective, placed, nbytes)
+    return (plan.predict_native(routes, sched, library, info, len(placed), nbytes, calibration)["makespan_s"],
+            sched.name)
 
 
 def measure_star(hosts: int, args: argparse.Namespace) -> list[dict[str, Any]]:
@@ -92,6 +98,10 @@ def measure_star(hosts: int, args: argparse.Namespace) -> list[dict[str, Any]]:
                         seconds, schedule = predicted(scaled_topo, scaled, library, collective, placed, nbytes, forced)
                         row.update(predicted_s=seconds, schedule=schedule,
                                    ratio=result["max_s"] / seconds if nbytes >= 16 and seconds > 0 else None)
+                        if args.calibration is not None:
+                            cal, _name = predicted(scaled_topo, scaled, library, collective, placed, nbytes, forced,
+                                                   args.calibration)
+                            row.update(predicted_calibrated_s=cal, calibrated_ratio=result["max_s"] / cal)
                     rows.append(row)
                     print(line(row), flush=True)
     finally:
@@ -105,6 +115,8 @@ def line(row: dict[str, Any]) -> str:
     if "error" in row:
         return f"{head}  error: {row['error']}"
     ratio = "-" if row["ratio"] is None else f"{row['ratio']:.2f}"
+    if "calibrated_ratio" in row:
+        ratio += f" (calibrated {row['calibrated_ratio']:.2f})"
     return (f"{head}  measured {row['measured_s'] * 1e3:8.1f} ms  predicted {row['predicted_s'] * 1e3:8.1f} ms  "
             f"ratio {ratio:>5}  drops {row['dropped_packets']:>5}  retransmits {row['retransmitted_segments']:>6}  "
             f"timeouts {row['tcp_timeouts']:>3}  ({row['schedule']}; load {row['load']:.1f})")
@@ -122,6 +134,8 @@ def main() -> None:
                         help="force this Open MPI all-to-all algorithm instead of its default")
     parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
                         help="set this variable for every rank (repeatable)")
+    parser.add_argument("--calibration", type=Path, default=None,
+                        help="also predict with this calibration file (netweave emulate calibrate)")
     parser.add_argument("--out", type=Path, default=None, help="write every row as JSON here")
     args = parser.parse_args()
     bad = [e for e in args.env if "=" not in e or not e.split("=", 1)[0]]

@@ -13,7 +13,9 @@ prediction for the same scaled fabric:
   (:func:`netweave.run.executor.phase_groups_for`: ``sync`` a barrier after every phase,
   ``async`` each rank's sends in order with no wait, ``local-sync`` its local-sync order);
 - Open MPI's and MPICH's own collective (``nwbench``'s native timing, the slowest rank's mean
-  over :data:`REPS` calls), predicted as the plan models them (``traffic::native_mpi``).
+  over :data:`REPS` calls, :func:`netweave.run.calibration.run_native`), predicted as the plan
+  models them (``traffic::native_mpi``) and, with a calibration that measured the library, with
+  what the library costs this machine's hosts per message (:func:`netweave.plan.predict_native`).
 
 Running netweave's schedules inside ``nwbench`` through netweave's MPI library was measured
 too (benches/advice_fidelity.py's notes): on these fabrics the MPI transport's rendezvous
