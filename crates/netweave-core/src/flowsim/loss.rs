@@ -236,6 +236,15 @@ pub(super) struct Losses {
     slot: Vec<u32>,
     joined_sorted: Vec<u32>,
     burst: Vec<u32>,
+    /// Steady overflow's queued share per port ([`Losses::queued_share`]), with the instant it
+    /// was worked out in (`instant` counts the calls of [`Losses::victims`]).
+    queued: Vec<f64>,
+    queued_instant: Vec<u64>,
+    instant: u64,
+    /// Scratch of [`Losses::queued_share`]: per resource, the stamp of the last port whose
+    /// feeders counted it, so each feeding channel counts once.
+    feeder_seen: Vec<u32>,
+    feeder_stamp: u32,
     /// Timeouts so far.
     pub(super) timeouts: u64,
 }
@@ -294,6 +303,11 @@ impl Losses {
             slot: vec![u32::MAX; nres],
             joined_sorted: Vec::new(),
             burst: Vec::new(),
+            queued: vec![0.0; nres],
+            queued_instant: vec![0; nres],
+            instant: 0,
+            feeder_seen: vec![0; nres],
+            feeder_stamp: 0,
             timeouts: 0,
         })
     }
@@ -307,6 +321,8 @@ impl Losses {
     /// bytes left are in `remaining`, and the shares in `fair` are current. Victims are
     /// appended to `victims`; the segments the bursts lost are added to `retransmitted`.
     pub(super) fn victims(&mut self, fair: &FairShare, joined: &[u32], remaining: &[f64], victims: &mut Vec<u32>) {
+        // A new instant: every port's queued share is to be worked out afresh (0 means never).
+        self.instant += 1;
         // Only ports two or more joiners share can see a burst. Count the joiners per port,
         // give each shared port (ascending) its slice of `pairs`, and fill the slices from the
         // joiners in ascending order: the (port, flow) pairs come out sorted without sorting
@@ -401,13 +417,25 @@ impl Losses {
         if segments <= self.steady_free {
             return; // too short to leave slow start's first windows
         }
-        // The share of the port's flows that cannot hold the minimum window, at the worst port.
-        let starved = fair
-            .path_resources(f)
-            .iter()
-            .filter(|&&r| self.held_segments[r as usize].is_finite() && !self.overloaded[r as usize])
-            .map(|&r| 1.0 - self.held_segments[r as usize] / (fair.flows_on(r).len() as f64 * self.min_window))
-            .fold(0.0, f64::max);
+        // The share of the port's flows that cannot hold their queued minimum window, at the
+        // worst port.
+        let mut starved = 0.0f64;
+        for &r in fair.path_resources(f) {
+            let held = self.held_segments[r as usize];
+            if !held.is_finite() || self.overloaded[r as usize] {
+                continue;
+            }
+            let windows = fair.flows_on(r).len() as f64 * self.min_window;
+            // Only a port whose flows' whole windows would overflow it can overflow with a
+            // part of them queued: skip the feeders' scan where even that is not so.
+            if windows <= held {
+                continue;
+            }
+            let queued = windows * self.queued_share(fair, r);
+            if queued > held {
+                starved = starved.max(1.0 - held / queued);
+            }
+        }
         if starved <= 0.0 {
             return;
         }
@@ -419,6 +447,38 @@ impl Losses {
         self.stall_s[f as usize] = timeouts * self.timeout_s;
         self.chosen[f as usize] = true;
         victims.push(f);
+    }
+
+    /// The share of the windows of port `r`'s flows that can sit in its queue at once,
+    /// `q = max(0, 1 − C / A)`: the windows arrive at `A`, the summed rate of the distinct
+    /// channels feeding `r`'s flows, while the port drains them at its rate `C`. Worked out
+    /// once per port and instant (the flows at a port do not change within one).
+    fn queued_share(&mut self, fair: &FairShare, r: u32) -> f64 {
+        if self.queued_instant[r as usize] == self.instant {
+            return self.queued[r as usize];
+        }
+        self.feeder_stamp = self.feeder_stamp.wrapping_add(1);
+        if self.feeder_stamp == 0 {
+            // The stamps wrapped: forget every mark rather than mistake an old one for new.
+            self.feeder_seen.iter_mut().for_each(|s| *s = 0);
+            self.feeder_stamp = 1;
+        }
+        let mut arrival = 0.0;
+        for &g in fair.flows_on(r) {
+            let path = fair.path_resources(g);
+            // A buffered port leaves a switch, so some channel of the path enters it first.
+            let Some(at) = path.iter().position(|&q| q == r) else { continue };
+            let Some(&feeder) = at.checked_sub(1).and_then(|i| path.get(i)) else { continue };
+            let seen = &mut self.feeder_seen[feeder as usize];
+            if *seen != self.feeder_stamp {
+                *seen = self.feeder_stamp;
+                arrival += fair.capacity(feeder);
+            }
+        }
+        let share = if arrival > 0.0 { (1.0 - fair.capacity(r) / arrival).max(0.0) } else { 0.0 };
+        self.queued_instant[r as usize] = self.instant;
+        self.queued[r as usize] = share;
+        share
     }
 
     /// Apply the rule (module doc) to the flows `self.pairs[joiners]` starting at port `r`.
@@ -624,11 +684,15 @@ mod tests {
     fn many_flows_on_a_shallow_port_time_out_steadily() {
         let tcp = TcpModel::default();
         let lossless = 15.0 * (1 << 20) as f64 / 1e9;
-        // 15 flows need 60 segments of minimum window; a 64 KiB port holds 44.9: a quarter of
-        // the flows starve, each of the 718 segments beyond the free ones costs timeouts.
+        // 15 flows need 60 segments of minimum window. They arrive over 15 host links at the
+        // port's own rate, so while they burst the queue keeps q = 1 − 1/15 of what arrives:
+        // 56 segments, against the 44.9 a 64 KiB port holds. A fifth of the flows starve, and
+        // each of the 718 segments beyond the free ones costs timeouts.
         let r = concurrent_alltoall(64 * 1024, 1 << 20, tcp.clone());
         let held = 64.0 * 1024.0 / 1460.0;
-        let starved = 1.0 - held / (15.0 * tcp.min_window_segments);
+        let queued = 14.0 / 15.0;
+        let starved = 1.0 - held / (queued * 15.0 * tcp.min_window_segments);
+        assert!((starved - (1.0 - held / 56.0)).abs() < 1e-12);
         let segments = ((1u64 << 20) as f64 / 1460.0).ceil();
         let expected = starved * (segments - tcp.steady_free_segments) / tcp.steady_segments_per_timeout;
         assert!(r.timeouts > 0);
@@ -659,6 +723,38 @@ mod tests {
     }
 
     #[test]
+    fn a_port_fed_by_one_link_of_its_own_rate_never_queues() {
+        // One host sends to 15 hosts of another switch at once over a trunk of its own link's
+        // rate. The trunk port carries 15 flows (60 segments of minimum window against 44.9
+        // held), but they all arrive over the one host link, no faster than the port drains:
+        // q = 1 − C/C = 0, nothing queues, no steady charge.
+        let ethernet = Switching::new(LinkLayer::Ethernet, Some(64 * 1024)).unwrap();
+        let mut b = TopologyBuilder::new("two switches");
+        let (left, right) = (b.add_switch("left", 2), b.add_switch("right", 16));
+        let link = LinkSpec::new(8.0, 0.0).unwrap();
+        b.connect(left, right, link).unwrap();
+        let sender = b.add_host("sender");
+        b.connect(sender, left, link).unwrap();
+        for i in 0..15 {
+            let h = b.add_host(format!("h{i}"));
+            b.connect(h, right, link).unwrap();
+        }
+        b.switching(ethernet);
+        let topo = b.build().unwrap();
+        let routes = shortest_path(&topo).unwrap();
+        let bytes = 1u64 << 20;
+        let phase: Vec<Message> = (1..=15).map(|d| Message { src: 0, dst: d, bytes }).collect();
+        let sched = Schedule::from_phases("fan-out", 16, vec![phase]).unwrap();
+        let mut config = FlowConfig::new(Executor::Async);
+        config.nct = 15;
+        let r = simulate(&topo, &routes, &sched, &config).unwrap();
+        assert!(r.lossy);
+        assert!(15.0 * TcpModel::default().min_window_segments > 64.0 * 1024.0 / 1460.0);
+        assert_eq!(r.timeouts, 0);
+        assert!((r.makespan_s - 15.0 * bytes as f64 / 1e9).abs() < 1e-9, "{}", r.makespan_s);
+    }
+
+    #[test]
     fn parameters_are_checked() {
         for bad in [
             TcpModel { timeout_s: 0.0, ..TcpModel::default() },
@@ -683,6 +779,7 @@ mod sync_burst_tests {
     use crate::routing::shortest_path;
     use crate::topology::ethernet::{switch_tree, TreeLevel, GIGABIT_LAN};
     use crate::topology::link_layer::Switching;
+    use crate::topology::LinkSpec;
     use crate::traffic::alltoall;
 
     /// Linear all-to-all's phases are incasts onto one host; under the sync executor each phase
@@ -703,5 +800,29 @@ mod sync_burst_tests {
             assert!(lossy.timeouts > 0 && clean.timeouts == 0);
             assert!(lossy.makespan_s.is_finite() && lossy.makespan_s >= clean.makespan_s);
         }
+    }
+
+    /// Shift all-to-all on 2 × 14 hosts at 20 Mbit/s under 200 Mbit/s trunks, 1 MiB per pair
+    /// (the fabric `advice_fidelity` verifies it on). Phases 12–16 send 12–14 flows across each
+    /// trunk: `N · w_min` = 48–56 segments against the 44.9 a 64 KiB port holds, which the rule
+    /// once charged as steady overflow. But the edge → root port is fed by at most 14 host
+    /// links of 20 Mbit/s while it drains 200: q = 1 − 200/280 = 2/7, at most 16 segments
+    /// queued. The root → edge port is fed by the one trunk of its own rate: q = 0. Host ports
+    /// carry one flow. No steady charge: the lossless time.
+    #[test]
+    fn trunks_fed_slower_than_they_drain_are_not_charged() {
+        let host = LinkSpec::new(0.02, 0.0).unwrap();
+        let trunk = LinkSpec::new(0.2, 0.0).unwrap();
+        let ethernet = switch_tree(&[TreeLevel::new(2, trunk)], 14, host).unwrap();
+        assert_eq!(ethernet.switching().port_buffer_bytes, Some(64 * 1024));
+        let mut lossless = ethernet.clone();
+        lossless.set_switching(Switching::infiniband());
+        let s = crate::traffic::Schedule::shift_alltoall(28, 1 << 20).unwrap();
+        let config = FlowConfig::new(Executor::Sync);
+        let lossy = simulate(&ethernet, &shortest_path(&ethernet).unwrap(), &s, &config).unwrap();
+        let clean = simulate(&lossless, &shortest_path(&lossless).unwrap(), &s, &config).unwrap();
+        assert!(lossy.lossy);
+        assert_eq!(lossy.timeouts, 0);
+        assert!((lossy.makespan_s - clean.makespan_s).abs() < 1e-9 * clean.makespan_s, "{}", lossy.makespan_s);
     }
 }
