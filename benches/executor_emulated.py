@@ -20,12 +20,14 @@ benches/advice_fidelity.py's fabrics, scaled as ``plan --verify`` scales it: per
 candidate (the plan's, by name) once cold (one call on fresh connections, the executor's
 default) and once warm (one warm-up and ``verification.REPS`` timed calls, the slowest rank's
 mean — as ``nwbench`` times the library), then the library's ``nwbench``; prints every
-measurement and the medians over the rounds.
+measurement and the medians over the rounds. Given OTHER_RUNTIME_DIR too, each candidate runs
+with both builds in turn.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import statistics
 import uuid
@@ -39,8 +41,9 @@ CALLS = 3
 
 
 def against_mpi(implementation: str, fabric_name: str, collective: str, nbytes: int, candidates: list[str],
-                rounds: int) -> None:
-    """This build's executor, cold and warm, against `implementation`'s own collective."""
+                rounds: int, builds: dict[str, str]) -> None:
+    """The `builds`' executor (name → runtime directory), cold and warm, against
+    `implementation`'s own collective."""
     import advice_fidelity  # benches/: the fabrics the fidelity benchmark verifies on
 
     from netweave import plan
@@ -67,16 +70,19 @@ def against_mpi(implementation: str, fabric_name: str, collective: str, nbytes: 
     fabric = emulate.up(topo, routes, name, scale=scale, buffer=buffer)
     try:
         for rnd in range(rounds):
-            for cand in candidates:
-                for how, calls in (("cold", {}), ("warm", {"warmup": 1, "reps": verification.REPS})):
-                    r = emulate.run(fabric, graphs[cand], **calls)
-                    if not r["ok"]:
-                        raise SystemExit(f"executor_emulated: {cand} failed: {(r['cause'] or {}).get('reason')}")
-                    times.setdefault(f"{cand}, {how}", []).append(r["makespan_s"])
-                    per_call = ", ".join(f"{c * 1e3:.1f}" for c in r["calls_s"])
-                    print(f"round {rnd}: {cand}, {how}: {r['makespan_s'] * 1e3:.1f} ms"
-                          f"{f' (calls {per_call} ms)' if per_call else ''}, "
-                          f"{r['losses']['retransmitted_segments']} segments retransmitted", flush=True)
+            for cand, (build, directory), (how, calls) in itertools.product(
+                    candidates, builds.items(), (("cold", {}), ("warm", {"warmup": 1, "reps": verification.REPS}))):
+                os.environ["NETWEAVE_RUNTIME_DIR"] = directory
+                r = emulate.run(fabric, graphs[cand], **calls)
+                if not r["ok"]:
+                    raise SystemExit(f"executor_emulated: {cand} failed: {(r['cause'] or {}).get('reason')}")
+                key = f"{cand}, {how}" + (f", {build} build" if len(builds) > 1 else "")
+                times.setdefault(key, []).append(r["makespan_s"])
+                per_call = ", ".join(f"{c * 1e3:.1f}" for c in r["calls_s"])
+                print(f"round {rnd}: {key}: {r['makespan_s'] * 1e3:.1f} ms"
+                      f"{f' (calls {per_call} ms)' if per_call else ''}, "
+                      f"{r['losses']['retransmitted_segments']} segments retransmitted", flush=True)
+            os.environ["NETWEAVE_RUNTIME_DIR"] = builds["this"]  # the MPI programs are this checkout's
             native = calibration.run_native(fabric, implementation, collective, nbytes, len(placed), placed,
                                             verification.REPS)
             times.setdefault(implementation, []).append(native)
@@ -100,14 +106,24 @@ def main() -> None:
     parser.add_argument("--bytes", type=int, default=131072)
     parser.add_argument("--candidates", default="binomial,contention-free")
     args = parser.parse_args()
-    if args.against_mpi:
-        against_mpi(args.against_mpi, args.fabric, args.collective, args.bytes, args.candidates.split(","), args.rounds)
-        return
-    if args.other is None:
+    if args.other is None and not args.against_mpi:
         parser.error("give the other build's runtime directory, or --against-mpi")
-    if not (args.other / "nw-tcp-run").is_file():
+    if args.other is not None and not (args.other / "nw-tcp-run").is_file():
         parser.error(f"{args.other} has no nw-tcp-run; build it with `make -C <checkout>/runtime`")
-    builds = {"this": str(executor.executor_path().parent), "other": str(args.other.resolve())}
+    builds = {"this": str(executor.executor_path().parent)}
+    if args.other is not None:
+        builds["other"] = str(args.other.resolve())
+    if args.against_mpi:
+        before = os.environ.get("NETWEAVE_RUNTIME_DIR")
+        try:
+            against_mpi(args.against_mpi, args.fabric, args.collective, args.bytes, args.candidates.split(","),
+                        args.rounds, builds)
+        finally:
+            if before is None:
+                os.environ.pop("NETWEAVE_RUNTIME_DIR", None)
+            else:
+                os.environ["NETWEAVE_RUNTIME_DIR"] = before
+        return
     tree = setup.FULL.tree()
     hosts = list(range(setup.FULL.hosts))
     routes = routing.route(tree, "updown")
