@@ -14,6 +14,7 @@ schedule's median over the rounds as this build ÷ the other.
 
     .venv/bin/python benches/executor_emulated.py --against-mpi openmpi [--fabric star16]
         [--collective gather] [--bytes 131072] [--candidates binomial,contention-free] [--rounds 2]
+        [--timing cold,warm] [OTHER_RUNTIME_DIR]
 
 instead sets this build against an MPI library's own collective on one of
 benches/advice_fidelity.py's fabrics, scaled as ``plan --verify`` scales it: per round, each
@@ -21,7 +22,8 @@ candidate (the plan's, by name) once cold (one call on fresh connections, the ex
 default) and once warm (one warm-up and ``verification.REPS`` timed calls, the slowest rank's
 mean — as ``nwbench`` times the library), then the library's ``nwbench``; prints every
 measurement and the medians over the rounds. Given OTHER_RUNTIME_DIR too, each candidate runs
-with both builds in turn.
+with both builds in turn; ``--timing cold`` leaves the warm calls out (a build from before
+nw-tcp-run had --warmup/--reps runs cold only).
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ CALLS = 3
 
 
 def against_mpi(implementation: str, fabric_name: str, collective: str, nbytes: int, candidates: list[str],
-                rounds: int, builds: dict[str, str]) -> None:
+                rounds: int, builds: dict[str, str], timings: list[str]) -> None:
     """The `builds`' executor (name → runtime directory), cold and warm, against
     `implementation`'s own collective."""
     import advice_fidelity  # benches/: the fabrics the fidelity benchmark verifies on
@@ -71,7 +73,8 @@ def against_mpi(implementation: str, fabric_name: str, collective: str, nbytes: 
     try:
         for rnd in range(rounds):
             for cand, (build, directory), (how, calls) in itertools.product(
-                    candidates, builds.items(), (("cold", {}), ("warm", {"warmup": 1, "reps": verification.REPS}))):
+                    candidates, builds.items(), [t for t in (("cold", {}), ("warm", {"warmup": 1, "reps": verification.REPS}))
+                                                 if t[0] in timings]):
                 os.environ["NETWEAVE_RUNTIME_DIR"] = directory
                 r = emulate.run(fabric, graphs[cand], **calls)
                 if not r["ok"]:
@@ -105,6 +108,7 @@ def main() -> None:
     parser.add_argument("--collective", default="gather", choices=["gather", "alltoall"])
     parser.add_argument("--bytes", type=int, default=131072)
     parser.add_argument("--candidates", default="binomial,contention-free")
+    parser.add_argument("--timing", default="cold,warm", help="with --against-mpi: cold, warm or both")
     args = parser.parse_args()
     if args.other is None and not args.against_mpi:
         parser.error("give the other build's runtime directory, or --against-mpi")
@@ -117,7 +121,7 @@ def main() -> None:
         before = os.environ.get("NETWEAVE_RUNTIME_DIR")
         try:
             against_mpi(args.against_mpi, args.fabric, args.collective, args.bytes, args.candidates.split(","),
-                        args.rounds, builds)
+                        args.rounds, builds, args.timing.split(","))
         finally:
             if before is None:
                 os.environ.pop("NETWEAVE_RUNTIME_DIR", None)
