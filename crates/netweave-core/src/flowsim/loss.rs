@@ -41,17 +41,23 @@
 //! one-segment retransmission gets through, and Linux times a later loss afresh.
 //!
 //! **Steady sharing.** Many long-lived flows converging on one port lose segments all along,
-//! not only in a burst at their start, when the port cannot hold a minimum window for each:
-//! `N · w_min > P`, with `N` the flows at the port and `w_min`
-//! ([`TcpModel::min_window_segments`], 4: the lost segment and the three whose duplicate ACKs
-//! would trigger fast retransmit) the fewest segments in flight that repair a loss without a
-//! timeout. TCP senders split their link among their flows only on average: each sends its
-//! window at line rate, so the queue overflows even where the overload test (1.) sees none
-//! (Concurrent all-to-all, Open MPI's linear algorithms). Then a share `s = 1 − P / (N·w_min)`
-//! of the port's flows is starved of window at any time, and each of their losses is a
-//! timeout. A flow (re)starting with `S` segments left is charged once, at its most starved
-//! port `p` not overloaded by a burst in this instant (the burst rule owns those losses), its
-//! expected timeouts `m = s · (S − S₀) / L`: `S₀` segments
+//! not only in a burst at their start, when the port cannot queue a minimum window for each.
+//! `w_min` ([`TcpModel::min_window_segments`], 4: the lost segment and the three whose
+//! duplicate ACKs would trigger fast retransmit) is the fewest segments in flight that repair
+//! a loss without a timeout. TCP senders split their link among their flows only on average:
+//! each sends its window at line rate, so the queue overflows even where the overload test
+//! (1.) sees none (Concurrent all-to-all, Open MPI's linear algorithms). But a queue grows only
+//! by what its input links deliver beyond the port's rate while they burst: with `A` the summed
+//! rate of the distinct channels feeding the port's `N` flows (each flow's previous channel),
+//! the share `q = max(0, 1 − C/A)` of their windows sits in the queue at once. A port fed by
+//! one link of its own rate never queues (`q = 0`); a star's host port, fed by 15 host links
+//! of its rate, queues `q = 14/15`; a trunk of 10 host links' rate fed by 14 of them, `2/7`.
+//! When `q · N · w_min > P` a share `s = 1 − P / (q·N·w_min)` of the port's flows is starved
+//! of window at any time, and each of their losses is a timeout. `A` is summed over the port's
+//! flows once per port and instant, and only at ports where `N · w_min > P` (elsewhere no
+//! `q ≤ 1` can starve a flow). A flow (re)starting with `S` segments left is charged once, at
+//! its most starved port `p` not overloaded by a burst in this instant (the burst rule owns
+//! those losses), its expected timeouts `m = s · (S − S₀) / L`: `S₀` segments
 //! ([`TcpModel::steady_free_segments`]) fit its first windows, and then it delivers `L`
 //! segments ([`TcpModel::steady_segments_per_timeout`]) per timeout. The charge is one stall
 //! of `m ·` [`TcpModel::timeout_s`] when the flow starts — its mean cost, deterministic, where
@@ -61,7 +67,9 @@
 //! Every segment a burst overflows is sent again: the victims' first windows and the rest of
 //! the overflow spread over the survivors are counted as retransmitted bytes on their paths.
 //!
-//! Each instant costs the joining flows' paths, never a scan of the flows already at a port.
+//! Each instant costs the joining flows' paths; the flows already at a port are scanned only by
+//! steady sharing's `A`, once per port and instant, where the port's flows' whole minimum
+//! windows would overflow it.
 //! Where the model is wrong is in `docs/flowsim.md`; the parameters' defaults are Linux's and
 //! the emulated cluster's, and `netweave emulate calibrate` fits them to a measured fabric.
 //!
@@ -101,10 +109,11 @@ pub const EMULATED_PROBE_S: f64 = 0.007;
 pub const FAST_RETRANSMIT_MIN_WINDOW: f64 = 4.0;
 /// Segments a flow streams at a steadily overflowing port before its losses start to cost
 /// timeouts (its first windows fit the queue). Fitted with
-/// [`EMULATED_STEADY_SEGMENTS_PER_TIMEOUT`] to two runs of `benches/advice_fidelity.py` (star16,
-/// tree2x14, tree3; 16 KiB to 1 MiB per pair; 64 KiB port buffer; links at 20–350 Mbit/s) on
-/// a grid: the pair that put the most candidates within ±25 % (docs/flowsim.md).
-pub const EMULATED_STEADY_FREE_SEGMENTS: f64 = 10.0;
+/// [`EMULATED_STEADY_SEGMENTS_PER_TIMEOUT`] to four runs of `benches/advice_fidelity.py`
+/// (star16, tree2x14, tree3; 16 KiB to 1 MiB per pair; 64 KiB port buffer; links at 20–350
+/// Mbit/s; 197 measured candidates) on a grid: the pair that put the most candidates within
+/// ±25 % (docs/flowsim.md).
+pub const EMULATED_STEADY_FREE_SEGMENTS: f64 = 5.0;
 /// Segments a flow delivers per timeout at a port where no flow holds the minimum window
 /// (fitted with [`EMULATED_STEADY_FREE_SEGMENTS`]).
 pub const EMULATED_STEADY_SEGMENTS_PER_TIMEOUT: f64 = 8.0;
