@@ -44,7 +44,6 @@ enum { LANE_DATA = 0, LANE_CONTROL = 1, LANES = 2 };
 typedef struct {
     int fd, closed;
     int watching_out; /* registered for EPOLLOUT: it has sends queued */
-    int lowat;        /* the socket's TCP_NOTSENT_LOWAT now (see progress_send) */
     uint32_t peer, lane;
     msg *sq_head, *sq_tail;         /* sends, in posting order */
     msg *posted_head, *posted_tail; /* receives not yet matched */
@@ -124,29 +123,10 @@ static int complete_head(nw_tcp *t, conn *c) {
     return rc;
 }
 
-/* Unsent bytes the kernel may hold while the next fragment of the same message is queued here
- * (TCP_NOTSENT_LOWAT while streaming): a few milliseconds of the link, so the wake-up that
- * writes the next fragment — late on a loaded machine — does not leave the link idle. */
-#define STREAM_LOWAT (256 * 1024)
-
-static int set_lowat(nw_tcp *t, conn *c, int lowat) {
-    if (c->lowat == lowat) return 0;
-    if (setsockopt(c->fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &lowat, sizeof lowat))
-        return fail(t, "cannot configure the socket to rank %u: %s", c->peer, strerror(errno));
-    c->lowat = lowat;
-    return 0;
-}
-
-/* Write as much of the send queue as the socket takes. The fragments of one message (one tag)
- * stream: the next is written while the kernel still sends the last, and counts as done once
- * written. The last fragment queued is done only when the kernel has passed all of it to the
- * network, and nothing else is written meanwhile, so a rank's messages leave one after another
- * (see tune()). */
+/* Write as much of the send queue as the socket takes. */
 static int progress_send(nw_tcp *t, conn *c) {
     while (c->sq_head) {
         msg *m = c->sq_head;
-        int streaming = m->next && m->next->tag == m->tag;
-        if (set_lowat(t, c, streaming ? STREAM_LOWAT : 1)) return -1;
         struct iovec iov[2];
         int n_iov = 0;
         if (m->done < 16) iov[n_iov++] = (struct iovec){m->hdr + m->done, 16 - m->done};
@@ -163,10 +143,6 @@ static int progress_send(nw_tcp *t, conn *c) {
             m->done += (size_t)n;
         }
         if (m->done < 16 + m->len) continue;
-        if (streaming) {
-            if (complete_head(t, c)) return -1;
-            continue;
-        }
         /* A send has left when the kernel has passed all of it to the network, not when the
          * socket buffer took it: a later send of this rank waits for it (see tune()). */
         int unsent = 0;
@@ -544,7 +520,6 @@ int nw_tcp_open(nw_tcp **out, uint32_t rank, uint32_t ranks, int listen_fd, cons
     if (listen_fd >= 0) close(listen_fd);
     for (size_t i = 0; i < t->nconn && !rc; i++)
         if (tune(t->conns[i].fd, t->conns[i].lane)) rc = fail(t, "cannot configure the socket to rank %u", t->conns[i].peer);
-        else t->conns[i].lowat = 1;
     if (!rc && (t->epoll_fd = epoll_create1(EPOLL_CLOEXEC)) < 0) rc = fail(t, "epoll_create1 failed: %s", strerror(errno));
     for (size_t i = 0; i < t->nconn && !rc; i++) {
         struct epoll_event ev = {.events = EPOLLIN, .data.u64 = i};
