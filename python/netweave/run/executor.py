@@ -198,8 +198,9 @@ def run_local(
         for r in range(graph.num_ranks):
             cmd = [str(exe), "--schedule", str(schedule_path), "--rank", str(r), "--peers", str(out / "peers.txt"),
                    "--seed", str(seed), "--fragment", str(fragment),
-                   "--timeout", str(timeout), "--trace", str(out / f"trace-{r}.json"),
-                   "--warmup", str(warmup), "--reps", str(reps)]
+                   "--timeout", str(timeout), "--trace", str(out / f"trace-{r}.json")]
+            if warmup + reps > 1:  # a single call needs neither (and a runtime build of before them runs it)
+                cmd += ["--warmup", str(warmup), "--reps", str(reps)]
             fds: tuple[int, ...] = ()
             if listeners:
                 fds = (listeners[r].fileno(),)
