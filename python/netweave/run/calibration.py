@@ -96,8 +96,10 @@ NATIVE_REPS = 3
 NATIVE_EAGER_LIMITS = {"openmpi": 65_536, "mpich": 65_536}
 #: A library's cost parameters: seconds per message below / above its eager limit, per byte.
 NATIVE_COSTS = ("eager_s", "rendezvous_s", "byte_s")
-#: The per-message cost at which the model's sensitivity to it is taken (:func:`native_points`).
+#: The per-message cost at which the model's sensitivity to it is taken (:func:`fit_natives`), and
+#: the reweighting rounds of :func:`fit_native` (its weights settle in a few).
 NATIVE_PROBE_S = 0.01
+NATIVE_FIT_ROUNDS = 20
 
 
 def chain(hosts: list[int], tasks: int, num_ranks: int) -> TaskGraph:
@@ -365,36 +367,52 @@ def _native_prediction(scaled_routes: RoutingTable, run: dict[str, Any], documen
 
 def fit_native(points: list[dict[str, Any]], eager_limit: int) -> tuple[dict[str, float], float]:
     """The library's cost parameters (:data:`NATIVE_COSTS`, each ≥ 0) that bring the model's
-    predictions of `points` closest to their measured times, in squared relative error summed
-    over the points; and that error.
+    predictions of `points` closest to their measured times, in squared log ratio summed over
+    the points (the targets are ratios: twice too slow is as wrong as twice too fast); and that
+    error.
 
     Each point has ``bytes`` per pair, ``measured_s``, ``model_s`` (the model's time with no
     library cost) and ``per_cost`` (seconds the prediction grows per second of per-message cost:
     the messages on the call's critical path). A point's per-message cost is ``eager_s`` (blocks
     up to `eager_limit` bytes) or ``rendezvous_s``, plus ``byte_s`` × its bytes, so its prediction
-    is ``model_s + per_cost × cost`` — linear in the parameters: least squares over every subset
-    of them, keeping the best whose solution is non-negative."""
-    design, target = [], []
+    is ``model_s + per_cost × cost`` — linear in the parameters. Each round solves the weighted
+    least squares whose weight, 1 / √(measured × predicted), makes a point's error its log ratio
+    to first order (:func:`_nonnegative_least_squares`), with the previous round's predictions."""
+    rows, gaps = [], []
     for p in points:
         eager = p["bytes"] <= eager_limit
-        weight = 1.0 / p["measured_s"]
-        design.append([p["per_cost"] * eager * weight, p["per_cost"] * (not eager) * weight,
-                       p["per_cost"] * p["bytes"] * weight])
-        target.append((p["measured_s"] - p["model_s"]) * weight)
-    a, b = np.asarray(design, dtype=float).reshape(len(points), len(NATIVE_COSTS)), np.asarray(target, dtype=float)
-    best = (float(b @ b), np.zeros(len(NATIVE_COSTS)))
-    for size in range(1, len(NATIVE_COSTS) + 1):
-        for subset in itertools.combinations(range(len(NATIVE_COSTS)), size):
+        rows.append([p["per_cost"] * eager, p["per_cost"] * (not eager), p["per_cost"] * p["bytes"]])
+        gaps.append(p["measured_s"] - p["model_s"])
+    design = np.asarray(rows, dtype=float).reshape(len(points), len(NATIVE_COSTS))
+    gap = np.asarray(gaps, dtype=float)
+    measured = np.asarray([p["measured_s"] for p in points], dtype=float)
+    base = np.asarray([p["model_s"] for p in points], dtype=float)
+    predicted = measured  # the first round weighs by the measurements alone (relative error)
+    x = np.zeros(len(NATIVE_COSTS))
+    for _round in range(NATIVE_FIT_ROUNDS):
+        weight = 1.0 / np.sqrt(measured * np.maximum(predicted, 1e-12))
+        x = _nonnegative_least_squares(design * weight[:, None], gap * weight)
+        predicted = base + design @ x
+    error = float(np.sum(np.log(np.maximum(predicted, 1e-12) / measured) ** 2))
+    return {name: float(v) for name, v in zip(NATIVE_COSTS, x)}, error
+
+
+def _nonnegative_least_squares(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The x ≥ 0 minimising |a x − b|²: least squares on every subset of the columns, keeping the
+    best non-negative solution (three columns: eight subsets)."""
+    best = (float(b @ b), np.zeros(a.shape[1]))
+    for size in range(1, a.shape[1] + 1):
+        for subset in itertools.combinations(range(a.shape[1]), size):
             cols = list(subset)
             solution = np.linalg.lstsq(a[:, cols], b, rcond=None)[0]
             if (solution < 0).any():
                 continue
-            x = np.zeros(len(NATIVE_COSTS))
+            x = np.zeros(a.shape[1])
             x[cols] = solution
             residual = a @ x - b
             if float(residual @ residual) < best[0] - 1e-15:
                 best = (float(residual @ residual), x)
-    return {name: float(v) for name, v in zip(NATIVE_COSTS, best[1])}, best[0]
+    return best[1]
 
 
 def per_message_cost(section: dict[str, Any], bytes_per_pair: int) -> float:
