@@ -14,7 +14,7 @@ import pytest
 import netweave
 from conftest import run_cli
 from netweave import routing, topology, traffic
-from netweave.run import emulate, mpi
+from netweave.run import calibration, emulate, mpi
 from netweave.run.emulate import cluster, traffic_control
 
 
@@ -322,13 +322,13 @@ def test_calibrate_measures_the_model_parameters_and_refuses_bad_input(name, tmp
     topology.save(star, topo_file)
     routing.save(routing.route(star, "updown"), routes_file)
     # Bad input: one line, exit 2, nothing written and no fabric left.
-    for args, needle in ((["--buffer=0"], "--buffer"), (["--senders", "9"], "--senders")):
+    for args, needle in ((["--buffer=0"], "--buffer"), (["--senders", "9"], "--senders"), (["--senders", "2", "--native", "bcast"], "--native")):
         proc = run_cli("emulate", "calibrate", str(topo_file), str(routes_file), "--name", name, "-o", str(out),
                        *args, check=False)
         assert proc.returncode == 2 and needle in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
         assert not out.exists() and not emulate.namespaces(name)
     run_cli("emulate", "calibrate", str(topo_file), str(routes_file), "--name", name, "-o", str(out), "--scale", "0.1",
-            "--senders", "2,5", "--bytes", "100000", "--repeats", "1")
+            "--senders", "2,5", "--bytes", "100000", "--repeats", "1", "--native", "gather")
     doc = json.loads(out.read_text())
     assert not emulate.namespaces(name)
     assert (doc["format"], doc["version"]) == ("netweave-calibration", 1)
@@ -336,6 +336,13 @@ def test_calibrate_measures_the_model_parameters_and_refuses_bad_input(name, tmp
     p = doc["parameters"]
     assert p["overhead_s"] > 0 and p["sync_s"] >= 0 and set(p["tcp"]) >= {"timeout_s", "window_segments", "survivor_fraction"}
     assert [pt["senders"] for pt in doc["measurements"]["incast"]] == [2, 5]
+    # The native MPIs' own gathers on every host, each library's cost fitted to them.
+    for library in ("openmpi", "mpich"):
+        native = doc["native"][library]
+        assert native["ranks"] == 6 and set(native["parameters"]) == {"eager_s", "rendezvous_s", "byte_s"}
+        assert [(m["collective"], m["bytes"]) for m in native["measurements"]] == [
+            ("gather", b) for b in calibration.NATIVE_SIZES]
+        assert all(m["measured_s"] > 0 and m["predicted_s"] >= m["model_s"] > 0 for m in native["measurements"])
     # The file predicts for the fabric it was measured on, and no other.
     routes = routing.route(star, "updown")
     sched = traffic.concurrent(star, "gather", 10_000, root=0)
