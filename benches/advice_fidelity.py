@@ -21,7 +21,11 @@ with a calibration — `--calibration FILE` (from `netweave emulate calibrate`),
 which first calibrates on the 16-host star at `--calibrate-scale` (links × 0.05 by default,
 about the scale its all-to-alls are verified at) and writes `calibration.json` into --out. A
 fabric the calibration was not measured for (another link layer or port buffer: the mesh is
-InfiniBand) has no calibrated column.
+InfiniBand) has no calibrated column. A calibration with a `native` section (the native MPIs'
+host cost, `emulate calibrate` measures it by default) is also applied without it, so the native
+rows are shown before (`measured ÷ calibrated without native costs`) and after it; the summary
+counts the native rows within ±25 % under the defaults, before and after. The load average is
+printed at the start and stored with every case (`load`).
 
 Targets (issue "Advice the network confirms"): every candidate within ±25 % of its emulated
 time at ≥ 16 KiB per pair; the pick within 10 % of the fastest measured candidate. Needs root.
