@@ -8,7 +8,7 @@
  *     sends this rank a 1-byte sync message when it has the data;
  *   - a `relay` task forwards its predecessor's data fragment by fragment as it arrives;
  *   - data is a seeded payload keyed by the task that first sent it, and every receiver checks
- *     every byte it gets — unless the caller says where each task's data lives (nw_exec_data:
+ *     every byte it got once its share is done (off the call's clock) — unless the caller says where each task's data lives (nw_exec_data:
  *     the MPI library points tasks into the user's buffers);
  *   - finally a rank swaps an empty "done" message with every rank it talked to, so it fails
  *     (instead of exiting content) when a partner died or failed.
