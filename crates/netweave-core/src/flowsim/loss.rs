@@ -245,6 +245,9 @@ pub(super) struct Losses {
     slot: Vec<u32>,
     joined_sorted: Vec<u32>,
     burst: Vec<u32>,
+    /// Per buffered port: the summed rate of every channel that could feed it (those entering
+    /// its switch, less its own reverse), the largest `A` can be.
+    feed_bound: Vec<f64>,
     /// Steady overflow's queued share per port ([`Losses::queued_share`]), with the instant it
     /// was worked out in (`instant` counts the calls of [`Losses::victims`]).
     queued: Vec<f64>,
@@ -285,6 +288,21 @@ impl Losses {
             .iter()
             .map(|&held| if held.is_finite() { ((held / tcp.window_segments).floor() as u32).max(1) } else { u32::MAX })
             .collect();
+        // The most that can feed each buffered port: every channel entering its switch but its
+        // own reverse (no path turns back over the link it came by).
+        let mut entering = vec![0.0f64; topo.num_nodes()];
+        for c in 0..work.num_channels {
+            entering[topo.channel_ends(c as u32).1.node as usize] += work.capacity[c];
+        }
+        let feed_bound = (0..nres)
+            .map(|r| {
+                if buffered(r) {
+                    entering[topo.channel_ends(r as u32).0.node as usize] - work.capacity[r ^ 1]
+                } else {
+                    0.0
+                }
+            })
+            .collect();
         let probe_s = (0..nres)
             .map(|r| if buffered(r) { 2.0 * (buffer / work.capacity[r] + rtt[r]) + tcp.probe_s } else { f64::INFINITY })
             .collect();
@@ -312,6 +330,7 @@ impl Losses {
             slot: vec![u32::MAX; nres],
             joined_sorted: Vec::new(),
             burst: Vec::new(),
+            feed_bound,
             queued: vec![0.0; nres],
             queued_instant: vec![0; nres],
             instant: 0,
@@ -435,9 +454,10 @@ impl Losses {
                 continue;
             }
             let windows = fair.flows_on(r).len() as f64 * self.min_window;
-            // Only a port whose flows' whole windows would overflow it can overflow with a
-            // part of them queued: skip the feeders' scan where even that is not so.
-            if windows <= held {
+            // Skip the feeders' scan where even the most the port could queue, with every
+            // channel that could feed it busy, fits.
+            let bound = self.feed_bound[r as usize];
+            if bound <= 0.0 || windows * (1.0 - fair.capacity(r) / bound) <= held {
                 continue;
             }
             let queued = windows * self.queued_share(fair, r);
@@ -473,7 +493,12 @@ impl Losses {
             self.feeder_stamp = 1;
         }
         let mut arrival = 0.0;
+        let bound = self.feed_bound[r as usize];
         for &g in fair.flows_on(r) {
+            // Every channel that could feed the port does: the rest of its flows add none.
+            if arrival >= bound * (1.0 - 1e-12) {
+                break;
+            }
             let path = fair.path_resources(g);
             // A buffered port leaves a switch, so some channel of the path enters it first.
             let Some(at) = path.iter().position(|&q| q == r) else { continue };
