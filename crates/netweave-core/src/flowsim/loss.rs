@@ -53,9 +53,10 @@
 //! one link of its own rate never queues (`q = 0`); a star's host port, fed by 15 host links
 //! of its rate, queues `q = 14/15`; a trunk of 10 host links' rate fed by 14 of them, `2/7`.
 //! When `q · N · w_min > P` a share `s = 1 − P / (q·N·w_min)` of the port's flows is starved
-//! of window at any time, and each of their losses is a timeout. `A` is summed over the port's
-//! flows once per port and instant, and only at ports where `N · w_min > P` (elsewhere no
-//! `q ≤ 1` can starve a flow). A flow (re)starting with `S` segments left is charged once, at
+//! of window at any time, and each of their losses is a timeout. Each port keeps the channels
+//! that brought its flows (a flow that left is dropped when next found on top), so `A` costs
+//! the port's feeders, not its flows, and is summed once per port and instant, only where even
+//! every channel that could feed the port would overflow it. A flow (re)starting with `S` segments left is charged once, at
 //! its most starved port `p` not overloaded by a burst in this instant (the burst rule owns
 //! those losses), its expected timeouts `m = s · (S − S₀) / L`: `S₀` segments
 //! ([`TcpModel::steady_free_segments`]) fit its first windows, and then it delivers `L`
@@ -67,9 +68,8 @@
 //! Every segment a burst overflows is sent again: the victims' first windows and the rest of
 //! the overflow spread over the survivors are counted as retransmitted bytes on their paths.
 //!
-//! Each instant costs the joining flows' paths; the flows already at a port are scanned only by
-//! steady sharing's `A`, once per port and instant, where the port's flows' whole minimum
-//! windows would overflow it.
+//! Each instant costs the joining flows' paths and, for steady sharing, the feeding channels of
+//! the ports they cross; the flows already at a port are never scanned.
 //! Where the model is wrong is in `docs/flowsim.md`; the parameters' defaults are Linux's and
 //! the emulated cluster's, and `netweave emulate calibrate` fits them to a measured fabric.
 //!
@@ -253,10 +253,11 @@ pub(super) struct Losses {
     queued: Vec<f64>,
     queued_instant: Vec<u64>,
     instant: u64,
-    /// Scratch of [`Losses::queued_share`]: per resource, the stamp of the last port whose
-    /// feeders counted it, so each feeding channel counts once.
-    feeder_seen: Vec<u32>,
-    feeder_stamp: u32,
+    /// Per buffered port, the channels that fed it flows, each with the flows it fed, latest
+    /// last. A flow that left stays listed until [`Losses::queued_share`] finds it on top and
+    /// drops it: each listing is dropped at most once, so `A` costs the port's feeders, not
+    /// its flows.
+    feeders: Vec<Vec<(u32, Vec<u32>)>>,
     /// Timeouts so far.
     pub(super) timeouts: u64,
 }
@@ -334,8 +335,7 @@ impl Losses {
             queued: vec![0.0; nres],
             queued_instant: vec![0; nres],
             instant: 0,
-            feeder_seen: vec![0; nres],
-            feeder_stamp: 0,
+            feeders: vec![Vec::new(); nres],
             timeouts: 0,
         })
     }
@@ -351,6 +351,19 @@ impl Losses {
     pub(super) fn victims(&mut self, fair: &FairShare, joined: &[u32], remaining: &[f64], victims: &mut Vec<u32>) {
         // A new instant: every port's queued share is to be worked out afresh (0 means never).
         self.instant += 1;
+        for &f in joined {
+            let path = fair.path_resources(f);
+            for (i, &r) in path.iter().enumerate().skip(1) {
+                if self.held_segments[r as usize].is_finite() {
+                    let feeder = path[i - 1];
+                    let fed = &mut self.feeders[r as usize];
+                    match fed.iter_mut().find(|(c, _)| *c == feeder) {
+                        Some((_, flows)) => flows.push(f),
+                        None => fed.push((feeder, vec![f])),
+                    }
+                }
+            }
+        }
         // Only ports two or more joiners share can see a burst. Count the joiners per port,
         // give each shared port (ascending) its slice of `pairs`, and fill the slices from the
         // joiners in ascending order: the (port, flow) pairs come out sorted without sorting
@@ -454,8 +467,8 @@ impl Losses {
                 continue;
             }
             let windows = fair.flows_on(r).len() as f64 * self.min_window;
-            // Skip the feeders' scan where even the most the port could queue, with every
-            // channel that could feed it busy, fits.
+            // Skip the port where even the most it could queue, with every channel that could
+            // feed it busy, fits.
             let bound = self.feed_bound[r as usize];
             if bound <= 0.0 || windows * (1.0 - fair.capacity(r) / bound) <= held {
                 continue;
@@ -486,27 +499,15 @@ impl Losses {
         if self.queued_instant[r as usize] == self.instant {
             return self.queued[r as usize];
         }
-        self.feeder_stamp = self.feeder_stamp.wrapping_add(1);
-        if self.feeder_stamp == 0 {
-            // The stamps wrapped: forget every mark rather than mistake an old one for new.
-            self.feeder_seen.iter_mut().for_each(|s| *s = 0);
-            self.feeder_stamp = 1;
-        }
+        // A channel feeds the port while one of the flows it brought is still active there.
         let mut arrival = 0.0;
-        let bound = self.feed_bound[r as usize];
-        for &g in fair.flows_on(r) {
-            // Every channel that could feed the port does: the rest of its flows add none.
-            if arrival >= bound * (1.0 - 1e-12) {
-                break;
-            }
-            let path = fair.path_resources(g);
-            // A buffered port leaves a switch, so some channel of the path enters it first.
-            let Some(at) = path.iter().position(|&q| q == r) else { continue };
-            let Some(&feeder) = at.checked_sub(1).and_then(|i| path.get(i)) else { continue };
-            let seen = &mut self.feeder_seen[feeder as usize];
-            if *seen != self.feeder_stamp {
-                *seen = self.feeder_stamp;
-                arrival += fair.capacity(feeder);
+        for (feeder, flows) in &mut self.feeders[r as usize] {
+            while let Some(&g) = flows.last() {
+                if fair.rate(g) > 0.0 {
+                    arrival += fair.capacity(*feeder);
+                    break;
+                }
+                flows.pop();
             }
         }
         let share = if arrival > 0.0 { (1.0 - fair.capacity(r) / arrival).max(0.0) } else { 0.0 };
