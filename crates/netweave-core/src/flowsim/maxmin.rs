@@ -62,10 +62,6 @@ pub(crate) struct FairShare {
     path_pos: Vec<u32>,
     /// Active flows crossing each resource.
     res_flows: Vec<Vec<u32>>,
-    /// Their rates, parallel to `res_flows`: an update reads a resource's rates as one
-    /// contiguous run instead of one scattered `rate[f]` load per flow, and touches a flow's
-    /// own state only when its rate says it may be part of the refill.
-    res_rates: Vec<Vec<f64>>,
     rate: Vec<f64>,
     active: Vec<bool>,
     // Scratch, reset after each update.
@@ -95,7 +91,6 @@ impl FairShare {
         FairShare {
             path_pos: vec![0; path_res.len()],
             res_flows: vec![Vec::new(); r],
-            res_rates: vec![Vec::new(); r],
             rate: vec![0.0; f],
             active: vec![false; f],
             flow_state: vec![IDLE; f],
@@ -176,12 +171,10 @@ impl FairShare {
             self.rate[f as usize] = 0.0;
         }
         for &f in joining {
-            debug_assert_eq!(self.rate[f as usize], 0.0);
             for i in self.path(f) {
                 let r = self.path_res[i] as usize;
                 self.path_pos[i] = self.res_flows[r].len() as u32;
                 self.res_flows[r].push(f);
-                self.res_rates[r].push(0.0);
                 self.res_dirty[r] = true;
             }
             self.active[f as usize] = true;
@@ -198,28 +191,14 @@ impl FairShare {
             level = level.min(bound);
         }
         let threshold = level * (1.0 - LEVEL_TOLERANCE);
-        // Walk out over flows at or above the threshold. Scanning a resource once settles its
-        // share of the refill: every flow on it at or above the threshold joins the set here
-        // (or already has), the joining ones are in it with rate 0, and the rest — rate below
-        // the threshold, never 0, since an active flow always moves — stay fixed. So its fixed
-        // rate is summed in the same pass, in list order as always.
+        // Walk out over flows at or above the threshold.
         let mut next = 0;
         while next < self.seen_res.len() {
             let r = self.seen_res[next] as usize;
             next += 1;
-            let mut fixed = 0.0;
-            let mut fixed_count = 0u32;
-            for k in 0..self.res_rates[r].len() {
-                let rate = self.res_rates[r][k];
-                if rate < threshold {
-                    if rate != 0.0 {
-                        fixed += rate;
-                        fixed_count += 1;
-                    }
-                    continue;
-                }
+            for k in 0..self.res_flows[r].len() {
                 let f = self.res_flows[r][k];
-                if self.flow_state[f as usize] == IDLE {
+                if self.flow_state[f as usize] == IDLE && self.rate[f as usize] >= threshold {
                     self.flow_state[f as usize] = IN_SET;
                     self.set_flows.push(f);
                     for i in self.path(f) {
@@ -228,13 +207,22 @@ impl FairShare {
                     }
                 }
             }
-            self.residual[r] = (self.capacity[r] - fixed).max(0.0);
-            self.unfrozen[r] = self.res_flows[r].len() as u32 - fixed_count;
         }
+        // Residual capacity left by fixed flows, and unfrozen counts.
         for &r in &self.seen_res {
             let r = r as usize;
             before_change(r as u32, self.used[r]);
-            let count = self.unfrozen[r];
+            let mut fixed = 0.0;
+            let mut count = 0u32;
+            for &f in &self.res_flows[r] {
+                if self.flow_state[f as usize] == IDLE {
+                    fixed += self.rate[f as usize];
+                } else {
+                    count += 1;
+                }
+            }
+            self.residual[r] = (self.capacity[r] - fixed).max(0.0);
+            self.unfrozen[r] = count;
             if count > 0 {
                 self.heap.push(ShareEntry { share: self.residual[r] / count as f64, resource: r as u32 });
             }
@@ -256,13 +244,7 @@ impl FairShare {
             }
             // Never hand out a zero rate because of rounding: a flow always moves.
             let share = current.max(self.capacity[r] * 1e-12);
-            for k in 0..self.res_rates[r].len() {
-                // Rates are the pre-update ones until the refill ends: one below the threshold
-                // and not 0 is a fixed flow's, no need to look at the flow.
-                let rate = self.res_rates[r][k];
-                if rate < threshold && rate != 0.0 {
-                    continue;
-                }
+            for k in 0..self.res_flows[r].len() {
                 let f = self.res_flows[r][k];
                 if self.flow_state[f as usize] != IN_SET {
                     continue;
@@ -286,17 +268,11 @@ impl FairShare {
         }
         self.flows_recomputed += self.set_flows.len() as u64;
         self.rates_changed += changed.len() as u64;
-        for &(f, _) in changed.iter() {
-            let rate = self.rate[f as usize];
-            for i in self.path(f) {
-                self.res_rates[self.path_res[i] as usize][self.path_pos[i] as usize] = rate;
-            }
-        }
         // New used rates where a flow moved, summed in list order as always; scratch reset.
         for &r in &self.seen_res {
             let r = r as usize;
             if self.res_dirty[r] {
-                self.used[r] = self.res_rates[r].iter().sum();
+                self.used[r] = self.res_flows[r].iter().map(|&f| self.rate[f as usize]).sum();
                 self.res_dirty[r] = false;
             }
             self.res_seen[r] = false;
@@ -319,7 +295,6 @@ impl FairShare {
     fn unlink(&mut self, f: u32, i: usize) {
         let r = self.path_res[i] as usize;
         let pos = self.path_pos[i] as usize;
-        self.res_rates[r].swap_remove(pos);
         let list = &mut self.res_flows[r];
         debug_assert_eq!(list[pos], f);
         list.swap_remove(pos);
@@ -436,21 +411,8 @@ mod tests {
         }
     }
 
-    /// Every resource's rate list mirrors its flow list, bit for bit: the update classifies a
-    /// flow as fixed or part of the refill from the mirrored rate alone (below the threshold
-    /// and not 0: fixed), so a stale entry would silently mis-share.
-    fn assert_rates_mirror_flows(s: &FairShare, nres: usize) {
-        for r in 0..nres {
-            assert_eq!(s.res_rates[r].len(), s.res_flows[r].len(), "resource {r}");
-            for (k, &f) in s.res_flows[r].iter().enumerate() {
-                assert_eq!(s.res_rates[r][k].to_bits(), s.rate(f).to_bits(), "resource {r}, flow {f}");
-                assert!(s.rate(f) > 0.0, "active flow {f} has rate 0 after an update");
-            }
-        }
-    }
-
     #[test]
-    fn mirrored_rates_give_the_from_scratch_shares_under_stalls_and_resumes() {
+    fn incremental_shares_match_from_scratch_under_stalls_and_resumes() {
         use rand::{Rng, SeedableRng};
         // A two-level tree's channels: each flow goes up from its host, maybe across the
         // root, and down to another host. Flows stall (leave) and resume (rejoin) one or two
@@ -496,7 +458,6 @@ mod tests {
                     }
                 }
                 s.update(&leave, &join, |_, _| {}, &mut changed);
-                assert_rates_mirror_flows(&s, nres);
                 assert_used_is_a_fresh_sum(&s, nres);
                 let want = reference(&capacity, &paths, &active);
                 for (f, want) in want.iter().enumerate() {
