@@ -11,16 +11,21 @@ InfiniBand runs the lossless model. Workloads:
 - paper 004's concurrent gather to host 0 (incast at one port).
 
     python benches/flowsim_losses.py [--fanouts 8,8] [--hosts-per-switch 16] [--bytes 65536] [--repeats 3] [--wall]
+                                     [--predictions FILE]
 
 Prints, per workload, the best time of each model, their ratio and the timeouts charged. The
 two models run alternately, repeat by repeat, so both see the same machine load, and the time
 is the process's CPU time (the engine runs in this thread), which other processes' load
-disturbs far less than wall time; `--wall` measures wall time instead.
+disturbs far less than wall time; `--wall` measures wall time instead. `--predictions FILE`
+writes every workload's two reports (makespan, timeouts, retransmitted bytes, per-host finish and
+per-channel times, cost counters) as JSON, so a change meant to keep the predictions can be
+checked against the file written before it.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import time
 
 from netweave import flowsim, routing, topology, traffic
@@ -28,7 +33,7 @@ from netweave import flowsim, routing, topology, traffic
 
 def best_times(models, workload, executor: str, nct: int, repeats: int, clock) -> list[tuple[float, dict]]:
     """Best time and report of each of `models` (routing tables), run alternately."""
-    best = [(float("inf"), {})] * len(models)
+    best: list[tuple[float, dict]] = [(float("inf"), {})] * len(models)
     for _ in range(repeats):
         for i, routes in enumerate(models):
             t0 = clock()
@@ -44,6 +49,7 @@ def main() -> None:
     ap.add_argument("--bytes", type=int, default=65536, help="bytes per pair (all-to-all) or per sender (gather)")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--wall", action="store_true", help="measure wall time, not this process's CPU time")
+    ap.add_argument("--predictions", metavar="FILE", help="write every workload's lossless and lossy reports as JSON")
     args = ap.parse_args()
     fanouts = [int(v) for v in args.fanouts.split(",")]
     ethernet = topology.switch_tree(fanouts, args.hosts_per_switch, [10.0] * len(fanouts), [5000.0] * len(fanouts),
@@ -59,6 +65,7 @@ def main() -> None:
           f"{args.bytes:,} B per message")
     print(f"{'workload':<32}{'flows':>9}{'lossless s':>12}{'lossy s':>10}{'ratio':>7}{'timeouts':>10}"
           f"{'makespan x':>12}")
+    predictions: dict[str, dict] = {}
     for label, workload, executor, nct in workloads:
         routes_eth = routing.route(ethernet, "updown")
         routes_ib = routing.route(lossless, "updown")
@@ -67,6 +74,11 @@ def main() -> None:
         flows = r_eth["messages"]
         print(f"{label:<32}{flows:>9}{t_ib:>12.3f}{t_eth:>10.3f}{t_eth / t_ib:>7.2f}{r_eth['timeouts']:>10}"
               f"{r_eth['makespan_s'] / r_ib['makespan_s']:>12.2f}", flush=True)
+        for model, report in (("lossless", r_ib), ("lossy", r_eth)):
+            predictions[f"{label} / {model}"] = {k: v.tolist() if hasattr(v, "tolist") else v for k, v in report.items()}
+    if args.predictions:
+        with open(args.predictions, "w") as f:
+            json.dump(predictions, f, indent=1)
 
 
 if __name__ == "__main__":
