@@ -81,7 +81,7 @@ PROBE_SECONDS = (0.0, 0.002, 0.004, 0.007, 0.01, 0.015, 0.02, 0.03)
 #: grid of segments streamed before timeouts and segments per timeout.
 STEADY_HOSTS = 16
 STEADY_BYTES = (65_536, 262_144)
-STEADY_FREE_SEGMENTS = (0.0, 10.0, 20.0, 40.0, 70.0, 100.0, 150.0)
+STEADY_FREE_SEGMENTS = (0.0, 5.0, 10.0, 20.0, 40.0, 70.0, 100.0, 150.0)
 STEADY_SEGMENTS_PER_TIMEOUT = (0.5, 1.0, 1.5, 2.0, 3.0, 5.0, 8.0, 13.0, 20.0, 40.0, 80.0)
 #: The native MPIs' host cost: the libraries measured, the collectives and bytes per pair each
 #: is timed at (a size below both libraries' eager limits, two above), and nwbench's timed calls.
