@@ -368,6 +368,33 @@ mod tests {
         }
     }
 
+    /// One step of a seeded stall-and-resume run: every flow `flip` picks changes state (active
+    /// ones leave, idle ones join), the solver updates, its used rates are checked as fresh sums,
+    /// and the from-scratch shares for the new state are returned to compare with.
+    fn flip_update_and_reference(
+        s: &mut FairShare,
+        capacity: &[f64],
+        paths: &[&[u32]],
+        active: &mut [bool],
+        changed: &mut Vec<(u32, f64)>,
+        mut flip: impl FnMut() -> bool,
+    ) -> Vec<f64> {
+        let (mut leave, mut join) = (Vec::new(), Vec::new());
+        for (f, on) in active.iter_mut().enumerate() {
+            if flip() {
+                if *on {
+                    leave.push(f as u32)
+                } else {
+                    join.push(f as u32)
+                }
+                *on = !*on;
+            }
+        }
+        s.update(&leave, &join, |_, _| {}, changed);
+        assert_used_is_a_fresh_sum(s, capacity.len());
+        reference(capacity, paths, active)
+    }
+
     #[test]
     fn used_rates_stay_fresh_sums_when_few_flows_move() {
         use rand::{Rng, SeedableRng};
@@ -390,20 +417,9 @@ mod tests {
             let mut active = vec![false; paths.len()];
             let mut changed = Vec::new();
             for _ in 0..40 {
-                let (mut leave, mut join) = (Vec::new(), Vec::new());
-                for (f, on) in active.iter_mut().enumerate() {
-                    if rng.gen_bool(0.05) {
-                        if *on {
-                            leave.push(f as u32)
-                        } else {
-                            join.push(f as u32)
-                        }
-                        *on = !*on;
-                    }
-                }
-                s.update(&leave, &join, |_, _| {}, &mut changed);
-                assert_used_is_a_fresh_sum(&s, nres);
-                let want = reference(&capacity, &paths, &active);
+                let want = flip_update_and_reference(&mut s, &capacity, &paths, &mut active, &mut changed, || {
+                    rng.gen_bool(0.05)
+                });
                 for (f, want) in want.iter().enumerate() {
                     assert!((s.rate(f as u32) - want).abs() < 1e-9);
                 }
@@ -423,7 +439,6 @@ mod tests {
             let (edges, hosts_per_edge) = (rng.gen_range(2..5u32), rng.gen_range(2..6u32));
             let hosts = edges * hosts_per_edge;
             // Resources: host up, host down, edge up, edge down.
-            let nres = (2 * hosts + 2 * edges) as usize;
             let mut capacity = vec![1.0; 2 * hosts as usize];
             capacity.extend((0..2 * edges).map(|_| rng.gen_range(1.5..4.0)));
             let owned: Vec<Vec<u32>> = (0..rng.gen_range(40..160))
@@ -443,23 +458,15 @@ mod tests {
             let mut active = vec![false; paths.len()];
             let mut changed = Vec::new();
             for step in 0..60 {
-                let (mut leave, mut join) = (Vec::new(), Vec::new());
                 let burst = step % 10 == 0;
                 let flows = paths.len() as f64;
-                for (f, on) in active.iter_mut().enumerate() {
-                    let flip = if burst { rng.gen_bool(0.4) } else { rng.gen_bool(1.5 / flows) };
-                    if flip {
-                        if *on {
-                            leave.push(f as u32)
-                        } else {
-                            join.push(f as u32)
-                        }
-                        *on = !*on;
+                let want = flip_update_and_reference(&mut s, &capacity, &paths, &mut active, &mut changed, || {
+                    if burst {
+                        rng.gen_bool(0.4)
+                    } else {
+                        rng.gen_bool(1.5 / flows)
                     }
-                }
-                s.update(&leave, &join, |_, _| {}, &mut changed);
-                assert_used_is_a_fresh_sum(&s, nres);
-                let want = reference(&capacity, &paths, &active);
+                });
                 for (f, want) in want.iter().enumerate() {
                     let got = s.rate(f as u32);
                     assert!((got - want).abs() <= 1e-9 * want.abs(), "step {step}, flow {f}: {got} vs {want}");
