@@ -12,8 +12,8 @@ prediction for the same scaled fabric:
   that executor runs them (the flow model's DAG executor) — as ``reproduce ethernet --emulate``
   runs paper 004's schedules. A DAG runs as it is; a phased schedule in the order of the
   executor the plan deploys it with (:func:`netweave.run.executor.phase_groups_for`: ``sync`` a
-  barrier after every phase,
-  ``async`` each rank's sends in order with no wait, ``local-sync`` its local-sync order);
+  barrier after every phase, ``async`` each rank's sends in order with no wait, ``local-sync``
+  its local-sync order);
 - Open MPI's and MPICH's own collective (``nwbench``'s native timing, the slowest rank's mean
   over :data:`REPS` calls, :func:`netweave.run.calibration.run_native`), predicted as the plan
   models them (``traffic::native_mpi``) and, with a calibration that measured the library, with
