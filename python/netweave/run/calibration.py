@@ -31,6 +31,9 @@ what the flow model takes as parameters:
   ranks move data only while the scheduler runs them) — for a job of the calibration's ranks;
   ``plan`` charges it ∝ the job's ranks (:func:`native_overhead`).
 
+Every point is timed as ``plan --verify`` times a candidate: one warm-up call over the same
+connections, then the slowest rank's mean over :data:`TIMED_CALLS` calls.
+
 Each group is fitted with the ones before it fixed (incast, then probe, then steady sharing):
 the 1 MB incasts outlast any probe and carry no steady charge (their port is overloaded by a
 burst), the short incasts carry none either, so the fits do not pull against each other.
@@ -88,7 +91,12 @@ STEADY_SEGMENTS_PER_TIMEOUT = (0.5, 1.0, 1.5, 2.0, 3.0, 5.0, 8.0, 13.0, 20.0, 40
 NATIVE_LIBRARIES = mpi.IMPLEMENTATIONS
 NATIVE_COLLECTIVES = ("gather", "alltoall")
 NATIVE_SIZES = (16_384, 131_072, 1_048_576)
-NATIVE_REPS = 3
+#: Timed calls per measurement, after one warm-up call: every point (chains, incasts, the
+#: native MPIs) is timed as ``plan --verify`` times a candidate — warm connections, the slowest
+#: rank's mean. Warm calls are what a program's collectives see, and their losses differ from a
+#: first call's: its senders start scattered, so its short bursts escape timeouts that warm ones
+#: pay (docs/flowsim.md, the probe).
+TIMED_CALLS = 3
 #: Blocks above this many bytes run each library's rendezvous protocol: Open MPI's TCP eager limit
 #: (``btl_tcp_eager_limit``, 64 KiB); MPICH's UCX chooses its threshold itself (``UCX_RNDV_THRESH``
 #: ``auto``) — its 128 KiB messages on the emulated fabric wait for the receiver (docs/plan.md), its
@@ -281,7 +289,8 @@ def calibrate(topo: Topology, routes: RoutingTable, name: str, scale: float = 1.
 
 
 def _run(fabric: emulate.EmulatedCluster, graph: TaskGraph) -> float:
-    result = emulate.run(fabric, graph)
+    """`graph`'s time on the fabric: the slowest rank's mean over :data:`TIMED_CALLS` warm calls."""
+    result = emulate.run(fabric, graph, warmup=1, reps=TIMED_CALLS)
     if not result["ok"] or result["makespan_s"] is None:
         raise NetweaveError(f"calibration run {graph.name} failed: {result['cause']}")
     return float(result["makespan_s"])
@@ -323,7 +332,7 @@ def write(document: dict[str, Any], path: Path) -> None:
 
 
 def run_native(fabric: emulate.EmulatedCluster, library: str, collective: str, nbytes: int, ranks: int,
-               placed: list[int], reps: int = NATIVE_REPS) -> float:
+               placed: list[int], reps: int = TIMED_CALLS) -> float:
     """One nwbench run of `library`'s own `collective` on the fabric's `placed` hosts: the slowest
     rank's mean over `reps` calls after a warm-up, seconds — what ``plan --verify`` measures."""
     program = mpi.nwbench_program(library, collective, [nbytes], reps=reps, warmup=1, check=False)
