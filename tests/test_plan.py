@@ -161,6 +161,14 @@ def test_choose_prefers_the_baseline_on_ties_and_contention_free_within_the_marg
     assert pick.row.name == "tree" and "contention-free" in pick.reason and "concurrent" in pick.reason
     # Beyond it: the contended one stays.
     assert picked([s("concurrent", 1.0), s("tree", 1.0 + plan.CONTENTION_FREE_MARGIN * 1.5, free=True)]) == "concurrent"
+    # Predicted less than LEVEL_MARGIN faster than an earlier-listed candidate as contention-free
+    # and with no more phases: the earlier one stays, and the reason says so.
+    inside, beyond = 1.0 / (1 + plan.LEVEL_MARGIN * 0.9), 1.0 / (1 + plan.LEVEL_MARGIN * 1.5)
+    pick = plan.choose([s("shift", 1.0, free=True), s("tree", inside, free=True)])
+    assert pick is not None and pick.row.name == "shift" and "tree" in pick.reason, pick
+    assert picked([s("shift", 1.0, free=True), s("tree", beyond, free=True)]) == "tree"
+    assert picked([s("shift", 1.0, free=True, phases=11), s("tree", inside, free=True)]) == "tree"
+    assert picked([s("shift", 1.0), s("tree", inside, free=True)]) == "tree"
 
 
 def test_plan_on_lsft_picks_the_contention_free_lsft_schedule():
