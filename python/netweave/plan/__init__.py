@@ -76,8 +76,8 @@ CONTENTION_FREE_MARGIN = 0.02
 #: A candidate listed earlier (the user's MPI, then the baseline) that is as contention-free as
 #: the pick, has no more phases and is predicted within this (relative) of it is picked instead: a smaller predicted
 #: gain lies inside what the model tells apart. On the 3-level tree of the fidelity benchmark,
-#: tree-phased is predicted 3.5 % ahead of shift for its shorter paths in half its phases, and
-#: measured 1.07–1.21× slower, its root-crossing phases packed back to back.
+#: tree-phased is predicted 10 µs (0.01–0.5 %) ahead of shift, its last phase's paths being
+#: shorter, and measured 1.07–1.21× slower, its root-crossing phases packed back to back.
 LEVEL_MARGIN = 0.05
 #: A one-lane routing this close (relative) to the suited engine's prediction is preferred:
 #: OpenSM installs its tables alone, no service levels or lane maps needed.
