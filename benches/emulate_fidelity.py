@@ -10,10 +10,13 @@ the highest aggregate rate two cores sustain.
 - Losses (Ethernet, 64 KiB port buffers): Concurrent incast of 31 senders × 1 MB on one 1 Gbit/s
   switch, repeated (every run and the median), and gather on 2 × 14 hosts (links × 0.2) with
   Concurrent, OURS (relaying) and Min Sync: measured against the flow model's prediction with
-  buffers and TCP timeouts (default parameters, or a calibration file's).
+  buffers and TCP timeouts (default parameters, or a calibration file's). Each run is one cold
+  call (`emulate measure`); `--warm` also times the incast as `plan --verify` and `emulate
+  calibrate` time a call (one warm-up, then the slowest rank's mean over 3 calls on the same
+  connections).
 
     python benches/emulate_fidelity.py [--scale 0.0005] [--sizes 16384,131072,524288]
-    python benches/emulate_fidelity.py --parts losses [--calibration cal.json] [--repeats 5]
+    python benches/emulate_fidelity.py --parts losses [--calibration cal.json] [--repeats 5] [--warm]
 
 The default scale runs the mesh's links at 50 Mbit/s: 16 hosts × 3-4 hops stay well inside what
 two cores forward. At --scale 0.002 (200 Mbit/s) the machine is the bottleneck.
@@ -30,7 +33,7 @@ import uuid
 
 from netweave import flowsim, routing, topology, traffic
 from netweave._core import Schedule
-from netweave.run import emulate
+from netweave.run import emulate, executor
 
 
 def name() -> str:
@@ -57,7 +60,7 @@ INCAST_SENDERS, INCAST_BYTES, SHALLOW_BUFFER = 31, 1_000_000, 64 * 1024
 GATHER_BYTES, HIERARCHY_SCALE = 50_000, 0.2
 
 
-def losses(repeats: int, calibration_file) -> None:
+def losses(repeats: int, calibration_file, warm: bool = False) -> None:
     """Predicted against measured where the flow model must see buffers and TCP timeouts."""
     star = topology.switch_tree([], 32, [], [], 1.0, 5_000.0).with_switching("ethernet", SHALLOW_BUFFER)
     tree = topology.switch_tree([2], 14, [10.0], [5_000.0], 1.0, 5_000.0).with_switching("ethernet", SHALLOW_BUFFER)
@@ -78,6 +81,8 @@ def losses(repeats: int, calibration_file) -> None:
     median = statistics.median(runs)
     print(f"{f'incast {INCAST_SENDERS} x 1 MB, median of {repeats}':<40}{median * 1e3:>13.1f}{r['predicted_s'] * 1e3:>14.1f}"
           f"{r['predicted_s'] / median:>11.2f}", flush=True)
+    if warm:
+        warm_incast(star, routes, incast, repeats, calibration)
     routes = routing.route(tree, "updown")
     methods = {"Concurrent": traffic.concurrent(tree, "gather", GATHER_BYTES, root=0),
                "OURS (relaying)": traffic.contention_free(tree, "gather", GATHER_BYTES, root=0, relay="departure")[0],
@@ -89,6 +94,30 @@ def losses(repeats: int, calibration_file) -> None:
               flush=True)
 
 
+def warm_incast(star, routes, incast, repeats: int, calibration) -> None:
+    """The incast timed warm, `repeats` times on one fabric: each run one warm-up call, then the
+    slowest rank's mean over 3 calls."""
+    graph = executor.as_task_graph(incast)
+    predicted = emulate.predict(star, routes, graph, 1.0, SHALLOW_BUFFER, calibration, nct=INCAST_SENDERS)["makespan_s"]
+    fabric = name()
+    runs = []
+    cluster = emulate.up(star, routes, fabric, scale=1.0, buffer=SHALLOW_BUFFER)
+    try:
+        for i in range(repeats):
+            r = emulate.run(cluster, graph, warmup=1, reps=3)
+            if not r["ok"]:
+                raise SystemExit(f"warm incast failed: {r['cause']}")
+            runs.append(r["makespan_s"])
+            print(f"{f'incast {INCAST_SENDERS} x 1 MB warm, run {i + 1}':<40}{r['makespan_s'] * 1e3:>13.1f}"
+                  f"{predicted * 1e3:>14.1f}{predicted / r['makespan_s']:>11.2f}{'':>10}{r['losses']['dropped_packets']:>7}",
+                  flush=True)
+    finally:
+        emulate.down(fabric)
+    median = statistics.median(runs)
+    print(f"{f'incast {INCAST_SENDERS} x 1 MB warm, median of {repeats}':<40}{median * 1e3:>13.1f}{predicted * 1e3:>14.1f}"
+          f"{predicted / median:>11.2f}", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--scale", type=float, default=0.0005, help="fraction of each link's bandwidth (mesh: 100 Gbit/s)")
@@ -96,10 +125,11 @@ def main() -> None:
     ap.add_argument("--parts", default="bringup,fidelity,rate,losses", help="which parts to run")
     ap.add_argument("--repeats", type=int, default=5, help="incast runs (losses part)")
     ap.add_argument("--calibration", default=None, help="calibration file for the losses part's predictions")
+    ap.add_argument("--warm", action="store_true", help="losses part: also time the incast warm")
     args = ap.parse_args()
     parts = set(args.parts.split(","))
     if "losses" in parts:
-        losses(args.repeats, args.calibration)
+        losses(args.repeats, args.calibration, args.warm)
     if "bringup" in parts:
         print(f"{'hosts':>6}{'namespaces':>12}{'up (s)':>9}{'down (s)':>10}")
         for dims in ([4, 4], [8, 8], [16, 8]):
