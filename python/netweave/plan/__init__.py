@@ -74,10 +74,11 @@ COLLECTIVES = tuple(BASELINES)
 #: instead: the flow model shares links fairly, a shallow-buffer switch drops instead.
 CONTENTION_FREE_MARGIN = 0.02
 #: A candidate listed earlier (the user's MPI, then the baseline) that is as contention-free as
-#: the pick, has no more phases and is predicted within this (relative) of it is picked instead: a smaller predicted
-#: gain lies inside what the model tells apart. On the 3-level tree of the fidelity benchmark,
-#: tree-phased is predicted 10 µs (0.01–0.5 %) ahead of shift, its last phase's paths being
-#: shorter, and measured 1.07–1.21× slower, its root-crossing phases packed back to back.
+#: the pick, has no more phases and is predicted within this (relative) of it is picked
+#: instead: a smaller predicted gain lies inside what the model tells apart. On the 3-level
+#: tree of the fidelity benchmark, tree-phased is predicted 10 µs (0.01–0.5 %) ahead of shift,
+#: its last phase's paths being shorter, and measured 1.07–1.21× slower, its root-crossing
+#: phases packed back to back.
 LEVEL_MARGIN = 0.05
 #: A one-lane routing this close (relative) to the suited engine's prediction is preferred:
 #: OpenSM installs its tables alone, no service levels or lane maps needed.
@@ -400,8 +401,9 @@ def choose(rows: Sequence[CandidateRow]) -> Choice | None:
     with fewer phases (fewer synchronisations), then the earlier in the list. A contention-free
     candidate within :data:`CONTENTION_FREE_MARGIN` of a contended pick replaces it; then an
     earlier-listed candidate as contention-free as the pick, with no more phases and within
-    :data:`LEVEL_MARGIN` of it does — so the baseline, listed first, stays unless another schedule really beats it.
-    Returns the row with the reason it was picked; None when nothing is proven."""
+    :data:`LEVEL_MARGIN` of it does — so the baseline, listed first, stays unless another
+    schedule really beats it. Returns the row with the reason it was picked; None when nothing
+    is proven."""
     proven = [s for s in rows if s.complete]
     if not proven:
         return None
@@ -425,13 +427,15 @@ def choose(rows: Sequence[CandidateRow]) -> Choice | None:
                       "rate, so a shallow switch buffer never overflows where the flow model assumed fair "
                       "sharing")
             pick = free
-    level = [s for s in proven[:proven.index(pick)] if s.contention_free == pick.contention_free
-             and s.phase_count <= pick.phase_count and s.predicted_time_s <= pick.predicted_time_s * (1 + LEVEL_MARGIN)]
-    if level:
-        first = level[0]
-        reason = (f"listed before {pick.name}, the fastest predicted, as contention-free as it, with no more "
-                  f"phases and within {LEVEL_MARGIN:.0%} of it ({first.predicted_time_s / pick.predicted_time_s - 1:+.1%}): a smaller "
-                  "gain lies inside what the model tells apart")
+    earlier = [s for s in proven[:proven.index(pick)]
+             if s.contention_free == pick.contention_free and s.phase_count <= pick.phase_count
+             and s.predicted_time_s <= pick.predicted_time_s * (1 + LEVEL_MARGIN)]
+    if earlier:
+        first = earlier[0]
+        slower = first.predicted_time_s / pick.predicted_time_s - 1
+        reason = (f"listed before {pick.name}, the fastest predicted, as contention-free as it, with no more phases "
+                  f"and within {LEVEL_MARGIN:.0%} of it ({slower:+.1%}): a smaller gain lies inside what the model "
+                  "tells apart")
         pick = first
     return Choice(pick, reason)
 
