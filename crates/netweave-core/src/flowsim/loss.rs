@@ -102,9 +102,10 @@ pub const INCAST_SURVIVOR_FRACTION: f64 = 0.4;
 /// trips plus 2 ms (`TCP_TIMEOUT_MIN_US`). Warm connections, as an application's repeated
 /// collective and `plan --verify` run them, bear it out on the emulated cluster: gathers of
 /// 16 KiB per sender into a 64 KiB port whose burst drains in 5.6 ms (probe 2·1.5 ms plus
-/// this) paid a timeout in 5 of 6 warm calls, so the fixed part is below 2.6 ms. A first, cold
-/// call waits longer (4.5–9.6 ms fitted on cold gathers): its senders start scattered by the
-/// processes' own start-up, which is not what a program's collectives see.
+/// this) paid a timeout in 4 of 6 warm calls and in none of 2 cold ones, so the fixed part is
+/// below 2.6 ms. A first, cold call waits longer (4.5–9.6 ms fitted on cold gathers): its
+/// senders start scattered by the processes' own start-up, which is not what a program's
+/// collectives see.
 pub const LINUX_PROBE_MIN_S: f64 = 0.002;
 /// Fewest segments a flow must have in flight for one loss to be repaired by fast retransmit:
 /// the lost segment and three behind it, whose duplicate ACKs trigger the repair.
