@@ -77,7 +77,7 @@ CONTENTION_FREE_MARGIN = 0.02
 #: the pick, has no more phases and is predicted within this (relative) of it is picked
 #: instead: a smaller predicted gain lies inside what the model tells apart. On the 3-level
 #: tree of the fidelity benchmark, tree-phased is predicted 10 µs (0.01–0.5 %) ahead of shift,
-#: its last phase's paths being shorter, and measured 1.07–1.21× slower, its root-crossing
+#: its last phase's paths being shorter, and measured 1.07–1.26× slower, its root-crossing
 #: phases packed back to back.
 LEVEL_MARGIN = 0.05
 #: A one-lane routing this close (relative) to the suited engine's prediction is preferred:
