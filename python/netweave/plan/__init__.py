@@ -428,14 +428,13 @@ def choose(rows: Sequence[CandidateRow]) -> Choice | None:
                       "sharing")
             pick = free
     earlier = [s for s in proven[:proven.index(pick)]
-             if s.contention_free == pick.contention_free and s.phase_count <= pick.phase_count
-             and s.predicted_time_s <= pick.predicted_time_s * (1 + LEVEL_MARGIN)]
+               if s.contention_free == pick.contention_free and s.phase_count <= pick.phase_count
+               and s.predicted_time_s <= pick.predicted_time_s * (1 + LEVEL_MARGIN)]
     if earlier:
         first = earlier[0]
         slower = first.predicted_time_s / pick.predicted_time_s - 1
-        reason = (f"listed before {pick.name}, the fastest predicted, as contention-free as it, with no more phases "
-                  f"and within {LEVEL_MARGIN:.0%} of it ({slower:+.1%}): a smaller gain lies inside what the model "
-                  "tells apart")
+        reason = (f"level with {pick.name}, listed after it: as contention-free, no more phases and within "
+                  f"{LEVEL_MARGIN:.0%} ({slower:+.1%}), a smaller gain than the model tells apart")
         pick = first
     return Choice(pick, reason)
 
