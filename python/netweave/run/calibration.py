@@ -14,9 +14,10 @@ what the flow model takes as parameters:
   the TCP model's parameters (timeout, window per flow, survivor fraction; see
   docs/flowsim.md) that the flow model needs to predict the sweep's median times, found by a
   grid search over what the literature and Linux make plausible.
-- **the tail-loss probe** (``tcp.probe_s``, Ethernet only): incasts of short messages
-  (``PROBE_BYTES`` from the most senders of the sweep), whose bursts overflow the port but
-  drain within a few milliseconds — whether they pay a timeout is what the probe decides.
+- **the tail-loss probe** (``tcp.probe_s``, Ethernet only): incasts of short messages from the
+  most senders of the sweep, whose bursts overflow the port and drain a few milliseconds past
+  the probe's round trips (:func:`probe_bytes`) — whether they pay a timeout is what the probe
+  decides.
 - **steady many-flow sharing** (``tcp.steady_free_segments``, ``tcp.steady_segments_per_timeout``,
   Ethernet only): Concurrent all-to-all among the first ``STEADY_HOSTS`` hosts (every send at
   once, so every port carries many long-lived flows) at ``STEADY_BYTES`` per pair.
@@ -77,8 +78,12 @@ CHAIN_TASKS = 200
 TIMEOUT_FACTORS = (1.0, 1.025, 1.05, 1.075, 1.1, 1.15)
 WINDOW_SEGMENTS = (4, 6, 8, 10, 12, 14, 16, 20, 24, 32)
 SURVIVOR_FRACTIONS = tuple(round(0.15 + 0.05 * i, 2) for i in range(12))
-#: Short incasts that test the tail-loss probe, bytes per sender; the grid of its fixed part.
-PROBE_BYTES = (16_384, 65_536)
+#: Short incasts that test the tail-loss probe: from the most senders, each burst sized to drain
+#: this long past the probe's two round trips through the full queue (:func:`probe_bytes`), so a
+#: fixed part shorter than the excess pays a timeout and a longer one does not; and the grid of
+#: the fixed part. Sizes fixed in bytes would drain far past every probe on slow links and
+#: decide nothing (their resumed flows would then fit the probe instead).
+PROBE_EXCESS_S = (0.001, 0.005)
 PROBE_SECONDS = (0.0, 0.002, 0.004, 0.007, 0.01, 0.015, 0.02, 0.03)
 #: Steady sharing: Concurrent all-to-all among this many hosts (at most), bytes per pair; and the
 #: grid of segments streamed before timeouts and segments per timeout.
@@ -155,6 +160,27 @@ def _checked(topo: Topology, scale: float, buffer: int | None, senders: tuple[in
     for library in NATIVE_LIBRARIES if natives else ():
         mpi.program_path("nwbench", library)  # both MPIs' nwbench, before the fabric comes up
     return emulate.port_buffer(topo, buffer)
+
+
+def probe_bytes(topo: Topology, scale: float, buffer: int | None, senders: int) -> list[int]:
+    """Bytes per sender of the probe's incasts into host 0 of `topo` scaled by `scale` with
+    port `buffer`: `senders` bursts draining :data:`PROBE_EXCESS_S` past ``2·B/C`` (the port's
+    queue `B` at host 0's link rate `C`), at least one segment each.
+
+    >>> from netweave import topology
+    >>> star = topology.switch_tree([], 16, [], [], 1.0, 5_000.0).with_switching("ethernet", 65_536)
+    >>> probe_bytes(star, 0.05, None, 15)   # 50 Mbit/s: 2·B/C = 21 ms, then + 1 ms and + 5 ms
+    [9155, 10822]
+    """
+    scaled = emulate.predicted_topology(topo, scale, buffer)
+    ends = scaled.link_array().tolist()
+    bandwidth = [bw for bw, _lat in scaled.link_specs().tolist()]
+    # Host 0's link: the port every probe incast converges on.
+    root = int(scaled.hosts[0])
+    rate = next(bandwidth[i] for i, (a, _pa, b, _pb) in enumerate(ends) if root in (a, b)) * 1e9 / 8
+    queue = scaled.port_buffer_bytes or 0
+    return [max(flowsim.TCP_DEFAULTS["segment_bytes"], math.ceil((2 * queue / rate + excess) * rate / senders))
+            for excess in PROBE_EXCESS_S]
 
 
 def _graph(point: dict[str, Any], num_ranks: int) -> tuple[TaskGraph, int]:
@@ -249,7 +275,8 @@ def calibrate(topo: Topology, routes: RoutingTable, name: str, scale: float = 1.
             # The probe's and steady sharing's points (module doc), measured like the sweep's.
             extra: dict[str, list[dict[str, Any]]] = {"probe": [], "steady": []}
             if lossy and steady:
-                extra["probe"] = [{"kind": "incast", "senders": max(senders), "bytes": b} for b in PROBE_BYTES if b < nbytes]
+                extra["probe"] = [{"kind": "incast", "senders": max(senders), "bytes": b}
+                                  for b in probe_bytes(topo, scale, buffer, max(senders)) if b < nbytes]
                 extra["steady"] = [{"kind": "concurrent", "hosts": min(n, STEADY_HOSTS), "bytes": b} for b in STEADY_BYTES]
             for points in extra.values():
                 for point in points:

@@ -22,11 +22,15 @@
 //!    their rates, the burst at what the rest of its paths would give it (the least equal
 //!    share `C_q / n_q` over its other resources) — must exceed `C`. A port that receives no
 //!    faster than it sends (an all-to-all whose senders split their links) builds no queue.
-//! 2. **Overflow.** The burst's first windows — `min(IW, ⌈S/MSS⌉)` segments for a flow with
-//!    `S` bytes left ([`TcpModel::initial_window_segments`]) — must exceed the `P = (B +
-//!    C·RTT) / MSS` segments the port holds: small messages fit and lose nothing.
-//! 3. **Outlasting the probe.** The queue stays full while the burst's bytes drain, `D =
-//!    ΣS / C`. Linux probes a tail loss after about two round trips, `2·(B/C + RTT)` with a
+//! 2. **Overflow.** The burst's windows must exceed the `P = (B + C·RTT) / MSS` segments the
+//!    port holds: small messages fit and lose nothing. A fresh flow with `S` bytes left sends
+//!    `min(IW, ⌈S/MSS⌉)` segments ([`TcpModel::initial_window_segments`]) in the first round
+//!    trip and is ACK clocked after it; a flow resuming after a timeout restarts from Linux's
+//!    one-segment loss window and doubles it each round trip (1, 2, 4, … segments) until its
+//!    bytes are sent. The burst overflows in the first round trip whose windows exceed `P`;
+//!    resuming flows that finish before then lose nothing.
+//! 3. **Outlasting the probe.** The queue stays full while the bytes the burst still has to
+//!    send from that round trip drain, `D = ΣS / C`. Linux probes a tail loss after about two round trips, `2·(B/C + RTT)` with a
 //!    full queue, plus a fixed part ([`TcpModel::probe_s`]); if `D` is shorter, the probes
 //!    meet a draining queue and repair every loss without a timeout.
 //! 4. **Timeouts.** Otherwise `p` keeps `K = max(1, ⌊P / w⌋)` flows whose window `w`
@@ -37,7 +41,7 @@
 //!    resuming into a port still busy with the survivors of its round thus times out again.
 //!
 //! A victim stops streaming for [`TcpModel::timeout_s`] and restarts where it was (its bytes
-//! already delivered stay delivered), meeting the rule again. No exponential backoff: its
+//! already delivered stay delivered), meeting the rule again from a one-segment window. No exponential backoff: its
 //! one-segment retransmission gets through, and Linux times a later loss afresh.
 //!
 //! **Steady sharing.** Many long-lived flows converging on one port lose segments all along,
@@ -232,6 +236,8 @@ pub(super) struct Losses {
     steady_charged: Vec<bool>,
     /// Per flow: how long its latest stall lasts, seconds (set with each victim).
     stall_s: Vec<f64>,
+    /// Per flow: it timed out before, so it resumes from a one-segment window.
+    resumed: Vec<bool>,
     /// Per flow: bytes sent again (the segments its bursts lost).
     pub(super) retransmitted: Vec<f64>,
     /// Scratch: per flow, chosen as a victim in this instant; (port, flow) pairs of the
@@ -325,6 +331,7 @@ impl Losses {
             overloaded_list: Vec::new(),
             steady_charged: vec![false; work.len()],
             stall_s: vec![tcp.timeout_s; work.len()],
+            resumed: vec![false; work.len()],
             retransmitted: vec![0.0; work.len()],
             chosen: vec![false; work.len()],
             pairs: Vec::new(),
@@ -437,6 +444,7 @@ impl Losses {
         }
         for &f in &victims[first_victim..] {
             self.chosen[f as usize] = false;
+            self.resumed[f as usize] = true;
         }
         for &r in &self.overloaded_list {
             self.overloaded[r as usize] = false;
@@ -519,6 +527,55 @@ impl Losses {
         share
     }
 
+    /// Segments flow `f`, with `left` bytes to send when its burst starts, sends in round trip
+    /// `round` of it: a fresh flow its initial window in the first round (later ones are ACK
+    /// clocked); a flow resuming after a timeout 1, 2, 4, … segments (slow start from the
+    /// one-segment loss window, RFC 5681) until its bytes are sent.
+    fn window(&self, f: u32, left: f64, round: u32) -> f64 {
+        let segments = self.segments(left);
+        if !self.resumed[f as usize] {
+            return if round == 0 { segments.min(self.initial_window) } else { 0.0 };
+        }
+        let sent = 2f64.powi(round as i32) - 1.0;
+        (segments - sent).clamp(0.0, sent + 1.0)
+    }
+
+    /// The round trip in which the burst's windows first overflow port `r`, the segments lost
+    /// then, and the bytes its flows still have to send from it; `None` when every round fits
+    /// (resuming flows that finish before their windows grow past the port lose nothing).
+    fn overflow(&self, r: u32, remaining: &[f64]) -> Option<(u32, f64, f64)> {
+        let held = self.held_segments[r as usize];
+        let mut round = 0;
+        loop {
+            let (mut windows, mut ramping) = (0.0, false);
+            for &f in &self.burst {
+                let w = self.window(f, remaining[f as usize], round);
+                windows += w;
+                ramping |= self.resumed[f as usize] && w > 0.0;
+            }
+            if windows > held {
+                let bytes = self
+                    .burst
+                    .iter()
+                    .map(|&f| {
+                        let left = remaining[f as usize];
+                        if self.resumed[f as usize] {
+                            let sent = (2f64.powi(round as i32) - 1.0) * self.segment_bytes;
+                            (left - sent).max(0.0)
+                        } else {
+                            left
+                        }
+                    })
+                    .sum();
+                return Some((round, windows - held, bytes));
+            }
+            if !ramping {
+                return None;
+            }
+            round += 1;
+        }
+    }
+
     /// Apply the rule (module doc) to the flows `self.pairs[joiners]` starting at port `r`.
     fn burst_at(
         &mut self,
@@ -544,7 +601,6 @@ impl Losses {
         }
         // 1. Overload: the burst offered at what the rest of its paths would give it.
         let mut offered = fair.used(r);
-        let (mut first_windows, mut bytes) = (0.0, 0.0);
         for &f in &self.burst {
             let elsewhere = fair
                 .path_resources(f)
@@ -553,20 +609,17 @@ impl Losses {
                 .map(|&q| fair.capacity(q) / fair.flows_on(q).len() as f64)
                 .fold(capacity, f64::min);
             offered += elsewhere - fair.rate(f);
-            let left = remaining[f as usize];
-            first_windows += self.segments(left).min(self.initial_window);
-            bytes += left;
         }
         if offered <= capacity * (1.0 + SATURATED) {
             return;
         }
         self.overloaded[r as usize] = true;
         self.overloaded_list.push(r);
-        // 2. Overflow: the first windows beyond what the port holds are lost.
-        let lost = first_windows - self.held_segments[r as usize];
-        if lost <= 0.0 {
+        // 2. Overflow: the windows beyond what the port holds are lost, in the round trip the
+        // burst first overflows it (the bytes still to send then are what must drain).
+        let Some((round, lost, bytes)) = self.overflow(r, remaining) else {
             return;
-        }
+        };
         // 3. A burst draining before the probes fire loses nothing to a timeout.
         let n = self.burst.len();
         let cut = if bytes / capacity <= self.probe_s[r as usize] {
@@ -591,7 +644,7 @@ impl Losses {
         let mut unassigned = lost;
         for &f in &self.burst[..cut] {
             let left = remaining[f as usize];
-            let window = self.segments(left).min(self.initial_window).min(unassigned);
+            let window = self.window(f, left, round).min(unassigned);
             self.retransmitted[f as usize] += (window * self.segment_bytes).min(left);
             unassigned -= window;
             self.chosen[f as usize] = true;
@@ -617,11 +670,16 @@ mod tests {
 
     /// `hosts` hosts on one switch at 8 Gbit/s (10⁹ B/s), no latency, with this link layer.
     fn star(hosts: usize, switching: Switching) -> Topology {
+        star_at(hosts, 8.0, switching)
+    }
+
+    /// `hosts` hosts on one switch at `gbps`, no latency, with this link layer.
+    fn star_at(hosts: usize, gbps: f64, switching: Switching) -> Topology {
         let mut b = TopologyBuilder::new("star");
         let s = b.add_switch("s", hosts as u16);
         for i in 0..hosts {
             let h = b.add_host(format!("h{i}"));
-            b.connect(h, s, LinkSpec::new(8.0, 0.0).unwrap()).unwrap();
+            b.connect(h, s, LinkSpec::new(gbps, 0.0).unwrap()).unwrap();
         }
         b.switching(switching);
         b.build().unwrap()
@@ -659,14 +717,15 @@ mod tests {
         let tcp = TcpModel::default();
         let r = incast(&star(32, ethernet), 31, 1_000_000);
         assert!(r.timeouts > 0);
-        // 31 → 12 survive (the survivor share), then 19 → 8, 11 → 4 and 7 → 3 (K = ⌊44.9 / 14⌋
+        // 31 → 12 survive (the survivor share). The victims resume from one segment each and
+        // overflow the port's 44.9 segments once their windows double past it: 19 at 4
+        // segments → 8 survive, 11 at 8 → 4, 7 at 8 → 3 and 4 at 16 → 3 (K = ⌊44.9 / 14⌋
         // flows, the share being less); each burst's megabytes outlast the probes (2 × 65.5 µs
-        // + probe_s). The last 4 flows' first windows (40 segments) fit the port's 44.9: four
-        // timeout rounds, each ending once the port's survivors have drained long before the
-        // RTO fires.
+        // + probe_s). The last flow resumes alone: five timeout rounds, each ending once the
+        // port's survivors have drained long before the RTO fires.
         let rounds = (r.makespan_s / tcp.timeout_s).floor();
-        assert_eq!(rounds, 4.0, "makespan {} timeouts {}", r.makespan_s, r.timeouts);
-        assert_eq!(r.timeouts, 19 + 11 + 7 + 4);
+        assert_eq!(rounds, 5.0, "makespan {} timeouts {}", r.makespan_s, r.timeouts);
+        assert_eq!(r.timeouts, 19 + 11 + 7 + 4 + 1);
         // The lost segments were sent again and crossed the receiver's link a second time.
         assert!(r.retransmitted_bytes > 0);
         assert!(r.channel_bytes.iter().copied().max().unwrap() > 31_000_000, "{:?}", r.channel_bytes);
@@ -676,6 +735,21 @@ mod tests {
         assert_eq!(r.timeouts, 0);
         assert_eq!(r.retransmitted_bytes, 0);
         assert!((r.makespan_s - 0.031).abs() < 1e-9);
+    }
+
+    #[test]
+    fn short_flows_resuming_from_one_segment_finish_before_they_overflow() {
+        // 31 × 10,000 B (7 segments) at 12.5 MB/s: the burst drains in 24.8 ms, past the
+        // probes (2 × 5.2 ms + 2 ms), and 19 flows time out. They resume with 1, 2, 4
+        // segments: 76 overflow the 44.9 the port holds in the third round trip, when 4
+        // segments of each are left — 8.5 ms to drain, within the probes. One timeout round;
+        // resumed at the initial window (7 segments each, 15.2 ms) they would have paid a second.
+        let ethernet = Switching::new(LinkLayer::Ethernet, Some(64 * 1024)).unwrap();
+        let r = incast(&star_at(32, 0.1, ethernet), 31, 10_000);
+        assert_eq!(r.timeouts, 19);
+        let drain = 31.0 * 10_000.0 / 12.5e6;
+        assert!(r.makespan_s > TcpModel::default().timeout_s && r.makespan_s < 2.0 * TcpModel::default().timeout_s);
+        assert!(r.makespan_s > drain, "{}", r.makespan_s);
     }
 
     #[test]
