@@ -106,7 +106,8 @@ def test_verify_measures_every_candidate_on_the_emulated_fabric_and_tears_it_dow
     rows = {r["name"]: r for r in data["verify"]}
     assert {"openmpi", "mpich", "concurrent"} <= set(rows)
     ours = [r for r in data["schedules"] + data["dag_schedules"] if r["complete"] and r["name"] != "concurrent"]
-    assert len(rows) == min(3, len(ours)) + 3  # the best three of ours, Concurrent, two MPIs
+    # The best three of ours (and our pick, if a tie rule took it from below them), Concurrent, two MPIs.
+    assert data["ours"]["name"] in rows and len(rows) - 3 in (min(3, len(ours)), min(3, len(ours)) + 1)
     for r in rows.values():
         assert r["predicted_s"] > 0 and r["measured_s"] > 0 and r["ratio"] == pytest.approx(r["measured_s"] / r["predicted_s"])
     # A phased candidate is measured the way the plan deploys it: in its executor's order.
@@ -119,9 +120,54 @@ def test_verify_measures_every_candidate_on_the_emulated_fabric_and_tears_it_dow
     best = min(rows.values(), key=lambda r: r["measured_s"])["name"]
     assert summary["measured_best"] == best
     assert isinstance(summary["pick_is_best"], bool)
+    # The plan deploys what the network confirmed: its pick measured within the margin of the
+    # fastest it may pick (Concurrent is ranked, not picked), or replaced by it.
+    pickable = [r["measured_s"] for n, r in rows.items() if n != "concurrent"]
+    assert rows[data["best"]["name"]]["measured_s"] <= min(pickable) * 1.1 + 1e-12
+    assert (summary.get("adopted") is None) == (data["best"]["name"] == summary["pick"])
     page = (out / "index.html").read_text()
     assert "id='verify-chart'" in page and "Measured on the emulated fabric" in page
     assert json.loads((out / "report.json").read_text())["verify"] == data["verify"]
+
+
+def _verified(result, measured):
+    """--verify's rows and summary for `result` with these measured times (by name)."""
+    from netweave.plan.result import VerifyRow
+    from netweave.plan.verification import _summary
+
+    rows = [VerifyRow(name=r.name, kind=r.kind, predicted_s=r.predicted_time_s, measured_s=measured[r.name],
+                      ratio=measured[r.name] / r.predicted_time_s, measured_by="by hand", problem=None)
+            for r in result.candidates if r.name in measured]
+    return rows, _summary(rows, result, 0.5, None)
+
+
+def test_verify_deploys_what_the_network_measured_fastest_not_the_models_pick():
+    from netweave.plan.verification import PICK_MARGIN, adopt_measured
+
+    tree = topology.switch_tree([2], 4, [10.0], [5000.0], 1.0, 5000.0)
+    result = plan.plan(tree, bytes_per_pair=1 << 16)
+    pick, ours = result.best.name, result.ours.name
+    others = [r for r in result.schedules if r.pickable and r.complete and r.name != ours]
+    rival = others[0].name
+    # Within the margin the model's picks stand.
+    close = {pick: 1.0, ours: 1.0, rival: 1.0 / (1 + PICK_MARGIN / 2), "openmpi": 2.0, "mpich": 2.0}
+    rows, summary = _verified(result, close)
+    adopt_measured(result, rows, summary)
+    assert (result.best.name, result.ours.name, summary.adopted, summary.adopted_ours) == (pick, ours, None, None)
+    # A rival of ours measured well ahead replaces both picks, and the report says why.
+    rows, summary = _verified(result, {**close, rival: 0.5})
+    adopt_measured(result, rows, summary)
+    assert result.best.name == result.ours.name == summary.adopted == summary.adopted_ours == rival
+    assert "measured fastest" in result.ours.reason and pick in result.ours.reason and summary.pick == pick
+    assert result.today.ours == rival
+    # The user's MPI measured fastest: the pick becomes it, the deployed schedule stays ours.
+    result = plan.plan(tree, bytes_per_pair=1 << 16)
+    rows, summary = _verified(result, {**close, "openmpi": 0.5})
+    adopt_measured(result, rows, summary)
+    assert result.best.is_native and result.best.name == summary.adopted == "openmpi"
+    assert result.ours.name == ours and summary.adopted_ours is None
+    result.verify, result.verify_summary = rows, summary
+    assert "the plan's pick is now openmpi" in report.to_text(result)
 
 
 def _calibration(path, link_layer, buffer, overhead_s):

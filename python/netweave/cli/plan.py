@@ -80,6 +80,8 @@ def plan_cmd(
         with progress("verifying on the emulated fabric", silent=as_json) as steps:
             rows, summary = verification.verify(topo, routes, result, built, hosts, order, seed, verify_scale,
                                                calibration=calibration, progress=steps.note)
+        # The deployed answer is the one the network confirmed (the model's pick stays in the summary).
+        verification.adopt_measured(result, rows, summary)
         result.verify, result.verify_summary = rows, summary
     placement = None
     if pattern is not None:

@@ -282,6 +282,9 @@ def _deploy_note(result: PlanResult) -> str:
     """How the deployed schedule stands against the user's MPI, for README.md."""
     best = result.best
     if best is not None and best.is_native:
+        if result.verify_summary is not None and result.verify_summary.adopted == best.name:
+            return (f" — not recommended: your MPI's own {best.label} {best.algorithm} measured faster on the "
+                    "emulated fabric (`--verify`); keep it")
         return (f" — not recommended: the flow model predicts your MPI's own {best.label} "
                 f"{best.algorithm} faster ({best.predicted_time_s * 1e3:.3f} ms); keep it")
     return ""
@@ -557,15 +560,15 @@ def plan(
         native=natives,
         skipped=skipped,
         ranking=[r.name for r in sorted(everything, key=lambda r: r.predicted_time_s)],
-        best=None if best is None else _pick(best, baseline),
-        ours=None if ours is None else _pick(ours, baseline),
-        today=_today(natives, ours),
+        best=None if best is None else pick_record(best, baseline),
+        ours=None if ours is None else pick_record(ours, baseline),
+        today=mpi_today(natives, ours),
         prediction=Prediction(model="flow-level, max-min fair sharing, link latencies", executors=list(PHASED_EXECUTORS),
                               calibration=None if calibration is None else str(calibration)),
     )
 
 
-def _pick(choice: Choice, baseline: PhasedRow) -> Pick:
+def pick_record(choice: Choice, baseline: PhasedRow) -> Pick:
     """What the report says of a pick: its times, against the baseline, and why it was picked."""
     row = choice.row
     phased = row if isinstance(row, PhasedRow) else None
@@ -589,7 +592,7 @@ def _pick(choice: Choice, baseline: PhasedRow) -> Pick:
     )
 
 
-def _today(natives: list[NativeRow], ours: Choice | None) -> Today | None:
+def mpi_today(natives: list[NativeRow], ours: Choice | None) -> Today | None:
     """"Your MPI today: X, ours: Y": each library's default against netweave's pick."""
     if ours is None or not natives:
         return None

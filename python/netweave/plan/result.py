@@ -370,6 +370,12 @@ class VerifySummary(Record):
     pick_is_best: bool | None
     worst_ratio: float | None
     latency: str
+    #: The measured best that replaced the model's pick (``best``), and netweave's own measured
+    #: best that replaced its own pick (``ours``, the deployed schedule), where the model's
+    #: measured more than the margin slower (:func:`netweave.plan.verification.adopt_measured`);
+    #: None (not written) where the model's pick stood.
+    adopted: str | None = field(default=None, metadata=OMITTED_WHEN_NONE)
+    adopted_ours: str | None = field(default=None, metadata=OMITTED_WHEN_NONE)
 
 
 @dataclass(kw_only=True)

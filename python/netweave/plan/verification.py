@@ -5,7 +5,8 @@
 the candidates that matter at the plan's message size and sets each measured time beside the
 prediction for the same scaled fabric:
 
-- the :data:`TOP` best-predicted of netweave's candidates and paper 004's Concurrent on
+- the :data:`TOP` best-predicted of netweave's candidates (and netweave's pick, where a tie rule
+  took it from below them) and paper 004's Concurrent on
   netweave's TCP executor (:func:`netweave.run.emulate.run`; one send in flight per host, every
   receive open), timed as ``nwbench`` times the MPIs (one warm-up call, then :data:`REPS` calls
   on the same warm connections, each behind a barrier; the slowest rank's mean), predicted as
@@ -25,7 +26,9 @@ round trips wait behind bulk data in the switch queues, which neither the flow m
 netweave's own executor has, so the TCP executor is the measurement that tests the model.
 
 Each row is ``{name, predicted_s, measured_s, ratio}`` (ratio = measured ÷ predicted); the
-summary says whether the plan's pick is the measured best. The fabric is torn down whatever
+summary says whether the plan's pick is the measured best, and ``plan --verify`` then deploys
+what the network measured fastest where the model's pick measured more than :data:`PICK_MARGIN`
+slower (:func:`adopt_measured`). The fabric is torn down whatever
 happens, Ctrl-C included. Everything is checked before anything starts
 (:func:`check_can_verify`): root, the fabric's size, the MPI programs.
 
@@ -167,7 +170,7 @@ def verify(topo: Topology, routes: RoutingTable, result: PlanResult, built: list
 
 def _candidates(topo: Topology, result: PlanResult, built: list[plan_mod.Candidate], placed: list[int]
                 ) -> tuple[list[CandidateRow], dict[str, TaskGraph], dict[str, Any], dict[str, Any]]:
-    """What --verify measures: the best :data:`TOP` of netweave's rows and Concurrent with the
+    """What --verify measures: the best :data:`TOP` of netweave's rows (and its pick), Concurrent with the
     DAGs the TCP executor runs them as (a phased one in its deployed executor's order), and the
     native MPI rows with their schedules."""
     job = result.job
@@ -175,6 +178,8 @@ def _candidates(topo: Topology, result: PlanResult, built: list[plan_mod.Candida
     phased = {c.name: c.schedule for c in built if c.schedule is not None}
     rows: list[CandidateRow] = [r for r in [*result.schedules, *result.dag_schedules] if r.complete]
     ours = [r for r in sorted(rows, key=lambda r: r.predicted_time_s) if r.name != plan_mod.CONCURRENT][:TOP]
+    # The plan's own pick is measured even where a tie rule took it from below the best three.
+    ours += [r for r in rows if result.ours is not None and r.name == result.ours.name and r not in ours]
     chosen = ours + [r for r in result.dag_schedules if r.name == plan_mod.CONCURRENT]
     graphs: dict[str, TaskGraph] = {}
     for r in chosen:
@@ -225,6 +230,45 @@ def _predict(routes: RoutingTable, scale: float, graphs: dict[str, TaskGraph], n
         predicted[name] = plan_mod.predict_native(scaled_routes, native_work[name], r.library, info, ranks,
                                                   bytes_per_pair, calibration)["makespan_s"]
     return predicted
+
+
+def adopt_measured(result: PlanResult, rows: list[VerifyRow], summary: VerifySummary) -> None:
+    """Make what the emulated fabric measured fastest the plan's pick where the model's pick
+    measured more than :data:`PICK_MARGIN` slower: ``result.best`` among every measured candidate
+    the plan may pick (Concurrent is not: the native MPIs' linear algorithms are what it
+    stands for), ``result.ours`` — the schedule written as the deployable ``.nws`` — among
+    netweave's own. Each new pick's reason gives both measured times; ``summary.adopted`` and
+    ``summary.adopted_ours`` name them. The answer a plan deploys is then one the network
+    confirmed; the model's picks stay in ``summary.pick`` and the rows.
+
+    The fabric was measured at ``summary.scale`` of its bandwidth; a timeout costs the same
+    200 ms at any scale, so losses weigh more at full rate, not less, and a schedule that loses
+    here is no better there."""
+    rows_by_name = {r.name: r for r in result.candidates}
+    timed = {r.name: r.measured_s for r in rows
+             if r.measured_s and r.name in rows_by_name and rows_by_name[r.name].pickable
+             and rows_by_name[r.name].complete}
+    baseline = next((r for r in result.schedules if result.best is not None and r.name == result.best.baseline), None)
+    if baseline is None:
+        return
+    for attribute, pool in (("best", timed), ("ours", {n: t for n, t in timed.items()
+                                                       if rows_by_name[n].kind != "native"})):
+        pick = getattr(result, attribute)
+        if pick is None or pick.name not in pool:
+            continue  # nothing to hold the measurement against
+        fastest = min(pool, key=lambda n: pool[n])
+        if pool[pick.name] <= pool[fastest] * (1 + PICK_MARGIN):
+            continue
+        reason = (f"measured fastest on the emulated fabric (links x {summary.scale:.3g}): {pool[fastest] * 1e3:.4g} ms "
+                  f"against {pool[pick.name] * 1e3:.4g} ms for the flow model's pick, {pick.name} "
+                  f"({pool[pick.name] / pool[fastest]:.2f}x)")
+        choice = plan_mod.Choice(rows_by_name[fastest], reason)
+        setattr(result, attribute, plan_mod.pick_record(choice, baseline))
+        if attribute == "best":
+            summary.adopted = fastest
+        else:
+            summary.adopted_ours = fastest
+            result.today = plan_mod.mpi_today(result.native, choice)
 
 
 def _summary(rows: list[VerifyRow], result: PlanResult, scale: float, buffer: int | None) -> VerifySummary:

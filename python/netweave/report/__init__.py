@@ -111,7 +111,7 @@ def verify_lines(plan: PlanResult) -> list[str]:
     if not rows or summary is None:
         return []
     lines = [f"verify    on the emulated fabric (links x {summary.scale:.3g}, no link latency), slowest rank's mean "
-             "of nwbench's calls: predicted, measured, measured / predicted"]
+             "of warm calls: predicted, measured, measured / predicted"]
     width = max(len(r.name) for r in rows)
     for r in rows:
         measured = "-" if r.measured_s is None else format_seconds(r.measured_s)
@@ -124,6 +124,9 @@ def verify_lines(plan: PlanResult) -> list[str]:
         verdict = "is" if summary.pick_is_best else "is NOT"
         lines.append(f"          the pick, {summary.pick}, {verdict} the measured best: {summary.measured_best} "
                      f"measured fastest, the pick took {summary.pick_over_best:.2f}x its time")
+    for what, name in (("the plan's pick", summary.adopted), ("the deployed schedule", summary.adopted_ours)):
+        if name is not None:
+            lines.append(f"          {what} is now {name}, measured fastest (the network's answer over the model's)")
     if summary.pick_at_scale_over_best is not None and summary.pick_at_scale != summary.pick:
         lines.append(f"          on the scaled fabric the model picks {summary.pick_at_scale}: "
                      f"{summary.pick_at_scale_over_best:.2f}x the measured best's time")

@@ -269,10 +269,13 @@ def _verify_section(rows: Sequence[VerifyRow], summary: VerifySummary, command: 
                    f"{'is' if summary.pick_is_best else 'is not'} the measured best</span>: "
                    f"{html.escape(str(summary.measured_best))} measured fastest; the pick took "
                    f"{summary.pick_over_best:.2f}× its time.")
+    for what, name in (("The plan's pick", summary.adopted), ("The deployed schedule", summary.adopted_ours)):
+        if name is not None:
+            verdict += f" {what} is now {html.escape(name)}, measured fastest."
     return ("<section id='verify-section'><h2>Measured on the emulated fabric</h2>"
             f"<p>{verdict} Links at {summary.scale:.3g}× their bandwidth, no link latency (predictions made the "
-            "same way); each time is the slowest rank's mean over nwbench's calls, netweave's schedules inside the "
-            "MPI collective through netweave's library under Open MPI.</p>" + chart
+            "same way); each time is the slowest rank's mean over warm calls, netweave's schedules on netweave's TCP "
+            "executor, the native MPIs through nwbench.</p>" + chart
             + "<table id='verify-table'><tr><th>candidate</th><th>kind</th><th>predicted</th><th>measured</th>"
             f"<th>measured ÷ predicted</th><th></th></tr>{body}</table>"
             + _cmd(command if "--verify" in command else command + " --verify") + "</section>")
