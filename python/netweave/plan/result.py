@@ -152,8 +152,9 @@ class CandidateRow(Record):
     contention_free: bool
     #: The flow model's prediction.
     predicted_time_s: float
-    #: What ran it in the flow model for that time: a phased candidate's fastest executor (the
-    #: one its deployed ``.nws`` asks for), ``dag`` for a task DAG, a native algorithm's own.
+    #: What ran it in the flow model for that time: a phased candidate's chosen executor
+    #: (``plan.predict_phased``: local-sync unless another is predicted 5 % faster; the one its
+    #: deployed ``.nws`` asks for), ``dag`` for a task DAG, a native algorithm's own.
     executor: str
     throughput_per_server_mib_s: float
     #: Its own traffic's bottleneck bound.
