@@ -2,7 +2,7 @@
 ranks it by the one it chooses (local-sync, then sync, unless another is predicted more than 5 %
 faster), says which one in the table, the JSON and the page, and deploys the schedule with that
 executor — so a contention-free tree schedule whose phases need a barrier is
-ranked as it will run, and the 2 % preference for contention-free schedules can fire."""
+ranked as it will run, and the preference for contention-free schedules can fire."""
 
 import json
 import struct
@@ -75,7 +75,7 @@ def test_the_contention_free_tree_schedule_is_picked_and_the_report_says_why(tre
         for r in faster:
             assert r.predicted_time_s * (1 + plan.CONTENTION_FREE_MARGIN) >= pick.predicted_time_s
         if faster:
-            assert "contention-free and within 2% of the fastest" in pick.reason
+            assert f"contention-free and within {plan.CONTENTION_FREE_MARGIN:.0%} of the fastest" in pick.reason
             assert min(faster, key=lambda r: r.predicted_time_s).name in pick.reason
         else:
             assert pick.reason.startswith("fastest predicted, and contention-free")

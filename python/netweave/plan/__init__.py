@@ -70,16 +70,18 @@ BASELINE = BASELINES["alltoall"]
 #: Collectives a plan is made for.
 COLLECTIVES = tuple(BASELINES)
 
-#: A contention-free candidate this close (relative) to the fastest contended one is picked
-#: instead: the flow model shares links fairly, a shallow-buffer switch drops instead.
-CONTENTION_FREE_MARGIN = 0.02
 #: A candidate listed earlier (the user's MPI, then the baseline) that is as contention-free as
 #: the pick, has no more phases and is predicted within this (relative) of it is picked
 #: instead: a smaller predicted gain lies inside what the model tells apart. On the 3-level
 #: tree of the fidelity benchmark, tree-phased is predicted 10 µs (0.01–0.5 %) ahead of shift,
 #: its last phase's paths being shorter, and measured 1.07–1.26× slower, its root-crossing
-#: phases packed back to back.
+#: phases packed back to back. The same margin chooses a phased candidate's executor.
 LEVEL_MARGIN = 0.05
+#: A contention-free candidate this close (relative) to the fastest contended one is picked
+#: instead: the flow model shares links fairly, a shallow-buffer switch drops instead, and a
+#: smaller gain lies inside what the model tells apart (the executor rule alone may cost a
+#: candidate that much: binomial gathers run local-sync 2 % behind async).
+CONTENTION_FREE_MARGIN = LEVEL_MARGIN
 #: A one-lane routing this close (relative) to the suited engine's prediction is preferred:
 #: OpenSM installs its tables alone, no service levels or lane maps needed.
 ONE_LANE_MARGIN = 0.02

@@ -145,7 +145,7 @@ def verify(topo: Topology, routes: RoutingTable, result: PlanResult, built: list
             measured[name] = run["makespan_s"] if run["ok"] else None
             lost = run["losses"]
             if not run["ok"]:
-                problems[name] = f"the run failed: {run['cause']}"
+                problems[name] = f"the run failed: {_failure(run)}"
             elif lost["retransmitted_segments"]:
                 problems[name] = f"{lost['retransmitted_segments']} segments retransmitted"
         for implementation in natives:
@@ -191,6 +191,19 @@ def _candidates(topo: Topology, result: PlanResult, built: list[plan_mod.Candida
     natives = {r.name: r for r in result.native}
     native_work = {name: plan_mod.native_schedule(name, collective, placed, nbytes, root) for name in natives}
     return chosen, graphs, natives, native_work
+
+
+def _failure(run: dict[str, Any]) -> str:
+    """Why a run failed: its cause and, where that is a rank the launcher stopped, what a rank
+    that failed by itself said (the launcher's own words name no reason)."""
+    cause = run.get("cause")
+    if cause is None:
+        return "no rank named a cause"
+    text = f"rank {cause['rank']}: {cause['reason']}"
+    said = next((f for f in run.get("failures", []) if f["exit"] is not None and f["rank"] != cause["rank"]), None)
+    if cause["exit"] is None and said is not None:
+        text += f" (rank {said['rank']}: {said['reason']})"
+    return text
 
 
 def _order(row: CandidateRow) -> str:

@@ -79,10 +79,10 @@ TIMEOUT_FACTORS = (1.0, 1.025, 1.05, 1.075, 1.1, 1.15)
 WINDOW_SEGMENTS = (4, 6, 8, 10, 12, 14, 16, 20, 24, 32)
 SURVIVOR_FRACTIONS = tuple(round(0.15 + 0.05 * i, 2) for i in range(12))
 #: Short incasts that test the tail-loss probe, from the most senders: segments per sender, and
-#: the grid of the probe's fixed part. Each flow outlasts its initial window (10 segments), so its
-#: last segments leave after ACKs, alone, where a probe fails: bursts of 7–8 segments per flow
-#: never timed out in 24 warm calls at links × 0.05 and × 0.353 however long they drained, bursts
-#: of 10–16 in a third of them (docs/flowsim.md, the probe across link rates).
+#: the grid of the probe's fixed part. Each flow outlasts its initial window (10 segments):
+#: bursts of 7–8 segments per flow never timed out in 24 warm calls at links × 0.05 and × 0.353
+#: however long they drained, so they cannot measure the probe; bursts of 10–16 did in 13 of 48
+#: (docs/flowsim.md, the probe across link rates).
 PROBE_SEGMENTS = (11, 16)
 PROBE_SECONDS = (0.0, 0.002, 0.004, 0.007, 0.01, 0.015, 0.02, 0.03)
 #: Steady sharing: Concurrent all-to-all among this many hosts (at most), bytes per pair; and the
