@@ -30,9 +30,11 @@
 //!    bytes are sent. The burst overflows in the first round trip whose windows exceed `P`;
 //!    resuming flows that finish before then lose nothing.
 //! 3. **Outlasting the probe.** The queue stays full while the bytes the burst still has to
-//!    send from that round trip drain, `D = ΣS / C`. Linux probes a tail loss after about two round trips, `2·(B/C + RTT)` with a
-//!    full queue, plus a fixed part ([`TcpModel::probe_s`]); if `D` is shorter, the probes
-//!    meet a draining queue and repair every loss without a timeout.
+//!    send from that round trip drain, `D = ΣS / C`. Linux probes a tail loss after about two
+//!    round trips, `2·(B/C + RTT)` with a full queue, plus a fixed part
+//!    ([`TcpModel::probe_s`]); if `D` is shorter, the probes meet a draining queue and repair
+//!    every loss without a timeout. (Measured warm, short bursts pay a timeout in some calls
+//!    and not others; this rule says all or none — docs/flowsim.md.)
 //! 4. **Timeouts.** Otherwise `p` keeps `K = max(1, ⌊P / w⌋)` flows whose window `w`
 //!    ([`TcpModel::window_segments`]) lets them ride out the overshoot, or the share
 //!    [`TcpModel::survivor_fraction`] of all its flows if more. Flows already streaming keep
@@ -41,8 +43,9 @@
 //!    resuming into a port still busy with the survivors of its round thus times out again.
 //!
 //! A victim stops streaming for [`TcpModel::timeout_s`] and restarts where it was (its bytes
-//! already delivered stay delivered), meeting the rule again from a one-segment window. No exponential backoff: its
-//! one-segment retransmission gets through, and Linux times a later loss afresh.
+//! already delivered stay delivered), meeting the rule again from a one-segment window. No
+//! exponential backoff: its one-segment retransmission gets through, and Linux times a later
+//! loss afresh.
 //!
 //! **Steady sharing.** Many long-lived flows converging on one port lose segments all along,
 //! not only in a burst at their start, when the port cannot queue a minimum window for each.
