@@ -98,7 +98,7 @@ def test_the_deployed_schedule_asks_for_the_executor_the_ranking_used(tmp_path):
     (code,) = struct.unpack_from("<I", header, 52)
     assert NWS_EXECUTORS[code] == row["executor"]
     readme = (out / "README.md").read_text()
-    assert f"with the {row['executor']} executor (the fastest the flow model found at " in readme
+    assert f"with the {row['executor']} executor (the plan's choice at " in readme
     page = (out / "index.html").read_text()
     assert "the fastest counts" in page and f"<td>{row['executor']}</td>" in page
 

@@ -208,8 +208,8 @@ def write_artifacts(topo: Topology, routes: _core.RoutingTable, result: PlanResu
     lanes, :func:`netweave.stages.routing.save_opensm`), netweave's best
     schedule for the job as ``<collective>-<ranks>.nws`` (the name the MPI library looks up in
     a schedule directory; a phased schedule asks for the executor its prediction, and so the
-    ranking, used — the fastest the flow model found for it; a paper-004 DAG is written as its
-    task graph) and, phased, as ``.json``; the rank
+    ranking, used — local-sync unless another is predicted 5 % faster (:func:`predict_phased`);
+    a paper-004 DAG is written as its task graph) and, phased, as ``.json``; the rank
     placement as an Open MPI ``rankfile``, a Fujitsu ``vcoordfile`` and a Cray
     ``MPICH_RANK_ORDER`` when `placement` is given, and ``README.md`` saying which command uses
     each file — and, when the user's own MPI is predicted fastest, that it is. `routes` are the
@@ -264,7 +264,7 @@ def write_artifacts(topo: Topology, routes: _core.RoutingTable, result: PlanResu
             written += [nws, out_dir / f"{collective}-{ranks}.json"]
             tried = ", ".join(f"{ex} {t * 1e3:.3f} ms" for ex, t in times.items())
             uses.append((nws.name, f"{name} inside `{mpi_call}` of an unchanged program, any message size, with the "
-                         f"{executor} executor (the fastest the flow model found at {job.bytes_per_pair} bytes per "
+                         f"{executor} executor (the plan's choice at {job.bytes_per_pair} bytes per "
                          f"block: {tried}){verdict}: " + program))
             uses.append((f"{collective}-{ranks}.json", "the same schedule as JSON: `netweave analyze`, "
                          "`netweave simulate flow`, `netweave run`"))
