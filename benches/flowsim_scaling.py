@@ -71,12 +71,13 @@ def paper_003(rows: list, lossy: bool) -> None:
 
     topo = _torus([16, 16, 16], 40.0, 120.0)  # 5 GB/s = 40 Gbit/s
     sched = traffic.build("allgather", "bruck", num_ranks=4096, bytes=2048)
+    fabrics = models(topo, lossy)
     for placement_name, placement in (("x,y,z", list(range(4096))), ("bit-reversal", bit_reversal(12))):
         s = sched.with_placement(placement)
+        loads = fabrics[0][1].analyze(s)  # the same paths on either link layer
         for executor in ("local-sync", "sync", "async"):
             lossless_wall = 0.0
-            for model, routes in models(topo, lossy):
-                loads = routes.analyze(s)
+            for model, routes in fabrics:
                 t0 = time.perf_counter()
                 rep = flowsim.simulate(routes, s, executor=executor)
                 wall = time.perf_counter() - t0

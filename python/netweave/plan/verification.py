@@ -261,9 +261,9 @@ def adopt_measured(result: PlanResult, rows: list[VerifyRow], summary: VerifySum
     timed = {r.name: r.measured_s for r in rows
              if r.measured_s and r.name in rows_by_name and rows_by_name[r.name].pickable
              and rows_by_name[r.name].complete}
-    baseline = next((r for r in result.schedules if result.best is not None and r.name == result.best.baseline), None)
-    if baseline is None:
+    if result.best is None:
         return
+    baseline = next(r for r in result.schedules if r.name == result.best.baseline)
     for attribute, pool in (("best", timed), ("ours", {n: t for n, t in timed.items()
                                                        if rows_by_name[n].kind != "native"})):
         pick = getattr(result, attribute)

@@ -274,6 +274,12 @@ pub(super) struct Losses {
     pub(super) timeouts: u64,
 }
 
+/// Segments a flow resuming from a one-segment window has sent before round trip `round`:
+/// 1 + 2 + … + 2^(round−1).
+fn resumed_segments_before(round: u32) -> f64 {
+    2f64.powi(round as i32) - 1.0
+}
+
 /// Relative tolerance for "the port is saturated" and "the offered load exceeds it".
 const SATURATED: f64 = 1e-6;
 
@@ -539,7 +545,7 @@ impl Losses {
         if !self.resumed[f as usize] {
             return if round == 0 { segments.min(self.initial_window) } else { 0.0 };
         }
-        let sent = 2f64.powi(round as i32) - 1.0;
+        let sent = resumed_segments_before(round);
         (segments - sent).clamp(0.0, sent + 1.0)
     }
 
@@ -563,8 +569,7 @@ impl Losses {
                     .map(|&f| {
                         let left = remaining[f as usize];
                         if self.resumed[f as usize] {
-                            let sent = (2f64.powi(round as i32) - 1.0) * self.segment_bytes;
-                            (left - sent).max(0.0)
+                            (left - resumed_segments_before(round) * self.segment_bytes).max(0.0)
                         } else {
                             left
                         }
