@@ -334,7 +334,7 @@ def test_calibrate_measures_the_model_parameters_and_refuses_bad_input(name, tmp
     assert (doc["format"], doc["version"]) == ("netweave-calibration", 1)
     assert doc["fabric"]["link_layer"] == "ethernet" and doc["fabric"]["port_buffer_bytes"] == 64 * 1024
     p = doc["parameters"]
-    assert p["overhead_s"] > 0 and p["sync_s"] >= 0 and set(p["tcp"]) >= {"timeout_s", "window_segments", "survivor_fraction"}
+    assert p["overhead_s"] > 0 and p["sync_s"] >= 0 and set(p["tcp"]) >= {"timeout_s", "window_segments", "survival_per_segment"}
     assert [pt["senders"] for pt in doc["measurements"]["incast"]] == [2, 5]
     # The native MPIs' own gathers on every host, each library's cost fitted to them.
     for library in ("openmpi", "mpich"):

@@ -102,7 +102,7 @@ fn tcp_model(overrides: std::collections::HashMap<String, f64>) -> PyResult<TcpM
             }
             "timeout_s" => tcp.timeout_s = value,
             "window_segments" => tcp.window_segments = value,
-            "survivor_fraction" => tcp.survivor_fraction = value,
+            "survival_per_segment" => tcp.survival_per_segment = value,
             "initial_window_segments" => tcp.initial_window_segments = value,
             "probe_s" => tcp.probe_s = value,
             "min_window_segments" => tcp.min_window_segments = value,
@@ -111,7 +111,7 @@ fn tcp_model(overrides: std::collections::HashMap<String, f64>) -> PyResult<TcpM
             other => {
                 return Err(NetweaveErrorPy::new_err(format!(
                     "unknown TCP model parameter '{other}' (known: segment_bytes, timeout_s, window_segments, \
-                     survivor_fraction, initial_window_segments, probe_s, min_window_segments, \
+                     survival_per_segment, initial_window_segments, probe_s, min_window_segments, \
                      steady_free_segments, steady_segments_per_timeout)"
                 )))
             }

@@ -181,7 +181,7 @@ def calibrate_cmd(
     if "tcp" in p:
         t = p["tcp"]
         print(f"TCP: timeout {t['timeout_s'] * 1e3:.0f} ms, {t['window_segments']:g} segments per flow, "
-              f"survivor fraction {t['survivor_fraction']:g}")
+              f"survival per segment {t['survival_per_segment']:g}")
         for point in doc["measurements"]["incast"]:
             print(f"  incast {point['senders']:>3} x {point['bytes']:,} B: measured median {point['median_s'] * 1e3:.1f} ms "
                   f"(runs {', '.join(f'{t * 1e3:.0f}' for t in point['measured_s'])}), predicted {point['predicted_s'] * 1e3:.1f} ms")

@@ -11,7 +11,7 @@ what the flow model takes as parameters:
   chain's is what one sync costs.
 - **loss behaviour at the port buffer** (``tcp``, Ethernet only): an incast sweep — ``k``
   senders (hosts 1..k) each sending ``bytes`` to host 0 at once, ``repeats`` times each — and
-  the TCP model's parameters (timeout, window per flow, survivor fraction; see
+  the TCP model's parameters (timeout, window per flow, survival per segment; see
   docs/flowsim.md) that the flow model needs to predict the sweep's median times, found by a
   grid search over what the literature and Linux make plausible.
 - **the tail-loss probe** (``tcp.probe_s``, Ethernet only): incasts of short messages
@@ -74,10 +74,11 @@ DEFAULT_REPEATS = 2
 CHAIN_TASKS = 200
 #: The grid the TCP parameters are fitted on: timeouts as multiples of Linux's RTO_min (a
 #: timed-out flow also ran for a few round trips before its loss was detected), windows per
-#: flow in segments, survivor fractions.
+#: flow in segments, survival per segment (a burst keeps σ^S of its flows, S the segments each has
+#: left: long flows barely tell these apart, and ties keep the default).
 TIMEOUT_FACTORS = (1.0, 1.025, 1.05, 1.075, 1.1, 1.15)
 WINDOW_SEGMENTS = (4, 6, 8, 10, 12, 14, 16, 20, 24, 32)
-SURVIVOR_FRACTIONS = tuple(round(0.15 + 0.05 * i, 2) for i in range(12))
+SURVIVAL_PER_SEGMENT = (0.95, 0.97, 0.98, 0.985, 0.99, 0.993, 0.995, 0.997, 0.998, 0.999)
 #: Short incasts that test the tail-loss probe, from the most senders: segments per sender, and
 #: the grid of the probe's fixed part. Each flow outlasts its initial window (10 segments):
 #: bursts of 7–8 segments per flow never timed out in 24 warm calls at links × 0.05 and × 0.353
@@ -196,7 +197,7 @@ def fit_tcp(topo: Topology, routes: RoutingTable, points: list[dict[str, Any]], 
     """The TCP parameters whose predictions of the sweep `points` (``kind`` incast with
     ``senders``, or concurrent with ``hosts``; ``bytes``, ``median_s``) are closest, in squared
     log ratio summed over the points; and that error. Fitted in three steps, each with the
-    earlier ones fixed (module doc): the 1 MB incasts (timeout, window, survivor fraction), the
+    earlier ones fixed (module doc): the 1 MB incasts (timeout, window, survival per segment), the
     short incasts (probe), the concurrent all-to-alls (steady sharing). A step without points
     keeps the defaults."""
     scaled = emulate.predicted_topology(topo, scale, buffer)
@@ -211,8 +212,8 @@ def fit_tcp(topo: Topology, routes: RoutingTable, points: list[dict[str, Any]], 
         "concurrent": [p for p in points if p.get("kind") == "concurrent"],
     }
     grids: dict[str, list[dict[str, float]]] = {
-        "incast": [{"timeout_s": rto * factor, "window_segments": float(window), "survivor_fraction": fraction}
-                   for factor in TIMEOUT_FACTORS for window in WINDOW_SEGMENTS for fraction in SURVIVOR_FRACTIONS],
+        "incast": [{"timeout_s": rto * factor, "window_segments": float(window), "survival_per_segment": survival}
+                   for factor in TIMEOUT_FACTORS for window in WINDOW_SEGMENTS for survival in SURVIVAL_PER_SEGMENT],
         "probe": [{"probe_s": probe} for probe in PROBE_SECONDS],
         "concurrent": [{"steady_free_segments": free, "steady_segments_per_timeout": per}
                        for free in STEADY_FREE_SEGMENTS for per in STEADY_SEGMENTS_PER_TIMEOUT],

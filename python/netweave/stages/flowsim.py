@@ -45,13 +45,14 @@ _ARRAY_FIELDS = ("host_finish_s", "channel_busy_s", "channel_bytes", "channel_ut
 Workload = _core.Schedule | _core.TaskGraph
 
 #: The lossy model's parameters and their defaults, as the engine holds them (one place:
-#: ``flowsim/loss.rs``): ``segment_bytes``, ``timeout_s``, ``window_segments``, ``survivor_fraction``,
-#: ``initial_window_segments``, ``probe_s``.
+#: ``flowsim/loss.rs``): ``segment_bytes``, ``timeout_s``, ``window_segments``, ``survival_per_segment``,
+#: ``initial_window_segments``, ``probe_s``, ``min_window_segments``, ``steady_free_segments``,
+#: ``steady_segments_per_timeout``.
 TCP_DEFAULTS: dict[str, float] = dict(_core.flow_tcp_defaults())
 
 #: Calibration files: format tag and the one version this netweave reads.
 CALIBRATION_FORMAT = "netweave-calibration"
-CALIBRATION_VERSION = 1
+CALIBRATION_VERSION = 2
 #: What a calibration file's ``parameters`` may hold besides ``tcp``.
 CALIBRATION_TIMES = ("overhead_s", "sync_s", "barrier_s")
 

@@ -36,8 +36,12 @@
 //!    every loss without a timeout. (Measured warm, short bursts pay a timeout in some calls
 //!    and not others; this rule says all or none — docs/flowsim.md.)
 //! 4. **Timeouts.** Otherwise `p` keeps `K = max(1, ⌊P / w⌋)` flows whose window `w`
-//!    ([`TcpModel::window_segments`]) lets them ride out the overshoot, or the share
-//!    [`TcpModel::survivor_fraction`] of all its flows if more. Flows already streaming keep
+//!    ([`TcpModel::window_segments`]) lets them ride out the overshoot, or the share `σ^S̄`
+//!    of all its flows if more, `S̄` the segments each flow of the burst has left to send from
+//!    the overflow on and `σ` [`TcpModel::survival_per_segment`]: every segment a flow still
+//!    sends into the full queue is one more chance to lose what it cannot repair, so bursts
+//!    of long flows keep little more than `K` (measured: 2–3 of 31 × 1 MB) and short ones
+//!    most (7–13 of 15 × 64 KiB). Flows already streaming keep
 //!    their places (ACK clocked, they recover by fast retransmit); the burst loses the rest,
 //!    the higher message indices first (every member started at the same instant). A flow
 //!    resuming into a port still busy with the survivors of its round thus times out again.
@@ -101,10 +105,11 @@ pub const LINUX_INITIAL_WINDOW_SEGMENTS: f64 = 10.0;
 /// initial window it overshoots with plus the three duplicate ACKs fast retransmit waits for
 /// and the lost segment itself.
 pub const RECOVERY_WINDOW_SEGMENTS: f64 = 14.0;
-/// Share of the flows of an overflowing burst that escape a timeout, measured on emulated
-/// incast (1 MB per sender, 4–31 senders, 64 KiB port buffer: about 40 % of the flows still
-/// waiting finish in each RTO round).
-pub const INCAST_SURVIVOR_FRACTION: f64 = 0.4;
+/// Share of an overflowing burst's flows that escape a timeout, per segment each still has to
+/// send: `σ^S̄` of them survive. Fitted on emulated incasts (64 KiB port buffer; flows finishing
+/// in the first round trip of timeouts: 7–13 of 15 × 64 KiB at 353 Mbit/s, 12–23 of 31 × 64 KiB
+/// at 1 Gbit/s, 3–7 of 15 × 128 KiB at 353 Mbit/s; `benches/incast_rounds.py`).
+pub const INCAST_SURVIVAL_PER_SEGMENT: f64 = 0.99;
 /// Fixed part of the wait before a tail-loss probe, seconds: Linux waits two smoothed round
 /// trips plus 2 ms (`TCP_TIMEOUT_MIN_US`). Warm connections, as an application's repeated
 /// collective and `plan --verify` run them, bear it out on the emulated cluster: gathers of
@@ -138,8 +143,9 @@ pub struct TcpModel {
     pub timeout_s: f64,
     /// Segments of window a flow needs at a port to escape timeouts (see the module doc).
     pub window_segments: f64,
-    /// Share of the flows of an overflowing burst that escape a timeout.
-    pub survivor_fraction: f64,
+    /// Share of an overflowing burst's flows that escape a timeout, per segment each still has
+    /// to send (`σ`: `σ^S̄` of them survive).
+    pub survival_per_segment: f64,
     /// Segments a starting flow sends before its first ACK returns (its initial window).
     pub initial_window_segments: f64,
     /// Fixed part of the wait before a tail-loss probe, seconds (the probe also waits two
@@ -160,7 +166,7 @@ impl Default for TcpModel {
             segment_bytes: ETHERNET_MSS,
             timeout_s: LINUX_RTO_MIN_S,
             window_segments: RECOVERY_WINDOW_SEGMENTS,
-            survivor_fraction: INCAST_SURVIVOR_FRACTION,
+            survival_per_segment: INCAST_SURVIVAL_PER_SEGMENT,
             initial_window_segments: LINUX_INITIAL_WINDOW_SEGMENTS,
             probe_s: LINUX_PROBE_MIN_S,
             min_window_segments: FAST_RETRANSMIT_MIN_WINDOW,
@@ -191,8 +197,8 @@ impl TcpModel {
                 return crate::invalid!("{name} must be at least 1 segment, got {v}");
             }
         }
-        if !(self.survivor_fraction.is_finite() && (0.0..=1.0).contains(&self.survivor_fraction)) {
-            return crate::invalid!("survivor fraction must lie in 0..1, got {}", self.survivor_fraction);
+        if !(self.survival_per_segment.is_finite() && (0.0..=1.0).contains(&self.survival_per_segment)) {
+            return crate::invalid!("survival per segment must lie in 0..1, got {}", self.survival_per_segment);
         }
         if !(self.probe_s.is_finite() && self.probe_s >= 0.0) {
             return crate::invalid!("loss probe time must be a non-negative number of seconds, got {}", self.probe_s);
@@ -222,7 +228,7 @@ pub(super) struct Losses {
     clear_flows: Vec<u32>,
     /// How long a burst must keep port `r` full to outlast the tail-loss probes, seconds.
     probe_s: Vec<f64>,
-    survivor_fraction: f64,
+    survival_per_segment: f64,
     segment_bytes: f64,
     initial_window: f64,
     pub(super) timeout_s: f64,
@@ -329,7 +335,7 @@ impl Losses {
             held_segments,
             clear_flows,
             probe_s,
-            survivor_fraction: tcp.survivor_fraction,
+            survival_per_segment: tcp.survival_per_segment,
             segment_bytes: mss,
             initial_window: tcp.initial_window_segments,
             timeout_s: tcp.timeout_s,
@@ -633,14 +639,15 @@ impl Losses {
         let cut = if bytes / capacity <= self.probe_s[r as usize] {
             0
         } else {
-            // 4. The port keeps K flows, or the survivor share of all its flows if more; the
+            // 4. The port keeps K flows, or the share σ^S̄ of all its flows if more (S̄: the
+            // segments each burst flow has left from the overflow on); the
             // flows already streaming hold their places, the burst loses the rest.
             // Flows another port already cut at this instant are leaving: counting them would
             // let two ports of one burst cut every flow between them, again at every resume.
             let chosen = &self.chosen;
             let flows = fair.flows_on(r).iter().filter(|&&f| !chosen[f as usize]).count();
-            let keep =
-                (self.clear_flows[r as usize] as usize).max((self.survivor_fraction * flows as f64).round() as usize);
+            let share = self.survival_per_segment.powf(bytes / n as f64 / self.segment_bytes);
+            let keep = (self.clear_flows[r as usize] as usize).max((share * flows as f64).round() as usize);
             n.min(flows.saturating_sub(keep))
         };
         if cut > 0 && cut < n {
@@ -695,10 +702,17 @@ mod tests {
 
     /// Every sender 1..=senders sends `bytes` to host 0 at once.
     fn incast(topo: &Topology, senders: u32, bytes: u64) -> crate::flowsim::FlowReport {
+        incast_with(topo, senders, bytes, TcpModel::default())
+    }
+
+    /// [`incast`] with these TCP parameters.
+    fn incast_with(topo: &Topology, senders: u32, bytes: u64, tcp: TcpModel) -> crate::flowsim::FlowReport {
         let routes = shortest_path(topo).unwrap();
         let phase: Vec<Message> = (1..=senders).map(|s| Message { src: s, dst: 0, bytes }).collect();
         let sched = Schedule::from_phases("incast", topo.num_hosts() as u32, vec![phase]).unwrap();
-        simulate(topo, &routes, &sched, &FlowConfig::new(Executor::Async)).unwrap()
+        let mut config = FlowConfig::new(Executor::Async);
+        config.tcp = tcp;
+        simulate(topo, &routes, &sched, &config).unwrap()
     }
 
     #[test]
@@ -725,15 +739,16 @@ mod tests {
         let tcp = TcpModel::default();
         let r = incast(&star(32, ethernet), 31, 1_000_000);
         assert!(r.timeouts > 0);
-        // 31 → 12 survive (the survivor share). The victims resume from one segment each and
-        // overflow the port's 44.9 segments once their windows double past it: 19 at 4
-        // segments → 8 survive, 11 at 8 → 4, 7 at 8 → 3 and 4 at 16 → 3 (K = ⌊44.9 / 14⌋
-        // flows, the share being less); each burst's megabytes outlast the probes (2 × 65.5 µs
-        // + probe_s). The last flow resumes alone: five timeout rounds, each ending once the
-        // port's survivors have drained long before the RTO fires.
+        // Each flow has 685 segments to send: a share 0.99^685 = 0.1 % of them would survive,
+        // so the port keeps K = ⌊44.9 / 14⌋ = 3 and 28 time out. They resume from one segment
+        // each and overflow the port's 44.9 segments once their windows double past it, with
+        // megabytes left that outlast the probes (2 × 65.5 µs + probe_s): 3 more survive each
+        // round (28 → 25 → … → 4 → 1). The last flow resumes alone: ten timeout rounds, each
+        // ending once the port's survivors have drained long before the RTO fires.
+        assert!(tcp.survival_per_segment.powf(1e6 / 1460.0) * 31.0 < 0.5);
         let rounds = (r.makespan_s / tcp.timeout_s).floor();
-        assert_eq!(rounds, 5.0, "makespan {} timeouts {}", r.makespan_s, r.timeouts);
-        assert_eq!(r.timeouts, 19 + 11 + 7 + 4 + 1);
+        assert_eq!(rounds, 10.0, "makespan {} timeouts {}", r.makespan_s, r.timeouts);
+        assert_eq!(r.timeouts, (1..=28).rev().step_by(3).sum::<u64>());
         // The lost segments were sent again and crossed the receiver's link a second time.
         assert!(r.retransmitted_bytes > 0);
         assert!(r.channel_bytes.iter().copied().max().unwrap() > 31_000_000, "{:?}", r.channel_bytes);
@@ -746,14 +761,37 @@ mod tests {
     }
 
     #[test]
+    fn long_flows_leave_fewer_survivors_than_short_ones() {
+        // 31 × 64 KiB (44.9 segments each) at 1 Gbit/s drain in 16.3 ms, past the probes
+        // (2 × 0.52 ms + 2 ms), and keep round(31 · 0.99^44.9) = 20 flows; 11 time out. They
+        // resume with 1, 2, 4 segments (44 fit) and overflow with 8, 38 segments each left
+        // (4.9 ms): 8 of them survive (11 · 0.99^38 = 7.5), 3 time out. Those 3 overflow with
+        // 16, and their last 30 segments drain in 1.1 ms, within the probes: two rounds.
+        // 31 × 1 MB keep only K = 3 (above): a segment sent into a full queue is one more
+        // chance to lose what cannot be repaired.
+        let ethernet = Switching::new(LinkLayer::Ethernet, Some(64 * 1024)).unwrap();
+        let tcp = TcpModel::default();
+        let keep = |flows: f64, segments: f64| (flows * tcp.survival_per_segment.powf(segments)).round() as u64;
+        assert_eq!((keep(31.0, 65536.0 / 1460.0), keep(11.0, 38.0)), (20, 8));
+        let r = incast(&star_at(32, 1.0, ethernet), 31, 65536);
+        assert_eq!(r.timeouts, 11 + 3);
+        assert!(r.makespan_s > 2.0 * tcp.timeout_s && r.makespan_s < 3.0 * tcp.timeout_s, "{}", r.makespan_s);
+        // Every flow surviving whatever its length (σ = 1): the port keeps all, nothing times out.
+        let r = incast_with(&star_at(32, 1.0, ethernet), 31, 65536, TcpModel { survival_per_segment: 1.0, ..tcp });
+        assert_eq!(r.timeouts, 0);
+    }
+
+    #[test]
     fn short_flows_resuming_from_one_segment_finish_before_they_overflow() {
         // 31 × 10,000 B (7 segments) at 12.5 MB/s: the burst drains in 24.8 ms, past the
-        // probes (2 × 5.2 ms + 2 ms), and 19 flows time out. They resume with 1, 2, 4
-        // segments: 76 overflow the 44.9 the port holds in the third round trip, when 4
-        // segments of each are left — 8.5 ms to drain, within the probes. One timeout round;
-        // resumed at the initial window (7 segments each, 15.2 ms) they would have paid a second.
+        // probes (2 × 5.2 ms + 2 ms). With σ set so 40 % of them survive (σ^6.85 = 0.4), 19
+        // flows time out. They resume with 1, 2, 4 segments: 76 overflow the 44.9 the port
+        // holds in the third round trip, when 4 segments of each are left — 8.5 ms to drain,
+        // within the probes. One timeout round; resumed at the initial window (7 segments each,
+        // 15.2 ms) they would have paid a second.
         let ethernet = Switching::new(LinkLayer::Ethernet, Some(64 * 1024)).unwrap();
-        let r = incast(&star_at(32, 0.1, ethernet), 31, 10_000);
+        let tcp = TcpModel { survival_per_segment: 0.4f64.powf(1460.0 / 10_000.0), ..TcpModel::default() };
+        let r = incast_with(&star_at(32, 0.1, ethernet), 31, 10_000, tcp);
         assert_eq!(r.timeouts, 19);
         let drain = 31.0 * 10_000.0 / 12.5e6;
         assert!(r.makespan_s > TcpModel::default().timeout_s && r.makespan_s < 2.0 * TcpModel::default().timeout_s);
@@ -880,7 +918,7 @@ mod tests {
     fn parameters_are_checked() {
         for bad in [
             TcpModel { timeout_s: 0.0, ..TcpModel::default() },
-            TcpModel { survivor_fraction: 1.5, ..TcpModel::default() },
+            TcpModel { survival_per_segment: 1.5, ..TcpModel::default() },
             TcpModel { window_segments: f64::NAN, ..TcpModel::default() },
             TcpModel { segment_bytes: 0, ..TcpModel::default() },
             TcpModel { initial_window_segments: 0.5, ..TcpModel::default() },
