@@ -46,7 +46,7 @@ def main() -> None:
                 schedule = built[candidate]
                 for order in plan.PHASED_EXECUTORS:
                     graph = executor.as_task_graph(schedule, executor.phase_groups_for(schedule, order))
-                    predicted = plan.predict(scaled, graph, "dag", 1)["makespan_s"]
+                    predicted = plan.predict(scaled, graph, "dag", 1, tcp=emulate.HOST_TCP)["makespan_s"]
                     run = emulate.run(fabric, graph, warmup=1, reps=3)
                     row = {"fabric": args.fabric, "bytes": nbytes, "candidate": candidate, "executor": order,
                            "predicted_ms": predicted * 1e3,

@@ -52,10 +52,11 @@ def predicted(topo, routes, library: str, collective: str, placed: list[int], nb
     predicted as the shift it is (no library cost: the calibration measured the default)."""
     if forced == "pairwise":
         sched = traffic.build("alltoall", "shift", topology=topo, hosts=",".join(map(str, placed)), bytes=nbytes)
-        return (plan.predict(routes, sched, "local-sync", 1, calibration)["makespan_s"],
+        return (plan.predict(routes, sched, "local-sync", 1, calibration, emulate.HOST_TCP)["makespan_s"],
                 f"alltoall-openmpi-pairwise(N={len(placed)})")
     sched, info = plan.native_workload(library, collective, placed, nbytes)
-    return (plan.predict_native(routes, sched, library, info, len(placed), nbytes, calibration)["makespan_s"],
+    return (plan.predict_native(routes, sched, library, info, len(placed), nbytes, calibration,
+                                emulate.HOST_TCP)["makespan_s"],
             sched.name)
 
 

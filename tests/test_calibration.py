@@ -25,9 +25,23 @@ def _measured(topo, routes, points, tcp):
     out = []
     for p in points:
         graph, nct = calibration._graph(p, topo.num_hosts)
-        t = flowsim.simulate(scaled, graph, executor="dag", nct=nct, tcp=tcp)["makespan_s"]
+        t = flowsim.simulate(scaled, graph, executor="dag", nct=nct, tcp={**tcp, **emulate.HOST_TCP})["makespan_s"]
         out.append({**p, "median_s": t})
     return out
+
+
+def test_predictions_of_emulated_runs_use_the_emulated_hosts_tcp():
+    # The emulated hosts send no TCP timestamps: victims of a long incast cut again before any
+    # new data arrived back off (Karn's rule), which the default (Linux's timestamps) does not.
+    topo = topology.switch_tree([], 32, [], [], 1.0, 5_000.0).with_switching("ethernet", 64 * 1024)
+    routes = routing.route(topo, "updown")
+    graph = calibration.incast(31, 1_000_000, 32)
+    emulated = emulate.predict(topo, routes, graph, 1.0)
+    scaled = emulate.scaled_routes(routes, emulate.predicted_topology(topo, 1.0))
+    timed = flowsim.simulate(scaled, graph, executor="dag")
+    karn = flowsim.simulate(scaled, graph, executor="dag", tcp={"timestamps": False})
+    assert emulate.HOST_TCP == {"timestamps": False}
+    assert emulated["makespan_s"] == karn["makespan_s"] > timed["makespan_s"] + flowsim.TCP_DEFAULTS["timeout_s"]
 
 
 def test_concurrent_alltoall_graph_posts_every_pair_at_once():
@@ -111,8 +125,10 @@ def test_a_calibration_file_round_trips_and_old_files_still_load(tmp_path):
 
 @pytest.mark.parametrize("bad, needle", [({"steady_segments_per_timeout": 0.0}, "segments per steady timeout"),
                                          ({"min_window_segments": 0.5}, "minimum window"),
-                                         ({"steady_free_segments": -3.0}, "before steady timeouts")])
-def test_bad_steady_parameters_are_refused_in_one_line(bad, needle):
+                                         ({"steady_free_segments": -3.0}, "before steady timeouts"),
+                                         ({"survival_per_segment": 1.5}, "survival per segment"),
+                                         ({"timestamps": 2}, "timestamps must be true or false")])
+def test_bad_tcp_parameters_are_refused_in_one_line(bad, needle):
     topo = _star()
     doc = calibration._document(topo, 1.0, None, {"tcp": bad}, {}, None)
     with pytest.raises(NetweaveError, match=needle) as e:

@@ -108,11 +108,15 @@ fn tcp_model(overrides: std::collections::HashMap<String, f64>) -> PyResult<TcpM
             "min_window_segments" => tcp.min_window_segments = value,
             "steady_free_segments" => tcp.steady_free_segments = value,
             "steady_segments_per_timeout" => tcp.steady_segments_per_timeout = value,
+            "timestamps" if value == 0.0 || value == 1.0 => tcp.timestamps = value == 1.0,
+            "timestamps" => {
+                return Err(NetweaveErrorPy::new_err(format!("timestamps must be true or false (1 or 0), got {value}")))
+            }
             other => {
                 return Err(NetweaveErrorPy::new_err(format!(
                     "unknown TCP model parameter '{other}' (known: segment_bytes, timeout_s, window_segments, \
                      survival_per_segment, initial_window_segments, probe_s, min_window_segments, \
-                     steady_free_segments, steady_segments_per_timeout)"
+                     steady_free_segments, steady_segments_per_timeout, timestamps)"
                 )))
             }
         }

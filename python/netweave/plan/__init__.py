@@ -161,15 +161,16 @@ def _check_collective(collective: str) -> None:
 
 
 def predict(routes: _core.RoutingTable, workload, executor: str, nct: int = 1,
-            calibration: Path | None = None) -> dict[str, Any]:
+            calibration: Path | None = None, tcp: dict[str, float] | None = None) -> dict[str, Any]:
     """The flow model's prediction of `workload` (a schedule or a DAG) on `routes`: the one
     place the plan asks it, so the fabric's calibration (``--calibration F``, from
-    ``netweave emulate calibrate``) reaches every candidate alike."""
+    ``netweave emulate calibrate``) reaches every candidate alike; `tcp` overrides TCP
+    parameters (the emulated hosts' for ``--verify``)."""
     if calibration is None:
-        return flowsim.simulate(routes, workload, executor=executor, nct=nct)
+        return flowsim.simulate(routes, workload, executor=executor, nct=nct, tcp=tcp)
     if "calibration" not in inspect.signature(flowsim.simulate).parameters:
         raise NetweaveError("--calibration: this flow model takes no calibration file yet")
-    return flowsim.simulate(routes, workload, executor=executor, nct=nct, calibration=calibration)
+    return flowsim.simulate(routes, workload, executor=executor, nct=nct, calibration=calibration, tcp=tcp)
 
 
 def phased_executors(loads: dict[str, Any]) -> tuple[str, ...]:
@@ -704,20 +705,22 @@ def native_candidates(routes, placed: list[int], bytes_per_pair: int, note: Call
 
 
 def predict_native(routes: _core.RoutingTable, sched: Schedule, library: str, info: dict[str, Any], ranks: int,
-                   bytes_per_pair: int, calibration: Path | None = None) -> dict[str, Any]:
+                   bytes_per_pair: int, calibration: Path | None = None,
+                   tcp: dict[str, float] | None = None) -> dict[str, Any]:
     """The flow model's prediction of `library`'s schedule `sched` (`info` from
     :func:`native_workload`) for a job of `ranks` ranks: with the executor and sends in flight
     the algorithm has and, when `calibration` has a ``native`` section for the library, every
     message charged the library's measured host cost instead of the calibration's per-message
-    overhead (:func:`netweave.run.calibration.native_overhead`). Without one, as :func:`predict`."""
+    overhead (:func:`netweave.run.calibration.native_overhead`). Without one, as :func:`predict`
+    (`tcp` as there)."""
     executor, nct = info["executor"], info["concurrent_sends"]
     if calibration is None:
-        return predict(routes, sched, executor, nct)
+        return predict(routes, sched, executor, nct, tcp=tcp)
     document = calibration_mod.load(calibration, routes.topology)
     cost = calibration_mod.native_overhead(document, library, ranks, bytes_per_pair)
     if cost is None:
-        return predict(routes, sched, executor, nct, calibration)
-    return flowsim.simulate(routes, sched, executor=executor, nct=nct, calibration=document, overhead_s=cost)
+        return predict(routes, sched, executor, nct, calibration, tcp)
+    return flowsim.simulate(routes, sched, executor=executor, nct=nct, calibration=document, overhead_s=cost, tcp=tcp)
 
 
 def native_workload(library: str, collective: str, placed: list[int], bytes_per_pair: int,

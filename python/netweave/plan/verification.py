@@ -231,17 +231,18 @@ def _predict(routes: RoutingTable, scale: float, graphs: dict[str, TaskGraph], n
              calibration: Path | None = None) -> dict[str, float]:
     """Each candidate's predicted time on the fabric scaled as the emulation runs it: netweave's
     `graphs` and the `natives` (plan rows) with their schedules `native_work`, charged their
-    library's host cost when `calibration` measured it (:func:`netweave.plan.predict_native`)."""
+    library's host cost when `calibration` measured it (:func:`netweave.plan.predict_native`), with
+    the emulated hosts' TCP (:data:`netweave.run.emulate.HOST_TCP`)."""
     scaled_routes = emulate.scaled_routes(routes, emulate.scaled_topology(routes.topology, scale))
     # Concurrent as the plan predicts it (every send of a host at once); the others one send
     # in flight per host, as netweave's executor runs them.
     predicted = {name: plan_mod.predict(scaled_routes, graph, "dag", max(ranks - 1, 1) if name == plan_mod.CONCURRENT
-                                        else 1, calibration)["makespan_s"]
+                                        else 1, calibration, emulate.HOST_TCP)["makespan_s"]
                  for name, graph in graphs.items()}
     for name, r in natives.items():
         info = {"executor": r.executor, "concurrent_sends": r.concurrent_sends}
         predicted[name] = plan_mod.predict_native(scaled_routes, native_work[name], r.library, info, ranks,
-                                                  bytes_per_pair, calibration)["makespan_s"]
+                                                  bytes_per_pair, calibration, emulate.HOST_TCP)["makespan_s"]
     return predicted
 
 

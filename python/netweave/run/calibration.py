@@ -74,8 +74,8 @@ DEFAULT_REPEATS = 2
 CHAIN_TASKS = 200
 #: The grid the TCP parameters are fitted on: timeouts as multiples of Linux's RTO_min (a
 #: timed-out flow also ran for a few round trips before its loss was detected), windows per
-#: flow in segments, survival per segment (a burst keeps σ^S of its flows, S the segments each has
-#: left: long flows barely tell these apart, and ties keep the default).
+#: flow in segments, survival per segment (a burst keeps survival^S of its flows, S the segments each
+#: has left: long flows barely tell these apart, and ties keep the default).
 TIMEOUT_FACTORS = (1.0, 1.025, 1.05, 1.075, 1.1, 1.15)
 WINDOW_SEGMENTS = (4, 6, 8, 10, 12, 14, 16, 20, 24, 32)
 SURVIVAL_PER_SEGMENT = (0.95, 0.97, 0.98, 0.985, 0.99, 0.993, 0.995, 0.997, 0.998, 0.999)
@@ -183,7 +183,7 @@ def _grid_fit(scaled_routes: RoutingTable, points: list[dict[str, Any]], grid: l
         error = 0.0
         for graph, nct, measured in graphs:
             predicted = flowsim.simulate(scaled_routes, graph, executor="dag", nct=nct, overhead_s=overhead_s,
-                                         sync_s=sync_s, tcp=tcp)["makespan_s"]
+                                         sync_s=sync_s, tcp={**tcp, **emulate.HOST_TCP})["makespan_s"]
             error += math.log(predicted / measured) ** 2
         # Entries the points cannot tell apart: the one nearest the defaults (Linux's values).
         distance = sum(abs(math.log((v + 1e-3) / (flowsim.TCP_DEFAULTS[k] + 1e-3))) for k, v in entry.items())
@@ -383,7 +383,7 @@ def _native_prediction(scaled_routes: RoutingTable, run: dict[str, Any], documen
     from netweave import plan as plan_mod
     sched, info = plan_mod.native_workload(run["library"], run["collective"], list(range(run["ranks"])), run["bytes"])
     return float(flowsim.simulate(scaled_routes, sched, executor=info["executor"], nct=info["concurrent_sends"],
-                                  calibration=document, overhead_s=per_message_s)["makespan_s"])
+                                  calibration=document, overhead_s=per_message_s, tcp=emulate.HOST_TCP)["makespan_s"])
 
 
 def fit_native(points: list[dict[str, Any]], eager_limit: int) -> tuple[dict[str, float], float]:

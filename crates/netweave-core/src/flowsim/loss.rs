@@ -96,6 +96,8 @@ use super::workload::Workload;
 
 /// Linux's minimum retransmission timeout (`TCP_RTO_MIN`).
 pub const LINUX_RTO_MIN_S: f64 = 0.2;
+/// Linux's largest retransmission timeout (`TCP_RTO_MAX`): backoff stops doubling here.
+pub const LINUX_RTO_MAX_S: f64 = 120.0;
 /// TCP payload per full 1,500-byte Ethernet frame (the link layer's, re-exported here where the
 /// loss rule's segment counts use it).
 pub use crate::topology::link_layer::ETHERNET_MSS;
@@ -158,6 +160,11 @@ pub struct TcpModel {
     pub steady_free_segments: f64,
     /// Segments a flow delivers per timeout at a port where no flow holds the minimum window.
     pub steady_segments_per_timeout: f64,
+    /// The senders put TCP timestamps on their segments (Linux's default). With them every ACK
+    /// times the round trip, so a flow's RTO stops doubling at the first ACK after a timeout;
+    /// without them only a segment sent once can be timed (Karn's rule), and a flow that times
+    /// out again before any of its new data arrived waits twice as long as the time before.
+    pub timestamps: bool,
 }
 
 impl Default for TcpModel {
@@ -172,6 +179,7 @@ impl Default for TcpModel {
             min_window_segments: FAST_RETRANSMIT_MIN_WINDOW,
             steady_free_segments: EMULATED_STEADY_FREE_SEGMENTS,
             steady_segments_per_timeout: EMULATED_STEADY_SEGMENTS_PER_TIMEOUT,
+            timestamps: true,
         }
     }
 }
@@ -247,6 +255,11 @@ pub(super) struct Losses {
     stall_s: Vec<f64>,
     /// Per flow: it timed out before, so it resumes from a one-segment window.
     resumed: Vec<bool>,
+    /// Per flow: segments it sent before its latest timeout and must send again before any new
+    /// data, and how many times in a row its RTO has doubled.
+    owed: Vec<f64>,
+    backoffs: Vec<u32>,
+    timestamps: bool,
     /// Per flow: bytes sent again (the segments its bursts lost).
     pub(super) retransmitted: Vec<f64>,
     /// Scratch: per flow, chosen as a victim in this instant; (port, flow) pairs of the
@@ -347,6 +360,9 @@ impl Losses {
             steady_charged: vec![false; work.len()],
             stall_s: vec![tcp.timeout_s; work.len()],
             resumed: vec![false; work.len()],
+            owed: vec![0.0; work.len()],
+            backoffs: vec![0; work.len()],
+            timestamps: tcp.timestamps,
             retransmitted: vec![0.0; work.len()],
             chosen: vec![false; work.len()],
             pairs: Vec::new(),
@@ -449,9 +465,6 @@ impl Losses {
             start = end;
         }
         self.timeouts += (victims.len() - first_victim) as u64;
-        for &f in &victims[first_victim..] {
-            self.stall_s[f as usize] = self.timeout_s;
-        }
         for &f in joined {
             if !self.chosen[f as usize] {
                 self.steady_overflow(fair, f, remaining[f as usize], victims);
@@ -513,6 +526,8 @@ impl Losses {
         self.retransmitted[f as usize] += (timeouts * self.segment_bytes).min(left);
         self.timeouts += timeouts.round() as u64;
         self.stall_s[f as usize] = timeouts * self.timeout_s;
+        self.owed[f as usize] = 0.0;
+        self.backoffs[f as usize] = 0;
         self.chosen[f as usize] = true;
         victims.push(f);
     }
@@ -540,6 +555,29 @@ impl Losses {
         self.queued_instant[r as usize] = self.instant;
         self.queued[r as usize] = share;
         share
+    }
+
+    /// Burst flow `f` times out in round trip `round`, having sent `window` segments in it: it
+    /// stalls for the RTO, doubled for every timeout in a row that no ACK timed. With
+    /// timestamps a resuming flow is timed by its first ACK (so only a flow cut in its first
+    /// round trip backs off); without, only by a segment it had not sent before, and none
+    /// arrived if everything it sent through this round trip was owed from its last timeout.
+    fn time_out(&mut self, f: u32, round: u32, window: f64) {
+        let i = f as usize;
+        let (owed, backoffs) = if self.resumed[i] {
+            let untimed = if self.timestamps { round == 0 } else { resumed_segments_before(round + 1) <= self.owed[i] };
+            (
+                (self.owed[i] - resumed_segments_before(round)).max(window),
+                if untimed { self.backoffs[i] + 1 } else { 0 },
+            )
+        } else {
+            (window, 0)
+        };
+        self.owed[i] = owed;
+        self.backoffs[i] = backoffs;
+        self.stall_s[i] =
+            (self.timeout_s * 2f64.powi(backoffs.min(30) as i32)).min(LINUX_RTO_MAX_S.max(self.timeout_s));
+        self.chosen[i] = true;
     }
 
     /// Segments flow `f`, with `left` bytes to send when its burst starts, sends in round trip
@@ -657,12 +695,14 @@ impl Losses {
         // Every lost segment is sent again: the victims lose their first windows, the
         // survivors share the rest of the overflow.
         let mut unassigned = lost;
-        for &f in &self.burst[..cut] {
+        for i in 0..cut {
+            let f = self.burst[i];
             let left = remaining[f as usize];
-            let window = self.window(f, left, round).min(unassigned);
+            let sent = self.window(f, left, round);
+            let window = sent.min(unassigned);
             self.retransmitted[f as usize] += (window * self.segment_bytes).min(left);
             unassigned -= window;
-            self.chosen[f as usize] = true;
+            self.time_out(f, round, sent);
             victims.push(f);
         }
         if cut < n && unassigned > 0.0 {
@@ -758,6 +798,25 @@ mod tests {
         assert_eq!(r.timeouts, 0);
         assert_eq!(r.retransmitted_bytes, 0);
         assert!((r.makespan_s - 0.031).abs() < 1e-9);
+    }
+
+    #[test]
+    fn without_timestamps_a_flow_cut_before_new_data_arrives_backs_off() {
+        // 31 × 1 MB as above: the 28 victims resume from one segment and overflow the port in
+        // their second round trip, 3 segments sent of the 10 they lost. With timestamps the
+        // first ACK timed the round trip and the 25 cut wait the RTO again; without (Karn's
+        // rule) nothing they sent since was new, so they wait twice as long. The same flows are
+        // cut either way; only the waits grow.
+        let ethernet = Switching::new(LinkLayer::Ethernet, Some(64 * 1024)).unwrap();
+        let tcp = TcpModel::default();
+        assert!(tcp.timestamps, "Linux's default");
+        let timed = incast(&star(32, ethernet), 31, 1_000_000);
+        let karn = incast_with(&star(32, ethernet), 31, 1_000_000, TcpModel { timestamps: false, ..tcp.clone() });
+        assert_eq!(karn.timeouts, timed.timeouts);
+        assert!(karn.makespan_s >= timed.makespan_s + tcp.timeout_s, "{} vs {}", karn.makespan_s, timed.makespan_s);
+        // Flows whose first window fits never time out, with or without timestamps.
+        let short = incast_with(&star(4, ethernet), 3, 1_000_000, TcpModel { timestamps: false, ..tcp });
+        assert_eq!(short.timeouts, 0);
     }
 
     #[test]

@@ -53,6 +53,7 @@ from netweave.run.emulate.cluster import (
 )
 from netweave.run.emulate.proof import FORWARDING_BUDGET_BPS, forwarding_load, routed_bytes, routing_proof
 from netweave.run.emulate.runs import (
+    HOST_TCP,
     measure,
     mpi_command,
     mpirun,
@@ -64,7 +65,7 @@ from netweave.run.emulate.runs import (
 )
 from netweave.run.emulate.traffic_control import port_buffer
 
-__all__ = ["EXECUTOR_PORT", "FORWARDING_BUDGET_BPS", "PREFIX", "STATE_DIR", "EmulatedCluster", "attach", "check_size",
+__all__ = ["EXECUTOR_PORT", "FORWARDING_BUDGET_BPS", "HOST_TCP", "PREFIX", "STATE_DIR", "EmulatedCluster", "attach", "check_size",
            "down", "exec_on", "fabric_address", "forwarding_load", "host_index", "link_addresses", "measure",
            "mgmt_address", "mpi_command", "mpirun", "namespace_limit", "namespaces", "port_buffer", "predict",
            "predicted_topology", "require_root", "routed_bytes", "routing_proof", "run", "scaled_routes",

@@ -21,6 +21,12 @@ from netweave.run.emulate.proof import FORWARDING_BUDGET_BPS, forwarding_load, r
 from netweave.run.emulate.traffic_control import port_buffer
 from netweave.stages import flowsim
 
+#: The emulated hosts' TCP, as the flow model's parameters: they send no timestamps (see
+#: ``cluster.py``), so only a segment sent once times a round trip (Karn's rule) and a flow that
+#: times out again before any new data arrived waits twice as long. Every prediction of a run
+#: on the emulated fabric uses it.
+HOST_TCP: dict[str, float] = {"timestamps": False}
+
 
 def predicted_topology(topo: Topology, scale: float, buffer: int | None = None) -> Topology:
     """`topo` as the flow model should see the emulated fabric: scaled (:func:`scaled_topology`)
@@ -68,7 +74,8 @@ def predict(topo: Topology, routes: RoutingTable, graph: _core.TaskGraph, scale:
     buffer), with `calibration`'s measured parameters when given; `nct` sends of a host at once
     (a Concurrent graph posts every send of a host together)."""
     scaled = predicted_topology(topo, scale, buffer)
-    return flowsim.simulate(scaled_routes(routes, scaled), graph, executor="dag", nct=nct, calibration=calibration)
+    return flowsim.simulate(scaled_routes(routes, scaled), graph, executor="dag", nct=nct, calibration=calibration,
+                            tcp=HOST_TCP)
 
 
 def measure(topo: Topology, routes: RoutingTable, workload, name: str, scale: float = 1.0,
