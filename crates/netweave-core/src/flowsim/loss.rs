@@ -47,9 +47,13 @@
 //!    resuming into a port still busy with the survivors of its round thus times out again.
 //!
 //! A victim stops streaming for [`TcpModel::timeout_s`] and restarts where it was (its bytes
-//! already delivered stay delivered), meeting the rule again from a one-segment window. No
-//! exponential backoff: its one-segment retransmission gets through, and Linux times a later
-//! loss afresh.
+//! already delivered stay delivered), meeting the rule again from a one-segment window.
+//!
+//! 5. **Backoff.** Linux doubles a flow's RTO at each timeout and restores it only when an ACK
+//!    times a round trip. With TCP timestamps ([`TcpModel::timestamps`]) every ACK does, so
+//!    only a flow cut in the first round trip of its resume waits twice as long; without them
+//!    (Karn's rule) only a segment sent once is timed, and a resumed flow cut again before it
+//!    sent anything beyond the window it lost backs off too.
 //!
 //! **Steady sharing.** Many long-lived flows converging on one port lose segments all along,
 //! not only in a burst at their start, when the port cannot queue a minimum window for each.
@@ -109,8 +113,8 @@ pub const LINUX_INITIAL_WINDOW_SEGMENTS: f64 = 10.0;
 pub const RECOVERY_WINDOW_SEGMENTS: f64 = 14.0;
 /// Share of an overflowing burst's flows that escape a timeout, per segment each still has to
 /// send: `σ^S̄` of them survive. Fitted on emulated incasts (64 KiB port buffer; flows finishing
-/// in the first round trip of timeouts: 7–13 of 15 × 64 KiB at 353 Mbit/s, 12–23 of 31 × 64 KiB
-/// at 1 Gbit/s, 3–7 of 15 × 128 KiB at 353 Mbit/s; `benches/incast_rounds.py`).
+/// before the first timeout round: 7–13 of 15 × 64 KiB at 353 Mbit/s, 11–23 of 31 × 64 KiB
+/// at 1 Gbit/s, 3–8 of 15 × 128 KiB at 353 Mbit/s; `benches/incast_rounds.py`).
 pub const INCAST_SURVIVAL_PER_SEGMENT: f64 = 0.99;
 /// Fixed part of the wait before a tail-loss probe, seconds: Linux waits two smoothed round
 /// trips plus 2 ms (`TCP_TIMEOUT_MIN_US`). Warm connections, as an application's repeated
