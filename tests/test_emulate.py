@@ -13,7 +13,7 @@ import pytest
 
 import netweave
 from conftest import run_cli
-from netweave import routing, topology, traffic
+from netweave import flowsim, routing, topology, traffic
 from netweave.run import calibration, emulate, mpi
 from netweave.run.emulate import cluster, traffic_control
 
@@ -331,7 +331,7 @@ def test_calibrate_measures_the_model_parameters_and_refuses_bad_input(name, tmp
             "--senders", "2,5", "--bytes", "100000", "--repeats", "1", "--native", "gather")
     doc = json.loads(out.read_text())
     assert not emulate.namespaces(name)
-    assert (doc["format"], doc["version"]) == ("netweave-calibration", 1)
+    assert (doc["format"], doc["version"]) == ("netweave-calibration", flowsim.CALIBRATION_VERSION)
     assert doc["fabric"]["link_layer"] == "ethernet" and doc["fabric"]["port_buffer_bytes"] == 64 * 1024
     p = doc["parameters"]
     assert p["overhead_s"] > 0 and p["sync_s"] >= 0 and set(p["tcp"]) >= {"timeout_s", "window_segments", "survival_per_segment"}
