@@ -3,9 +3,9 @@
 //! line — but must never panic, abort or hang.
 //!
 //! Bounded for CI (`cargo test -p netweave-core --test fuzz_readers`, 64 cases per reader by
-//! default, well under a minute in all); `make fuzz` runs the same properties with many more
-//! cases (`PROPTEST_CASES`). Crashes found are kept as regression cases in
-//! [`regressions`] below.
+//! default, well under a minute in all) and seeded, so a run is repeatable: `make fuzz` runs the
+//! same properties with many more cases (`PROPTEST_CASES`), `PROPTEST_RNG_SEED=N` explores other
+//! inputs. Crashes found are kept as regression cases in [`regressions`] below.
 
 use netweave_core::mapping::pattern_files::{self, PatternFormat};
 use netweave_core::routing::io::{json as routes_json, lft};
@@ -20,10 +20,18 @@ use proptest::prelude::*;
 
 /// Cases per reader unless `PROPTEST_CASES` says otherwise.
 const DEFAULT_CASES: u32 = 64;
+/// The inputs' seed unless `PROPTEST_RNG_SEED` says otherwise.
+const DEFAULT_SEED: u64 = 2026;
 
 fn config() -> ProptestConfig {
     let cases = std::env::var("PROPTEST_CASES").ok().and_then(|c| c.parse().ok()).unwrap_or(DEFAULT_CASES);
-    ProptestConfig { cases, failure_persistence: None, ..ProptestConfig::default() }
+    let seed = std::env::var("PROPTEST_RNG_SEED").ok().and_then(|c| c.parse().ok()).unwrap_or(DEFAULT_SEED);
+    ProptestConfig {
+        cases,
+        failure_persistence: None,
+        rng_seed: proptest::test_runner::RngSeed::Fixed(seed),
+        ..ProptestConfig::default()
+    }
 }
 
 /// A refusal must be one line: the CLI prints it as `error: <message>`.
@@ -273,6 +281,20 @@ mod regressions {
             let e = route(&empty, Engine::MinHop, &RouteOptions::default()).unwrap_err();
             assert!(e.to_string().contains("no hosts"), "{e}");
         }
+    }
+
+    #[test]
+    fn a_pattern_declaring_zero_ranks_is_refused() {
+        // Found by `pattern_readers`: "# num_ranks 0" once underflowed the rank count.
+        for (format, text) in [
+            (PatternFormat::Trace, "# num_ranks 0\n0.0 0 1 10\n"),
+            (PatternFormat::Csv, "# num_ranks=0\nsrc,dst,bytes\n0,1,10\n"),
+        ] {
+            let e = pattern_files::parse_text(text, format, "zero", None).unwrap_err().to_string();
+            assert!(e.contains("declares 0 ranks") && !e.contains('\n'), "{e}");
+        }
+        let e = pattern_files::parse_text("0,1,10\n", PatternFormat::Csv, "zero", Some(0)).unwrap_err();
+        assert!(e.to_string().contains("0 ranks"), "{e}");
     }
 
     #[test]

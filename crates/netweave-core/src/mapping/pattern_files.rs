@@ -151,6 +151,7 @@ fn pattern_of((records, declared): Records, name: &str, num_ranks: Option<u32>) 
     let messages: Vec<Message> =
         records.iter().map(|&(src, dst, bytes)| Message { src: src as u32, dst: dst as u32, bytes }).collect();
     let n = match num_ranks.or(declared) {
+        Some(0) => return invalid!("pattern '{name}' declares 0 ranks; it names ranks up to {largest}"),
         Some(n) => n,
         None => u32::try_from(largest + 1)
             .map_err(|_| NetweaveError::InvalidParameter(format!("pattern '{name}' has too many ranks")))?,
