@@ -24,14 +24,15 @@ const DEFAULT_CASES: u32 = 64;
 const DEFAULT_SEED: u64 = 2026;
 
 fn config() -> ProptestConfig {
+    use proptest::test_runner::RngSeed;
     let cases = std::env::var("PROPTEST_CASES").ok().and_then(|c| c.parse().ok()).unwrap_or(DEFAULT_CASES);
-    let seed = std::env::var("PROPTEST_RNG_SEED").ok().and_then(|c| c.parse().ok()).unwrap_or(DEFAULT_SEED);
-    ProptestConfig {
-        cases,
-        failure_persistence: None,
-        rng_seed: proptest::test_runner::RngSeed::Fixed(seed),
-        ..ProptestConfig::default()
-    }
+    // proptest reads PROPTEST_RNG_SEED itself; without it, our seed instead of a random one.
+    let defaults = ProptestConfig::default();
+    let rng_seed = match defaults.rng_seed {
+        RngSeed::Random => RngSeed::Fixed(DEFAULT_SEED),
+        given => given,
+    };
+    ProptestConfig { cases, failure_persistence: None, rng_seed, ..defaults }
 }
 
 /// A refusal must be one line: the CLI prints it as `error: <message>`.

@@ -180,10 +180,11 @@ def _grid_fit(scaled_routes: RoutingTable, points: list[dict[str, Any]], grid: l
     best_distance = math.inf
     for entry in grid:
         tcp = {**fixed, **entry}
+        on_hosts = {**tcp, **emulate.HOST_TCP}
         error = 0.0
         for graph, nct, measured in graphs:
             predicted = flowsim.simulate(scaled_routes, graph, executor="dag", nct=nct, overhead_s=overhead_s,
-                                         sync_s=sync_s, tcp={**tcp, **emulate.HOST_TCP})["makespan_s"]
+                                         sync_s=sync_s, tcp=on_hosts)["makespan_s"]
             error += math.log(predicted / measured) ** 2
         # Entries the points cannot tell apart: the one nearest the defaults (Linux's values).
         distance = sum(abs(math.log((v + 1e-3) / (flowsim.TCP_DEFAULTS[k] + 1e-3))) for k, v in entry.items())
