@@ -3,13 +3,16 @@
 warm-up call, the slowest rank's mean of 3) against the flow model's prediction of the same DAG.
 
     python benches/executor_orders.py [--fabric tree2x14] [--scale 0.02] [--sizes 131072,1048576]
-        [--candidates tree-phased,shift] [--out FILE]
+        [--candidates tree-phased,shift] [--executors sync,async,local-sync] [--repeats 1] [--out FILE]
 
 The fabrics are `advice_fidelity.py`'s; the scale is the link scale (the one `plan --verify`
 chose there: star16 0.047, tree2x14 0.02, tree3 0.0201 for all-to-alls). Needs root. Prints one
 JSON line per run and writes them all to --out. `plan.predict_phased` chooses local-sync, then
 sync, unless another executor is predicted more than 5 % faster; the figures behind that rule
-are in docs/plan.md ("The executor").
+are in docs/plan.md ("The executor"). Each row also has the model's timeouts and the TCP
+timeouts and drops the fabric counted over the run's four calls: `--candidates shift --executors
+sync --sizes 16384,131072,1048576 --repeats 2` is the run behind docs/flowsim.md's "Bursts on a
+trunk".
 """
 
 from __future__ import annotations
@@ -31,6 +34,8 @@ def main() -> None:
     parser.add_argument("--scale", type=float, default=0.02)
     parser.add_argument("--sizes", default="131072,1048576")
     parser.add_argument("--candidates", default="tree-phased,shift")
+    parser.add_argument("--executors", default=",".join(plan.PHASED_EXECUTORS))
+    parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     topo = FABRICS[args.fabric]()
@@ -44,16 +49,20 @@ def main() -> None:
         try:
             for candidate in (c for c in args.candidates.split(",") if c in built):
                 schedule = built[candidate]
-                for order in plan.PHASED_EXECUTORS:
+                for order in args.executors.split(","):
                     graph = executor.as_task_graph(schedule, executor.phase_groups_for(schedule, order))
-                    predicted = plan.predict(scaled, graph, "dag", 1, tcp=emulate.HOST_TCP)["makespan_s"]
-                    run = emulate.run(fabric, graph, warmup=1, reps=3)
-                    row = {"fabric": args.fabric, "bytes": nbytes, "candidate": candidate, "executor": order,
-                           "predicted_ms": predicted * 1e3,
-                           "measured_ms": run["makespan_s"] * 1e3 if run["ok"] else None,
-                           "retransmitted": run["losses"]["retransmitted_segments"]}
-                    print(json.dumps(row), flush=True)
-                    rows.append(row)
+                    predicted = plan.predict(scaled, graph, "dag", 1, tcp=emulate.HOST_TCP)
+                    for _ in range(args.repeats):
+                        run = emulate.run(fabric, graph, warmup=1, reps=3)
+                        row = {"fabric": args.fabric, "bytes": nbytes, "candidate": candidate, "executor": order,
+                               "predicted_ms": predicted["makespan_s"] * 1e3,
+                               "predicted_timeouts": predicted["timeouts"],
+                               "measured_ms": run["makespan_s"] * 1e3 if run["ok"] else None,
+                               "retransmitted": run["losses"]["retransmitted_segments"],
+                               "tcp_timeouts": run["losses"]["tcp_timeouts"],
+                               "dropped_packets": run["losses"]["dropped_packets"]}
+                        print(json.dumps(row), flush=True)
+                        rows.append(row)
         finally:
             emulate.down(name)
     if args.out is not None:
