@@ -85,6 +85,26 @@ def test_the_fit_recovers_steady_sharing_and_probe_parameters():
         assert a["median_s"] == pytest.approx(b["median_s"], rel=0.05)
 
 
+def test_short_incasts_decide_the_survival_that_long_ones_cannot_tell_apart():
+    # Flows of 1 MB from 2 and 4 senders never overflow the port for long, so every survival
+    # predicts them alike; bursts of 11 and 16 segments from 15 senders time out, or not, by it.
+    topo = _star()
+    routes = routing.route(topo, "updown")
+    truth = {"survival_per_segment": calibration.SURVIVAL_PER_SEGMENT[-1]}
+    probes = [{"kind": "incast", "senders": HOSTS - 1, "bytes": k * flowsim.TCP_DEFAULTS["segment_bytes"]}
+              for k in calibration.PROBE_SEGMENTS]
+    points = [{"kind": "incast", "senders": k, "bytes": 1_000_000} for k in (2, 4)] + probes
+    measured = _measured(topo, routes, points, truth)
+    at_default = _measured(topo, routes, points, {})
+    assert [m["median_s"] for m in measured[:2]] == [m["median_s"] for m in at_default[:2]]
+    assert all(m["median_s"] < 0.5 * d["median_s"] for m, d in zip(measured[2:], at_default[2:]))
+    tcp, error = calibration.fit_tcp(topo, routes, measured, SCALE, None, 0.0, 0.0)
+    assert error < 1e-3
+    again = _measured(topo, routes, points, tcp)
+    for a, b in zip(again, measured):
+        assert a["median_s"] == pytest.approx(b["median_s"], rel=0.02)
+
+
 def test_many_flows_on_a_shallow_port_are_charged_and_the_parameters_matter():
     # 16 hosts all-to-all at once: 15 flows into every 64 KiB port need 60 segments of minimum
     # window against 45 held: the steady rule charges timeouts; a deeper buffer does not.

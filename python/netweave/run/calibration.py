@@ -37,7 +37,10 @@ connections, then the slowest rank's mean over :data:`TIMED_CALLS` calls.
 
 Each group is fitted with the ones before it fixed (incast, then probe, then steady sharing):
 the 1 MB incasts outlast any probe and carry no steady charge (their port is overloaded by a
-burst), the short incasts carry none either, so the fits do not pull against each other.
+burst), the short incasts carry none either, so the fits do not pull against each other. The
+survival per segment is fitted twice: with the 1 MB incasts, then again with the probe on the
+short and long incasts together — at a slow link the long flows keep the same few flows for any
+survival near 1, and the first fit's pick among them decided whether every short burst timed out.
 
 The result is a calibration file (:data:`netweave.stages.flowsim.CALIBRATION_FORMAT`, version
 :data:`netweave.stages.flowsim.CALIBRATION_VERSION`) naming the fabric it was measured on (link
@@ -170,6 +173,19 @@ def _graph(point: dict[str, Any], num_ranks: int) -> tuple[TaskGraph, int]:
     return incast(point["senders"], point["bytes"], num_ranks), 1
 
 
+def _error(scaled_routes: RoutingTable, graphs: list[tuple[TaskGraph, int, float]], tcp: dict[str, float],
+           overhead_s: float, sync_s: float) -> float:
+    """Squared log ratio of predicted over measured, summed over `graphs` ((graph, nct, measured_s)),
+    with the TCP parameters `tcp` on the emulated hosts."""
+    on_hosts = {**tcp, **emulate.HOST_TCP}
+    error = 0.0
+    for graph, nct, measured in graphs:
+        predicted = flowsim.simulate(scaled_routes, graph, executor="dag", nct=nct, overhead_s=overhead_s,
+                                     sync_s=sync_s, tcp=on_hosts)["makespan_s"]
+        error += math.log(predicted / measured) ** 2
+    return error
+
+
 def _grid_fit(scaled_routes: RoutingTable, points: list[dict[str, Any]], grid: list[dict[str, float]],
               fixed: dict[str, float], overhead_s: float, sync_s: float) -> tuple[dict[str, float], float]:
     """The grid entry (on top of `fixed`) whose predictions of `points` (each with ``median_s``)
@@ -180,12 +196,7 @@ def _grid_fit(scaled_routes: RoutingTable, points: list[dict[str, Any]], grid: l
     best_distance = math.inf
     for entry in grid:
         tcp = {**fixed, **entry}
-        on_hosts = {**tcp, **emulate.HOST_TCP}
-        error = 0.0
-        for graph, nct, measured in graphs:
-            predicted = flowsim.simulate(scaled_routes, graph, executor="dag", nct=nct, overhead_s=overhead_s,
-                                         sync_s=sync_s, tcp=on_hosts)["makespan_s"]
-            error += math.log(predicted / measured) ** 2
+        error = _error(scaled_routes, graphs, tcp, overhead_s, sync_s)
         # Entries the points cannot tell apart: the one nearest the defaults (Linux's values).
         distance = sum(abs(math.log((v + 1e-3) / (flowsim.TCP_DEFAULTS[k] + 1e-3))) for k, v in entry.items())
         if error < best[0] * (1 - 1e-9) or (error <= best[0] * (1 + 1e-9) and distance < best_distance):
@@ -199,33 +210,38 @@ def fit_tcp(topo: Topology, routes: RoutingTable, points: list[dict[str, Any]], 
     ``senders``, or concurrent with ``hosts``; ``bytes``, ``median_s``) are closest, in squared
     log ratio summed over the points; and that error. Fitted in three steps, each with the
     earlier ones fixed (module doc): the 1 MB incasts (timeout, window, survival per segment), the
-    short incasts (probe), the concurrent all-to-alls (steady sharing). A step without points
-    keeps the defaults."""
+    short incasts with the 1 MB ones (survival per segment again, and the probe), the concurrent
+    all-to-alls (steady sharing). A step without points keeps the defaults."""
     scaled = emulate.predicted_topology(topo, scale, buffer)
     scaled_routes = emulate.scaled_routes(routes, scaled)
     rto = flowsim.TCP_DEFAULTS["timeout_s"]
     # The short incasts: the probe's points; the longest bytes per sender are the incast sweep's.
     longest = max((p["bytes"] for p in points if p.get("kind", "incast") == "incast"), default=0)
-    probe_points = [p for p in points if p.get("kind", "incast") == "incast" and p["bytes"] < longest]
+    incasts = [p for p in points if p.get("kind", "incast") == "incast"]
+    probe_points = [p for p in incasts if p["bytes"] < longest]
+    long_incasts = [p for p in incasts if p not in probe_points]
+    # Long incasts at a slow link barely tell survival apart (each flow is hundreds of segments
+    # long, so a burst keeps the same few flows for any survival near 1): the short ones decide it,
+    # fitted with the long ones so that neither group is given up for the other.
     groups = {
-        "incast": [p for p in points if p.get("kind", "incast") == "incast" and p not in probe_points],
-        "probe": [p for p in points if p.get("kind", "incast") == "incast" and p in probe_points],
+        "incast": long_incasts,
+        "probe": incasts if probe_points else [],
         "concurrent": [p for p in points if p.get("kind") == "concurrent"],
     }
     grids: dict[str, list[dict[str, float]]] = {
         "incast": [{"timeout_s": rto * factor, "window_segments": float(window), "survival_per_segment": survival}
                    for factor in TIMEOUT_FACTORS for window in WINDOW_SEGMENTS for survival in SURVIVAL_PER_SEGMENT],
-        "probe": [{"probe_s": probe} for probe in PROBE_SECONDS],
+        "probe": [{"survival_per_segment": survival, "probe_s": probe}
+                  for survival in SURVIVAL_PER_SEGMENT for probe in PROBE_SECONDS],
         "concurrent": [{"steady_free_segments": free, "steady_segments_per_timeout": per}
                        for free in STEADY_FREE_SEGMENTS for per in STEADY_SEGMENTS_PER_TIMEOUT],
     }
     tcp: dict[str, float] = {}
-    total = 0.0
     for group, group_points in groups.items():
         if group_points:
-            tcp, error = _grid_fit(scaled_routes, group_points, grids[group], tcp, overhead_s, sync_s)
-            total += error
-    return tcp, total
+            tcp, _error_of_group = _grid_fit(scaled_routes, group_points, grids[group], tcp, overhead_s, sync_s)
+    graphs = [(*_graph(p, scaled_routes.topology.num_hosts), p["median_s"]) for p in points]
+    return tcp, _error(scaled_routes, graphs, tcp, overhead_s, sync_s)
 
 
 def calibrate(topo: Topology, routes: RoutingTable, name: str, scale: float = 1.0, buffer: int | None = None,
