@@ -316,6 +316,18 @@ def test_ports_serve_control_packets_before_queued_data(name):
         server.wait()
 
 
+def test_a_lossless_fabric_queues_an_incast_without_dropping(name):
+    # Eight senders of 512 KiB into one port: 4 MiB converge where a drop-tail queue of 10 ms
+    # of the port's rate (256 KiB here) overflowed. Credits never drop, so the emulation must not.
+    star = topology.switch_tree([], 9, [], [], 1.0, 5_000.0).with_switching("infiniband", None)
+    fabric = emulate.up(star, routing.route(star, "updown"), name, scale=0.01)
+    run = emulate.run(fabric, calibration.incast(8, 512 * 1024, 9), warmup=0, reps=1)
+    assert run["ok"], run
+    assert run["losses"]["dropped_packets"] == 0, run["losses"]
+    # Every byte crossed host 0's port at its rate (1 Gbit/s here): at least the bound.
+    assert run["makespan_s"] >= 8 * 512 * 1024 * 8 / 1e9
+
+
 def test_calibrate_measures_the_model_parameters_and_refuses_bad_input(name, tmp_path):
     star = topology.switch_tree([], 6, [], [], 1.0, 5_000.0)
     topo_file, routes_file, out = tmp_path / "star.json", tmp_path / "routes.json", tmp_path / "cal.json"

@@ -21,7 +21,7 @@ app = typer.Typer(
 NameOpt = typer.Option(..., "--name", help="Fabric name: 1-12 lowercase letters and digits.")
 ScaleOpt = typer.Option(1.0, "--scale", help="Run every link at its bandwidth x this (e.g. 0.01: 100 Gbit/s -> 1 Gbit/s).")
 BufferOpt = typer.Option(None, "--buffer", help="Bytes of queue per switch port (shallow buffers reproduce incast); default the "
-                                                  "topology's port buffer on Ethernet, 10 ms of the port's rate on a lossless fabric.")
+                                                  "topology's port buffer on Ethernet, 256 MiB (too deep to drop) on a lossless fabric.")
 CalibrationOpt = typer.Option(None, "--calibration", help="Calibration file (netweave emulate calibrate) for the prediction.")
 
 

@@ -21,9 +21,8 @@ from netweave._core import NetweaveError, RoutingTable, Topology
 from netweave.run import executor
 from netweave.run.emulate.addresses import MGMT_NETWORK, PREFIX, address_plan
 from netweave.run.emulate.traffic_control import (
-    DEFAULT_MIN_QUEUE,
     GSO_BYTES,
-    HOST_QUEUE_S,
+    host_queue_bytes,
     port_buffer,
     queue_bytes,
     tc_lines,
@@ -202,7 +201,7 @@ def _namespace_scripts(plan: dict[str, Any]) -> dict[str, tuple[list[str], list[
             # Segments of at most GSO_BYTES: a port queues (and drops) whole offloaded segments,
             # and 64 KiB ones would not fit a shallow switch buffer twice.
             ip.append(f"link set {end['ifname']} gso_max_size {GSO_BYTES} up")
-            tc += tc_lines(end["ifname"], r, max(DEFAULT_MIN_QUEUE, int(r / 8 * HOST_QUEUE_S)))
+            tc += tc_lines(end["ifname"], r, host_queue_bytes(r))
         # The whole fabric looks like one subnet (UCX, MPICH's transport, wants that); the switch
         # answers ARP for every other host (proxy ARP) and forwards by its table.
         ip += [f"addr add {host['address']}/8 dev {mine['ifname']}",
@@ -219,7 +218,7 @@ def _namespace_scripts(plan: dict[str, Any]) -> dict[str, tuple[list[str], list[
         for p in ports_of.get(node, []):
             end, _other, r = end_of_port[(node, p)]
             ip += [f"addr add {end['address']}/31 dev {end['ifname']}", f"link set {end['ifname']} up"]
-            tc += tc_lines(end["ifname"], r, queue_bytes(r, buffer))
+            tc += tc_lines(end["ifname"], r, queue_bytes(buffer))
         for h in range(len(plan["hosts"])):
             port = int(ports[j][h])
             if port == 0:
