@@ -4,7 +4,7 @@ the plan's pick is the measured best.
 
     python benches/advice_fidelity.py [--fabrics star16,tree2x14,tree3,mesh4x4,lsft3]
         [--sizes 16384,131072,1048576] [--collectives alltoall,gather] [--out DIR]
-        [--calibrate [--calibrate-scale 0.05] | --calibration FILE]
+        [--calibrate [--calibrate-scale 0.05] | --calibration FILE [--calibration FILE]]
 
 Fabrics (1 Gbit/s host links, 10 Gbit/s trunks on the trees; the mesh and the LSFT keep their
 generators' links): a one-switch star of 16 hosts, 2 x 14 hosts under a root switch, a 3-level
@@ -17,11 +17,13 @@ machine cannot forward at its predicted pace is measured at the slowest link rat
 accepts (20 Mbit/s).
 
 Every prediction is made twice on the same measurement: with the flow model's defaults, and
-with a calibration — `--calibration FILE` (from `netweave emulate calibrate`), or `--calibrate`,
-which first calibrates on the 16-host star at `--calibrate-scale` (links × 0.05 by default,
-about the scale its all-to-alls are verified at) and writes `calibration.json` into --out. A
-fabric the calibration was not measured for (another link layer or port buffer: the mesh is
-InfiniBand) has no calibrated column. A calibration with a `native` section (the native MPIs'
+with a calibration — `--calibration FILE` (from `netweave emulate calibrate`; given twice, each
+fabric takes the one measured on its kind), or `--calibrate`, which first calibrates on the
+16-host star at `--calibrate-scale` (links × 0.05 by default, about the scale its all-to-alls are
+verified at) twice, as Ethernet (`calibration.json`) and as a lossless fabric
+(`calibration-lossless.json`: host costs and the native MPIs, no loss parameters — the mesh and
+the LSFT are InfiniBand), into --out. A fabric no calibration was measured for (another link
+layer or port buffer) has no calibrated column. A calibration with a `native` section (the native MPIs'
 host cost, `emulate calibrate` measures it by default) is also applied without it, so the native
 rows are shown before (`measured ÷ calibrated without native costs`) and after it; the summary
 counts the native rows within ±25 % under the defaults, before and after. The load average is
@@ -61,11 +63,14 @@ FABRICS: dict[str, Callable[[], Any]] = {
 ENGINES = {"mesh4x4": "dor"}
 
 
-def calibrate(out: Path, scale: float) -> Path:
-    """Calibrate the flow model on the 16-host star at links × `scale`; the file's path."""
+def calibrate(out: Path, scale: float, lossless: bool = False) -> Path:
+    """Calibrate the flow model on the 16-host star at links × `scale` (as a lossless fabric when
+    `lossless`); the file's path."""
     topo = FABRICS["star16"]()
+    if lossless:
+        topo = topo.with_switching("infiniband", None)
     routes, _why = plan.routing_for(topo, None, 1 << 20)
-    path = out / "calibration.json"
+    path = out / ("calibration-lossless.json" if lossless else "calibration.json")
     # Senders up to all 15 other hosts (the default sweep goes to 24, past the star).
     doc = calibration_mod.calibrate(topo, routes, "c" + uuid.uuid4().hex[:11], scale=scale, senders=(2, 4, 8, 12, 15),
                                     progress=lambda what: print(f"  calibrating: {what}", flush=True))
@@ -74,12 +79,13 @@ def calibrate(out: Path, scale: float) -> Path:
     return path
 
 
-def case(fabric: str, collective: str, nbytes: int, calibration: Path | None = None,
-         without_native: Path | None = None) -> dict[str, Any]:
+def case(fabric: str, collective: str, nbytes: int,
+         calibrations: list[tuple[Path, Path | None]] | None = None) -> dict[str, Any]:
     """One plan, verified: its rows and summary, the calibrated predictions of the same rows
-    (``predicted_calibrated_s``, None where the calibration does not fit the fabric), the same
-    calibration's predictions without its ``native`` section (``predicted_calibrated_no_native_s``,
-    from `without_native`: the native rows before their host cost), and how long it all took."""
+    (``predicted_calibrated_s``, from the first of `calibrations` that fits the fabric, None where
+    none does), the same calibration's predictions without its ``native`` section
+    (``predicted_calibrated_no_native_s``, from its pair: the native rows before their host cost),
+    and how long it all took."""
     topo = FABRICS[fabric]()
     start = time.perf_counter()
     routes, why = plan.routing_for(topo, ENGINES.get(fabric), nbytes)
@@ -99,19 +105,22 @@ def case(fabric: str, collective: str, nbytes: int, calibration: Path | None = N
     assert best is not None, f"{fabric}: the plan proved no schedule"
     calibrated: dict[str, float] = {}
     before: dict[str, float] = {}
-    why_not = None
-    if calibration is not None:
+    calibration, why_not = None, []
+    for path, without_native in calibrations or []:
         try:
-            calibrated = verification.predict_at_scale(topo, routes, result, built, summary.scale, calibration)
+            calibrated = verification.predict_at_scale(topo, routes, result, built, summary.scale, path)
             if without_native is not None:
                 before = verification.predict_at_scale(topo, routes, result, built, summary.scale, without_native)
+            calibration = path
+            break
         except NetweaveError as e:
-            why_not = str(e).splitlines()[0]
+            why_not.append(str(e).splitlines()[0])
     out_rows = [{**r.to_dict(), "predicted_calibrated_s": calibrated.get(r.name),
                  "predicted_calibrated_no_native_s": before.get(r.name)} for r in rows]
     return {"fabric": fabric, "collective": collective, "bytes": nbytes, "routing": result.routing.engine,
-            "pick": best.name, "reason": best.reason, "rows": out_rows, "calibration": why_not or
-            (None if calibration is None else str(calibration)), "summary": summary.to_dict(),
+            "pick": best.name, "reason": best.reason, "rows": out_rows,
+            "calibration": str(calibration) if calibration is not None else ("; ".join(why_not) or None),
+            "summary": summary.to_dict(),
             "seconds": time.perf_counter() - start}
 
 
@@ -195,24 +204,28 @@ def main() -> None:
     parser.add_argument("--sizes", default="16384,131072,1048576")
     parser.add_argument("--collectives", default="alltoall,gather")
     parser.add_argument("--out", type=Path, default=None)
-    parser.add_argument("--calibration", type=Path, default=None, help="calibration file for the calibrated column")
-    parser.add_argument("--calibrate", action="store_true", help="calibrate on star16 first (root)")
+    parser.add_argument("--calibration", type=Path, action="append", default=[],
+                        help="calibration file for the calibrated column (twice: one per kind of fabric)")
+    parser.add_argument("--calibrate", action="store_true", help="calibrate on star16 first, as Ethernet and lossless (root)")
     parser.add_argument("--calibrate-scale", type=float, default=0.05)
     args = parser.parse_args()
     out = args.out or Path(tempfile.mkdtemp(prefix="advice-fidelity-"))
     out.mkdir(parents=True, exist_ok=True)
-    if args.calibrate and args.calibration is not None:
+    if args.calibrate and args.calibration:
         parser.error("--calibrate and --calibration exclude each other")
-    calibration = calibrate(out, args.calibrate_scale) if args.calibrate else args.calibration
-    if calibration is not None and not calibration.is_file():
-        parser.error(f"--calibration {calibration}: no such file")
-    without_native = None
-    if calibration is not None:
+    paths = ([calibrate(out, args.calibrate_scale), calibrate(out, args.calibrate_scale, lossless=True)]
+             if args.calibrate else args.calibration)
+    calibrations: list[tuple[Path, Path | None]] = []
+    for path in paths:
+        if not path.is_file():
+            parser.error(f"--calibration {path}: no such file")
         # The same calibration without its native MPIs' host cost: the native rows before it.
-        document = json.loads(calibration.read_text())
+        document = json.loads(path.read_text())
+        without_native = None
         if document.pop("native", None) is not None:
-            without_native = out / "calibration-without-native.json"
+            without_native = out / f"{path.stem}-without-native.json"
             calibration_mod.write(document, without_native)
+        calibrations.append((path, without_native))
     print(f"load average {Path('/proc/loadavg').read_text().split()[0]} at the start", flush=True)
     cases = []
     for fabric in args.fabrics.split(","):
@@ -220,7 +233,7 @@ def main() -> None:
             for nbytes in (int(s) for s in args.sizes.split(",")):
                 print(f"{fabric} {collective} {nbytes} B ...", flush=True)
                 try:
-                    cases.append(case(fabric, collective, nbytes, calibration, without_native))
+                    cases.append(case(fabric, collective, nbytes, calibrations))
                     cases[-1]["load"] = Path("/proc/loadavg").read_text().split()[0]
                 except (NetweaveError, OSError, ValueError) as e:
                     # One case failing (a run that times out on the loaded machine) leaves the others.
