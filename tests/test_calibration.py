@@ -105,6 +105,24 @@ def test_short_incasts_decide_the_survival_that_long_ones_cannot_tell_apart():
         assert a["median_s"] == pytest.approx(b["median_s"], rel=0.02)
 
 
+def test_a_departure_from_the_defaults_must_beat_the_repeats_spread():
+    # 1 MB incasts measured as a window of 24 segments predicts them. Repeats that agree: the fit
+    # finds 24. Repeats 30 % apart: 24 is not closer than their spread, so the default stays.
+    topo = _star()
+    routes = routing.route(topo, "updown")
+    truth = {"window_segments": 24.0}
+    points = [{"kind": "incast", "senders": k, "bytes": 1_000_000} for k in (4, 8, 15)]
+    measured = _measured(topo, routes, points, truth)
+    at_default = _measured(topo, routes, points, {})
+    assert any(m["median_s"] != d["median_s"] for m, d in zip(measured, at_default))
+    tight = [{**m, "measured_s": [m["median_s"]] * 2} for m in measured]
+    loose = [{**m, "measured_s": [m["median_s"] * 1.3, m["median_s"] / 1.3]} for m in measured]
+    fitted, _ = calibration.fit_tcp(topo, routes, tight, SCALE, None, 0.0, 0.0)
+    assert fitted["window_segments"] == truth["window_segments"]
+    kept, _ = calibration.fit_tcp(topo, routes, loose, SCALE, None, 0.0, 0.0)
+    assert kept["window_segments"] == flowsim.TCP_DEFAULTS["window_segments"]
+
+
 def test_many_flows_on_a_shallow_port_are_charged_and_the_parameters_matter():
     # 16 hosts all-to-all at once: 15 flows into every 64 KiB port need 60 segments of minimum
     # window against 45 held: the steady rule charges timeouts; a deeper buffer does not.

@@ -151,12 +151,18 @@ def verify(topo: Topology, routes: RoutingTable, result: PlanResult, built: list
         for implementation in natives:
             note(f"measuring {implementation}'s own {collective} on the fabric")
             how[implementation] = f"nwbench, {REPS} calls"
+            before = fabric.losses()
             try:
                 measured[implementation] = calibration_mod.run_native(fabric, implementation, collective, nbytes,
                                                                       ranks, placed, REPS)
             except NetweaveError as e:
                 # One MPI failing to run here leaves the other rows standing; the row says why.
                 measured[implementation], problems[implementation] = None, str(e)
+                continue
+            # The library's retransmissions, counted on the hosts as the executor's runs count theirs.
+            retransmitted = fabric.losses()["retransmitted_segments"] - before["retransmitted_segments"]
+            if retransmitted:
+                problems[implementation] = f"{retransmitted} segments retransmitted"
     finally:
         emulate.down(fabric_name)
     out = []
