@@ -71,6 +71,23 @@ def test_plan_counts_a_full_trunk_as_contention_free_and_prefers_it(tmp_path):
     assert plan.choose([dataclasses.replace(faster, predicted_time_s=tree.predicted_time_s / 1.06), tree]).row.name == "shift"
 
 
+def test_a_gathers_incast_is_contention_free_only_on_a_lossless_fabric(tmp_path):
+    # Linear gather: 27 flows into the root's link at once. Credits hold them back without a
+    # drop; a 64 KiB Ethernet buffer overflows.
+    lossless = _lossless(_tree("2", 14, "10", tmp_path, "t"))
+    ethernet = lossless.with_switching("ethernet", 64 * 1024)
+    for topo, free in ((lossless, True), (ethernet, False)):
+        routes = routing.route(topo, "updown")
+        linear = traffic.build("gather", "linear", topology=topo, bytes=MIB)
+        loads = analysis.analyze(routes, linear)
+        assert loads["max_congestion"] > 1
+        assert plan.full_rate_contention_free(topo, routes, linear, loads) is free, topo.link_layer
+    # An all-to-all's phases go to many hosts: contended on both.
+    routes = routing.route(lossless, "updown")
+    shift = traffic.build("alltoall", "shift", topology=lossless, bytes=MIB)
+    assert not plan.full_rate_contention_free(lossless, routes, shift, analysis.analyze(routes, shift))
+
+
 def test_packed_dag_is_within_20_percent_of_the_bound_and_beats_the_paper(tmp_path):
     topo = _lossless(_tree("2", 14, "10", tmp_path, "t"))
     routes = routing.route(topo, "updown")

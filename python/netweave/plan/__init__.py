@@ -373,9 +373,16 @@ def full_rate_contention_free(topo: Topology, routes: _core.RoutingTable, schedu
     at its host's rate and no switch queue builds, which is what the plan's preference for
     contention-free schedules is about; counting one flow per link would call a tree schedule
     that fills a 10 Gbit/s trunk with ten 1 Gbit/s flows contended. `loads` is the schedule's
-    :func:`analysis.analyze` report (phases with at most one flow per link are not re-counted)."""
+    :func:`analysis.analyze` report (phases with at most one flow per link are not re-counted).
+
+    On a lossless fabric a phase whose messages all go to one host (a gather's incast) counts as
+    contention-free too: its flows are held to that host's link, which they keep full, credits
+    hold back what a shallow buffer would drop, and no flow to another host queues behind them.
+    On the emulated LSFT of order 3 (queues too deep to drop) the linear gather of 16 KiB and
+    128 KiB measured 1.16× and 1.13× faster than binomial, which the margin had preferred."""
     if loads["max_congestion"] <= 1:
         return True
+    lossless = topo.link_layer != "ethernet"
     ends = topo.link_array().tolist()
     bandwidth = [bw for bw, _lat in topo.link_specs().tolist()]
     host_rate = max((bandwidth[i] for i, (a, _pa, b, _pb) in enumerate(ends) if topo.is_host(a) or topo.is_host(b)),
@@ -385,7 +392,7 @@ def full_rate_contention_free(topo: Topology, routes: _core.RoutingTable, schedu
     # Channel 2·l and 2·l + 1 are link l's two directions; parallel links are separate channels.
     serves = [max(1, int(bandwidth[c // 2] / host_rate * (1 + 1e-9))) for c in range(2 * len(ends))]
     for p, phase in enumerate(loads["phases"]):
-        if phase["max_load"] <= 1:
+        if phase["max_load"] <= 1 or (lossless and len({dst for _src, dst, _bytes in schedule.phase(p)}) == 1):
             continue
         flows = analysis.phase_channel_flows(routes, schedule, p)
         if any(f > serves[c] for c, f in enumerate(flows)):
