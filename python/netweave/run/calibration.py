@@ -257,7 +257,7 @@ def fit_tcp(topo: Topology, routes: RoutingTable, points: list[dict[str, Any]], 
     tcp: dict[str, float] = {}
     for group, group_points in groups.items():
         if group_points:
-            tcp, _error_of_group = _grid_fit(scaled_routes, group_points, grids[group], tcp, overhead_s, sync_s)
+            tcp, _group_error = _grid_fit(scaled_routes, group_points, grids[group], tcp, overhead_s, sync_s)
     graphs = [(*_graph(p, scaled_routes.topology.num_hosts), p["median_s"]) for p in points]
     return tcp, _error(scaled_routes, graphs, tcp, overhead_s, sync_s)
 
