@@ -324,8 +324,9 @@ def test_a_lossless_fabric_queues_an_incast_without_dropping(name):
     run = emulate.run(fabric, calibration.incast(8, 512 * 1024, 9), warmup=0, reps=1)
     assert run["ok"], run
     assert run["losses"]["dropped_packets"] == 0, run["losses"]
-    # Every byte crossed host 0's port at its rate (1 Gbit/s here): at least the bound.
-    assert run["makespan_s"] >= 8 * 512 * 1024 * 8 / 1e9
+    # Every byte crossed host 0's port at its scaled rate (1 Gbit/s × 0.01): the bound, less
+    # the few frames a token bucket lets through at once.
+    assert run["makespan_s"] >= 0.95 * 8 * 512 * 1024 * 8 / (1e9 * 0.01)
 
 
 def test_calibrate_measures_the_model_parameters_and_refuses_bad_input(name, tmp_path):
