@@ -30,6 +30,12 @@ def _measured(topo, routes, points, tcp):
     return out
 
 
+def _probe_points():
+    """The calibration's short incasts: PROBE_SEGMENTS segments from each of the other hosts."""
+    return [{"kind": "incast", "senders": HOSTS - 1, "bytes": k * flowsim.TCP_DEFAULTS["segment_bytes"]}
+            for k in calibration.PROBE_SEGMENTS]
+
+
 def test_predictions_of_emulated_runs_use_the_emulated_hosts_tcp():
     # The emulated hosts send no TCP timestamps: victims of a long incast cut again before any
     # new data arrived back off (Karn's rule), which the default (Linux's timestamps) does not.
@@ -57,8 +63,7 @@ def test_the_fit_recovers_steady_sharing_and_probe_parameters():
     # the same, and the fit keeps the default among them; 30 ms spares the first point.
     truth = {"probe_s": calibration.PROBE_SECONDS[1], "steady_free_segments": calibration.STEADY_FREE_SEGMENTS[2],
              "steady_segments_per_timeout": calibration.STEADY_SEGMENTS_PER_TIMEOUT[3]}
-    probes = [{"kind": "incast", "senders": HOSTS - 1, "bytes": k * flowsim.TCP_DEFAULTS["segment_bytes"]}
-              for k in calibration.PROBE_SEGMENTS]
+    probes = _probe_points()
     points = ([{"kind": "incast", "senders": HOSTS - 1, "bytes": 1_000_000}] + probes
               + [{"kind": "concurrent", "hosts": HOSTS, "bytes": b} for b in calibration.STEADY_BYTES])
     measured = _measured(topo, routes, points, truth)
@@ -91,8 +96,7 @@ def test_short_incasts_decide_the_survival_that_long_ones_cannot_tell_apart():
     topo = _star()
     routes = routing.route(topo, "updown")
     truth = {"survival_per_segment": calibration.SURVIVAL_PER_SEGMENT[-1]}
-    probes = [{"kind": "incast", "senders": HOSTS - 1, "bytes": k * flowsim.TCP_DEFAULTS["segment_bytes"]}
-              for k in calibration.PROBE_SEGMENTS]
+    probes = _probe_points()
     points = [{"kind": "incast", "senders": k, "bytes": 1_000_000} for k in (2, 4)] + probes
     measured = _measured(topo, routes, points, truth)
     at_default = _measured(topo, routes, points, {})

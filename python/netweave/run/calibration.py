@@ -174,6 +174,11 @@ def _graph(point: dict[str, Any], num_ranks: int) -> tuple[TaskGraph, int]:
     return incast(point["senders"], point["bytes"], num_ranks), 1
 
 
+def _timed_graphs(scaled_routes: RoutingTable, points: list[dict[str, Any]]) -> list[tuple[TaskGraph, int, float]]:
+    """Each point's task graph, sends at once (the model's nct) and measured median, for :func:`_error`."""
+    return [(*_graph(p, scaled_routes.topology.num_hosts), p["median_s"]) for p in points]
+
+
 def _error(scaled_routes: RoutingTable, graphs: list[tuple[TaskGraph, int, float]], tcp: dict[str, float],
            overhead_s: float, sync_s: float) -> float:
     """Squared log ratio of predicted over measured, summed over `graphs` ((graph, nct, measured_s)),
@@ -209,7 +214,7 @@ def _grid_fit(scaled_routes: RoutingTable, points: list[dict[str, Any]], grid: l
     five 1 MB incasts on star16, the closest window (24 segments against the default 14) was
     closer by less than that spread, and predicted a 1 MiB gather on 2 × 14 hosts at 4× its
     measured time."""
-    graphs = [(*_graph(p, scaled_routes.topology.num_hosts), p["median_s"]) for p in points]
+    graphs = _timed_graphs(scaled_routes, points)
     scored = []
     for entry in grid:
         tcp = {**fixed, **entry}
@@ -258,7 +263,7 @@ def fit_tcp(topo: Topology, routes: RoutingTable, points: list[dict[str, Any]], 
     for group, group_points in groups.items():
         if group_points:
             tcp, _group_error = _grid_fit(scaled_routes, group_points, grids[group], tcp, overhead_s, sync_s)
-    graphs = [(*_graph(p, scaled_routes.topology.num_hosts), p["median_s"]) for p in points]
+    graphs = _timed_graphs(scaled_routes, points)
     return tcp, _error(scaled_routes, graphs, tcp, overhead_s, sync_s)
 
 
