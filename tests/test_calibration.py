@@ -24,7 +24,7 @@ def _measured(topo, routes, points, tcp):
     scaled = emulate.scaled_routes(routes, emulate.predicted_topology(topo, SCALE))
     out = []
     for p in points:
-        graph, nct = calibration._graph(p, topo.num_hosts)
+        graph, nct = calibration._graph(p, topo)
         t = flowsim.simulate(scaled, graph, executor="dag", nct=nct, tcp={**tcp, **emulate.HOST_TCP})["makespan_s"]
         out.append({**p, "median_s": t})
     return out
@@ -50,9 +50,19 @@ def test_predictions_of_emulated_runs_use_the_emulated_hosts_tcp():
     assert emulated["makespan_s"] == karn["makespan_s"] > timed["makespan_s"] + flowsim.TCP_DEFAULTS["timeout_s"]
 
 
-def test_concurrent_alltoall_graph_posts_every_pair_at_once():
-    graph = calibration.concurrent_alltoall(4, 1000, 6)
-    assert graph.num_ranks == 6 and graph.num_tasks == 12
+def test_concurrent_alltoall_graph_posts_every_pair_at_once_in_unrelated_orders():
+    six = topology.switch_tree([], 6, [], [], 1.0, 5_000.0)
+    graph = calibration.concurrent_alltoall(4, 1000, six)
+    assert graph.num_ranks == 6 and graph.num_tasks == 12 and graph.num_dependencies == 0
+    pairs = [(s, d) for s, d, _b, _after, _relay in graph.tasks()]
+    assert sorted(pairs) == [(s, d) for s in range(4) for d in range(4) if s != d]
+    # Each host's sends in the order it posts them: drawn per host with the seed, so the
+    # hosts do not all start at one destination (rank order: every host at host 0 first).
+    star = _star()
+    def firsts(seed):
+        order = [(s, d) for s, d, *_rest in calibration.concurrent_alltoall(HOSTS, 1000, star, seed).tasks()]
+        return [next(d for s, d in order if s == h) for h in range(HOSTS)]
+    assert len(set(firsts(0))) > 4 and firsts(0) == firsts(0) != firsts(1)
 
 
 def test_the_fit_recovers_steady_sharing_and_probe_parameters():
@@ -69,8 +79,9 @@ def test_the_fit_recovers_steady_sharing_and_probe_parameters():
     measured = _measured(topo, routes, points, truth)
     # 15 flows into every port of 64 KiB are short of minimum windows: the all-to-alls measure
     # the steady charge (without it they would be faster).
-    off = _measured(topo, routes, points[-2:], {**truth, "min_window_segments": 1.0})
-    assert all(a["median_s"] > b["median_s"] for a, b in zip(measured[-2:], off))
+    steady = len(calibration.STEADY_BYTES)
+    off = _measured(topo, routes, points[-steady:], {**truth, "min_window_segments": 1.0})
+    assert all(a["median_s"] > b["median_s"] for a, b in zip(measured[-steady:], off))
     tcp, error = calibration.fit_tcp(topo, routes, measured, SCALE, None, 0.0, 0.0)
     # The groups are fitted one after the other (the 1 MB incast with the default steady
     # parameters, which touch a few of its resuming flows): nearly, not exactly, exact.
@@ -132,7 +143,7 @@ def test_many_flows_on_a_shallow_port_are_charged_and_the_parameters_matter():
     # window against 45 held: the steady rule charges timeouts; a deeper buffer does not.
     topo = _star()
     routes = routing.route(topo, "updown")
-    graph = calibration.concurrent_alltoall(16, 1 << 20, 16)
+    graph = calibration.concurrent_alltoall(16, 1 << 20, topo)
     shallow = flowsim.simulate(routes, graph, executor="dag", nct=15)
     assert shallow["timeouts"] > 0
     fewer = flowsim.simulate(routes, graph, executor="dag", nct=15, tcp={"steady_segments_per_timeout": 40.0})
@@ -145,7 +156,7 @@ def test_many_flows_on_a_shallow_port_are_charged_and_the_parameters_matter():
 def test_a_calibration_file_round_trips_and_old_files_still_load(tmp_path):
     topo = _star()
     routes = routing.route(topo, "updown")
-    graph = calibration.concurrent_alltoall(16, 1 << 20, 16)
+    graph = calibration.concurrent_alltoall(16, 1 << 20, topo)
     tcp = {**flowsim.TCP_DEFAULTS, "steady_segments_per_timeout": 7.0, "probe_s": 0.003}
     doc = calibration._document(topo, 1.0, None, {"overhead_s": 1e-5, "sync_s": 2e-5, "tcp": tcp}, {}, 0.0)
     path = tmp_path / "cal.json"

@@ -564,19 +564,20 @@ fn collective_tasks(
 }
 
 /// Paper 004's Concurrent baseline for the same tasks as `contention_free`: every task at once,
-/// no ordering.
+/// each host posting its own in an order drawn with `seed`.
 #[pyfunction]
-#[pyo3(signature = (topo, collective, bytes, root=0, tasks=None))]
+#[pyo3(signature = (topo, collective, bytes, root=0, tasks=None, seed=0))]
 fn concurrent_dag(
     topo: &PyTopology,
     collective: &str,
     bytes: u64,
     root: u32,
     tasks: Option<Vec<(u32, u32, u64)>>,
+    seed: u64,
 ) -> PyResult<PyTaskGraph> {
     let list = collective_tasks(topo, collective, bytes, root, tasks)?;
     let n = topo.inner.num_hosts() as u32;
-    let graph = netweave_core::traffic::contention_free::concurrent(&format!("{collective}-concurrent"), n, &list);
+    let graph = netweave_core::traffic::contention_free::concurrent(&format!("{collective}-concurrent"), n, &list, seed);
     Ok(PyTaskGraph { inner: graph.map_err(err)? })
 }
 

@@ -21,7 +21,11 @@ what the flow model takes as parameters:
   of the points' own repeats — the fit keeps the one nearest Linux's default.
 - **steady many-flow sharing** (``tcp.steady_free_segments``, ``tcp.steady_segments_per_timeout``,
   Ethernet only): Concurrent all-to-all among the first ``STEADY_HOSTS`` hosts (every send at
-  once, so every port carries many long-lived flows) at ``STEADY_BYTES`` per pair.
+  once, so every port carries many long-lived flows) at ``STEADY_BYTES`` per pair, each host
+  posting its sends in an order of its own (:func:`netweave.stages.traffic.concurrent`): the
+  flow model shares a host's link among its flows with no order, and unrelated orders are what
+  it describes — hosts posting in one shared order meet at one destination at a time, and the
+  MPI libraries' linear all-to-alls measure as unrelated orders do (docs/flowsim.md).
 
 - **the native MPIs' host cost** (the ``native`` section, :func:`measure_natives`,
   :func:`fit_native`): each library's own ``MPI_Gather`` and ``MPI_Alltoall`` through ``nwbench``
@@ -68,7 +72,7 @@ import numpy as np
 
 from netweave._core import NetweaveError, RoutingTable, TaskGraph, Topology
 from netweave.run import emulate, mpi, processes
-from netweave.stages import flowsim
+from netweave.stages import flowsim, traffic
 
 #: Incast sweep: senders per point, bytes each sender sends, runs per point.
 DEFAULT_SENDERS = (2, 4, 8, 16, 24)
@@ -93,7 +97,9 @@ PROBE_SECONDS = (0.0, 0.002, 0.004, 0.007, 0.01, 0.015, 0.02, 0.03)
 #: Steady sharing: Concurrent all-to-all among this many hosts (at most), bytes per pair; and the
 #: grid of segments streamed before timeouts and segments per timeout.
 STEADY_HOSTS = 16
-STEADY_BYTES = (65_536, 262_144)
+STEADY_BYTES = (16_384, 131_072, 1_048_576)
+#: The seed of the hosts' posting orders in the steady points (stored with each point).
+STEADY_SEED = 0
 STEADY_FREE_SEGMENTS = (0.0, 5.0, 10.0, 20.0, 40.0, 70.0, 100.0, 150.0)
 STEADY_SEGMENTS_PER_TIMEOUT = (0.5, 1.0, 1.5, 2.0, 3.0, 5.0, 8.0, 13.0, 20.0, 40.0, 80.0)
 #: The native MPIs' host cost: the libraries measured, the collectives and bytes per pair each
@@ -137,11 +143,11 @@ def incast(senders: int, nbytes: int, num_ranks: int) -> TaskGraph:
     return TaskGraph(f"incast{senders}", num_ranks, [(s, 0, nbytes, [], None) for s in range(1, senders + 1)])
 
 
-def concurrent_alltoall(hosts: int, nbytes: int, num_ranks: int) -> TaskGraph:
-    """Hosts 0..hosts-1 each send `nbytes` to every other one of them, all at once."""
-    rows: list[tuple[int, int, int, list[int], int | None]] = [
-        (s, d, nbytes, [], None) for s in range(hosts) for d in range(hosts) if s != d]
-    return TaskGraph(f"concurrent{hosts}", num_ranks, rows)
+def concurrent_alltoall(hosts: int, nbytes: int, topo: Topology, seed: int = STEADY_SEED) -> TaskGraph:
+    """Hosts 0..hosts-1 of `topo` each send `nbytes` to every other one of them, all at once,
+    each posting its sends in its own order drawn with `seed` (paper 004's Concurrent)."""
+    tasks = [(s, d, nbytes) for s in range(hosts) for d in range(hosts) if s != d]
+    return traffic.concurrent(topo, "tasks", 0, tasks=tasks, seed=seed)
 
 
 def _checked(topo: Topology, scale: float, buffer: int | None, senders: tuple[int, ...], nbytes: int,
@@ -167,16 +173,18 @@ def _checked(topo: Topology, scale: float, buffer: int | None, senders: tuple[in
     return emulate.port_buffer(topo, buffer)
 
 
-def _graph(point: dict[str, Any], num_ranks: int) -> tuple[TaskGraph, int]:
-    """A sweep point's task graph and the sends each host runs at once (the model's nct)."""
+def _graph(point: dict[str, Any], topo: Topology) -> tuple[TaskGraph, int]:
+    """A sweep point's task graph on `topo`'s hosts and the sends each host runs at once (the
+    model's nct)."""
     if point.get("kind") == "concurrent":
-        return concurrent_alltoall(point["hosts"], point["bytes"], num_ranks), max(point["hosts"] - 1, 1)
-    return incast(point["senders"], point["bytes"], num_ranks), 1
+        graph = concurrent_alltoall(point["hosts"], point["bytes"], topo, point.get("seed", STEADY_SEED))
+        return graph, max(point["hosts"] - 1, 1)
+    return incast(point["senders"], point["bytes"], topo.num_hosts), 1
 
 
 def _timed_graphs(scaled_routes: RoutingTable, points: list[dict[str, Any]]) -> list[tuple[TaskGraph, int, float]]:
     """Each point's task graph, sends at once (the model's nct) and measured median, for :func:`_error`."""
-    return [(*_graph(p, scaled_routes.topology.num_hosts), p["median_s"]) for p in points]
+    return [(*_graph(p, scaled_routes.topology), p["median_s"]) for p in points]
 
 
 def _error(scaled_routes: RoutingTable, graphs: list[tuple[TaskGraph, int, float]], tcp: dict[str, float],
@@ -302,10 +310,11 @@ def calibrate(topo: Topology, routes: RoutingTable, name: str, scale: float = 1.
                 mss = flowsim.TCP_DEFAULTS["segment_bytes"]
                 extra["probe"] = [{"kind": "incast", "senders": max(senders), "bytes": k * mss}
                                   for k in PROBE_SEGMENTS if k * mss < nbytes]
-                extra["steady"] = [{"kind": "concurrent", "hosts": min(n, STEADY_HOSTS), "bytes": b} for b in STEADY_BYTES]
+                extra["steady"] = [{"kind": "concurrent", "hosts": min(n, STEADY_HOSTS), "bytes": b, "seed": STEADY_SEED}
+                                   for b in STEADY_BYTES]
             for points in extra.values():
                 for point in points:
-                    graph, _nct = _graph(point, n)
+                    graph, _nct = _graph(point, topo)
                     times = []
                     for r in range(repeats):
                         note(f"{graph.name}: {point['bytes']:,} B ({r + 1}/{repeats})")
@@ -329,7 +338,7 @@ def calibrate(topo: Topology, routes: RoutingTable, name: str, scale: float = 1.
         tcp, fit_error = fit_tcp(topo, routes, sweep + extra["probe"] + extra["steady"], scale, buffer, overhead, sync)
         params["tcp"] = {**{k: v for k, v in flowsim.TCP_DEFAULTS.items() if k == "segment_bytes"}, **tcp}
         for point in sweep + extra["probe"] + extra["steady"]:
-            graph, nct = _graph(point, n)
+            graph, nct = _graph(point, topo)
             point["predicted_s"] = emulate.predict(topo, routes, graph, scale, buffer,
                                                    _document(topo, scale, queue, params, {}, None), nct=nct)["makespan_s"]
     native = {}

@@ -221,10 +221,12 @@ def buffer_groups(routes: _core.RoutingTable, schedule: Schedule, buffer_bytes: 
 
 
 def concurrent(topology: Topology, collective: str, bytes: int, root: int = 0,
-               tasks: list[tuple[int, int, int]] | None = None):
+               tasks: list[tuple[int, int, int]] | None = None, seed: int = 0):
     """Paper 004's Concurrent baseline as a DAG: the same tasks as :func:`contention_free`, all
-    started at once (what an unscheduled MPI gather or all-to-all does)."""
-    return _core.concurrent_dag(topology, collective, bytes, root, tasks)
+    started at once (what an unscheduled MPI gather or all-to-all does), each host posting its
+    own in an order drawn with `seed` — unrelated to the other hosts' orders, as unscheduled
+    sends are (in one shared order every host would send to the same destination first)."""
+    return _core.concurrent_dag(topology, collective, bytes, root, tasks, seed)
 
 
 def read_task_list(path: str | Path) -> list[tuple[int, int, int]]:

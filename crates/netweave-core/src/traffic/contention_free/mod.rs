@@ -218,10 +218,36 @@ impl ContentionFree {
     }
 }
 
-/// The Concurrent baseline: every task at once, no ordering.
-pub fn concurrent(name: &str, num_hosts: u32, tasks: &[Message]) -> Result<TaskGraph> {
+/// The Concurrent baseline: every task at once, no ordering among them — each host posts its
+/// own tasks in an order of its own, drawn with `seed` (per host, so the hosts' orders are
+/// unrelated).
+///
+/// An executor posts a host's independent sends in task order, and their first windows leave
+/// the host's link in that order: hosts that agree on an order meet at the same destination at
+/// once. In rank order every host sends to host 0 first; on the emulated 16-host star that
+/// all-to-all measured 2.6×, 1.3× and 1.5× a random order at 16 KiB, 128 KiB and 1 MiB per pair
+/// (123 against 48 ms, 934 against 703, 7.8 against 5.2 s), and a random order measured what
+/// Open MPI's linear all-to-all does. Unscheduled means uncoordinated, not coordinated badly.
+///
+/// ```
+/// use netweave_core::traffic::contention_free::{alltoall_tasks, concurrent};
+/// let g = concurrent("a2a", 4, &alltoall_tasks(4, 1024).unwrap(), 7).unwrap();
+/// assert_eq!(g.num_tasks(), 12);
+/// assert_eq!(g.num_dependencies(), 0);
+/// ```
+pub fn concurrent(name: &str, num_hosts: u32, tasks: &[Message], seed: u64) -> Result<TaskGraph> {
+    use rand::seq::SliceRandom;
+    use rand::SeedableRng;
+    let mut order: Vec<Message> = tasks.iter().copied().filter(|t| t.src != t.dst).collect();
+    // Stable: a host's tasks stay together in their given order before its shuffle.
+    order.sort_by_key(|t| t.src);
+    for host_tasks in order.chunk_by_mut(|a, b| a.src == b.src) {
+        let host = u64::from(host_tasks[0].src);
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed ^ host.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        host_tasks.shuffle(&mut rng);
+    }
     let mut g = TaskGraph::new(name, num_hosts);
-    for &t in tasks.iter().filter(|t| t.src != t.dst) {
+    for &t in &order {
         g.add_task(t, &[])?;
     }
     Ok(g)

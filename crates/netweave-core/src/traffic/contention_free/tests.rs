@@ -456,3 +456,35 @@ fn perturbation_rate_outside_zero_one_is_refused() {
         assert!(err.contains("must be in [0, 1)"), "{err}");
     }
 }
+
+/// Each host's sends in Concurrent's task order.
+fn posting_orders(g: &TaskGraph, hosts: u32) -> Vec<Vec<u32>> {
+    let mut orders = vec![Vec::new(); hosts as usize];
+    for t in 0..g.num_tasks() as u32 {
+        let m = g.task(t);
+        orders[m.src as usize].push(m.dst);
+    }
+    orders
+}
+
+#[test]
+fn concurrent_hosts_post_in_unrelated_seeded_orders() {
+    let tasks = alltoall_tasks(16, 1024).unwrap();
+    let g = concurrent("a2a", 16, &tasks, 3).unwrap();
+    assert_eq!((g.num_tasks(), g.num_dependencies()), (240, 0));
+    let orders = posting_orders(&g, 16);
+    for (h, order) in orders.iter().enumerate() {
+        let mut sorted = order.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, (0..16).filter(|&d| d != h as u32).collect::<Vec<_>>(), "host {h} sends once to each other host");
+    }
+    // Unrelated: the hosts do not all start at one destination (rank order sends every host to 0 first).
+    let first: std::collections::BTreeSet<u32> = orders.iter().map(|o| o[0]).collect();
+    assert!(first.len() > 4, "first destinations {first:?}");
+    // The seed decides, and only the seed.
+    assert_eq!(posting_orders(&concurrent("a2a", 16, &tasks, 3).unwrap(), 16), orders);
+    assert_ne!(posting_orders(&concurrent("a2a", 16, &tasks, 4).unwrap(), 16), orders);
+    // A gather has one task per host: nothing to order.
+    let gather = concurrent("g", 16, &gather_tasks(16, 0, 1024).unwrap(), 3).unwrap();
+    assert_eq!(gather.num_tasks(), 15);
+}
