@@ -200,13 +200,19 @@ EAGER_S, RENDEZVOUS_S, BYTE_S = 0.04, 0.06, 1e-7
 def test_the_native_fit_recovers_costs_from_measurements_computed_by_hand():
     # Each point: the model's time without the library's cost, and how many messages sit on the
     # call's critical path (4 binomial steps for a gather of 16, 1 block of scattered sends,
-    # 15 pairwise steps); measured = model + steps × (per-message cost + bytes × per-byte cost).
+    # 15 pairwise steps); measured = model + steps × (per-message cost + bytes × per-byte cost),
+    # the per-byte cost only where ranks send and receive at once (all-to-all, not gather).
     points = [
-        {"bytes": 16384, "model_s": 0.0393, "per_cost": 4.0, "measured_s": 0.0393 + 4 * (0.04 + 0.0016384)},
-        {"bytes": 16384, "model_s": 0.0519, "per_cost": 1.0, "measured_s": 0.0519 + 1 * (0.04 + 0.0016384)},
-        {"bytes": 131072, "model_s": 0.3146, "per_cost": 4.0, "measured_s": 0.3146 + 4 * (0.06 + 0.0131072)},
-        {"bytes": 131072, "model_s": 0.3146, "per_cost": 15.0, "measured_s": 0.3146 + 15 * (0.06 + 0.0131072)},
-        {"bytes": 1048576, "model_s": 2.5166, "per_cost": 15.0, "measured_s": 2.5166 + 15 * (0.06 + 0.1048576)},
+        {"collective": "gather", "bytes": 16384, "model_s": 0.0393, "per_cost": 4.0,
+         "measured_s": 0.0393 + 4 * 0.04},
+        {"collective": "alltoall", "bytes": 16384, "model_s": 0.0519, "per_cost": 1.0,
+         "measured_s": 0.0519 + 1 * (0.04 + 0.0016384)},
+        {"collective": "gather", "bytes": 131072, "model_s": 0.3146, "per_cost": 4.0,
+         "measured_s": 0.3146 + 4 * 0.06},
+        {"collective": "alltoall", "bytes": 131072, "model_s": 0.3146, "per_cost": 15.0,
+         "measured_s": 0.3146 + 15 * (0.06 + 0.0131072)},
+        {"collective": "alltoall", "bytes": 1048576, "model_s": 2.5166, "per_cost": 15.0,
+         "measured_s": 2.5166 + 15 * (0.06 + 0.1048576)},
     ]
     params, error = calibration.fit_native(points, eager_limit=65536)
     assert params == pytest.approx({"eager_s": EAGER_S, "rendezvous_s": RENDEZVOUS_S, "byte_s": BYTE_S}, rel=1e-9)
@@ -228,7 +234,7 @@ def test_the_native_fit_recovers_costs_the_flow_model_charged():
     for collective in ("gather", "alltoall"):
         for nbytes in (16384, 131072, 1048576):
             run = {"library": "mpich", "collective": collective, "bytes": nbytes, "ranks": HOSTS}
-            cost = calibration.per_message_cost(section, nbytes)
+            cost = calibration.per_message_cost(section, nbytes, collective)
             runs.append({**run, "measured_s": calibration._native_prediction(scaled, run, None, cost)})
     native = calibration.fit_natives(topo, routes, SCALE, None, None, runs)["mpich"]
     assert native["parameters"] == pytest.approx(section["parameters"], rel=1e-3)
@@ -256,11 +262,14 @@ def test_a_calibration_with_native_costs_round_trips_and_plan_charges_them(tmp_p
     placed, nbytes = list(range(HOSTS)), 131072
     rows = {r.name: r for r in plan.native_candidates(routes, placed, nbytes, lambda _m: None, "gather",
                                                       calibration=path)}
-    # MPICH: every message costs the rendezvous cost plus its bytes', measured on 8 ranks and
-    # charged for 16 (twice: ranks taking turns on the cores).
+    # MPICH: every message of a gather costs the rendezvous cost (a gather's ranks send or
+    # receive, never both: no per-byte cost), measured on 8 ranks and charged for 16 (twice:
+    # ranks taking turns on the cores); an all-to-all's messages cost their bytes' too.
     sched, info = plan.native_workload("mpich", "gather", placed, nbytes)
-    cost = (RENDEZVOUS_S + BYTE_S * nbytes) * HOSTS / 8
-    assert calibration.native_overhead(back, "mpich", HOSTS, nbytes) == pytest.approx(cost)
+    cost = RENDEZVOUS_S * HOSTS / 8
+    assert calibration.native_overhead(back, "mpich", HOSTS, nbytes, "gather") == pytest.approx(cost)
+    assert calibration.native_overhead(back, "mpich", HOSTS, nbytes, "alltoall") == pytest.approx(
+        cost + BYTE_S * nbytes * HOSTS / 8)
     charged = flowsim.simulate(routes, sched, executor=info["executor"], nct=info["concurrent_sends"], overhead_s=cost)
     assert rows["mpich"].predicted_time_s == pytest.approx(charged["makespan_s"])
     plain = plan.native_candidates(routes, placed, nbytes, lambda _m: None, "gather")
@@ -273,7 +282,7 @@ def test_a_calibration_with_native_costs_round_trips_and_plan_charges_them(tmp_p
     old = tmp_path / "old.json"
     calibration.write(_native_document(topo, None), old)
     assert "native" not in json.loads(old.read_text())
-    assert calibration.native_overhead(calibration.load(old, topo), "mpich", HOSTS, nbytes) is None
+    assert calibration.native_overhead(calibration.load(old, topo), "mpich", HOSTS, nbytes, "gather") is None
     before = {r.name: r.predicted_time_s for r in plan.native_candidates(routes, placed, nbytes, lambda _m: None,
                                                                          "gather", calibration=old)}
     assert before["mpich"] < rows["mpich"].predicted_time_s

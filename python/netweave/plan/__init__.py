@@ -724,7 +724,7 @@ def predict_native(routes: _core.RoutingTable, sched: Schedule, library: str, in
     if calibration is None:
         return predict(routes, sched, executor, nct, tcp=tcp)
     document = calibration_mod.load(calibration, routes.topology)
-    cost = calibration_mod.native_overhead(document, library, ranks, bytes_per_pair)
+    cost = calibration_mod.native_overhead(document, library, ranks, bytes_per_pair, sched.collective)
     if cost is None:
         return predict(routes, sched, executor, nct, calibration, tcp)
     return flowsim.simulate(routes, sched, executor=executor, nct=nct, calibration=document, overhead_s=cost, tcp=tcp)

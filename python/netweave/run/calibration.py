@@ -33,9 +33,10 @@ what the flow model takes as parameters:
   pair, against the native model's prediction of the same call. What the model misses is what
   the library costs the hosts here, fitted per library as a per-message cost on the critical
   path — one below the library's eager limit (``eager_s``), one above (``rendezvous_s``, its
-  handshake waits for the receiver), plus ``byte_s`` per byte of the message (the busy-polling
-  ranks move data only while the scheduler runs them) — for a job of the calibration's ranks;
-  ``plan`` charges it ∝ the job's ranks (:func:`native_overhead`).
+  handshake waits for the receiver), plus, in the collectives where every rank sends and
+  receives at once (:data:`EXCHANGES`), ``byte_s`` per byte of the message (one polling thread
+  feeds the send and drains the receive, each only while the scheduler runs it) — for a job of
+  the calibration's ranks; ``plan`` charges it ∝ the job's ranks (:func:`native_overhead`).
 
 Every point is timed as ``plan --verify`` times a candidate: one warm-up call over the same
 connections, then the slowest rank's mean over :data:`TIMED_CALLS` calls.
@@ -120,6 +121,10 @@ TIMED_CALLS = 3
 NATIVE_EAGER_LIMITS = {"openmpi": 65_536, "mpich": 65_536}
 #: A library's cost parameters: seconds per message below / above its eager limit, per byte.
 NATIVE_COSTS = ("eager_s", "rendezvous_s", "byte_s")
+#: The collectives whose steps send and receive at once (a gather's ranks do one or the other),
+#: the only ones charged ``byte_s``: MPICH's gathers measured 190–270 ms over the model at
+#: 16 KiB, 128 KiB and 1 MiB alike on star16, its all-to-alls 50, 100 and 250 ms per step.
+EXCHANGES = ("alltoall", "allgather")
 #: The per-message cost at which the model's sensitivity to it is taken (:func:`fit_natives`), and
 #: the reweighting rounds of :func:`fit_native` (its weights settle in a few).
 NATIVE_PROBE_S = 0.01
@@ -444,14 +449,16 @@ def fit_native(points: list[dict[str, Any]], eager_limit: int) -> tuple[dict[str
     Each point has ``bytes`` per pair, ``measured_s``, ``model_s`` (the model's time with no
     library cost) and ``per_cost`` (seconds the prediction grows per second of per-message cost:
     the messages on the call's critical path). A point's per-message cost is ``eager_s`` (blocks
-    up to `eager_limit` bytes) or ``rendezvous_s``, plus ``byte_s`` × its bytes, so its prediction
+    up to `eager_limit` bytes) or ``rendezvous_s``, plus ``byte_s`` × its bytes where its
+    ``collective`` is one of :data:`EXCHANGES`, so its prediction
     is ``model_s + per_cost × cost`` — linear in the parameters. Each round solves the weighted
     least squares whose weight, 1 / √(measured × predicted), makes a point's error its log ratio
     to first order (:func:`_nonnegative_least_squares`), with the previous round's predictions."""
     rows, gaps = [], []
     for p in points:
         eager = p["bytes"] <= eager_limit
-        rows.append([p["per_cost"] * eager, p["per_cost"] * (not eager), p["per_cost"] * p["bytes"]])
+        exchange = p["collective"] in EXCHANGES
+        rows.append([p["per_cost"] * eager, p["per_cost"] * (not eager), p["per_cost"] * p["bytes"] * exchange])
         gaps.append(p["measured_s"] - p["model_s"])
     design = np.asarray(rows, dtype=float).reshape(len(points), len(NATIVE_COSTS))
     gap = np.asarray(gaps, dtype=float)
@@ -485,17 +492,20 @@ def _nonnegative_least_squares(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return best[1]
 
 
-def per_message_cost(section: dict[str, Any], bytes_per_pair: int) -> float:
-    """What one message of `bytes_per_pair` costs its sender under a library's ``native`` section,
-    at the section's ranks (parameters it does not state cost nothing)."""
+def per_message_cost(section: dict[str, Any], bytes_per_pair: int, collective: str) -> float:
+    """What one message of `bytes_per_pair` in a `collective` costs its sender under a library's
+    ``native`` section, at the section's ranks (parameters it does not state cost nothing)."""
     params = section.get("parameters", {})
     regime = "eager_s" if bytes_per_pair <= section.get("eager_limit_bytes", 0) else "rendezvous_s"
-    return float(params.get(regime, 0.0)) + float(params.get("byte_s", 0.0)) * bytes_per_pair
+    per_byte = float(params.get("byte_s", 0.0)) if collective in EXCHANGES else 0.0
+    return float(params.get(regime, 0.0)) + per_byte * bytes_per_pair
 
 
-def native_overhead(document: dict[str, Any], library: str, ranks: int, bytes_per_pair: int) -> float | None:
-    """The per-message cost `library` adds for a job of `ranks` ranks at `bytes_per_pair`, from a
-    checked calibration `document`; None when it has no ``native`` section for the library.
+def native_overhead(document: dict[str, Any], library: str, ranks: int, bytes_per_pair: int,
+                    collective: str) -> float | None:
+    """The per-message cost `library` adds for a job of `ranks` ranks at `bytes_per_pair` in a
+    `collective`, from a checked calibration `document`; None when it has no ``native`` section
+    for the library.
 
     The cost was measured with the calibration's ranks on this machine's cores; ranks that busy-poll
     take turns on the cores, so a rank waited for comes round after the others' time slices: the
@@ -503,7 +513,7 @@ def native_overhead(document: dict[str, Any], library: str, ranks: int, bytes_pe
     section = (document.get("native") or {}).get(library)
     if section is None:
         return None
-    return per_message_cost(section, bytes_per_pair) * ranks / section["ranks"]
+    return per_message_cost(section, bytes_per_pair, collective) * ranks / section["ranks"]
 
 
 def fit_natives(topo: Topology, routes: RoutingTable, scale: float, buffer: int | None, document: dict[str, Any],
@@ -525,7 +535,8 @@ def fit_natives(topo: Topology, routes: RoutingTable, scale: float, buffer: int 
         params, error = fit_native(points, limit)
         entry = {"ranks": points[0]["ranks"], "eager_limit_bytes": limit, "parameters": params, "fit_error": error}
         for point in points:
-            point["predicted_s"] = _native_prediction(scaled, point, document, per_message_cost(entry, point["bytes"]))
+            cost = per_message_cost(entry, point["bytes"], point["collective"])
+            point["predicted_s"] = _native_prediction(scaled, point, document, cost)
         section[library] = {**entry, "measurements": points}
     return section
 
