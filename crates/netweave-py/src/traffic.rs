@@ -577,7 +577,8 @@ fn concurrent_dag(
 ) -> PyResult<PyTaskGraph> {
     let list = collective_tasks(topo, collective, bytes, root, tasks)?;
     let n = topo.inner.num_hosts() as u32;
-    let graph = netweave_core::traffic::contention_free::concurrent(&format!("{collective}-concurrent"), n, &list, seed);
+    let graph =
+        netweave_core::traffic::contention_free::concurrent(&format!("{collective}-concurrent"), n, &list, seed);
     Ok(PyTaskGraph { inner: graph.map_err(err)? })
 }
 

@@ -122,8 +122,9 @@ NATIVE_EAGER_LIMITS = {"openmpi": 65_536, "mpich": 65_536}
 #: A library's cost parameters: seconds per message below / above its eager limit, per byte.
 NATIVE_COSTS = ("eager_s", "rendezvous_s", "byte_s")
 #: The collectives whose steps send and receive at once (a gather's ranks do one or the other),
-#: the only ones charged ``byte_s``: MPICH's gathers measured 190–270 ms over the model at
-#: 16 KiB, 128 KiB and 1 MiB alike on star16, its all-to-alls 50, 100 and 250 ms per step.
+#: the only ones charged ``byte_s``: on star16 MPICH's gathers measured 46–68 ms per step over
+#: the model at 16 KiB, 128 KiB and 1 MiB alike, its pairwise all-to-alls 97 ms at 128 KiB and
+#: 248 ms at 1 MiB (docs/plan.md, "The native MPIs' host cost").
 EXCHANGES = ("alltoall", "allgather")
 #: The per-message cost at which the model's sensitivity to it is taken (:func:`fit_natives`), and
 #: the reweighting rounds of :func:`fit_native` (its weights settle in a few).

@@ -476,7 +476,11 @@ fn concurrent_hosts_post_in_unrelated_seeded_orders() {
     for (h, order) in orders.iter().enumerate() {
         let mut sorted = order.clone();
         sorted.sort_unstable();
-        assert_eq!(sorted, (0..16).filter(|&d| d != h as u32).collect::<Vec<_>>(), "host {h} sends once to each other host");
+        assert_eq!(
+            sorted,
+            (0..16).filter(|&d| d != h as u32).collect::<Vec<_>>(),
+            "host {h} sends once to each other host"
+        );
     }
     // Unrelated: the hosts do not all start at one destination (rank order sends every host to 0 first).
     let first: std::collections::BTreeSet<u32> = orders.iter().map(|o| o[0]).collect();
