@@ -172,6 +172,27 @@ def test_verify_deploys_what_the_network_measured_fastest_not_the_models_pick():
     assert f"the plan's pick is now {native}" in report.to_text(result)
 
 
+def test_the_models_pick_for_the_scaled_fabric_follows_the_plans_rules():
+    from netweave.plan.result import VerifyRow
+    from netweave.plan.verification import _summary
+
+    tree = topology.switch_tree([2], 4, [10.0], [5000.0], 1.0, 5000.0)
+    result = plan.plan(tree, bytes_per_pair=1 << 16)
+    # (predicted, measured) on the scaled fabric: Concurrent predicted fastest but not pickable,
+    # Open MPI 2 % ahead of contention-free shift — inside the margin the plan does not pick by.
+    times = {"concurrent": (0.5, 3.0), "openmpi": (0.98, 1.5), "shift": (1.0, 1.2), "mpich": (2.0, 1.0)}
+    rows = [VerifyRow(name=n, kind=k, predicted_s=p, measured_s=m, ratio=m / p, measured_by="by hand", problem=None)
+            for n, (p, m), k in zip(times, times.values(), ("dag", "native", "phased", "native"))]
+    summary = _summary(rows, result, 0.5, None)
+    assert (summary.pick_at_scale, summary.measured_best) == ("shift", "mpich")
+    assert summary.pick_at_scale_over_best == pytest.approx(1.2)
+    # Well ahead, Open MPI is the pick; a candidate not measured is not.
+    times["openmpi"] = (0.5, 1.5)
+    rows = [VerifyRow(name=n, kind="native", predicted_s=p, measured_s=m, ratio=m / p, measured_by="by hand",
+                      problem=None) for n, (p, m) in times.items() if n != "shift"]
+    assert _summary(rows, result, 0.5, None).pick_at_scale == "openmpi"
+
+
 def test_a_failed_runs_problem_says_what_a_failing_rank_said():
     from netweave.plan.verification import _failure
 

@@ -39,6 +39,7 @@ not the scale's.
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -291,6 +292,29 @@ def adopt_measured(result: PlanResult, rows: list[VerifyRow], summary: VerifySum
             result.today = plan_mod.mpi_today(result.native, choice)
 
 
+def pick_at_scale(result: PlanResult, predicted: dict[str, float]) -> str | None:
+    """The plan's pick among the candidates in `predicted` with those times in place of its own
+    (the predictions for the scaled fabric the verification measures): :func:`netweave.plan.choose`
+    over them in the plan's order, so its tie rules decide here too — a raw minimum would pick
+    by differences smaller than the model tells apart (on the LSFT of order 3, Concurrent
+    predicted 0.2 % ahead of the LSFT schedule and measured 1.23× its time). None if no
+    candidate the plan may pick is among them.
+
+    >>> from netweave import plan, topology
+    >>> result = plan.plan(topology.switch_tree([2], 4, [10.0], [5000.0], 1.0, 5000.0), bytes_per_pair=1 << 16)
+    >>> # Concurrent is ranked, not picked; contention-free shift within 5 % of Open MPI's is preferred.
+    >>> pick_at_scale(result, {"shift": 1.0, "openmpi": 0.98, "concurrent": 0.5})
+    'shift'
+    >>> pick_at_scale(result, {"shift": 1.0, "openmpi": 0.9})
+    'openmpi'
+    """
+    rows = [dataclasses.replace(r, predicted_time_s=predicted[r.name])
+            for r in [*result.native, *result.schedules, *result.dag_schedules]
+            if r.pickable and predicted.get(r.name)]
+    choice = plan_mod.choose(rows)
+    return None if choice is None else choice.row.name
+
+
 def _summary(rows: list[VerifyRow], result: PlanResult, scale: float, buffer: int | None) -> VerifySummary:
     """The verdict on the plan's pick from the measured `rows`."""
     timed = [(r, r.measured_s) for r in rows if r.measured_s]
@@ -301,10 +325,11 @@ def _summary(rows: list[VerifyRow], result: PlanResult, scale: float, buffer: in
     ratios = [r.ratio for r in rows if r.measured_s and r.ratio]
     # Scaling changes an Ethernet fabric's regime (the retransmission timeout does not scale with
     # the links), so the pick the model makes for the scaled fabric is judged too.
-    scaled_pick = min(timed, key=lambda rm: rm[0].predicted_s, default=None)
-    scaled_over = scaled_pick[1] / best[1] if scaled_pick and best else None
+    scaled_pick = pick_at_scale(result, {r.name: r.predicted_s for r, _m in timed})
+    measured = {r.name: m for r, m in timed}
+    scaled_over = measured[scaled_pick] / best[1] if scaled_pick and best else None
     return VerifySummary(
-        pick_at_scale=None if scaled_pick is None else scaled_pick[0].name,
+        pick_at_scale=scaled_pick,
         pick_at_scale_over_best=scaled_over,
         scale=scale,
         buffer=buffer,
