@@ -180,17 +180,19 @@ def test_the_models_pick_for_the_scaled_fabric_follows_the_plans_rules():
     result = plan.plan(tree, bytes_per_pair=1 << 16)
     # (predicted, measured) on the scaled fabric: Concurrent predicted fastest but not pickable,
     # Open MPI 2 % ahead of contention-free shift — inside the margin the plan does not pick by.
+    def summary(times):
+        kinds = {"concurrent": "dag", "shift": "phased"}
+        rows = [VerifyRow(name=n, kind=kinds.get(n, "native"), predicted_s=p, measured_s=m,
+                          ratio=m / p if m else None, measured_by="by hand", problem=None)
+                for n, (p, m) in times.items()]
+        return _summary(rows, result, 0.5, None)
+
     times = {"concurrent": (0.5, 3.0), "openmpi": (0.98, 1.5), "shift": (1.0, 1.2), "mpich": (2.0, 1.0)}
-    rows = [VerifyRow(name=n, kind=k, predicted_s=p, measured_s=m, ratio=m / p, measured_by="by hand", problem=None)
-            for n, (p, m), k in zip(times, times.values(), ("dag", "native", "phased", "native"))]
-    summary = _summary(rows, result, 0.5, None)
-    assert (summary.pick_at_scale, summary.measured_best) == ("shift", "mpich")
-    assert summary.pick_at_scale_over_best == pytest.approx(1.2)
-    # Well ahead, Open MPI is the pick; a candidate not measured is not.
-    times["openmpi"] = (0.5, 1.5)
-    rows = [VerifyRow(name=n, kind="native", predicted_s=p, measured_s=m, ratio=m / p, measured_by="by hand",
-                      problem=None) for n, (p, m) in times.items() if n != "shift"]
-    assert _summary(rows, result, 0.5, None).pick_at_scale == "openmpi"
+    s = summary(times)
+    assert (s.pick_at_scale, s.measured_best, s.pick_at_scale_over_best) == ("shift", "mpich", pytest.approx(1.2))
+    # A candidate whose run failed is not picked; one well ahead is.
+    assert summary({**times, "shift": (1.0, None)}).pick_at_scale == "openmpi"
+    assert summary({**times, "openmpi": (0.5, 1.5)}).pick_at_scale == "openmpi"
 
 
 def test_a_failed_runs_problem_says_what_a_failing_rank_said():
