@@ -129,6 +129,9 @@ def test_cli_up_status_exec_twice_and_down(name, tmp_path):
     up = json.loads(run_cli("emulate", "up", str(tmp_path / "t.json"), str(tmp_path / "r.json"), "--name", name,
                             "--scale", "0.01", "--json").stdout)
     assert up["hosts"] == 9 and up["first_host"]["address"] == emulate.fabric_address(0)
+    # The hosts' TCP is the model's (Linux's default, loss-based), whatever this machine's default.
+    said = run_cli("emulate", "exec", "4", "--name", name, "--", "sysctl", "-n", "net.ipv4.tcp_congestion_control").stdout
+    assert said.strip() == cluster.HOST_CONGESTION_CONTROL == "cubic"
     rows = {r["name"]: r for r in json.loads(run_cli("emulate", "status", "--json").stdout)}
     assert rows[name]["complete"] and rows[name]["namespaces"] == 9 + 9 + 1
     out = run_cli("emulate", "exec", "4", "--name", name, "--", "ip", "-br", "addr").stdout
@@ -137,6 +140,22 @@ def test_cli_up_status_exec_twice_and_down(name, tmp_path):
     assert again.returncode == 2 and f"fabric '{name}' is already up" in again.stderr
     run_cli("emulate", "down", name)
     assert emulate.namespaces(name) == []
+
+
+def test_the_hosts_congestion_control_is_allowed_only_by_adding_it(tmp_path, monkeypatch):
+    monkeypatch.setattr(cluster, "CONGESTION_CONTROL", tmp_path)
+    available, allowed = tmp_path / "tcp_available_congestion_control", tmp_path / "tcp_allowed_congestion_control"
+    available.write_text("reno bbr cubic\n")
+    allowed.write_text("reno bbr\n")
+    cluster.allow_host_congestion_control()
+    assert allowed.read_text().split() == ["reno", "bbr", "cubic"]
+    cluster.allow_host_congestion_control()  # already allowed: left as it is
+    assert allowed.read_text().split() == ["reno", "bbr", "cubic"]
+    available.write_text("reno bbr\n")
+    allowed.write_text("reno bbr\n")
+    with pytest.raises(netweave.NetweaveError, match="this kernel offers only reno bbr"):
+        cluster.allow_host_congestion_control()
+    assert allowed.read_text().split() == ["reno", "bbr"]
 
 
 def test_down_cleans_up_after_a_crashed_run(name):
