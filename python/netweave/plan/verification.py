@@ -317,24 +317,22 @@ def pick_at_scale(result: PlanResult, predicted: dict[str, float]) -> str | None
 
 def _summary(rows: list[VerifyRow], result: PlanResult, scale: float, buffer: int | None) -> VerifySummary:
     """The verdict on the plan's pick from the measured `rows`."""
-    timed = [(r, r.measured_s) for r in rows if r.measured_s]
-    best = min(timed, key=lambda rm: rm[1], default=None)
+    measured = {r.name: r.measured_s for r in rows if r.measured_s}
+    best = min(measured, key=measured.__getitem__, default=None)
     pick = None if result.best is None else result.best.name
-    pick_row = next((rm for rm in timed if rm[0].name == pick), None)
-    over = pick_row[1] / best[1] if pick_row and best else None
+    over = measured[pick] / measured[best] if pick in measured and best else None
     ratios = [r.ratio for r in rows if r.measured_s and r.ratio]
     # Scaling changes an Ethernet fabric's regime (the retransmission timeout does not scale with
     # the links), so the pick the model makes for the scaled fabric is judged too.
-    scaled_pick = pick_at_scale(result, {r.name: r.predicted_s for r, _m in timed})
-    measured = {r.name: m for r, m in timed}
-    scaled_over = measured[scaled_pick] / best[1] if scaled_pick and best else None
+    scaled_pick = pick_at_scale(result, {r.name: r.predicted_s for r in rows if r.measured_s})
+    scaled_over = measured[scaled_pick] / measured[best] if scaled_pick and best else None
     return VerifySummary(
         pick_at_scale=scaled_pick,
         pick_at_scale_over_best=scaled_over,
         scale=scale,
         buffer=buffer,
         pick=pick,
-        measured_best=None if best is None else best[0].name,
+        measured_best=best,
         pick_over_best=over,
         pick_is_best=None if over is None else over <= 1 + PICK_MARGIN,
         worst_ratio=max(ratios, key=lambda x: abs(x - 1), default=None),
