@@ -68,10 +68,12 @@ def test_concurrent_alltoall_graph_posts_every_pair_at_once_in_unrelated_orders(
 def test_the_fit_recovers_steady_sharing_and_probe_parameters():
     topo = _star()
     routes = routing.route(topo, "updown")
-    # Linux's own probe. The probe points (11 and 16 segments from 15 senders at 50 Mbit/s)
-    # drain 17.5 and 35 ms past the probe's round trips: every fixed part below 17.5 ms predicts
-    # the same, and the fit keeps the default among them; 30 ms spares the first point.
-    truth = {"probe_s": calibration.PROBE_SECONDS[1], "steady_free_segments": calibration.STEADY_FREE_SEGMENTS[2],
+    # Linux's own probe, on a fabric whose short bursts lose flows (survival 0.99 per segment).
+    # The probe points (11 and 16 segments from 15 senders at 50 Mbit/s) drain 17.5 and 35 ms
+    # past the probe's round trips: every fixed part below 17.5 ms predicts the same, and the
+    # fit keeps the default among them; 30 ms spares the first point.
+    truth = {"survival_per_segment": 0.99, "probe_s": calibration.PROBE_SECONDS[1],
+             "steady_free_segments": calibration.STEADY_FREE_SEGMENTS[2],
              "steady_segments_per_timeout": calibration.STEADY_SEGMENTS_PER_TIMEOUT[3]}
     probes = _probe_points()
     points = ([{"kind": "incast", "senders": HOSTS - 1, "bytes": 1_000_000}] + probes
@@ -103,16 +105,17 @@ def test_the_fit_recovers_steady_sharing_and_probe_parameters():
 
 def test_short_incasts_decide_the_survival_that_long_ones_cannot_tell_apart():
     # Flows of 1 MB from 2 and 4 senders never overflow the port for long, so every survival
-    # predicts them alike; bursts of 11 and 16 segments from 15 senders time out, or not, by it.
+    # predicts them alike; bursts of 11 and 16 segments from 15 senders time out, or not, by it:
+    # a fabric that keeps fewer of them than the default survival does.
     topo = _star()
     routes = routing.route(topo, "updown")
-    truth = {"survival_per_segment": calibration.SURVIVAL_PER_SEGMENT[-1]}
+    truth = {"survival_per_segment": calibration.SURVIVAL_PER_SEGMENT[0]}
     probes = _probe_points()
     points = [{"kind": "incast", "senders": k, "bytes": 1_000_000} for k in (2, 4)] + probes
     measured = _measured(topo, routes, points, truth)
     at_default = _measured(topo, routes, points, {})
     assert [m["median_s"] for m in measured[:2]] == [m["median_s"] for m in at_default[:2]]
-    assert all(m["median_s"] < 0.5 * d["median_s"] for m, d in zip(measured[2:], at_default[2:]))
+    assert all(m["median_s"] > 2 * d["median_s"] for m, d in zip(measured[2:], at_default[2:]))
     tcp, error = calibration.fit_tcp(topo, routes, measured, SCALE, None, 0.0, 0.0)
     assert error < 1e-3
     again = _measured(topo, routes, points, tcp)
