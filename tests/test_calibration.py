@@ -47,7 +47,9 @@ def test_predictions_of_emulated_runs_use_the_emulated_hosts_tcp():
     timed = flowsim.simulate(scaled, graph, executor="dag")
     karn = flowsim.simulate(scaled, graph, executor="dag", tcp={"timestamps": False})
     assert emulate.HOST_TCP == {"timestamps": False}
-    assert emulated["makespan_s"] == karn["makespan_s"] > timed["makespan_s"] + flowsim.TCP_DEFAULTS["timeout_s"]
+    # At least one wait doubled: one more RTO for the victims cut again.
+    assert emulated["makespan_s"] == karn["makespan_s"]
+    assert karn["makespan_s"] >= timed["makespan_s"] + flowsim.TCP_DEFAULTS["timeout_s"] - 1e-9
 
 
 def test_concurrent_alltoall_graph_posts_every_pair_at_once_in_unrelated_orders():
