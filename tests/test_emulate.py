@@ -143,7 +143,7 @@ def test_cli_up_status_exec_twice_and_down(name, tmp_path):
 
 
 def test_the_hosts_congestion_control_is_allowed_only_by_adding_it(tmp_path, monkeypatch):
-    monkeypatch.setattr(cluster, "CONGESTION_CONTROL", tmp_path)
+    monkeypatch.setattr(cluster, "IPV4_SYSCTLS", tmp_path)
     available, allowed = tmp_path / "tcp_available_congestion_control", tmp_path / "tcp_allowed_congestion_control"
     available.write_text("reno bbr cubic\n")
     allowed.write_text("reno bbr\n")

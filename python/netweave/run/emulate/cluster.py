@@ -112,8 +112,8 @@ def make_neighbour_room(topo: Topology) -> None:
 #: segments into 64 KiB port buffers: tree-phased's warm calls on 2 × 14 hosts measured
 #: 1.38–1.55× its prediction with BBR, 1.09–1.15× with cubic (its first call 1.08× with both).
 HOST_CONGESTION_CONTROL = "cubic"
-#: The machine's TCP congestion-control settings (the allowed list is machine-wide).
-CONGESTION_CONTROL = Path("/proc/sys/net/ipv4")
+#: The machine's IPv4 settings, where its TCP congestion-control lists are (the allowed list is machine-wide).
+IPV4_SYSCTLS = Path("/proc/sys/net/ipv4")
 
 
 def allow_host_congestion_control() -> None:
@@ -122,17 +122,17 @@ def allow_host_congestion_control() -> None:
     machine's own default always is), so it is added to
     ``net.ipv4.tcp_allowed_congestion_control`` where missing — only ever added, as the ARP
     limits are only ever raised. Refused in one line where the kernel lacks it."""
+    allowed_file = IPV4_SYSCTLS / "tcp_allowed_congestion_control"
     try:
-        available = (CONGESTION_CONTROL / "tcp_available_congestion_control").read_text().split()
-        allowed = (CONGESTION_CONTROL / "tcp_allowed_congestion_control").read_text().split()
+        available = (IPV4_SYSCTLS / "tcp_available_congestion_control").read_text().split()
+        allowed = allowed_file.read_text().split()
     except OSError:
         return
     if HOST_CONGESTION_CONTROL not in available:
         raise NetweaveError(f"netweave emulate runs its hosts' TCP with {HOST_CONGESTION_CONTROL} (Linux's default "
                             f"congestion control, the flow model's); this kernel offers only {' '.join(available)}")
     if HOST_CONGESTION_CONTROL not in allowed:
-        (CONGESTION_CONTROL / "tcp_allowed_congestion_control").write_text(
-            " ".join([*allowed, HOST_CONGESTION_CONTROL]))
+        allowed_file.write_text(" ".join([*allowed, HOST_CONGESTION_CONTROL]))
 
 
 def sh(cmd: list[str], input: str | None = None) -> str:
