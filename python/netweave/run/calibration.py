@@ -87,7 +87,7 @@ CHAIN_TASKS = 200
 #: has left: long flows barely tell these apart, and ties keep the default).
 TIMEOUT_FACTORS = (1.0, 1.025, 1.05, 1.075, 1.1, 1.15)
 WINDOW_SEGMENTS = (4, 6, 8, 10, 12, 14, 16, 20, 24, 32)
-SURVIVAL_PER_SEGMENT = (0.95, 0.97, 0.98, 0.985, 0.99, 0.993, 0.995, 0.997, 0.998, 0.999)
+SURVIVAL_PER_SEGMENT = (0.95, 0.97, 0.98, 0.985, 0.99, 0.993, 0.995, 0.997, 0.998, 0.9985, 0.9988, 0.999)
 #: Short incasts that test the tail-loss probe, from the most senders: segments per sender, and
 #: the grid of the probe's fixed part. Each flow outlasts its initial window (10 segments):
 #: bursts of 7–8 segments per flow never timed out in 24 warm calls at links × 0.05 and × 0.353

@@ -42,16 +42,23 @@
 //!    every loss without a timeout. (Measured warm, short bursts pay a timeout in some calls
 //!    and not others; this rule says all or none — docs/flowsim.md.)
 //! 4. **Timeouts.** Otherwise `p` keeps `K = max(1, ⌊P / w⌋)` flows whose window `w`
-//!    ([`TcpModel::window_segments`]) lets them ride out the overshoot, or the share `σ^S̄`
-//!    of all its flows if more, `S̄` the segments each flow of the burst has left to send from
-//!    the overflow on, times `q`, and `σ` [`TcpModel::survival_per_segment`]: every segment a
-//!    flow still sends into the full queue is one more chance to lose what it cannot repair
-//!    (only the share `q` of what it sends arrives beyond what the port drains), so bursts
-//!    of long flows keep little more than `K` (measured: 2–3 of 31 × 1 MB) and short ones
-//!    most (7–13 of 15 × 64 KiB). Flows already streaming keep
-//!    their places (ACK clocked, they recover by fast retransmit); the burst loses the rest,
-//!    the higher message indices first (every member started at the same instant). A flow
-//!    resuming into a port still busy with the survivors of its round thus times out again.
+//!    ([`TcpModel::window_segments`]) lets them ride out the overshoot, or the share
+//!    `σ^(q·ℓ·S̄)` of all its flows if more, `σ` [`TcpModel::survival_per_segment`]: every
+//!    segment a flow still sends into the full queue is one more chance to lose what it cannot
+//!    repair. `S̄` is the segments each flow of the burst has left to send from the overflow
+//!    on; only the share `q` of them arrives beyond what the port drains; and only as much of
+//!    that is at risk as the burst overshoots the port, `ℓ = lost / queued` of the overflowing
+//!    round trip's queued segments. A fresh burst of initial windows overshoots by far (31
+//!    flows of 10 segments into a port holding 47: ℓ = 0.84), and its survivors, still many
+//!    times the port after halving their windows, keep losing; flows resuming from one segment
+//!    overflow with a few each (15 × 4 into 47: ℓ = 0.22), lose about one, which fast
+//!    retransmit repairs, and fit once halved. So a long incast's first round keeps about
+//!    half its flows (measured on cubic hosts: 8–20 of 31 × 1 MB) and the round after a
+//!    timeout most (10–13 of 15), short flows most in either (11–15 of 15 × 64 KiB). Flows
+//!    already streaming keep their places (ACK clocked, they recover by fast retransmit); the
+//!    burst loses the rest, the higher message indices first (every member started at the
+//!    same instant). A flow resuming into a port still busy with the survivors of its round
+//!    thus times out again.
 //!
 //! A victim stops streaming for [`TcpModel::timeout_s`] and restarts where it was (its bytes
 //! already delivered stay delivered), meeting the rule again from a one-segment window.
@@ -59,8 +66,9 @@
 //! 5. **Backoff.** Linux doubles a flow's RTO at each timeout and restores it only when an ACK
 //!    times a round trip. With TCP timestamps ([`TcpModel::timestamps`]) every ACK does, so
 //!    only a flow cut in the first round trip of its resume waits twice as long; without them
-//!    (Karn's rule) only a segment sent once is timed, and a resumed flow cut again before it
-//!    sent anything beyond the window it lost backs off too.
+//!    (Karn's rule) only a segment sent once is timed: F-RTO (RFC 5682, on in Linux by
+//!    default) resends one segment, then sends new data in the second round trip, so a
+//!    resumed flow cut in either of its first two round trips backs off too.
 //!
 //! **Steady sharing.** Many long-lived flows converging on one port lose segments all along,
 //! not only in a burst at their start, when the port cannot queue a minimum window for each.
@@ -119,13 +127,15 @@ pub const LINUX_INITIAL_WINDOW_SEGMENTS: f64 = 10.0;
 /// and the lost segment itself.
 pub const RECOVERY_WINDOW_SEGMENTS: f64 = 14.0;
 /// Share of an overflowing burst's flows that escape a timeout, per segment each still has to
-/// send: `σ^S̄` of them survive. Fitted on emulated incasts of cubic hosts (64 KiB port buffer;
-/// `benches/incast_rounds.py`, eight warm runs per case): of the grid 0.99 … 0.9999, 0.999
-/// predicts the five cases' times with the least squared log error. It keeps 14 of 15 × 64 KiB
-/// (measured 11–15 before the first timeout round), 14 of 15 × 128 KiB (11–15) and 8 of
-/// 15 × 1 MiB (0–3) at 353 Mbit/s, 30 of 31 × 64 KiB (23–31) and 16 of 31 × 1 MB (8–20) at
-/// 1 Gbit/s; 0.9993 and above predict no timeout for 15 × 64 KiB, which paid one in 7 of 8 runs.
-pub const INCAST_SURVIVAL_PER_SEGMENT: f64 = 0.999;
+/// send into the overflowing queue: `σ^(q·ℓ·S̄)` of them survive (module doc, rule 4). Fitted on
+/// emulated incasts of cubic hosts (64 KiB port buffer; `benches/incast_rounds.py`, eight warm
+/// runs per case): of the grid 0.997 … 0.999, 0.9988 predicts the five cases' times with the
+/// least squared log error (every case within 11 %). It keeps 14 of 15 × 64 KiB (measured 11–15
+/// before the first timeout round), 14 of 15 × 128 KiB (11–15) and none of 15 × 1 MiB (0–3) at
+/// 353 Mbit/s, 30 of 31 × 64 KiB (23–31) and 16 of 31 × 1 MB (8–20) at 1 Gbit/s; 0.9989 and
+/// above predict no timeout for 15 × 64 KiB, which paid one in 7 of 8 runs, and 0.9987 and below
+/// a third timeout for the last flows of 31 × 1 MB (0.61 s), which paid one in 2 of 8.
+pub const INCAST_SURVIVAL_PER_SEGMENT: f64 = 0.9988;
 /// Fixed part of the wait before a tail-loss probe, seconds: Linux waits two smoothed round
 /// trips plus 2 ms (`TCP_TIMEOUT_MIN_US`). Warm connections, as an application's repeated
 /// collective and `plan --verify` run them, bear it out on the emulated cluster: gathers of
@@ -176,8 +186,9 @@ pub struct TcpModel {
     pub steady_segments_per_timeout: f64,
     /// The senders put TCP timestamps on their segments (Linux's default). With them every ACK
     /// times the round trip, so a flow's RTO stops doubling at the first ACK after a timeout;
-    /// without them only a segment sent once can be timed (Karn's rule), and a flow that times
-    /// out again before any of its new data arrived waits twice as long as the time before.
+    /// without them only a segment sent once can be timed (Karn's rule): Linux's F-RTO sends
+    /// new data in a resumed flow's second round trip, and a flow that times out again before
+    /// that data's ACK arrived waits twice as long as the time before.
     pub timestamps: bool,
 }
 
@@ -269,9 +280,7 @@ pub(super) struct Losses {
     stall_s: Vec<f64>,
     /// Per flow: it timed out before, so it resumes from a one-segment window.
     resumed: Vec<bool>,
-    /// Per flow: segments it sent before its latest timeout and must send again before any new
-    /// data, and how many times in a row its RTO has doubled.
-    owed: Vec<f64>,
+    /// Per flow: how many times in a row its RTO has doubled.
     backoffs: Vec<u32>,
     timestamps: bool,
     /// Per flow: bytes sent again (the segments its bursts lost).
@@ -303,6 +312,8 @@ pub(super) struct Losses {
     /// drops it: each listing is dropped at most once, so `A` costs the port's feeders, not
     /// its flows.
     feeders: Vec<Vec<(u32, Vec<u32>)>>,
+    /// Scratch: the time each flow at a crowded port needs to finish at its current rate.
+    finish_s: Vec<f64>,
     /// Timeouts so far.
     pub(super) timeouts: u64,
 }
@@ -311,6 +322,24 @@ pub(super) struct Losses {
 /// 2^(round−1) (segments, for a flow resuming from a one-segment window).
 fn first_windows_before(round: u32) -> f64 {
     2f64.powi(round as i32) - 1.0
+}
+
+/// Bytes each flow has left to send now. The flow model updates a flow's count only when its
+/// rate changes; in between it drains at `rate` since `since`.
+#[derive(Clone, Copy)]
+pub(super) struct BytesLeft<'a> {
+    pub(super) at_last_change: &'a [f64],
+    pub(super) rate: &'a [f64],
+    pub(super) since: &'a [f64],
+    pub(super) now: f64,
+}
+
+impl BytesLeft<'_> {
+    /// Bytes flow `f` has left to send now.
+    fn of(&self, f: u32) -> f64 {
+        let i = f as usize;
+        (self.at_last_change[i] - self.rate[i] * (self.now - self.since[i])).max(0.0)
+    }
 }
 
 /// Relative tolerance for "the port is saturated" and "the offered load exceeds it".
@@ -374,7 +403,6 @@ impl Losses {
             steady_charged: vec![false; work.len()],
             stall_s: vec![tcp.timeout_s; work.len()],
             resumed: vec![false; work.len()],
-            owed: vec![0.0; work.len()],
             backoffs: vec![0; work.len()],
             timestamps: tcp.timestamps,
             retransmitted: vec![0.0; work.len()],
@@ -391,6 +419,7 @@ impl Losses {
             queued_instant: vec![0; nres],
             instant: 0,
             feeders: vec![Vec::new(); nres],
+            finish_s: Vec::new(),
             timeouts: 0,
         })
     }
@@ -400,10 +429,10 @@ impl Losses {
         (bytes / self.segment_bytes).ceil().max(1.0)
     }
 
-    /// The flows that time out now: `joined` flows have just (re)started streaming, their
-    /// bytes left are in `remaining`, and the shares in `fair` are current. Victims are
+    /// The flows that time out now: `joined` flows have just (re)started streaming, every
+    /// flow's bytes left are in `left`, and the shares in `fair` are current. Victims are
     /// appended to `victims`; the segments the bursts lost are added to `retransmitted`.
-    pub(super) fn victims(&mut self, fair: &FairShare, joined: &[u32], remaining: &[f64], victims: &mut Vec<u32>) {
+    pub(super) fn victims(&mut self, fair: &FairShare, joined: &[u32], left: BytesLeft, victims: &mut Vec<u32>) {
         // A new instant: every port's queued share is to be worked out afresh (0 means never).
         self.instant += 1;
         for &f in joined {
@@ -475,13 +504,13 @@ impl Losses {
             while end < self.pairs.len() && self.pairs[end].0 == r {
                 end += 1;
             }
-            self.burst_at(fair, r, start..end, remaining, victims);
+            self.burst_at(fair, r, start..end, left, victims);
             start = end;
         }
         self.timeouts += (victims.len() - first_victim) as u64;
         for &f in joined {
             if !self.chosen[f as usize] {
-                self.steady_overflow(fair, f, remaining[f as usize], victims);
+                self.steady_overflow(fair, f, left, victims);
             }
         }
         for &f in &victims[first_victim..] {
@@ -500,26 +529,26 @@ impl Losses {
         self.stall_s[f as usize]
     }
 
-    /// The steady-overflow rule (module doc) for flow `f`, just (re)started with `left` bytes
-    /// left: once per flow, its expected timeouts as one stall, if any port of its path has more
-    /// flows than can each hold the minimum window.
-    fn steady_overflow(&mut self, fair: &FairShare, f: u32, left: f64, victims: &mut Vec<u32>) {
+    /// The steady-overflow rule (module doc) for flow `f`, just (re)started: once per flow, its
+    /// expected timeouts as one stall, if any port of its path has more flows than can each
+    /// hold the minimum window. It is charged at the port where that costs most.
+    fn steady_overflow(&mut self, fair: &FairShare, f: u32, left: BytesLeft, victims: &mut Vec<u32>) {
         if self.steady_charged[f as usize] {
             return;
         }
-        let segments = self.segments(left);
+        let bytes = left.of(f);
+        let segments = self.segments(bytes);
         if segments <= self.steady_free {
             return; // too short to leave slow start's first windows
         }
-        // The share of the port's flows that cannot hold their queued minimum window, at the
-        // worst port.
-        let mut starved = 0.0f64;
+        let mut timeouts = 0.0f64;
         for &r in fair.path_resources(f) {
             let held = self.held_segments[r as usize];
             if !held.is_finite() || self.overloaded[r as usize] {
                 continue;
             }
-            let windows = fair.flows_on(r).len() as f64 * self.min_window;
+            let flows = fair.flows_on(r).len();
+            let windows = flows as f64 * self.min_window;
             // Skip the port where even the most it could queue, with every channel that could
             // feed it busy, fits.
             let bound = self.feed_bound[r as usize];
@@ -527,20 +556,28 @@ impl Losses {
                 continue;
             }
             let queued = windows * self.queued_share(fair, r);
-            if queued > held {
-                starved = starved.max(1.0 - held / queued);
+            if queued <= held {
+                continue;
             }
+            // The share of the port's flows that cannot hold their queued minimum window, for
+            // as long as the port stays crowded: until all but the `fit` flows whose windows it
+            // holds have finished, at their current rates.
+            let starved = 1.0 - held / queued;
+            let fit = ((flows as f64 * held / queued).floor() as usize).min(flows - 1);
+            self.finish_s.clear();
+            self.finish_s.extend(fair.flows_on(r).iter().map(|&g| left.of(g) / fair.rate(g)));
+            let crowded_s = *self.finish_s.select_nth_unstable_by(flows - fit - 1, f64::total_cmp).1;
+            let crowded = self.segments(bytes.min(fair.rate(f) * crowded_s));
+            timeouts = timeouts.max(starved * (crowded - self.steady_free).max(0.0) / self.steady_per_timeout);
         }
-        if starved <= 0.0 {
+        if timeouts <= 0.0 {
             return;
         }
         self.steady_charged[f as usize] = true;
-        let timeouts = starved * (segments - self.steady_free) / self.steady_per_timeout;
         // Each timeout resends the window it lost: one segment at the minimum.
-        self.retransmitted[f as usize] += (timeouts * self.segment_bytes).min(left);
+        self.retransmitted[f as usize] += (timeouts * self.segment_bytes).min(bytes);
         self.timeouts += timeouts.round() as u64;
         self.stall_s[f as usize] = timeouts * self.timeout_s;
-        self.owed[f as usize] = 0.0;
         self.backoffs[f as usize] = 0;
         self.chosen[f as usize] = true;
         victims.push(f);
@@ -571,23 +608,18 @@ impl Losses {
         share
     }
 
-    /// Burst flow `f` times out in round trip `round`, having sent `window` segments in it: it
-    /// stalls for the RTO, doubled for every timeout in a row that no ACK timed. With
-    /// timestamps a resuming flow is timed by its first ACK (so only a flow cut in its first
-    /// round trip backs off); without, only by a segment it had not sent before, and none
-    /// arrived if everything it sent through this round trip was owed from its last timeout.
-    fn time_out(&mut self, f: u32, round: u32, window: f64) {
+    /// Burst flow `f` times out in round trip `round` of its burst: it stalls for the RTO,
+    /// doubled for every timeout in a row that no ACK timed. With timestamps a resuming flow is
+    /// timed by its first ACK, so only a flow cut in its first round trip backs off. Without,
+    /// only a segment sent once is timed (Karn's rule): Linux's F-RTO (RFC 5682) resends one
+    /// segment, then sends new data in the second round trip, whose ACKs time the third; a flow
+    /// cut in either of the first two backs off.
+    fn time_out(&mut self, f: u32, round: u32) {
         let i = f as usize;
-        let (owed, backoffs) = if self.resumed[i] {
-            let untimed = if self.timestamps { round == 0 } else { first_windows_before(round + 1) <= self.owed[i] };
-            ((self.owed[i] - first_windows_before(round)).max(window), if untimed { self.backoffs[i] + 1 } else { 0 })
-        } else {
-            (window, 0)
-        };
-        self.owed[i] = owed;
-        self.backoffs[i] = backoffs;
+        let untimed = self.resumed[i] && round <= if self.timestamps { 0 } else { 1 };
+        self.backoffs[i] = if untimed { self.backoffs[i] + 1 } else { 0 };
         self.stall_s[i] =
-            (self.timeout_s * 2f64.powi(backoffs.min(30) as i32)).min(LINUX_RTO_MAX_S.max(self.timeout_s));
+            (self.timeout_s * 2f64.powi(self.backoffs[i].min(30) as i32)).min(LINUX_RTO_MAX_S.max(self.timeout_s));
         self.chosen[i] = true;
     }
 
@@ -620,11 +652,11 @@ impl Losses {
     /// (flows that finish before their windows grow past the port lose nothing). Only the
     /// share `queued` of what the burst sends in a round trip stays in the queue: the rest
     /// drains while it arrives.
-    fn overflow(&self, r: u32, remaining: &[f64], queued: f64) -> Option<(u32, f64, f64)> {
+    fn overflow(&self, r: u32, left: BytesLeft, queued: f64) -> Option<(u32, f64, f64)> {
         let held = self.held_segments[r as usize];
         let mut round = 0;
         loop {
-            let windows: f64 = self.burst.iter().map(|&f| self.window(f, remaining[f as usize], round)).sum();
+            let windows: f64 = self.burst.iter().map(|&f| self.window(f, left.of(f), round)).sum();
             if windows == 0.0 {
                 return None;
             }
@@ -635,7 +667,7 @@ impl Losses {
                 let bytes = self
                     .burst
                     .iter()
-                    .map(|&f| (remaining[f as usize] - self.sent_before(f, round) * self.segment_bytes).max(0.0))
+                    .map(|&f| (left.of(f) - self.sent_before(f, round) * self.segment_bytes).max(0.0))
                     .sum();
                 return Some((round, in_queue - held, bytes));
             }
@@ -649,7 +681,7 @@ impl Losses {
         fair: &FairShare,
         r: u32,
         joiners: std::ops::Range<usize>,
-        remaining: &[f64],
+        left: BytesLeft,
         victims: &mut Vec<u32>,
     ) {
         self.burst.clear();
@@ -687,7 +719,7 @@ impl Losses {
         // are what must drain). While the burst's windows arrive at `arriving` the queue grows
         // at `offered − C`: that share of them stays queued.
         let queued = (offered - capacity) / arriving;
-        let Some((round, lost, bytes)) = self.overflow(r, remaining, queued) else {
+        let Some((round, lost, bytes)) = self.overflow(r, left, queued) else {
             return;
         };
         // 3. A burst draining before the probes fire loses nothing to a timeout.
@@ -695,14 +727,17 @@ impl Losses {
         let cut = if bytes / capacity <= self.probe_s[r as usize] {
             0
         } else {
-            // 4. The port keeps K flows, or the share σ^S̄ of all its flows if more (S̄: the
-            // segments each burst flow has left from the overflow on); the
-            // flows already streaming hold their places, the burst loses the rest.
+            // 4. The port keeps K flows, or the share σ^(q·ℓ·S̄) of all its flows if more (S̄:
+            // the segments each burst flow has left from the overflow on; ℓ: the share of the
+            // overflowing round trip's queued segments lost); the flows already streaming hold
+            // their places, the burst loses the rest.
             // Flows another port already cut at this instant are leaving: counting them would
             // let two ports of one burst cut every flow between them, again at every resume.
             let chosen = &self.chosen;
             let flows = fair.flows_on(r).iter().filter(|&&f| !chosen[f as usize]).count();
-            let share = self.survival_per_segment.powf(queued * bytes / n as f64 / self.segment_bytes);
+            let overshoot = lost / (lost + self.held_segments[r as usize]);
+            let at_risk = queued * overshoot * bytes / n as f64 / self.segment_bytes;
+            let share = self.survival_per_segment.powf(at_risk);
             let keep = (self.clear_flows[r as usize] as usize).max((share * flows as f64).round() as usize);
             n.min(flows.saturating_sub(keep))
         };
@@ -715,18 +750,18 @@ impl Losses {
         let mut unassigned = lost;
         for i in 0..cut {
             let f = self.burst[i];
-            let left = remaining[f as usize];
-            let sent = self.window(f, left, round);
+            let bytes_left = left.of(f);
+            let sent = self.window(f, bytes_left, round);
             let window = sent.min(unassigned);
-            self.retransmitted[f as usize] += (window * self.segment_bytes).min(left);
+            self.retransmitted[f as usize] += (window * self.segment_bytes).min(bytes_left);
             unassigned -= window;
-            self.time_out(f, round, sent);
+            self.time_out(f, round);
             victims.push(f);
         }
         if cut < n && unassigned > 0.0 {
             let share = unassigned * self.segment_bytes / (n - cut) as f64;
             for &f in &self.burst[cut..] {
-                self.retransmitted[f as usize] += share.min(remaining[f as usize]);
+                self.retransmitted[f as usize] += share.min(left.of(f));
             }
         }
     }
@@ -763,6 +798,47 @@ mod tests {
     /// keeps long bursts at `K` and so exercises every rule.
     pub(super) fn worked() -> TcpModel {
         TcpModel { survival_per_segment: 0.99, ..TcpModel::default() }
+    }
+
+    /// The flows each timeout round of an incast cuts, worked out from the rule alone (module
+    /// doc, rules 2–4) for `senders` flows of `bytes` into one port of `rate` bytes/s with a
+    /// `buffer`-byte queue and no latency: each round's victims resume together from one
+    /// segment into a port the survivors have left (they drain long before the RTO fires).
+    fn incast_rounds(senders: u32, bytes: f64, rate: f64, buffer: f64, tcp: &TcpModel) -> Vec<u32> {
+        let mss = tcp.segment_bytes as f64;
+        let (held, segments) = (buffer / mss, (bytes / mss).ceil());
+        let keep_at_least = ((held / tcp.window_segments).floor() as u32).max(1);
+        let probe_s = 2.0 * buffer / rate + tcp.probe_s;
+        let (mut n, mut first, mut cuts) = (senders, tcp.initial_window_segments.min(segments), Vec::new());
+        while n >= 2 {
+            let q = 1.0 - 1.0 / n as f64;
+            // The round trip whose queued windows first exceed the port.
+            let mut round = 0;
+            let (sent, queued) = loop {
+                let sent = first * (2f64.powi(round) - 1.0);
+                let window = (segments - sent).clamp(0.0, first * 2f64.powi(round));
+                if window == 0.0 {
+                    return cuts;
+                }
+                let queued = if round == 0 { q * n as f64 * window } else { n as f64 * window };
+                if queued > held {
+                    break (sent, queued);
+                }
+                round += 1;
+            };
+            let left = bytes - sent * mss;
+            if n as f64 * left / rate <= probe_s {
+                return cuts;
+            }
+            let at_risk = q * (queued - held) / queued * left / mss;
+            let keep = keep_at_least.max((tcp.survival_per_segment.powf(at_risk) * n as f64).round() as u32);
+            if keep >= n {
+                return cuts;
+            }
+            cuts.push(n - keep);
+            (n, first) = (n - keep, 1.0);
+        }
+        cuts
     }
 
     /// Every sender 1..=senders sends `bytes` to host 0 at once, with [`worked`]'s parameters.
@@ -804,16 +880,20 @@ mod tests {
         let tcp = worked();
         let r = incast(&star(32, ethernet), 31, 1_000_000);
         assert!(r.timeouts > 0);
-        // Each flow has 685 segments to send: a share 0.99^685 = 0.1 % of them would survive,
-        // so the port keeps K = ⌊44.9 / 14⌋ = 3 and 28 time out. They resume from one segment
-        // each and overflow the port's 44.9 segments once their windows double past it, with
-        // megabytes left that outlast the probes (2 × 65.5 µs + probe_s): 3 more survive each
-        // round (28 → 25 → … → 4 → 1). The last flow resumes alone: ten timeout rounds, each
-        // ending once the port's survivors have drained long before the RTO fires.
-        assert!(tcp.survival_per_segment.powf(1e6 / 1460.0) * 31.0 < 0.5);
+        // Each flow has 685 segments to send. The 31 first windows (310 segments, 30/31 of them
+        // queued: 300) overshoot the port's 44.9 by 255 (ℓ = 0.85): 0.99^(30/31 · 0.85 · 685)
+        // = 0.4 % would survive, so the port keeps K = ⌊44.9 / 14⌋ = 3 and 28 time out. They
+        // resume from one segment each and overflow the port in their second round trip (56
+        // segments, ℓ = 0.2), with megabytes left that outlast the probes (2 × 65.5 µs +
+        // probe_s): 0.99^(27/28 · 0.2 · 684) = 29 % of them survive (8) and 20 time out again;
+        // then 17, 14, 10, 7, 4, and K keeps 3 of the last 4. The last flow resumes alone: eight
+        // timeout rounds, each ending once the port's survivors have drained long before the
+        // RTO fires.
+        let expected = incast_rounds(31, 1e6, 1e9, 65536.0, &tcp);
+        assert_eq!(expected, [28, 20, 17, 14, 10, 7, 4, 1]);
         let rounds = (r.makespan_s / tcp.timeout_s).floor();
-        assert_eq!(rounds, 10.0, "makespan {} timeouts {}", r.makespan_s, r.timeouts);
-        assert_eq!(r.timeouts, (1..=28).rev().step_by(3).sum::<u64>());
+        assert_eq!(rounds, expected.len() as f64, "makespan {} timeouts {}", r.makespan_s, r.timeouts);
+        assert_eq!(r.timeouts, expected.iter().map(|&n| n as u64).sum::<u64>());
         // The lost segments were sent again and crossed the receiver's link a second time.
         assert!(r.retransmitted_bytes > 0);
         assert!(r.channel_bytes.iter().copied().max().unwrap() > 31_000_000, "{:?}", r.channel_bytes);
@@ -834,10 +914,10 @@ mod tests {
     #[test]
     fn without_timestamps_a_flow_cut_before_new_data_arrives_backs_off() {
         // 31 × 1 MB as above: the 28 victims resume from one segment and overflow the port in
-        // their second round trip, 3 segments sent of the 10 they lost. With timestamps the
-        // first ACK timed the round trip and the 25 cut wait the RTO again; without (Karn's
-        // rule) nothing they sent since was new, so they wait twice as long. The same flows are
-        // cut either way; only the waits grow.
+        // their second round trip, the one F-RTO sends its first new data in. With timestamps
+        // the first ACK timed the round trip and the 20 cut wait the RTO again; without (Karn's
+        // rule) no ACK of new data has come back yet, so they wait twice as long. The same flows
+        // are cut either way; only the waits grow.
         let ethernet = Switching::new(LinkLayer::Ethernet, Some(64 * 1024)).unwrap();
         let tcp = worked();
         assert!(tcp.timestamps, "Linux's default");
@@ -848,23 +928,31 @@ mod tests {
         // Flows whose first window fits never time out, with or without timestamps.
         let short = incast_with(&star(4, ethernet), 3, 1_000_000, TcpModel { timestamps: false, ..tcp });
         assert_eq!(short.timeouts, 0);
+        // With the default σ at 1 Gbit/s 15 flows time out and resume; they overflow in their
+        // third round trip (15 × 4 segments), after the new data F-RTO sent was acknowledged:
+        // timed either way, the 3 cut again wait one RTO, with or without timestamps.
+        let defaults = TcpModel::default();
+        assert_eq!(incast_rounds(31, 1e6, 1.25e8, 65536.0, &defaults), [15, 3]);
+        let timed = incast_with(&star_at(32, 1.0, ethernet), 31, 1_000_000, defaults.clone());
+        let karn = incast_with(&star_at(32, 1.0, ethernet), 31, 1_000_000, TcpModel { timestamps: false, ..defaults });
+        assert_eq!((timed.timeouts, karn.timeouts), (18, 18));
+        assert!((karn.makespan_s - timed.makespan_s).abs() < 1e-9, "{} vs {}", karn.makespan_s, timed.makespan_s);
     }
 
     #[test]
     fn long_flows_leave_fewer_survivors_than_short_ones() {
-        // 31 × 64 KiB (44.9 segments each) at 1 Gbit/s drain in 16.3 ms, past the probes
-        // (2 × 0.52 ms + 2 ms), and keep round(31 · 0.99^44.9) = 20 flows; 11 time out. They
-        // resume with 1, 2, 4 segments (44 fit) and overflow with 8, 38 segments each left
-        // (4.9 ms): 8 of them survive (11 · 0.99^38 = 7.5), 3 time out. Those 3 overflow with
-        // 16, and their last 30 segments drain in 1.1 ms, within the probes: two rounds.
-        // 31 × 1 MB keep only K = 3 (above): a segment sent into a full queue is one more
-        // chance to lose what cannot be repaired.
+        // 31 × 64 KiB (45 segments each) at 1 Gbit/s drain in 16.3 ms, past the probes
+        // (2 × 0.52 ms + 2 ms); their first windows overshoot the port as 31 × 1 MB's do
+        // (ℓ = 0.85), and round(31 · 0.99^(30/31 · 0.85 · 44.9)) = 21 flows survive; 10 time
+        // out. They resume with 1, 2, 4, 8 segments (80 overflow the port: ℓ = 0.44) with 30
+        // each left (2.4 ms): 9 of them survive (10 · 0.99^15 = 8.6), 1 times out and resumes
+        // alone: two rounds. 31 × 1 MB keep only K = 3 (above): a segment sent into a full
+        // queue is one more chance to lose what cannot be repaired.
         let ethernet = Switching::new(LinkLayer::Ethernet, Some(64 * 1024)).unwrap();
         let tcp = worked();
-        let keep = |flows: f64, segments: f64| (flows * tcp.survival_per_segment.powf(segments)).round() as u64;
-        assert_eq!((keep(31.0, 65536.0 / 1460.0), keep(11.0, 38.0)), (20, 8));
+        assert_eq!(incast_rounds(31, 65536.0, 1.25e8, 65536.0, &tcp), [10, 1]);
         let r = incast(&star_at(32, 1.0, ethernet), 31, 65536);
-        assert_eq!(r.timeouts, 11 + 3);
+        assert_eq!(r.timeouts, 10 + 1);
         assert!(r.makespan_s > 2.0 * tcp.timeout_s && r.makespan_s < 3.0 * tcp.timeout_s, "{}", r.makespan_s);
         // Every flow surviving whatever its length (σ = 1): the port keeps all, nothing times out.
         let r = incast_with(&star_at(32, 1.0, ethernet), 31, 65536, TcpModel { survival_per_segment: 1.0, ..tcp });
@@ -873,12 +961,14 @@ mod tests {
 
     #[test]
     fn the_default_survival_keeps_half_of_a_long_incast() {
-        // With the default σ = 0.999 (fitted on cubic hosts), 31 × 1 MB at 1 Gbit/s: each flow
-        // sends 685 segments, 30/31 of them into the full queue, and 31 · 0.999^663 = 16.0
-        // flows finish before the first timeout, as the emulated incasts measured (8–20).
+        // With the default σ = 0.9988 (fitted on cubic hosts), 31 × 1 MB at 1 Gbit/s: each flow
+        // sends 685 segments, 30/31 of them into the full queue, which the first windows
+        // overshoot by ℓ = 255 / 300, and 31 · 0.9988^(30/31 · 0.85 · 685) = 15.8 flows finish
+        // before the first timeout, as the emulated incasts measured (8–20).
         let ethernet = Switching::new(LinkLayer::Ethernet, Some(64 * 1024)).unwrap();
         let tcp = TcpModel::default();
-        let expected = (31.0 * tcp.survival_per_segment.powf(30.0 / 31.0 * 1e6 / 1460.0)).round() as usize;
+        let overshoot = 1.0 - 65536.0 / 1460.0 / 300.0;
+        let expected = (31.0 * tcp.survival_per_segment.powf(30.0 / 31.0 * overshoot * 1e6 / 1460.0)).round() as usize;
         assert_eq!(expected, 16);
         let r = incast_with(&star_at(32, 1.0, ethernet), 31, 1_000_000, tcp.clone());
         let first_round = r.host_finish_s[1..].iter().filter(|&&t| t < tcp.timeout_s).count();
@@ -889,16 +979,17 @@ mod tests {
     #[test]
     fn short_flows_resuming_from_one_segment_finish_before_they_overflow() {
         // 31 × 10,000 B (7 segments) at 12.5 MB/s: the burst drains in 24.8 ms, past the
-        // probes (2 × 5.2 ms + 2 ms). With σ set so 40 % of them survive (σ^6.85 = 0.4 for
-        // segments all queued; 30/31 of them are, so 41 %: 12.8 of 31), 18 flows time out. They
-        // resume with 1, 2, 4 segments: 72 overflow the 44.9 the port holds in the third round
-        // trip, when 4 segments of each are left — 8.5 ms to drain, within the probes. One
-        // timeout round; resumed at the initial window (7 segments each, 15.2 ms) they would
-        // have paid a second.
+        // probes (2 × 5.2 ms + 2 ms). With σ set so σ^6.85 = 0.4, and 30/31 of the segments
+        // queued, of which the first windows (210 queued against 44.9) lose ℓ = 0.79: 0.4^0.76
+        // = 50 % survive (15 of 31), 16 flows time out. They resume with 1, 2, 4 segments: 64
+        // overflow the 44.9 the port holds in the third round trip, when 4 segments of each
+        // are left — 7.2 ms to drain, within the probes. One timeout round; resumed at the
+        // initial window (7 segments each, 12.8 ms) they would have paid a second.
         let ethernet = Switching::new(LinkLayer::Ethernet, Some(64 * 1024)).unwrap();
         let tcp = TcpModel { survival_per_segment: 0.4f64.powf(1460.0 / 10_000.0), ..TcpModel::default() };
+        assert_eq!(incast_rounds(31, 10_000.0, 12.5e6, 65536.0, &tcp), [16]);
         let r = incast_with(&star_at(32, 0.1, ethernet), 31, 10_000, tcp);
-        assert_eq!(r.timeouts, 18);
+        assert_eq!(r.timeouts, 16);
         let drain = 31.0 * 10_000.0 / 12.5e6;
         assert!(r.makespan_s > TcpModel::default().timeout_s && r.makespan_s < 2.0 * TcpModel::default().timeout_s);
         assert!(r.makespan_s > drain, "{}", r.makespan_s);
@@ -986,6 +1077,37 @@ mod tests {
             TcpModel { steady_segments_per_timeout: tcp.steady_segments_per_timeout / 2.0, ..tcp },
         );
         assert!((worse.makespan_s - (lossless + 2.0 * stall)).abs() < 1e-6 * worse.makespan_s, "{}", worse.makespan_s);
+    }
+
+    #[test]
+    fn a_flow_joining_a_crowded_port_late_pays_only_while_it_stays_crowded() {
+        // 14 hosts send 1 MB each to host 0 at once (σ = 1: their burst costs no timeout).
+        // Host 1 first sends 12.6 MB to host 2, then 1 MB to host 0: it joins when the 14 have
+        // 100 kB left each. 15 flows then need 56 queued segments of minimum window against
+        // the 44.9 the port holds, and a fifth of them starve — but only until 3 have finished
+        // (the port holds 12 flows' windows), 1.5 ms at 1/15 of the port each, in which the
+        // joiner sends 69 segments, not its 685.
+        let ethernet = Switching::new(LinkLayer::Ethernet, Some(64 * 1024)).unwrap();
+        let topo = star(16, ethernet);
+        let routes = shortest_path(&topo).unwrap();
+        let mut first: Vec<Message> = (2..16).map(|s| Message { src: s, dst: 0, bytes: 1_000_000 }).collect();
+        first.push(Message { src: 1, dst: 2, bytes: 12_600_000 });
+        let late = vec![Message { src: 1, dst: 0, bytes: 1_000_000 }];
+        let sched = Schedule::from_phases("late", 16, vec![first, late]).unwrap();
+        let mut config = FlowConfig::new(Executor::Async);
+        config.tcp = TcpModel { survival_per_segment: 1.0, ..TcpModel::default() };
+        let tcp = config.tcp.clone();
+        let r = simulate(&topo, &routes, &sched, &config).unwrap();
+        let held = 65536.0 / 1460.0;
+        let queued = 14.0 / 15.0 * 15.0 * tcp.min_window_segments;
+        let starved = 1.0 - held / queued;
+        assert_eq!((15.0 * held / queued).floor(), 12.0);
+        let crowded = (100_000.0f64 / 1460.0).ceil();
+        let timeouts = starved * (crowded - tcp.steady_free_segments) / tcp.steady_segments_per_timeout;
+        assert_eq!(r.timeouts, timeouts.round() as u64);
+        // It stalls its expected timeouts at its start; the others are gone when it resumes.
+        let expected = 0.0126 + timeouts * tcp.timeout_s + 1e6 / 1e9;
+        assert!((r.makespan_s - expected).abs() < 1e-6, "{} vs {expected}", r.makespan_s);
     }
 
     #[test]

@@ -9,7 +9,7 @@ use crate::routing::RoutingTable;
 use crate::topology::Topology;
 use crate::traffic::dag::Dependency;
 
-use super::loss::Losses;
+use super::loss::{BytesLeft, Losses};
 use super::maxmin::FairShare;
 use super::report::{FlowReport, SeriesPoint};
 use super::workload::{bytes_per_s, Control, Workload};
@@ -488,7 +488,8 @@ impl<'a> Sim<'a> {
         self.hold_drains = false;
         let losses = self.losses.as_mut().expect("checked above");
         self.victims.clear();
-        losses.victims(&self.fair, &self.joined_now, &self.remaining, &mut self.victims);
+        let left = BytesLeft { at_last_change: &self.remaining, rate: &self.rate, since: &self.last, now: self.now };
+        losses.victims(&self.fair, &self.joined_now, left, &mut self.victims);
         if !self.victims.is_empty() {
             self.stall_victims();
         }
