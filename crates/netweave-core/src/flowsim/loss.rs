@@ -134,8 +134,10 @@ pub const RECOVERY_WINDOW_SEGMENTS: f64 = 14.0;
 /// emulated incasts of cubic hosts (64 KiB port buffer; `benches/incast_rounds.py`, eight warm
 /// runs per case): of the grid 0.997 … 0.999, 0.9988 predicts the five cases' times with the
 /// least squared log error (every case within 11 %). It keeps 14 of 15 × 64 KiB (measured 11–15
-/// before the first timeout round), 14 of 15 × 128 KiB (11–15) and none of 15 × 1 MiB (0–3) at
-/// 353 Mbit/s, 30 of 31 × 64 KiB (23–31) and 16 of 31 × 1 MB (8–20) at 1 Gbit/s; 0.9989 and
+/// before the first timeout round), 14 of 15 × 128 KiB (11–15) and 9 of 15 × 1 MiB at
+/// 353 Mbit/s (finishing at 214 ms; 0–3 measured before 200 ms), 30 of 31 × 64 KiB (23–31) and
+/// 16 of 31 × 1 MB (8–20) at 1 Gbit/s, and 12 of 31 × 1 MB's 15 victims in the next round
+/// (10–13); 0.9989 and
 /// above predict no timeout for 15 × 64 KiB, which paid one in 7 of 8 runs, and 0.9987 and below
 /// a third timeout for the last flows of 31 × 1 MB (0.61 s), which paid one in 2 of 8.
 pub const INCAST_SURVIVAL_PER_SEGMENT: f64 = 0.9988;
