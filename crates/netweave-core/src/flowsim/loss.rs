@@ -341,7 +341,7 @@ pub(super) struct BytesLeft<'a> {
 
 impl BytesLeft<'_> {
     /// Bytes flow `f` has left to send now.
-    fn of(&self, f: u32) -> f64 {
+    pub(super) fn of(&self, f: u32) -> f64 {
         let i = f as usize;
         (self.at_last_change[i] - self.rate[i] * (self.now - self.since[i])).max(0.0)
     }

@@ -474,6 +474,11 @@ impl<'a> Sim<'a> {
         }
     }
 
+    /// Every flow's bytes left now (each count is brought up to date only when its rate changes).
+    fn bytes_left(&self) -> BytesLeft<'_> {
+        BytesLeft { at_last_change: &self.remaining, rate: &self.rate, since: &self.last, now: self.now }
+    }
+
     /// Apply this instant's joins and leaves to the bandwidth shares and reschedule drains;
     /// on a lossy fabric, then stall the flows that time out (see [`super::loss`]).
     fn reallocate(&mut self) {
@@ -488,6 +493,7 @@ impl<'a> Sim<'a> {
         self.hold_drains = false;
         let losses = self.losses.as_mut().expect("checked above");
         self.victims.clear();
+        // `bytes_left()` would borrow all of `self`, which `losses` holds mutably: built by field.
         let left = BytesLeft { at_last_change: &self.remaining, rate: &self.rate, since: &self.last, now: self.now };
         losses.victims(&self.fair, &self.joined_now, left, &mut self.victims);
         if !self.victims.is_empty() {
@@ -518,7 +524,7 @@ impl<'a> Sim<'a> {
     /// Stop flow `f` streaming for `timeout` seconds: it keeps the bytes it has sent.
     fn stall(&mut self, f: u32, timeout: f64) {
         let fi = f as usize;
-        self.remaining[fi] = (self.remaining[fi] - self.rate[fi] * (self.now - self.last[fi])).max(0.0);
+        self.remaining[fi] = self.bytes_left().of(f);
         self.last[fi] = self.now;
         self.aggregate_rate -= self.rate[fi];
         self.rate[fi] = 0.0;
@@ -553,7 +559,7 @@ impl<'a> Sim<'a> {
             let (f, _) = self.changed[i];
             let fi = f as usize;
             let new_rate = self.fair.rate(f);
-            self.remaining[fi] = (self.remaining[fi] - self.rate[fi] * (now - self.last[fi])).max(0.0);
+            self.remaining[fi] = self.bytes_left().of(f);
             self.last[fi] = now;
             self.aggregate_rate += new_rate - self.rate[fi];
             self.rate[fi] = new_rate;
