@@ -18,14 +18,15 @@ def _star():
     return topology.switch_tree([], HOSTS, [], [], 1.0, 5_000.0)
 
 
-def _measured(topo, routes, points, tcp):
-    """`points` with the medians the model predicts under `tcp` (what a fabric obeying the
-    model would measure)."""
+def _measured(topo, routes, points, tcp, streams=None):
+    """`points` with the medians the model predicts under `tcp` and `streams` host streams (what
+    a fabric obeying the model would measure)."""
     scaled = emulate.scaled_routes(routes, emulate.predicted_topology(topo, SCALE))
     out = []
     for p in points:
         graph, nct = calibration._graph(p, topo)
-        t = flowsim.simulate(scaled, graph, executor="dag", nct=nct, tcp={**tcp, **emulate.HOST_TCP})["makespan_s"]
+        t = flowsim.simulate(scaled, graph, executor="dag", nct=nct, tcp={**tcp, **emulate.HOST_TCP},
+                             host_streams=streams)["makespan_s"]
         out.append({**p, "median_s": t})
     return out
 
@@ -162,6 +163,40 @@ def test_many_flows_on_a_shallow_port_are_charged_and_the_parameters_matter():
     assert lossless["timeouts"] == 0 and lossless["makespan_s"] < fewer["makespan_s"]
 
 
+def test_the_fit_recovers_host_streams_on_a_lossless_fabric():
+    topo = _star().with_switching("infiniband", None)
+    routes = routing.route(topo, "updown")
+    points = [{"kind": "concurrent", "hosts": HOSTS, "bytes": b} for b in calibration.STEADY_BYTES]
+    # Every send streaming at once meets the bound, each host's 15 messages over its link at links
+    # × SCALE; two at a time in unrelated orders meet at receivers while other links idle.
+    every, two = _measured(topo, routes, points, {}), _measured(topo, routes, points, {}, streams=2)
+    for p, a, b in zip(points, every, two):
+        bound = (HOSTS - 1) * p["bytes"] / (1e9 * SCALE / 8)
+        assert a["median_s"] == pytest.approx(bound, rel=1e-3)
+        assert b["median_s"] > 1.3 * bound
+    fit, error = calibration.fit_tcp(topo, routes, two, SCALE, None, 0.0, 0.0)
+    assert fit == {"host_streams": 2} and error < 1e-9
+    # Measured at the bound: every send streams, which the file does not state.
+    assert calibration.fit_tcp(topo, routes, every, SCALE, None, 0.0, 0.0)[0] == {}
+
+
+def test_a_native_mpi_streams_as_its_own_section_says():
+    # The file's host_streams are netweave's executor's; a library's own decide its schedule's.
+    topo = _star().with_switching("infiniband", None)
+    routes = routing.route(topo, "updown")
+    own = {"ranks": HOSTS, "eager_limit_bytes": 65536, "parameters": {}}
+    doc = calibration._document(topo, 1.0, None, {"overhead_s": 0.0, "sync_s": 0.0, "host_streams": 1}, {}, None,
+                                {"openmpi": {**own, "host_streams": 1}, "mpich": own})
+    placed = list(range(HOSTS))
+    for library, nbytes, follows in (("openmpi", 1 << 17, True), ("mpich", 1 << 14, False)):
+        sched, info = plan.native_workload(library, "alltoall", placed, nbytes)
+        assert info["concurrent_sends"] > 1
+        streamed = plan.predict_native(routes, sched, library, info, HOSTS, nbytes, doc)["makespan_s"]
+        every = plan.predict_native(routes, sched, library, info, HOSTS, nbytes)["makespan_s"]
+        assert (streamed > 1.2 * every) is follows, library
+        assert (streamed == every) is not follows, library
+
+
 def test_a_calibration_file_round_trips_and_old_files_still_load(tmp_path):
     topo = _star()
     routes = routing.route(topo, "updown")
@@ -193,6 +228,17 @@ def test_a_calibration_file_round_trips_and_old_files_still_load(tmp_path):
 def test_bad_tcp_parameters_are_refused_in_one_line(bad, needle):
     topo = _star()
     doc = calibration._document(topo, 1.0, None, {"tcp": bad}, {}, None)
+    with pytest.raises(NetweaveError, match=needle) as e:
+        flowsim.simulate(routing.route(topo, "updown"), calibration.incast(2, 1000, HOSTS), executor="dag",
+                         calibration=doc)
+    assert len(str(e.value).splitlines()) == 1
+
+
+@pytest.mark.parametrize("streams", [0, 2.5, True, "2"])
+def test_bad_host_streams_are_refused_in_one_line(streams):
+    topo = _star()
+    doc = calibration._document(topo, 1.0, None, {"host_streams": streams}, {}, None)
+    needle = "host_streams must be a whole number of sends"
     with pytest.raises(NetweaveError, match=needle) as e:
         flowsim.simulate(routing.route(topo, "updown"), calibration.incast(2, 1000, HOSTS), executor="dag",
                          calibration=doc)
@@ -231,10 +277,12 @@ def test_the_native_fit_recovers_costs_from_measurements_computed_by_hand():
     assert calibration.fit_native(faster, eager_limit=65536)[0] == {"eager_s": 0.0, "rendezvous_s": 0.0, "byte_s": 0.0}
 
 
-def test_the_native_fit_recovers_costs_the_flow_model_charged():
-    # Measurements a fabric obeying the model with these costs would give: the fit, which reads
-    # the model's sensitivity to the cost from two predictions, finds them again.
-    topo = _star()
+@pytest.mark.parametrize("library, link_layer, streams", [("mpich", "ethernet", None), ("openmpi", "infiniband", 2)])
+def test_the_native_fit_recovers_costs_the_flow_model_charged(library, link_layer, streams):
+    # Measurements a fabric obeying the model with these costs (and, for Open MPI's linear
+    # all-to-all, two streams per rank) would give: the fit, which reads the model's sensitivity
+    # to the cost from two predictions for each grid value of the streams, finds them again.
+    topo = _star() if link_layer == "ethernet" else _star().with_switching(link_layer, None)
     routes = routing.route(topo, "updown")
     section = {"eager_limit_bytes": 65536, "parameters": {"eager_s": EAGER_S, "rendezvous_s": RENDEZVOUS_S,
                                                           "byte_s": BYTE_S}}
@@ -242,14 +290,17 @@ def test_the_native_fit_recovers_costs_the_flow_model_charged():
     runs = []
     for collective in ("gather", "alltoall"):
         for nbytes in (16384, 131072, 1048576):
-            run = {"library": "mpich", "collective": collective, "bytes": nbytes, "ranks": HOSTS}
+            run = {"library": library, "collective": collective, "bytes": nbytes, "ranks": HOSTS}
             cost = calibration.per_message_cost(section, nbytes, collective)
-            runs.append({**run, "measured_s": calibration._native_prediction(scaled, run, None, cost)})
-    native = calibration.fit_natives(topo, routes, SCALE, None, None, runs)["mpich"]
-    assert native["parameters"] == pytest.approx(section["parameters"], rel=1e-3)
+            runs.append({**run, "measured_s": calibration._native_prediction(scaled, run, None, cost, streams)})
+    native = calibration.fit_natives(topo, routes, SCALE, None, None, runs)[library]
+    # With fewer streams than sends a message's cost also delays the sends queued behind it: the
+    # sensitivity moves with the cost, and the fit's secant rounds close in on it.
+    assert native["parameters"] == pytest.approx(section["parameters"], rel=1e-3 if streams is None else 1e-2)
     assert native["ranks"] == HOSTS and len(native["measurements"]) == 6
+    assert native.get("host_streams") == streams
     for point in native["measurements"]:
-        assert point["predicted_s"] == pytest.approx(point["measured_s"], rel=1e-3)
+        assert point["predicted_s"] == pytest.approx(point["measured_s"], rel=1e-3 if streams is None else 1e-2)
         assert point["model_s"] < point["measured_s"]
 
 
@@ -304,6 +355,7 @@ def test_a_calibration_with_native_costs_round_trips_and_plan_charges_them(tmp_p
     ({"mpich": {**MPICH_SECTION, "ranks": 0}}, "native.mpich.ranks"),
     ({"mpich": {**MPICH_SECTION, "parameters": {"eager_s": -1.0}}}, "native.mpich.parameters.eager_s"),
     ({"mpich": {**MPICH_SECTION, "parameters": {"latency_s": 1.0}}}, "may hold only"),
+    ({"mpich": {**MPICH_SECTION, "host_streams": 0}}, "native.mpich.host_streams"),
 ])
 def test_a_malformed_native_section_is_refused_in_one_line(tmp_path, native, needle):
     topo = _star()

@@ -173,6 +173,21 @@ def test_cli_sync_equals_lock_step_and_writes_files(fabric, tmp_path):
     assert half["makespan_s"] == pytest.approx(data["makespan_s"] / 2, rel=1e-9)
 
 
+def test_cli_host_streams_send_in_posting_order(fabric):
+    # Every send of the shift schedule in one step (--nct 15): one streaming at a time goes
+    # through each host's list in phase order without waiting for receives, as the async
+    # executor with one send in flight does.
+    _, topo, routes, sched = fabric
+    def makespan(*options):
+        out = run_cli("simulate", "flow", str(topo), str(routes), str(sched), *options, "--json").stdout
+        return json.loads(out)["makespan_s"]
+    every = makespan("-e", "local-sync", "--nct", "15")
+    one = makespan("-e", "local-sync", "--nct", "15", "--host-streams", "1")
+    assert one == pytest.approx(makespan("-e", "async", "--nct", "1"), rel=1e-9)
+    assert one != pytest.approx(every, rel=1e-3)
+    assert makespan("-e", "local-sync", "--nct", "15", "--host-streams", "15") == pytest.approx(every, rel=1e-12)
+
+
 def test_cli_dag_file(fabric, tmp_path):
     _, topo, routes, _ = fabric
     dag = TaskGraph("pair", 16, [(0, 5, MB, [], None), (5, 9, MB, [], 0)])

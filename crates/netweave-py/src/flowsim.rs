@@ -35,7 +35,7 @@ impl PyFlowProgress {
 #[pyfunction]
 #[pyo3(signature = (routes, workload, executor="sync", nct=1, barrier_s=0.0, overhead_s=0.0, mtu=None,
     header_bytes=0, injection_gbps=None, ejection_gbps=None, bytes=None, series=false, progress=None, tcp=None,
-    sync_s=None))]
+    sync_s=None, host_streams=None))]
 #[allow(clippy::too_many_arguments)]
 fn flow_simulate(
     py: Python<'_>,
@@ -54,11 +54,13 @@ fn flow_simulate(
     progress: Option<&PyFlowProgress>,
     tcp: Option<std::collections::HashMap<String, f64>>,
     sync_s: Option<f64>,
+    host_streams: Option<u32>,
 ) -> PyResult<PyObject> {
     let executor: Executor = executor.parse().map_err(err)?;
     let config = FlowConfig {
         executor,
         nct,
+        host_streams,
         barrier_s,
         overhead_s,
         sync_s,

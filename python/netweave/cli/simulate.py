@@ -30,6 +30,10 @@ def flow(
     nct: int | None = typer.Option(
         None, "--nct", min=1, help="Concurrent sends per host (default: the schedule's, else 1)."
     ),
+    host_streams: int | None = typer.Option(
+        None, "--host-streams", min=1, help="Sends a host streams at once, the rest waiting in posting order "
+                                            "(default: the calibration's, else all NCT)."
+    ),
     bytes_: int | None = typer.Option(None, "--bytes", min=0, help="Replace every message's size by B bytes."),
     barrier: float | None = typer.Option(None, "--barrier", min=0.0, help="Barrier cost between phases (sync), seconds "
                                             "(default: the calibration's, else 0)."),
@@ -79,6 +83,7 @@ def flow(
         bytes=bytes_,
         series=series,
         calibration=calibration,
+        host_streams=host_streams,
     )
     with progress("simulating", total, silent=as_json) as steps:
         report = flowsim.simulate(routes, workload, **kwargs, on_progress=lambda done, _: steps.update(completed=done))

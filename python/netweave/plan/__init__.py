@@ -725,9 +725,9 @@ def predict_native(routes: _core.RoutingTable, sched: Schedule, library: str, in
         return predict(routes, sched, executor, nct, tcp=tcp)
     document = calibration_mod.load(calibration, routes.topology)
     cost = calibration_mod.native_overhead(document, library, ranks, bytes_per_pair, sched.collective)
-    if cost is None:
-        return predict(routes, sched, executor, nct, calibration, tcp)
-    return flowsim.simulate(routes, sched, executor=executor, nct=nct, calibration=document, overhead_s=cost, tcp=tcp)
+    streams = calibration_mod.native_streams(document, library, nct)
+    return flowsim.simulate(routes, sched, executor=executor, nct=nct, calibration=document, overhead_s=cost, tcp=tcp,
+                            host_streams=streams)
 
 
 def native_workload(library: str, collective: str, placed: list[int], bytes_per_pair: int,

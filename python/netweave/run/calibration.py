@@ -19,13 +19,16 @@ what the flow model takes as parameters:
   port but drain within milliseconds — whether they pay a timeout is what the probe decides.
   Where the points cannot tell grid values apart — their errors differ by less than the spread
   of the points' own repeats — the fit keeps the one nearest Linux's default.
-- **steady many-flow sharing** (``tcp.steady_free_segments``, ``tcp.steady_segments_per_timeout``,
-  Ethernet only): Concurrent all-to-all among the first ``STEADY_HOSTS`` hosts (every send at
-  once, so every port carries many long-lived flows) at ``STEADY_BYTES`` per pair, each host
-  posting its sends in an order of its own (:func:`netweave.stages.traffic.concurrent`): the
-  flow model shares a host's link among its flows with no order, and unrelated orders are what
-  it describes — hosts posting in one shared order meet at one destination at a time, and the
-  MPI libraries' linear all-to-alls measure as unrelated orders do (docs/flowsim.md).
+- **host streams and steady many-flow sharing** (``host_streams``; ``tcp.steady_free_segments``,
+  ``tcp.steady_segments_per_timeout``, Ethernet only): Concurrent all-to-all among the first
+  ``STEADY_HOSTS`` hosts (every send at once, so every port carries many long-lived flows) at
+  ``STEADY_BYTES`` per pair, each host posting its sends in an order of its own
+  (:func:`netweave.stages.traffic.concurrent`). How many of its posted sends a host's TCP
+  streams at once (``host_streams``, :data:`HOST_STREAMS`) decides how often unrelated orders
+  meet at one receiver while their senders' links idle: the emulated hosts stream about two, and
+  Concurrent all-to-all on a lossless star measures 1.7× its bound where the flow model
+  sharing every posted send at once predicts the bound (docs/flowsim.md, "Host streams"). On a
+  lossless fabric the points fit it alone; on Ethernet with the steady pair.
 
 - **the native MPIs' host cost** (the ``native`` section, :func:`measure_natives`,
   :func:`fit_native`): each library's own ``MPI_Gather`` and ``MPI_Alltoall`` through ``nwbench``
@@ -37,6 +40,8 @@ what the flow model takes as parameters:
   receives at once (:data:`EXCHANGES`), ``byte_s`` per byte of the message (one polling thread
   feeds the send and drains the receive, each only while the scheduler runs it) — for a job of
   the calibration's ranks; ``plan`` charges it ∝ the job's ranks (:func:`native_overhead`).
+  Each library's ``host_streams`` is fitted with its costs: its transport, not netweave's
+  executor, decides how many posted sends move at once (:func:`native_streams`).
 
 Every point is timed as ``plan --verify`` times a candidate: one warm-up call over the same
 connections, then the slowest rank's mean over :data:`TIMED_CALLS` calls.
@@ -103,6 +108,9 @@ STEADY_BYTES = (16_384, 131_072, 1_048_576)
 STEADY_SEED = 0
 STEADY_FREE_SEGMENTS = (0.0, 5.0, 10.0, 20.0, 40.0, 70.0, 100.0, 150.0)
 STEADY_SEGMENTS_PER_TIMEOUT = (0.5, 1.0, 1.5, 2.0, 3.0, 5.0, 8.0, 13.0, 20.0, 40.0, 80.0)
+#: The grid of sends a host streams at once, fitted on the steady points; None: every send it
+#: posts (the flow model's default).
+HOST_STREAMS = (1, 2, 3, 4, 6, 8, None)
 #: The native MPIs' host cost: the libraries measured, the collectives and bytes per pair each
 #: is timed at (a size below both libraries' eager limits, two above), and nwbench's timed calls.
 NATIVE_LIBRARIES = mpi.IMPLEMENTATIONS
@@ -126,9 +134,12 @@ NATIVE_COSTS = ("eager_s", "rendezvous_s", "byte_s")
 #: the model at 16 KiB, 128 KiB and 1 MiB alike, its pairwise all-to-alls 97 ms at 128 KiB and
 #: 248 ms at 1 MiB (docs/plan.md, "The native MPIs' host cost").
 EXCHANGES = ("alltoall", "allgather")
-#: The per-message cost at which the model's sensitivity to it is taken (:func:`fit_natives`), and
-#: the reweighting rounds of :func:`fit_native` (its weights settle in a few).
+#: The per-message cost at which the model's sensitivity to it is first taken (:func:`fit_natives`),
+#: the rounds that take it again at each point's fitted cost (with streams fewer than the sends a
+#: rank posts, a message's cost also delays the sends queued behind it, so the sensitivity moves
+#: with the cost), and the reweighting rounds of :func:`fit_native` (its weights settle in a few).
 NATIVE_PROBE_S = 0.01
+NATIVE_SECANT_ROUNDS = 4
 NATIVE_FIT_ROUNDS = 20
 
 
@@ -193,17 +204,30 @@ def _timed_graphs(scaled_routes: RoutingTable, points: list[dict[str, Any]]) -> 
     return [(*_graph(p, scaled_routes.topology), p["median_s"]) for p in points]
 
 
-def _error(scaled_routes: RoutingTable, graphs: list[tuple[TaskGraph, int, float]], tcp: dict[str, float],
+def _error(scaled_routes: RoutingTable, graphs: list[tuple[TaskGraph, int, float]], fit: dict[str, Any],
            overhead_s: float, sync_s: float) -> float:
     """Squared log ratio of predicted over measured, summed over `graphs` ((graph, nct, measured_s)),
-    with the TCP parameters `tcp` on the emulated hosts."""
+    with the TCP parameters in `fit` on the emulated hosts, and its ``host_streams`` if any."""
+    tcp = {k: v for k, v in fit.items() if k != "host_streams"}
     on_hosts = {**tcp, **emulate.HOST_TCP}
     error = 0.0
     for graph, nct, measured in graphs:
         predicted = flowsim.simulate(scaled_routes, graph, executor="dag", nct=nct, overhead_s=overhead_s,
-                                     sync_s=sync_s, tcp=on_hosts)["makespan_s"]
+                                     sync_s=sync_s, tcp=on_hosts, host_streams=fit.get("host_streams"))["makespan_s"]
         error += math.log(predicted / measured) ** 2
     return error
+
+
+def _distance(entry: dict[str, Any]) -> float:
+    """How far a grid entry departs from the model's defaults, in summed log ratios: TCP's
+    defaults, and for ``host_streams`` every send a steady point's host posts."""
+    distance = 0.0
+    for key, value in entry.items():
+        if key == "host_streams":
+            distance += 0.0 if value is None else abs(math.log(value / (STEADY_HOSTS - 1)))
+        else:
+            distance += abs(math.log((value + 1e-3) / (flowsim.TCP_DEFAULTS[key] + 1e-3)))
+    return distance
 
 
 def _noise(points: list[dict[str, Any]]) -> float:
@@ -218,8 +242,8 @@ def _noise(points: list[dict[str, Any]]) -> float:
     return total
 
 
-def _grid_fit(scaled_routes: RoutingTable, points: list[dict[str, Any]], grid: list[dict[str, float]],
-              fixed: dict[str, float], overhead_s: float, sync_s: float) -> tuple[dict[str, float], float]:
+def _grid_fit(scaled_routes: RoutingTable, points: list[dict[str, Any]], grid: list[dict[str, Any]],
+              fixed: dict[str, Any], overhead_s: float, sync_s: float) -> tuple[dict[str, Any], float]:
     """The grid entry (on top of `fixed`) nearest the defaults among those whose predictions of
     `points` (each with ``median_s``) are within the points' noise (:func:`_noise`) of the closest,
     in squared log ratio summed over the points; and its error. Parameters fitted to one
@@ -232,23 +256,23 @@ def _grid_fit(scaled_routes: RoutingTable, points: list[dict[str, Any]], grid: l
     scored = []
     for entry in grid:
         tcp = {**fixed, **entry}
-        error = _error(scaled_routes, graphs, tcp, overhead_s, sync_s)
-        distance = sum(abs(math.log((v + 1e-3) / (flowsim.TCP_DEFAULTS[k] + 1e-3))) for k, v in entry.items())
-        scored.append((error, distance, tcp))
-    least = min(error for error, _distance, _tcp in scored)
+        scored.append((_error(scaled_routes, graphs, tcp, overhead_s, sync_s), _distance(entry), tcp))
+    least = min(error for error, _far, _tcp in scored)
     tolerance = least * 1e-9 + _noise(points)
-    error, _distance, tcp = min((s for s in scored if s[0] <= least + tolerance), key=lambda s: (s[1], s[0]))
+    error, _far, tcp = min((s for s in scored if s[0] <= least + tolerance), key=lambda s: (s[1], s[0]))
     return tcp, error
 
 
 def fit_tcp(topo: Topology, routes: RoutingTable, points: list[dict[str, Any]], scale: float, buffer: int | None,
-            overhead_s: float, sync_s: float) -> tuple[dict[str, float], float]:
-    """The TCP parameters whose predictions of the sweep `points` (``kind`` incast with
-    ``senders``, or concurrent with ``hosts``; ``bytes``, ``median_s``) are closest, in squared
-    log ratio summed over the points; and that error. Fitted in three steps, each with the
-    earlier ones fixed (module doc): the 1 MB incasts (timeout, window, survival per segment), the
-    short incasts with the 1 MB ones (survival per segment again, and the probe), the concurrent
-    all-to-alls (steady sharing). A step without points keeps the defaults."""
+            overhead_s: float, sync_s: float) -> tuple[dict[str, Any], float]:
+    """The TCP parameters and ``host_streams`` whose predictions of the sweep `points` (``kind``
+    incast with ``senders``, or concurrent with ``hosts``; ``bytes``, ``median_s``) are closest,
+    in squared log ratio summed over the points; and that error. Fitted in three steps, each with
+    the earlier ones fixed (module doc): the 1 MB incasts (timeout, window, survival per segment),
+    the short incasts with the 1 MB ones (survival per segment again, and the probe), the
+    concurrent all-to-alls (host streams with steady sharing; host streams alone on a lossless
+    fabric, which has no TCP parameters). A step without points keeps the defaults; a
+    ``host_streams`` of None (every send posted) is left out of the result."""
     scaled = emulate.predicted_topology(topo, scale, buffer)
     scaled_routes = emulate.scaled_routes(routes, scaled)
     rto = flowsim.TCP_DEFAULTS["timeout_s"]
@@ -270,15 +294,17 @@ def fit_tcp(topo: Topology, routes: RoutingTable, points: list[dict[str, Any]], 
                    for factor in TIMEOUT_FACTORS for window in WINDOW_SEGMENTS for survival in SURVIVAL_PER_SEGMENT],
         "probe": [{"survival_per_segment": survival, "probe_s": probe}
                   for survival in SURVIVAL_PER_SEGMENT for probe in PROBE_SECONDS],
-        "concurrent": [{"steady_free_segments": free, "steady_segments_per_timeout": per}
-                       for free in STEADY_FREE_SEGMENTS for per in STEADY_SEGMENTS_PER_TIMEOUT],
+        "concurrent": [{"host_streams": streams, "steady_free_segments": free, "steady_segments_per_timeout": per}
+                       for streams in HOST_STREAMS for free in STEADY_FREE_SEGMENTS
+                       for per in STEADY_SEGMENTS_PER_TIMEOUT]
+        if topo.link_layer == "ethernet" else [{"host_streams": streams} for streams in HOST_STREAMS],
     }
-    tcp: dict[str, float] = {}
+    fit: dict[str, Any] = {}
     for group, group_points in groups.items():
         if group_points:
-            tcp, _group_error = _grid_fit(scaled_routes, group_points, grids[group], tcp, overhead_s, sync_s)
-    graphs = _timed_graphs(scaled_routes, points)
-    return tcp, _error(scaled_routes, graphs, tcp, overhead_s, sync_s)
+            fit, _group_error = _grid_fit(scaled_routes, group_points, grids[group], fit, overhead_s, sync_s)
+    error = _error(scaled_routes, _timed_graphs(scaled_routes, points), fit, overhead_s, sync_s)
+    return {k: v for k, v in fit.items() if not (k == "host_streams" and v is None)}, error
 
 
 def calibrate(topo: Topology, routes: RoutingTable, name: str, scale: float = 1.0, buffer: int | None = None,
@@ -312,10 +338,10 @@ def calibrate(topo: Topology, routes: RoutingTable, name: str, scale: float = 1.
                               "median_s": statistics.median(times)})
             # The probe's and steady sharing's points (module doc), measured like the sweep's.
             extra: dict[str, list[dict[str, Any]]] = {"probe": [], "steady": []}
-            if lossy and steady:
+            if steady:
                 mss = flowsim.TCP_DEFAULTS["segment_bytes"]
                 extra["probe"] = [{"kind": "incast", "senders": max(senders), "bytes": k * mss}
-                                  for k in PROBE_SEGMENTS if k * mss < nbytes]
+                                  for k in PROBE_SEGMENTS if lossy and k * mss < nbytes]
                 extra["steady"] = [{"kind": "concurrent", "hosts": min(n, STEADY_HOSTS), "bytes": b, "seed": STEADY_SEED}
                                    for b in STEADY_BYTES]
             for points in extra.values():
@@ -339,10 +365,13 @@ def calibrate(topo: Topology, routes: RoutingTable, name: str, scale: float = 1.
     sync = max(0.0, sync_extra / (CHAIN_TASKS - 1) + overhead)
     params: dict[str, Any] = {"overhead_s": overhead, "sync_s": sync}
     fit_error = None
-    if lossy:
-        note("fitting the TCP model to the incast sweep")
-        tcp, fit_error = fit_tcp(topo, routes, sweep + extra["probe"] + extra["steady"], scale, buffer, overhead, sync)
-        params["tcp"] = {**{k: v for k, v in flowsim.TCP_DEFAULTS.items() if k == "segment_bytes"}, **tcp}
+    if sweep or extra["steady"]:
+        note("fitting the TCP model to the incast sweep" if lossy else "fitting the host streams")
+        fit, fit_error = fit_tcp(topo, routes, sweep + extra["probe"] + extra["steady"], scale, buffer, overhead, sync)
+        if "host_streams" in fit:
+            params["host_streams"] = fit.pop("host_streams")
+        if lossy:
+            params["tcp"] = {**{k: v for k, v in flowsim.TCP_DEFAULTS.items() if k == "segment_bytes"}, **fit}
         for point in sweep + extra["probe"] + extra["steady"]:
             graph, nct = _graph(point, topo)
             point["predicted_s"] = emulate.predict(topo, routes, graph, scale, buffer,
@@ -431,14 +460,27 @@ def measure_natives(fabric: emulate.EmulatedCluster, ranks: int, collectives: tu
 
 
 def _native_prediction(scaled_routes: RoutingTable, run: dict[str, Any], document: dict[str, Any],
-                       per_message_s: float) -> float:
+                       per_message_s: float, streams: int | None) -> float:
     """The native model's time for `run`'s call on the scaled fabric, as ``plan`` predicts it, every
-    message costing its sender `per_message_s` before its data moves (the flow model's overhead)."""
+    message costing its sender `per_message_s` before its data moves (the flow model's overhead),
+    `streams` of a rank's sends streaming at once (None: every one it posts)."""
     # Imported here: netweave.plan reads calibrations through this module.
     from netweave import plan as plan_mod
     sched, info = plan_mod.native_workload(run["library"], run["collective"], list(range(run["ranks"])), run["bytes"])
-    return float(flowsim.simulate(scaled_routes, sched, executor=info["executor"], nct=info["concurrent_sends"],
-                                  calibration=document, overhead_s=per_message_s, tcp=emulate.HOST_TCP)["makespan_s"])
+    nct = info["concurrent_sends"]
+    return float(flowsim.simulate(scaled_routes, sched, executor=info["executor"], nct=nct, calibration=document,
+                                  overhead_s=per_message_s, tcp=emulate.HOST_TCP,
+                                  host_streams=streams or nct)["makespan_s"])
+
+
+def native_streams(document: dict[str, Any], library: str, nct: int) -> int:
+    """How many of `nct` posted sends `library`'s ranks stream at once under a checked calibration
+    `document`: its ``native`` section's ``host_streams`` for the library, else every one. The
+    library's transport decides, not netweave's executor's (the file's ``host_streams``): Open
+    MPI's linear all-to-all streams as the executor does, MPICH's UCX does not (docs/flowsim.md,
+    "Host streams")."""
+    section = (document.get("native") or {}).get(library) or {}
+    return min(nct, section.get("host_streams") or nct)
 
 
 def fit_native(points: list[dict[str, Any]], eager_limit: int) -> tuple[dict[str, float], float]:
@@ -520,24 +562,37 @@ def native_overhead(document: dict[str, Any], library: str, ranks: int, bytes_pe
 def fit_natives(topo: Topology, routes: RoutingTable, scale: float, buffer: int | None, document: dict[str, Any],
                 runs: list[dict[str, Any]]) -> dict[str, Any]:
     """The ``native`` section for `runs` (:func:`measure_natives`): per library its ``ranks``,
-    ``eager_limit_bytes``, fitted ``parameters`` (:func:`fit_native`), ``fit_error`` and every
-    measurement with the model's time without (``model_s``) and with (``predicted_s``) the cost.
+    ``eager_limit_bytes``, fitted ``parameters`` (:func:`fit_native`), ``fit_error``, the
+    ``host_streams`` its ranks stream at once (the grid value of :data:`HOST_STREAMS` whose fit
+    has the least error, stated only where fewer than every send) and every measurement with
+    the model's time without (``model_s``) and with (``predicted_s``) the cost.
     Predictions are made on the scaled fabric with `document`'s parameters (the rest of the
     calibration), as ``plan --verify`` makes them."""
     scaled = emulate.scaled_routes(routes, emulate.predicted_topology(topo, scale, buffer))
     section: dict[str, Any] = {}
     for library in dict.fromkeys(r["library"] for r in runs):
-        points = []
-        for run in (r for r in runs if r["library"] == library):
-            base = _native_prediction(scaled, run, document, 0.0)
-            probe = _native_prediction(scaled, run, document, NATIVE_PROBE_S)
-            points.append({**run, "model_s": base, "per_cost": (probe - base) / NATIVE_PROBE_S})
         limit = NATIVE_EAGER_LIMITS[library]
-        params, error = fit_native(points, limit)
-        entry = {"ranks": points[0]["ranks"], "eager_limit_bytes": limit, "parameters": params, "fit_error": error}
+        fits = []
+        # Every send streaming first: a fewer streams must fit strictly better to be kept.
+        for streams in (None, *(k for k in HOST_STREAMS if k is not None)):
+            points = [{**run, "model_s": _native_prediction(scaled, run, document, 0.0, streams)}
+                      for run in runs if run["library"] == library]
+            probes = [NATIVE_PROBE_S] * len(points)
+            for _round in range(NATIVE_SECANT_ROUNDS + 1):
+                for point, probe in zip(points, probes):
+                    at = _native_prediction(scaled, point, document, probe, streams)
+                    point["per_cost"] = (at - point["model_s"]) / probe
+                params, error = fit_native(points, limit)
+                section_so_far = {"eager_limit_bytes": limit, "parameters": params}
+                probes = [per_message_cost(section_so_far, p["bytes"], p["collective"]) or NATIVE_PROBE_S
+                          for p in points]
+            fits.append((error, streams, params, points))
+        error, streams, params, points = min(fits, key=lambda f: f[0])
+        entry = {"ranks": points[0]["ranks"], "eager_limit_bytes": limit, "parameters": params, "fit_error": error,
+                 **({"host_streams": streams} if streams else {})}
         for point in points:
             cost = per_message_cost(entry, point["bytes"], point["collective"])
-            point["predicted_s"] = _native_prediction(scaled, point, document, cost)
+            point["predicted_s"] = _native_prediction(scaled, point, document, cost, streams)
         section[library] = {**entry, "measurements": points}
     return section
 
@@ -555,6 +610,9 @@ def check_native(document: dict[str, Any], source: str = "calibration") -> dict[
         if not isinstance(section, dict):
             raise NetweaveError(f"{where} must be an object with ranks, eager_limit_bytes and parameters")
         ranks, limit = section.get("ranks"), section.get("eager_limit_bytes", 0)
+        streams = section.get("host_streams", 1)
+        if isinstance(streams, bool) or not isinstance(streams, int) or streams < 1:
+            raise NetweaveError(f"{where}.host_streams must be a whole number of sends, at least 1, got {streams!r}")
         if isinstance(ranks, bool) or not isinstance(ranks, int) or ranks < 1:
             raise NetweaveError(f"{where}.ranks must be a positive whole number of ranks, got {ranks!r}")
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:

@@ -53,7 +53,7 @@ TCP_DEFAULTS: dict[str, float] = dict(_core.flow_tcp_defaults())
 #: Calibration files: format tag and the one version this netweave reads.
 CALIBRATION_FORMAT = "netweave-calibration"
 CALIBRATION_VERSION = 2
-#: What a calibration file's ``parameters`` may hold besides ``tcp``.
+#: What a calibration file's ``parameters`` may hold besides ``tcp`` and ``host_streams``.
 CALIBRATION_TIMES = ("overhead_s", "sync_s", "barrier_s")
 
 
@@ -80,6 +80,10 @@ def check_calibration(calibration: dict[str, Any], topology: _core.Topology, sou
         value = params.get(key, 0.0)
         if not isinstance(value, (int, float)) or not value >= 0:
             raise _core.NetweaveError(f"{source}: parameters.{key} must be a non-negative number of seconds, got {value!r}")
+    streams = params.get("host_streams")
+    if streams is not None and (not isinstance(streams, int) or isinstance(streams, bool) or streams < 1):
+        raise _core.NetweaveError(f"{source}: parameters.host_streams must be a whole number of sends, at least 1, "
+                                  f"got {streams!r}")
     tcp = params.get("tcp", {})
     if not isinstance(tcp, dict) or set(tcp) - set(TCP_DEFAULTS):
         raise _core.NetweaveError(f"{source}: parameters.tcp may hold only {', '.join(TCP_DEFAULTS)}")
@@ -119,6 +123,7 @@ def simulate(
     calibration: str | Path | dict[str, Any] | None = None,
     tcp: dict[str, float] | None = None,
     sync_s: float | None = None,
+    host_streams: int | None = None,
 ) -> dict[str, Any]:
     """Simulate `workload` (a Schedule, or a TaskGraph for the ``dag`` executor; a Schedule run
     with ``dag`` becomes its local-sync DAG) on the topology `routes` was computed for.
@@ -134,7 +139,10 @@ def simulate(
     (``timeouts`` in the report). `calibration` (a file path or a loaded dict, checked against
     the topology) supplies measured ``overhead_s``, ``sync_s`` (a DAG's 1-byte sync message; by
     default it costs ``overhead_s``), ``barrier_s`` and TCP parameters; explicit arguments win
-    over it, and :data:`TCP_DEFAULTS` fill the rest.
+    over it, and :data:`TCP_DEFAULTS` fill the rest. `host_streams` (or the
+    calibration's), the sends a host was measured to stream at once however many it posts, caps
+    the sends in flight (the rest wait in posting order; steps stay `nct` phases;
+    docs/flowsim.md, "Host streams").
 
     Returns a dict: ``makespan_s``, ``throughput_per_server_mib_s`` (IMB-style: payload sent
     per server / makespan), per-host ``host_finish_s`` and per-channel ``channel_busy_s``,
@@ -167,6 +175,7 @@ def simulate(
         series=series,
         tcp={k: float(v) for k, v in tcp.items()} or None,
         sync_s=sync_s,
+        host_streams=measured.get("host_streams") if host_streams is None else host_streams,
     )
     if on_progress is None:
         report = _core.flow_simulate(routes, workload, **kwargs)

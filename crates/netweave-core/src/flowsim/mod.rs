@@ -100,6 +100,11 @@ pub struct FlowConfig {
     pub executor: Executor,
     /// Concurrent sends per host (paper 001's NCT); at least 1.
     pub nct: u32,
+    /// At most this many of a host's sends stream at once, however many its executor has in
+    /// flight (`nct`): the rest wait their turn in posting order. `None`: all `nct` stream.
+    /// What a host's transport measured (a calibration's `host_streams`); steps are still `nct`
+    /// phases.
+    pub host_streams: Option<u32>,
     /// Cost of the barrier between phases of the `Sync` executor, seconds.
     pub barrier_s: f64,
     /// Software overhead per message, paid by the sender before the data moves, seconds.
@@ -130,6 +135,7 @@ impl FlowConfig {
         FlowConfig {
             executor,
             nct: 1,
+            host_streams: None,
             barrier_s: 0.0,
             overhead_s: 0.0,
             sync_s: None,
@@ -146,6 +152,9 @@ impl FlowConfig {
     fn check(&self) -> Result<()> {
         if self.nct == 0 {
             return crate::invalid!("nct (concurrent sends per host) must be at least 1");
+        }
+        if self.host_streams == Some(0) {
+            return crate::invalid!("host_streams (sends a host streams at once) must be at least 1");
         }
         let sync = self.sync_s.unwrap_or(0.0);
         for (name, v) in [("barrier cost", self.barrier_s), ("overhead", self.overhead_s), ("sync cost", sync)] {

@@ -143,7 +143,7 @@ impl<'a> Sim<'a> {
             horizon: 0.0,
             drained_waiting: vec![false; n],
             delivered: vec![false; n],
-            free: vec![config.nct; nh],
+            free: vec![config.nct.min(config.host_streams.unwrap_or(u32::MAX)); nh],
             queue: vec![VecDeque::new(); nh],
             host_finish: vec![0.0; nh],
             res_last: vec![0.0; nres],

@@ -180,6 +180,39 @@ fn nct_bounds_concurrent_sends_per_host() {
 }
 
 #[test]
+fn host_streams_serve_posted_sends_in_order_within_one_step() {
+    // Two phases, one local-sync step (NCT 2): hosts 0 and 1 each send 1 MB to hosts 2 and 3,
+    // host 0 posting 2 then 3. All four stream at once: each at half a link, done at 2 ms.
+    // One stream per host: if host 1 posts 2 first too, the two meet at host 2 (half a link
+    // each) and then at host 3, their other receiver idle meanwhile: 4 ms; posted the other
+    // way round, they never meet: 2 ms. The step is still both phases (no wait between them).
+    let t = star(4, 0.0);
+    let posted = |host1_first: u32| {
+        Schedule::from_phases(
+            "streams",
+            4,
+            vec![
+                vec![Message { src: 0, dst: 2, bytes: M }, Message { src: 1, dst: host1_first, bytes: M }],
+                vec![Message { src: 0, dst: 3, bytes: M }, Message { src: 1, dst: 5 - host1_first, bytes: M }],
+            ],
+        )
+        .unwrap()
+    };
+    let mut cfg = FlowConfig::new(Executor::LocalSync);
+    cfg.nct = 2;
+    assert!(close(run(&t, &posted(2), &cfg).makespan_s, 2e-3));
+    cfg.host_streams = Some(1);
+    assert!(close(run(&t, &posted(2), &cfg).makespan_s, 4e-3));
+    assert!(close(run(&t, &posted(3), &cfg).makespan_s, 2e-3));
+    // More streams than sends in flight change nothing; none is refused.
+    cfg.host_streams = Some(8);
+    assert!(close(run(&t, &posted(2), &cfg).makespan_s, 2e-3));
+    cfg.host_streams = Some(0);
+    let r = shortest_path(&t).unwrap();
+    assert!(simulate(&t, &r, &posted(2), &cfg).unwrap_err().to_string().contains("host_streams"));
+}
+
+#[test]
 fn overhead_and_packet_headers_add_up() {
     let t = star(2, 0.0);
     let mut cfg = FlowConfig::new(Executor::Async);
