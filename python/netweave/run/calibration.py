@@ -289,7 +289,7 @@ def fit_tcp(topo: Topology, routes: RoutingTable, points: list[dict[str, Any]], 
         "probe": incasts if probe_points else [],
         "concurrent": [p for p in points if p.get("kind") == "concurrent"],
     }
-    grids: dict[str, list[dict[str, float]]] = {
+    grids: dict[str, list[dict[str, Any]]] = {
         "incast": [{"timeout_s": rto * factor, "window_segments": float(window), "survival_per_segment": survival}
                    for factor in TIMEOUT_FACTORS for window in WINDOW_SEGMENTS for survival in SURVIVAL_PER_SEGMENT],
         "probe": [{"survival_per_segment": survival, "probe_s": probe}
