@@ -313,9 +313,9 @@ def calibrate(topo: Topology, routes: RoutingTable, name: str, scale: float = 1.
               steady: bool = True, natives: tuple[str, ...] = NATIVE_COLLECTIVES) -> dict[str, Any]:
     """Measure the flow model's parameters on the emulated `topo` (see the module doc) and return
     the calibration document. Root only; the fabric is torn down however this ends. `steady`
-    False leaves out the short-incast and Concurrent all-to-all points (probe and steady sharing
-    keep their defaults); `natives` are the collectives the native MPIs' host cost is measured
-    on (none: the file has no ``native`` section)."""
+    False leaves out the short-incast and Concurrent all-to-all points (probe, host streams and
+    steady sharing keep their defaults); `natives` are the collectives the native MPIs' host
+    cost is measured on (none: the file has no ``native`` section)."""
     note = progress or (lambda _msg: None)
     queue = _checked(topo, scale, buffer, senders, nbytes, repeats, natives)
     lossy = topo.link_layer == "ethernet"
