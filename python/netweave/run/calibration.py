@@ -109,8 +109,8 @@ STEADY_SEED = 0
 STEADY_FREE_SEGMENTS = (0.0, 5.0, 10.0, 20.0, 40.0, 70.0, 100.0, 150.0)
 STEADY_SEGMENTS_PER_TIMEOUT = (0.5, 1.0, 1.5, 2.0, 3.0, 5.0, 8.0, 13.0, 20.0, 40.0, 80.0)
 #: The grid of sends a host streams at once, fitted on the steady points; None: every send it
-#: posts (the flow model's default).
-HOST_STREAMS = (1, 2, 3, 4, 6, 8, None)
+#: posts (the flow model's default), first, so that an exact tie keeps it.
+HOST_STREAMS = (None, 1, 2, 3, 4, 6, 8)
 #: The native MPIs' host cost: the libraries measured, the collectives and bytes per pair each
 #: is timed at (a size below both libraries' eager limits, two above), and nwbench's timed calls.
 NATIVE_LIBRARIES = mpi.IMPLEMENTATIONS
@@ -573,8 +573,7 @@ def fit_natives(topo: Topology, routes: RoutingTable, scale: float, buffer: int 
     for library in dict.fromkeys(r["library"] for r in runs):
         limit = NATIVE_EAGER_LIMITS[library]
         fits = []
-        # Every send streaming first: a fewer streams must fit strictly better to be kept.
-        for streams in (None, *(k for k in HOST_STREAMS if k is not None)):
+        for streams in HOST_STREAMS:  # every send first: fewer streams must fit strictly better
             points = [{**run, "model_s": _native_prediction(scaled, run, document, 0.0, streams)}
                       for run in runs if run["library"] == library]
             probes = [NATIVE_PROBE_S] * len(points)
@@ -610,9 +609,7 @@ def check_native(document: dict[str, Any], source: str = "calibration") -> dict[
         if not isinstance(section, dict):
             raise NetweaveError(f"{where} must be an object with ranks, eager_limit_bytes and parameters")
         ranks, limit = section.get("ranks"), section.get("eager_limit_bytes", 0)
-        streams = section.get("host_streams", 1)
-        if isinstance(streams, bool) or not isinstance(streams, int) or streams < 1:
-            raise NetweaveError(f"{where}.host_streams must be a whole number of sends, at least 1, got {streams!r}")
+        flowsim.check_host_streams(section.get("host_streams"), f"{where}.host_streams")
         if isinstance(ranks, bool) or not isinstance(ranks, int) or ranks < 1:
             raise NetweaveError(f"{where}.ranks must be a positive whole number of ranks, got {ranks!r}")
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:

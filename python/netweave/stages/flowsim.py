@@ -80,14 +80,18 @@ def check_calibration(calibration: dict[str, Any], topology: _core.Topology, sou
         value = params.get(key, 0.0)
         if not isinstance(value, (int, float)) or not value >= 0:
             raise _core.NetweaveError(f"{source}: parameters.{key} must be a non-negative number of seconds, got {value!r}")
-    streams = params.get("host_streams")
-    if streams is not None and (not isinstance(streams, int) or isinstance(streams, bool) or streams < 1):
-        raise _core.NetweaveError(f"{source}: parameters.host_streams must be a whole number of sends, at least 1, "
-                                  f"got {streams!r}")
+    check_host_streams(params.get("host_streams"), f"{source}: parameters.host_streams")
     tcp = params.get("tcp", {})
     if not isinstance(tcp, dict) or set(tcp) - set(TCP_DEFAULTS):
         raise _core.NetweaveError(f"{source}: parameters.tcp may hold only {', '.join(TCP_DEFAULTS)}")
     return calibration
+
+
+def check_host_streams(streams: Any, where: str) -> None:
+    """Refuse, in one line naming `where`, a ``host_streams`` that is neither absent (None) nor a
+    whole number of sends ≥ 1."""
+    if streams is not None and (not isinstance(streams, int) or isinstance(streams, bool) or streams < 1):
+        raise _core.NetweaveError(f"{where} must be a whole number of sends, at least 1, got {streams!r}")
 
 
 def _buffer_text(buffer: int | None) -> str:
