@@ -16,7 +16,9 @@
 //! their tail-loss probes wait. Flows that already stream there have their window open (ACK
 //! clocked, fast retransmit) and are never charged one. The rule, applied at every instant
 //! flows (re)start, per buffered port `p` (capacity `C`, buffer `B`, longest round trip
-//! through it `RTT`), over the *burst* — the flows starting or resuming there now:
+//! through it `RTT`), over the *burst* — the flows starting or resuming there now, and those
+//! that did so less than `B / C` before and still stream (their first windows are still
+//! queued: a barrier releases its ranks microseconds apart, their windows take milliseconds):
 //!
 //! 1. **Overload.** `p` must be saturated and its offered load — the flows already there at
 //!    their rates, the burst at what the links before `p` on its paths would give it (the
@@ -93,7 +95,11 @@
 //! most among those not overloaded by a burst in this instant (the burst rule owns those
 //! losses), its expected timeouts `m = s · (S − S₀) / L`: `S₀` segments
 //! ([`TcpModel::steady_free_segments`]) fit its first windows, and then it delivers `L`
-//! segments ([`TcpModel::steady_segments_per_timeout`]) per timeout. The charge is one stall
+//! segments ([`TcpModel::steady_segments_per_timeout`]) per timeout. Where the crowd is the
+//! flows already there (fewer join now than were there), it leaves at their pace whatever the
+//! flow's stalls, and a stalled flow sends nothing, so loses nothing: sending for `τ` between
+//! timeouts and stalling an RTO after each, over the crowded time `T` it expects `1 − e^(−m)`
+//! of a first timeout and `(T − RTO − τ) / (RTO + τ)` more, if fewer than `m`. The charge is one stall
 //! of `m ·` [`TcpModel::timeout_s`] when the flow starts — its mean cost, deterministic, where
 //! TCP spreads the timeouts over the transfer — and `m` segments sent again. `S₀` and `L` are
 //! fitted by `netweave emulate calibrate` (Concurrent all-to-all on the calibrated fabric).
@@ -319,6 +325,13 @@ pub(super) struct Losses {
     feeders: Vec<Vec<(u32, Vec<u32>)>>,
     /// Scratch: the time each flow at a crowded port needs to finish at its current rate.
     finish_s: Vec<f64>,
+    /// Per buffered port: `B / C`, how long after a flow (re)starts there another still
+    /// bursts with it (its first window is still queued), seconds.
+    together_s: Vec<f64>,
+    /// Per buffered port: the flows that (re)started there lately and still stream, with when;
+    /// those older than `together_s` or no longer streaming are dropped when the port is next
+    /// looked at.
+    recent: Vec<Vec<(f64, u32)>>,
     /// Timeouts so far.
     pub(super) timeouts: u64,
 }
@@ -425,6 +438,8 @@ impl Losses {
             instant: 0,
             feeders: vec![Vec::new(); nres],
             finish_s: Vec::new(),
+            together_s: (0..nres).map(|r| if buffered(r) { buffer / work.capacity[r] } else { 0.0 }).collect(),
+            recent: vec![Vec::new(); nres],
             timeouts: 0,
         })
     }
@@ -498,8 +513,13 @@ impl Losses {
             }
             debug_assert!(self.pairs.windows(2).all(|w| w[0] < w[1]), "pairs sorted by (port, flow)");
         }
-        for &r in &self.touched {
-            self.joiners_at[r as usize] = 0;
+        // A port only one flow joins now still bursts with those that joined it a moment ago.
+        for &f in joined {
+            for &r in fair.path_resources(f) {
+                if self.joiners_at[r as usize] == 1 && !self.recent[r as usize].is_empty() {
+                    self.pairs.push((r, f));
+                }
+            }
         }
         let first_victim = victims.len();
         let mut start = 0;
@@ -512,11 +532,23 @@ impl Losses {
             self.burst_at(fair, r, start..end, left, victims);
             start = end;
         }
+        for &f in joined {
+            if !self.chosen[f as usize] {
+                for &r in fair.path_resources(f) {
+                    if self.joiners_at[r as usize] > 0 {
+                        self.recent[r as usize].push((left.now, f));
+                    }
+                }
+            }
+        }
         self.timeouts += (victims.len() - first_victim) as u64;
         for &f in joined {
             if !self.chosen[f as usize] {
                 self.steady_overflow(fair, f, left, victims);
             }
+        }
+        for &r in &self.touched {
+            self.joiners_at[r as usize] = 0;
         }
         for &f in &victims[first_victim..] {
             self.chosen[f as usize] = false;
@@ -573,7 +605,15 @@ impl Losses {
             self.finish_s.extend(fair.flows_on(r).iter().map(|&g| left.of(g) / fair.rate(g)));
             let crowded_s = *self.finish_s.select_nth_unstable_by(flows - fit - 1, f64::total_cmp).1;
             let crowded = self.segments(bytes.min(fair.rate(f) * crowded_s));
-            timeouts = timeouts.max(starved * (crowded - self.steady_free).max(0.0) / self.steady_per_timeout);
+            let mut expected = starved * (crowded - self.steady_free).max(0.0) / self.steady_per_timeout;
+            if 2 * (self.joiners_at[r as usize] as usize) < flows {
+                // The crowd is the flows already here, and it leaves at their pace, whatever
+                // this flow's stalls: it sends for `τ` between timeouts and then stalls an RTO.
+                let tau = (bytes / fair.rate(f)).min(crowded_s) / expected.max(f64::MIN_POSITIVE);
+                let later = (crowded_s - self.timeout_s - tau).max(0.0) / (self.timeout_s + tau);
+                expected = expected.min(1.0 - (-expected).exp() + later);
+            }
+            timeouts = timeouts.max(expected);
         }
         if timeouts <= 0.0 {
             return;
@@ -695,6 +735,18 @@ impl Losses {
             if !self.chosen[f as usize] {
                 self.burst.push(f);
             }
+        }
+        // Flows that started here a moment ago, their first windows still queued, burst with
+        // these: a barrier releases its ranks microseconds apart, their windows take milliseconds.
+        let (now, together) = (left.now, self.together_s[r as usize]);
+        let recent = &mut self.recent[r as usize];
+        recent.retain(|&(t, g)| now - t <= together && fair.rate(g) > 0.0);
+        if !recent.is_empty() {
+            let chosen = &self.chosen;
+            self.burst.extend(recent.iter().map(|&(_, g)| g).filter(|&g| !chosen[g as usize]));
+            // A flow stalled briefly (a small steady charge) can be back within `B / C`.
+            self.burst.sort_unstable();
+            self.burst.dedup();
         }
         if self.burst.len() < 2 {
             return; // one flow alone is no synchronised burst

@@ -317,7 +317,9 @@ fn a_flow_joining_a_crowded_port_late_pays_only_while_it_stays_crowded() {
     // 100 kB left each. 15 flows then need 56 queued segments of minimum window against
     // the 44.9 the port holds, and a fifth of them starve — but only until 3 have finished
     // (the port holds 12 flows' windows), 1.5 ms at 1/15 of the port each, in which the
-    // joiner sends 69 segments, not its 685.
+    // joiner sends 69 segments, not its 685. The crowd is the 14 already there, which leave
+    // whatever the joiner's stalls: after one timeout (200 ms) it is gone, so the joiner pays
+    // the chance of a first one, 1 − e^(−m), not the m timeouts its 69 segments would cost.
     let ethernet = Switching::new(LinkLayer::Ethernet, Some(64 * 1024)).unwrap();
     let topo = star(16, ethernet);
     let routes = shortest_path(&topo).unwrap();
@@ -334,11 +336,73 @@ fn a_flow_joining_a_crowded_port_late_pays_only_while_it_stays_crowded() {
     let starved = 1.0 - held / queued;
     assert_eq!((15.0 * held / queued).floor(), 12.0);
     let crowded = (100_000.0f64 / 1460.0).ceil();
-    let timeouts = starved * (crowded - tcp.steady_free_segments) / tcp.steady_segments_per_timeout;
+    let m = starved * (crowded - tcp.steady_free_segments) / tcp.steady_segments_per_timeout;
+    assert!(m > 1.0, "{m}");
+    let timeouts = 1.0 - (-m).exp();
     assert_eq!(r.timeouts, timeouts.round() as u64);
     // It stalls its expected timeouts at its start; the others are gone when it resumes.
     let expected = 0.0126 + timeouts * tcp.timeout_s + 1e6 / 1e9;
     assert!((r.makespan_s - expected).abs() < 1e-6, "{} vs {expected}", r.makespan_s);
+}
+
+#[test]
+fn a_crowd_that_stays_charges_a_late_joiner_one_timeout_per_round_trip_of_sending_and_rto() {
+    // As above, but the 14 flows send 30 MB each and the joiner joins when they have 2 MB
+    // left: the crowd stays 30 ms at 1/15 of the port, long after the joiner's first timeout
+    // would end, but not for ever. It expects m timeouts over the segments it sends in that
+    // time at the port's share — unless it sends for τ = 30 ms / m between them and then
+    // stalls an RTO: the first comes with probability 1 − e^(−m), later ones once per τ + RTO
+    // of the crowded time left after the first cycle (none here: RTO > 30 ms), so at most one.
+    let ethernet = Switching::new(LinkLayer::Ethernet, Some(64 * 1024)).unwrap();
+    let topo = star(16, ethernet);
+    let routes = shortest_path(&topo).unwrap();
+    let mut first: Vec<Message> = (2..16).map(|s| Message { src: s, dst: 0, bytes: 30_000_000 }).collect();
+    first.push(Message { src: 1, dst: 2, bytes: 392_000_000 });
+    let late = vec![Message { src: 1, dst: 0, bytes: 30_000_000 }];
+    let sched = Schedule::from_phases("late", 16, vec![first, late]).unwrap();
+    let mut config = FlowConfig::new(Executor::Async);
+    config.tcp = TcpModel { survival_per_segment: 1.0, ..TcpModel::default() };
+    let tcp = config.tcp.clone();
+    let r = simulate(&topo, &routes, &sched, &config).unwrap();
+    let starved = 1.0 - (65536.0 / 1460.0) / (14.0 * tcp.min_window_segments);
+    let crowded_s = 2_000_000.0 * 15.0 / 1e9;
+    let m = starved * ((2_000_000.0f64 / 1460.0).ceil() - tcp.steady_free_segments) / tcp.steady_segments_per_timeout;
+    assert!(m > 20.0 && crowded_s < tcp.timeout_s, "{m}");
+    assert_eq!(r.timeouts, 1);
+    // Without the crowd's end the joiner would stall m RTOs: tens of seconds, not one RTO.
+    let joined_s = 0.392;
+    assert!(r.makespan_s < joined_s + 1.01 * tcp.timeout_s + 30e6 / 1e9 + 1e-3, "{}", r.makespan_s);
+    assert!(r.makespan_s > joined_s + 0.99 * tcp.timeout_s, "{}", r.makespan_s);
+}
+
+#[test]
+fn flows_starting_microseconds_apart_burst_together() {
+    // 15 senders × 1 MB onto host 0, once at the same instant and once each released s µs
+    // after the first (sender s first sends s kB elsewhere at 10⁹ B/s): the port drains its
+    // 64 KiB in 65 µs, longer than the spread, so the first windows still meet in one queue
+    // and the burst times out as the simultaneous one does. The rule judges the flows present
+    // as each arrives, so the staggered resumes lose more (30 timeouts against 17 here).
+    // Released 1 ms apart they arrive one by one: nothing times out.
+    let ethernet = Switching::new(LinkLayer::Ethernet, Some(64 * 1024)).unwrap();
+    let topo = star(16, ethernet);
+    let routes = shortest_path(&topo).unwrap();
+    let run = |spacing: u64| {
+        let lead: Vec<Message> =
+            (1..16u32).map(|s| Message { src: s, dst: s % 15 + 1, bytes: spacing * s as u64 }).collect();
+        let incast: Vec<Message> = (1..16).map(|s| Message { src: s, dst: 0, bytes: 1_000_000 }).collect();
+        let sched = Schedule::from_phases("staggered incast", 16, vec![lead, incast]).unwrap();
+        let mut config = FlowConfig::new(Executor::Async);
+        config.tcp = worked();
+        simulate(&topo, &routes, &sched, &config).unwrap()
+    };
+    let together = incast(&topo, 15, 1_000_000);
+    assert!(together.timeouts > 0);
+    let staggered = run(1_000);
+    assert!(staggered.timeouts >= together.timeouts, "{} {}", staggered.timeouts, together.timeouts);
+    assert!(staggered.makespan_s >= together.makespan_s, "{} {}", staggered.makespan_s, together.makespan_s);
+    let apart = run(1_000_000);
+    assert_eq!(apart.timeouts, 0);
+    assert!((apart.makespan_s - (0.015 + 1e6 / 1e9)).abs() < 1e-6, "{}", apart.makespan_s);
 }
 
 #[test]
