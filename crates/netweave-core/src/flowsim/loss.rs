@@ -99,8 +99,8 @@
 //! flows already there (fewer join now than were there), it leaves at their pace whatever the
 //! flow's stalls, and a stalled flow sends nothing, so loses nothing: sending for `τ` between
 //! timeouts and stalling an RTO after each, over the crowded time `T` it expects `1 − e^(−m)`
-//! of a first timeout and `(T − RTO − τ) / (RTO + τ)` more, if fewer than `m`. The charge is one stall
-//! of `m ·` [`TcpModel::timeout_s`] when the flow starts — its mean cost, deterministic, where
+//! of a first timeout and `(T − RTO − τ) / (RTO + τ)` more, if fewer than `m`. The charge is
+//! one stall of `m ·` [`TcpModel::timeout_s`] when the flow starts — its mean cost, deterministic, where
 //! TCP spreads the timeouts over the transfer — and `m` segments sent again. `S₀` and `L` are
 //! fitted by `netweave emulate calibrate` (Concurrent all-to-all on the calibrated fabric).
 //!

@@ -346,7 +346,7 @@ fn a_flow_joining_a_crowded_port_late_pays_only_while_it_stays_crowded() {
 }
 
 #[test]
-fn a_crowd_that_stays_charges_a_late_joiner_one_timeout_per_round_trip_of_sending_and_rto() {
+fn a_late_joiner_times_out_at_most_once_in_a_crowd_shorter_than_an_rto() {
     // As above, but the 14 flows send 30 MB each and the joiner joins when they have 2 MB
     // left: the crowd stays 30 ms at 1/15 of the port, long after the joiner's first timeout
     // would end, but not for ever. It expects m timeouts over the segments it sends in that
