@@ -102,7 +102,8 @@
 //! of a first timeout and `(T − RTO − τ) / (RTO + τ)` more, if fewer than `m`. The charge is
 //! one stall of `m ·` [`TcpModel::timeout_s`] when the flow starts — its mean cost,
 //! deterministic, where TCP spreads the timeouts over the transfer — and `m` segments sent
-//! again. `S₀` and `L` are fitted by `netweave emulate calibrate` (Concurrent all-to-all on the calibrated fabric).
+//! again. `S₀` and `L` are fitted by `netweave emulate calibrate` (Concurrent all-to-all on
+//! the calibrated fabric).
 //!
 //! Every segment a burst overflows is sent again: the victims' first windows and the rest of
 //! the overflow spread over the survivors are counted as retransmitted bytes on their paths.
