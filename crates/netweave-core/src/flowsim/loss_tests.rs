@@ -310,6 +310,22 @@ fn many_flows_on_a_shallow_port_time_out_steadily() {
     assert!((worse.makespan_s - (lossless + 2.0 * stall)).abs() < 1e-6 * worse.makespan_s, "{}", worse.makespan_s);
 }
 
+/// On a 16-host star with 64 KiB ports, hosts 2–15 each send `bytes` to host 0 at once (σ = 1:
+/// their burst costs no timeout) while host 1 first sends `lead` bytes to host 2, then `bytes`
+/// to host 0, joining the crowd late. The report and the TCP parameters it ran with.
+fn late_joiner(bytes: u64, lead: u64) -> (crate::flowsim::FlowReport, TcpModel) {
+    let ethernet = Switching::new(LinkLayer::Ethernet, Some(64 * 1024)).unwrap();
+    let topo = star(16, ethernet);
+    let routes = shortest_path(&topo).unwrap();
+    let mut first: Vec<Message> = (2..16).map(|s| Message { src: s, dst: 0, bytes }).collect();
+    first.push(Message { src: 1, dst: 2, bytes: lead });
+    let late = vec![Message { src: 1, dst: 0, bytes }];
+    let sched = Schedule::from_phases("late", 16, vec![first, late]).unwrap();
+    let mut config = FlowConfig::new(Executor::Async);
+    config.tcp = TcpModel { survival_per_segment: 1.0, ..TcpModel::default() };
+    (simulate(&topo, &routes, &sched, &config).unwrap(), config.tcp)
+}
+
 #[test]
 fn a_flow_joining_a_crowded_port_late_pays_only_while_it_stays_crowded() {
     // 14 hosts send 1 MB each to host 0 at once (σ = 1: their burst costs no timeout).
@@ -320,17 +336,7 @@ fn a_flow_joining_a_crowded_port_late_pays_only_while_it_stays_crowded() {
     // joiner sends 69 segments, not its 685. The crowd is the 14 already there, which leave
     // whatever the joiner's stalls: after one timeout (200 ms) it is gone, so the joiner pays
     // the chance of a first one, 1 − e^(−m), not the m timeouts its 69 segments would cost.
-    let ethernet = Switching::new(LinkLayer::Ethernet, Some(64 * 1024)).unwrap();
-    let topo = star(16, ethernet);
-    let routes = shortest_path(&topo).unwrap();
-    let mut first: Vec<Message> = (2..16).map(|s| Message { src: s, dst: 0, bytes: 1_000_000 }).collect();
-    first.push(Message { src: 1, dst: 2, bytes: 12_600_000 });
-    let late = vec![Message { src: 1, dst: 0, bytes: 1_000_000 }];
-    let sched = Schedule::from_phases("late", 16, vec![first, late]).unwrap();
-    let mut config = FlowConfig::new(Executor::Async);
-    config.tcp = TcpModel { survival_per_segment: 1.0, ..TcpModel::default() };
-    let tcp = config.tcp.clone();
-    let r = simulate(&topo, &routes, &sched, &config).unwrap();
+    let (r, tcp) = late_joiner(1_000_000, 12_600_000);
     let held = 65536.0 / 1460.0;
     let queued = 14.0 / 15.0 * 15.0 * tcp.min_window_segments;
     let starved = 1.0 - held / queued;
@@ -353,17 +359,7 @@ fn a_late_joiner_times_out_at_most_once_in_a_crowd_shorter_than_an_rto() {
     // time at the port's share — unless it sends for τ = 30 ms / m between them and then
     // stalls an RTO: the first comes with probability 1 − e^(−m), later ones once per τ + RTO
     // of the crowded time left after the first cycle (none here: RTO > 30 ms), so at most one.
-    let ethernet = Switching::new(LinkLayer::Ethernet, Some(64 * 1024)).unwrap();
-    let topo = star(16, ethernet);
-    let routes = shortest_path(&topo).unwrap();
-    let mut first: Vec<Message> = (2..16).map(|s| Message { src: s, dst: 0, bytes: 30_000_000 }).collect();
-    first.push(Message { src: 1, dst: 2, bytes: 392_000_000 });
-    let late = vec![Message { src: 1, dst: 0, bytes: 30_000_000 }];
-    let sched = Schedule::from_phases("late", 16, vec![first, late]).unwrap();
-    let mut config = FlowConfig::new(Executor::Async);
-    config.tcp = TcpModel { survival_per_segment: 1.0, ..TcpModel::default() };
-    let tcp = config.tcp.clone();
-    let r = simulate(&topo, &routes, &sched, &config).unwrap();
+    let (r, tcp) = late_joiner(30_000_000, 392_000_000);
     let starved = 1.0 - (65536.0 / 1460.0) / (14.0 * tcp.min_window_segments);
     let crowded_s = 2_000_000.0 * 15.0 / 1e9;
     let m = starved * ((2_000_000.0f64 / 1460.0).ceil() - tcp.steady_free_segments) / tcp.steady_segments_per_timeout;
