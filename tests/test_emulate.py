@@ -7,6 +7,7 @@ behind even when an assertion fails midway.
 import json
 import subprocess
 import sys
+import tempfile
 import uuid
 
 import pytest
@@ -15,7 +16,7 @@ import netweave
 from conftest import run_cli
 from netweave import flowsim, routing, topology, traffic
 from netweave.run import calibration, emulate, mpi
-from netweave.run.emulate import cluster, traffic_control
+from netweave.run.emulate import cluster, runs, traffic_control
 
 
 @pytest.fixture
@@ -274,6 +275,24 @@ def test_mpich_nwbench_runs_on_the_fabric_even_when_finalize_hangs(name):
     report = json.loads(proc.stdout)
     assert report["ranks"] == 4 and [r["bytes"] for r in report["results"]] == [1, 50000]
     assert emulate.namespaces(name)  # the fabric is still up; the fixture takes it down
+
+
+def test_reading_a_running_programs_output_never_overwrites_it():
+    """mpirun polls what its launcher has printed while the launcher still writes: the two share
+    the file's offset, so the read must not move it (a seek made the launcher's next line land
+    over the report's start)."""
+    lines = 20000
+    child = f"for i in range({lines}):\n    print(i, flush=True)"
+    with tempfile.TemporaryFile("w+") as out:
+        proc = subprocess.Popen([sys.executable, "-c", child], stdout=out, text=True)
+        seen = ""
+        while proc.poll() is None:
+            seen = runs._written(out)
+        assert proc.wait() == 0
+        final = runs._written(out)
+    assert final == "".join(f"{i}\n" for i in range(lines))
+    assert final.startswith(seen)
+
 # Runs inside host 1: echoes every byte on "E" connections, swallows "B" connections.
 _ECHO_SERVER = """
 import socket, sys, threading

@@ -135,6 +135,20 @@ def test_a_dead_or_silent_peer_fails_every_process_with_the_reason(kind, tmp_pat
     assert _leftovers(str(work)) == []
 
 
+def test_the_cause_is_the_rank_the_others_blame_not_the_first_listed():
+    """Ranks ending within one poll are listed by rank: the first may be a victim of a later one."""
+    reasons = {0: "nw-tcp-run rank 0: waiting: rank 3 closed its connection while 1 message(s) ...",
+               3: "nw-tcp-run rank 3: task 9 from rank 2: byte 4 is not what task 9 sent",
+               5: "nw-tcp-run rank 5: waiting: rank 0 reset its connection while ..."}
+    codes = [1, 0, 0, 1, 0, 1]
+    assert executor._cause([0, 3, 5], codes, reasons) == 3
+    assert executor._cause([5, 0, 3], codes, reasons) == 3, "blame is followed through a chain"
+    loop = {0: "rank 3 closed its connection", 3: "rank 0 reset its connection"}
+    assert executor._cause([0, 3], [1, 0, 0, 1], loop) == 3, "a cycle of blame ends (it is not followed back)"
+    assert executor._cause([0, 3], [1, 0, 0, -9], reasons) == 3, "a rank killed by a signal comes first"
+    assert executor._cause([], codes, {}) is None
+
+
 def test_runs_leave_no_processes_or_scratch_files():
     before = {p for p in os.listdir(tempfile.gettempdir()) if p.startswith("netweave-run-")}
     graph = executor.as_task_graph(traffic.alltoall(4, 1000, "shift"))

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import select
 import shutil
 import signal
@@ -303,6 +304,25 @@ def _reason(out: Path, rank: int, code: int | None) -> str:
     return f"exited with status {code}"
 
 
+_BLAMED = re.compile(r"\brank (\d+) (?:closed|reset) its connection")
+
+
+def _cause(failed: list[int], codes: list[int | None], reasons: dict[int, str]) -> int | None:
+    """The rank whose failure the others followed: one that died by a signal, else one that went
+    silent, else the first to fail — and from there, while its reason is that another failed rank
+    hung up on it, that rank (processes ending in one poll interval are listed by rank, so the
+    first listed may be a victim)."""
+    cause = next((r for r in failed if (code := codes[r]) is not None and code < 0), None)
+    cause = next((r for r in failed if codes[r] is None), cause) if cause is None else cause
+    if cause is not None or not failed:
+        return cause
+    cause, seen = failed[0], {failed[0]}
+    while (blamed := _BLAMED.search(reasons[cause])) and int(blamed[1]) in reasons and int(blamed[1]) not in seen:
+        cause = int(blamed[1])
+        seen.add(cause)
+    return cause
+
+
 def _merge(graph: _core.TaskGraph, out: Path, codes: list[int | None], order: list[int], wall: float,
            timed: int = 0) -> dict[str, Any]:
     """Every process's trace as one result; `timed` > 0: the run was that many timed calls
@@ -311,13 +331,9 @@ def _merge(graph: _core.TaskGraph, out: Path, codes: list[int | None], order: li
     for r in range(graph.num_ranks):
         path = out / f"trace-{r}.json"
         traces.append(json.loads(path.read_text()) if path.exists() else None)
-    failures = [{"rank": r, "exit": codes[r], "reason": _reason(out, r, codes[r])}
-                for r in range(graph.num_ranks) if codes[r] != 0]
-    # The cause: a rank that died by a signal, else one that went silent, else the first to fail.
-    failed = [r for r in order if codes[r] != 0]
-    cause = next((r for r in failed if (code := codes[r]) is not None and code < 0), None)
-    cause = next((r for r in failed if codes[r] is None), cause) if cause is None else cause
-    cause = failed[0] if cause is None and failed else cause
+    reasons = {r: _reason(out, r, codes[r]) for r in range(graph.num_ranks) if codes[r] != 0}
+    failures = [{"rank": r, "exit": codes[r], "reason": why} for r, why in reasons.items()]
+    cause = _cause([r for r in order if codes[r] != 0], codes, reasons)
     tasks = graph.tasks()
     starts = [t["start_ns"] for t in traces if t]
     t0 = min(starts) if starts else 0

@@ -4,6 +4,7 @@ topology the flow model predicts these runs on."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import tempfile
@@ -153,6 +154,13 @@ def mpi_command(fabric: EmulatedCluster, implementation: str, ranks: int, progra
                    *[a for k, v in env.items() for a in ("-genv", k, v)], *program]
 
 
+def _written(file) -> str:
+    """What a running child has written to `file` so far. Read at an offset (pread): the child
+    shares the file's offset, and a seek here would make its next write overwrite the start."""
+    fd = file.fileno()
+    return os.pread(fd, os.fstat(fd).st_size, 0).decode(errors="replace")
+
+
 def mpirun(fabric: EmulatedCluster, implementation: str, ranks: int, program: list[str],
            timeout: float = 300.0, env: dict[str, str] | None = None,
            hosts: list[int] | None = None, done_when: Callable[[str], bool] | None = None,
@@ -162,20 +170,19 @@ def mpirun(fabric: EmulatedCluster, implementation: str, ranks: int, program: li
 
     `done_when(stdout)` says the program's output is complete: a run still alive `grace`
     seconds after that is ended the same way and counts as finished, with a line saying so on
-    its stderr — MPICH over UCX can hang in ``MPI_Finalize`` after all its work on these
-    fabrics (see docs/emulate.md)."""
+    its stderr and the output as it was when complete (the launcher may print a notice of the
+    killed ranks after it) — MPICH over UCX can hang in ``MPI_Finalize`` after all its work on
+    these fabrics (see docs/emulate.md)."""
     cmd = mpi_command(fabric, implementation, ranks, program, env, hosts)
     everything = [h["ns"] for h in fabric.state["hosts"]] + [fabric.state["mgmt_ns"]]
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         with processes.Job() as job:  # launcher and ranks die with netweave, however it ends
             proc = job.popen(cmd, stdout=out, stderr=err, text=True)
-            start, complete_at, note = time.monotonic(), None, ""
+            start, complete_at, note, complete_output = time.monotonic(), None, "", ""
             while proc.poll() is None:
                 now = time.monotonic()
-                if complete_at is None and done_when is not None:
-                    out.seek(0)
-                    if done_when(out.read()):
-                        complete_at = now
+                if complete_at is None and done_when is not None and done_when(output := _written(out)):
+                    complete_at, complete_output = now, output
                 if complete_at is not None and now - complete_at > grace:
                     note = (f"netweave emulate: ended the {implementation} run {grace:g} s after its output was "
                             "complete (it did not exit: MPI_Finalize hung)\n")
@@ -191,4 +198,5 @@ def mpirun(fabric: EmulatedCluster, implementation: str, ranks: int, program: li
             code = proc.wait()
         out.seek(0)
         err.seek(0)
-        return subprocess.CompletedProcess(cmd, 0 if note else code, out.read(), err.read() + note)
+        output = complete_output if note else out.read()
+        return subprocess.CompletedProcess(cmd, 0 if note else code, output, err.read() + note)
