@@ -184,7 +184,7 @@ def test_a_native_mpi_streams_as_its_own_section_says():
     # The file's host_streams are netweave's executor's; a library's own decide its schedule's.
     topo = _star().with_switching("infiniband", None)
     routes = routing.route(topo, "updown")
-    own = {"ranks": HOSTS, "eager_limit_bytes": 65536, "parameters": {}}
+    own = {"ranks": HOSTS, "eager_limit_bytes": 65536, "collectives": {"alltoall": {"parameters": {}}}}
     doc = calibration._document(topo, 1.0, None, {"overhead_s": 0.0, "sync_s": 0.0, "host_streams": 1}, {}, None,
                                 {"openmpi": {**own, "host_streams": 1}, "mpich": own})
     placed = list(range(HOSTS))
@@ -253,22 +253,16 @@ EAGER_S, RENDEZVOUS_S, BYTE_S = 0.04, 0.06, 1e-7
 
 
 def test_the_native_fit_recovers_costs_from_measurements_computed_by_hand():
-    # Each point: the model's time without the library's cost, and how many messages sit on the
-    # call's critical path (4 binomial steps for a gather of 16, 1 block of scattered sends,
-    # 15 pairwise steps); measured = model + steps × (per-message cost + bytes × per-byte cost),
-    # the per-byte cost only where ranks send and receive at once (all-to-all, not gather).
-    points = [
-        {"collective": "gather", "bytes": 16384, "model_s": 0.0393, "per_cost": 4.0,
-         "measured_s": 0.0393 + 4 * 0.04},
-        {"collective": "alltoall", "bytes": 16384, "model_s": 0.0519, "per_cost": 1.0,
-         "measured_s": 0.0519 + 1 * (0.04 + 0.0016384)},
-        {"collective": "gather", "bytes": 131072, "model_s": 0.3146, "per_cost": 4.0,
-         "measured_s": 0.3146 + 4 * 0.06},
-        {"collective": "alltoall", "bytes": 131072, "model_s": 0.3146, "per_cost": 15.0,
-         "measured_s": 0.3146 + 15 * (0.06 + 0.0131072)},
-        {"collective": "alltoall", "bytes": 1048576, "model_s": 2.5166, "per_cost": 15.0,
-         "measured_s": 2.5166 + 15 * (0.06 + 0.1048576)},
-    ]
+    # One collective's points, at two link scales: the model's time without the library's cost,
+    # and how many messages sit on the call's critical path (4 binomial steps for a gather of
+    # 16); measured = model + steps × (per-message cost + bytes × per-byte cost).
+    def point(nbytes, model_s):
+        regime = EAGER_S if nbytes <= 65536 else RENDEZVOUS_S
+        return {"collective": "gather", "bytes": nbytes, "model_s": model_s, "per_cost": 4.0,
+                "measured_s": model_s + 4 * (regime + nbytes * BYTE_S)}
+
+    points = [point(16384, 0.0393), point(131072, 0.3146), point(1048576, 2.5166),
+              point(16384, 0.0079), point(131072, 0.0629), point(1048576, 0.5033)]
     params, error = calibration.fit_native(points, eager_limit=65536)
     assert params == pytest.approx({"eager_s": EAGER_S, "rendezvous_s": RENDEZVOUS_S, "byte_s": BYTE_S}, rel=1e-9)
     assert error == pytest.approx(0.0, abs=1e-18)
@@ -284,21 +278,28 @@ def test_the_native_fit_recovers_costs_the_flow_model_charged(library, link_laye
     # to the cost from two predictions for each grid value of the streams, finds them again.
     topo = _star() if link_layer == "ethernet" else _star().with_switching(link_layer, None)
     routes = routing.route(topo, "updown")
-    section = {"eager_limit_bytes": 65536, "parameters": {"eager_s": EAGER_S, "rendezvous_s": RENDEZVOUS_S,
-                                                          "byte_s": BYTE_S}}
-    scaled = emulate.scaled_routes(routes, emulate.predicted_topology(topo, SCALE))
+    # The gather also measured on links five times faster; each collective gets its own costs
+    # (here the same, so that the streams, chosen with one set of costs for both, are exact).
+    same = {"eager_s": EAGER_S, "rendezvous_s": RENDEZVOUS_S, "byte_s": BYTE_S}
+    costs = {"gather": same, "alltoall": same}
+    section = {"eager_limit_bytes": 65536, "collectives": {c: {"parameters": p} for c, p in costs.items()}}
     runs = []
-    for collective in ("gather", "alltoall"):
+    for collective, scale in (("gather", SCALE), ("gather", 5 * SCALE), ("alltoall", SCALE)):
+        scaled = emulate.scaled_routes(routes, emulate.predicted_topology(topo, scale))
         for nbytes in (16384, 131072, 1048576):
-            run = {"library": library, "collective": collective, "bytes": nbytes, "ranks": HOSTS}
+            run = {"library": library, "collective": collective, "bytes": nbytes, "ranks": HOSTS, "scale": scale}
             cost = calibration.per_message_cost(section, nbytes, collective)
-            runs.append({**run, "measured_s": calibration._native_prediction(scaled, run, None, cost, streams)})
+            # A gather's ranks post one send each: only the all-to-all has streams to limit.
+            few = streams if collective == "alltoall" else None
+            runs.append({**run, "measured_s": calibration._native_prediction(scaled, run, None, cost, few)})
     native = calibration.fit_natives(topo, routes, SCALE, None, None, runs)[library]
     # With fewer streams than sends a message's cost also delays the sends queued behind it: the
     # sensitivity moves with the cost, and the fit's secant rounds close in on it.
-    assert native["parameters"] == pytest.approx(section["parameters"], rel=1e-3 if streams is None else 1e-2)
-    assert native["ranks"] == HOSTS and len(native["measurements"]) == 6
+    for collective, params in costs.items():
+        entry = native["collectives"][collective]
+        assert entry["parameters"] == pytest.approx(params, rel=1e-3 if streams is None else 1e-2), collective
     assert native.get("host_streams") == streams
+    assert native["ranks"] == HOSTS and len(native["measurements"]) == 9
     for point in native["measurements"]:
         assert point["predicted_s"] == pytest.approx(point["measured_s"], rel=1e-3 if streams is None else 1e-2)
         assert point["model_s"] < point["measured_s"]
@@ -309,7 +310,9 @@ def _native_document(topo, native):
 
 
 MPICH_SECTION = {"ranks": 8, "eager_limit_bytes": 65536,
-                 "parameters": {"eager_s": EAGER_S, "rendezvous_s": RENDEZVOUS_S, "byte_s": BYTE_S}}
+                 "collectives": {"gather": {"parameters": {"eager_s": EAGER_S, "rendezvous_s": RENDEZVOUS_S}},
+                                 "alltoall": {"parameters": {"eager_s": EAGER_S, "rendezvous_s": RENDEZVOUS_S,
+                                                             "byte_s": BYTE_S}}}}
 
 
 def test_a_calibration_with_native_costs_round_trips_and_plan_charges_them(tmp_path):
@@ -322,14 +325,19 @@ def test_a_calibration_with_native_costs_round_trips_and_plan_charges_them(tmp_p
     placed, nbytes = list(range(HOSTS)), 131072
     rows = {r.name: r for r in plan.native_candidates(routes, placed, nbytes, lambda _m: None, "gather",
                                                       calibration=path)}
-    # MPICH: every message of a gather costs the rendezvous cost (a gather's ranks send or
-    # receive, never both: no per-byte cost), measured on 8 ranks and charged for 16 (twice:
-    # ranks taking turns on the cores); an all-to-all's messages cost their bytes' too.
+    # MPICH: every message of a gather costs the gather's rendezvous cost (its entry states no
+    # per-byte cost), measured on 8 ranks and charged for 16 (twice: ranks taking turns on the
+    # cores); an all-to-all's messages cost its entry's, bytes included, and an all-gather's the
+    # all-to-all's (the calibration does not time it).
     sched, info = plan.native_workload("mpich", "gather", placed, nbytes)
     cost = RENDEZVOUS_S * HOSTS / 8
     assert calibration.native_overhead(back, "mpich", HOSTS, nbytes, "gather") == pytest.approx(cost)
     assert calibration.native_overhead(back, "mpich", HOSTS, nbytes, "alltoall") == pytest.approx(
         cost + BYTE_S * nbytes * HOSTS / 8)
+    assert calibration.native_overhead(back, "mpich", HOSTS, nbytes, "allgather") == pytest.approx(
+        cost + BYTE_S * nbytes * HOSTS / 8)
+    gather_only = {"mpich": {**MPICH_SECTION, "collectives": {"gather": MPICH_SECTION["collectives"]["gather"]}}}
+    assert calibration.native_overhead(_native_document(topo, gather_only), "mpich", HOSTS, nbytes, "alltoall") is None
     charged = flowsim.simulate(routes, sched, executor=info["executor"], nct=info["concurrent_sends"], overhead_s=cost)
     assert rows["mpich"].predicted_time_s == pytest.approx(charged["makespan_s"])
     plain = plan.native_candidates(routes, placed, nbytes, lambda _m: None, "gather")
@@ -353,9 +361,12 @@ def test_a_calibration_with_native_costs_round_trips_and_plan_charges_them(tmp_p
     ([1, 2], "\"native\" must map"),
     ({"lam": MPICH_SECTION}, "native.lam: unknown MPI library"),
     ({"mpich": {**MPICH_SECTION, "ranks": 0}}, "native.mpich.ranks"),
-    ({"mpich": {**MPICH_SECTION, "parameters": {"eager_s": -1.0}}}, "native.mpich.parameters.eager_s"),
-    ({"mpich": {**MPICH_SECTION, "parameters": {"latency_s": 1.0}}}, "may hold only"),
+    ({"mpich": {**MPICH_SECTION, "collectives": {"gather": {"parameters": {"eager_s": -1.0}}}}},
+     "native.mpich.collectives.gather.parameters.eager_s"),
+    ({"mpich": {**MPICH_SECTION, "collectives": {"gather": {"parameters": {"latency_s": 1.0}}}}}, "may hold only"),
     ({"mpich": {**MPICH_SECTION, "host_streams": 0}}, "native.mpich.host_streams"),
+    ({"mpich": {**MPICH_SECTION, "collectives": {"bcast": {"parameters": {}}}}}, "not a collective the calibration"),
+    ({"mpich": {**MPICH_SECTION, "parameters": {"eager_s": 0.1}}}, "native.mpich must be an object with only"),
 ])
 def test_a_malformed_native_section_is_refused_in_one_line(tmp_path, native, needle):
     topo = _star()

@@ -392,9 +392,11 @@ def test_calibrate_measures_the_model_parameters_and_refuses_bad_input(name, tmp
     # The native MPIs' own gathers on every host, each library's cost fitted to them.
     for library in ("openmpi", "mpich"):
         native = doc["native"][library]
-        assert native["ranks"] == 6 and set(native["parameters"]) == {"eager_s", "rendezvous_s", "byte_s"}
-        assert [(m["collective"], m["bytes"]) for m in native["measurements"]] == [
-            ("gather", b) for b in calibration.NATIVE_SIZES]
+        assert native["ranks"] == 6 and set(native["collectives"]) == {"gather"}
+        assert set(native["collectives"]["gather"]["parameters"]) == {"eager_s", "rendezvous_s", "byte_s"}
+        # At the calibration's link scale and on links five times faster (a gather's verify scale).
+        assert [(m["collective"], m["bytes"], m["scale"]) for m in native["measurements"]] == [
+            ("gather", b, scale) for scale in (0.1, 0.5) for b in calibration.NATIVE_SIZES]
         assert all(m["measured_s"] > 0 and m["predicted_s"] >= m["model_s"] > 0 for m in native["measurements"])
     # The file predicts for the fabric it was measured on, and no other.
     routes = routing.route(star, "updown")

@@ -33,15 +33,15 @@ what the flow model takes as parameters:
 - **the native MPIs' host cost** (the ``native`` section, :func:`measure_natives`,
   :func:`fit_native`): each library's own ``MPI_Gather`` and ``MPI_Alltoall`` through ``nwbench``
   (as ``plan --verify`` runs them) on every host of the fabric at :data:`NATIVE_SIZES` per
-  pair, against the native model's prediction of the same call. What the model misses is what
-  the library costs the hosts here, fitted per library as a per-message cost on the critical
-  path — one below the library's eager limit (``eager_s``), one above (``rendezvous_s``, its
-  handshake waits for the receiver), plus, in the collectives where every rank sends and
-  receives at once (:data:`EXCHANGES`), ``byte_s`` per byte of the message (one polling thread
-  feeds the send and drains the receive, each only while the scheduler runs it) — for a job of
-  the calibration's ranks; ``plan`` charges it ∝ the job's ranks (:func:`native_overhead`).
-  Each library's ``host_streams`` is fitted with its costs: its transport, not netweave's
-  executor, decides how many posted sends move at once (:func:`native_streams`).
+  pair (gathers also on links :data:`NATIVE_SCALE_FACTORS` times faster), against the native
+  model's prediction of the same call. What the model misses is what the library costs the
+  hosts here, fitted per library and collective as a per-message cost on the critical path —
+  one below the library's eager limit (``eager_s``), one above (``rendezvous_s``, its handshake
+  waits for the receiver), plus ``byte_s`` per byte of the message (a polling rank moves data
+  only while the scheduler runs it) — for a job of the calibration's ranks; ``plan`` charges it
+  ∝ the job's ranks (:func:`native_overhead`). Each library's ``host_streams`` is fitted on its
+  calls too: its transport, not netweave's executor, decides how many posted sends move at once
+  (:func:`native_streams`).
 
 Every point is timed as ``plan --verify`` times a candidate: one warm-up call over the same
 connections, then the slowest rank's mean over :data:`TIMED_CALLS` calls.
@@ -127,13 +127,15 @@ TIMED_CALLS = 3
 #: ``auto``) — its 128 KiB messages on the emulated fabric wait for the receiver (docs/plan.md), its
 #: 16 KiB ones are taken as eager, and 64 KiB is where this calibration draws the line.
 NATIVE_EAGER_LIMITS = {"openmpi": 65_536, "mpich": 65_536}
-#: A library's cost parameters: seconds per message below / above its eager limit, per byte.
+#: A collective's cost parameters: seconds per message below / above its library's eager limit,
+#: per byte of the message.
 NATIVE_COSTS = ("eager_s", "rendezvous_s", "byte_s")
-#: The collectives whose steps send and receive at once (a gather's ranks do one or the other),
-#: the only ones charged ``byte_s``: on star16 MPICH's gathers measured 46–68 ms per step over
-#: the model at 16 KiB, 128 KiB and 1 MiB alike, its pairwise all-to-alls 97 ms at 128 KiB and
-#: 248 ms at 1 MiB (docs/plan.md, "The native MPIs' host cost").
-EXCHANGES = ("alltoall", "allgather")
+#: The link scales each collective's native calls are measured at, as multiples of the
+#: calibration's (capped at 1). ``plan --verify`` runs a gather on links 4–7× faster than an
+#: all-to-all (its root's link alone carries the load), and what MPICH's gather costs per byte
+#: shows only there: its 1 MiB gather on the 16-host star took 0.41 s over the link-bound time at
+#: links × 0.05, 0.6 s at × 0.1 and 0.8–1.0 s at × 0.2–0.7 (docs/flowsim.md, "Calibration").
+NATIVE_SCALE_FACTORS = {"gather": (1.0, 5.0), "alltoall": (1.0,)}
 #: The per-message cost at which the model's sensitivity to it is first taken (:func:`fit_natives`),
 #: the rounds that take it again at each point's fitted cost (with streams fewer than the sends a
 #: rank posts, a message's cost also delays the sends queued behind it, so the sensitivity moves
@@ -352,9 +354,15 @@ def calibrate(topo: Topology, routes: RoutingTable, name: str, scale: float = 1.
                         note(f"{graph.name}: {point['bytes']:,} B ({r + 1}/{repeats})")
                         times.append(_run(fabric, graph))
                     point.update(measured_s=times, median_s=statistics.median(times))
-            native_runs = measure_natives(fabric, n, natives, note) if natives else []
+            native_runs = measure_natives(fabric, n, natives, note, scale) if natives else []
         finally:
             emulate.down(name)
+        for faster, collectives in _faster_native_scales(scale, natives):
+            fabric = emulate.up(topo, routes, name, scale=faster, buffer=buffer)
+            try:
+                native_runs += measure_natives(fabric, n, collectives, note, faster)
+            finally:
+                emulate.down(name)
     # Overhead and sync cost: what the chains took beyond the model's own time for them.
     model = {label: emulate.predict(topo, routes, chain(hosts, CHAIN_TASKS, n), scale, buffer)["makespan_s"]
              for label, hosts in (("plain", [0, 1]), ("sync", [0, 1, 2, 3]))}
@@ -444,18 +452,36 @@ def run_native(fabric: emulate.EmulatedCluster, library: str, collective: str, n
         raise NetweaveError(f"nwbench ({library}, emulated) printed no JSON report ({e})") from None
 
 
+def _faster_native_scales(scale: float, collectives: tuple[str, ...]) -> list[tuple[float, tuple[str, ...]]]:
+    """The link scales beyond the calibration's `scale` at which some of `collectives` are measured
+    again (:data:`NATIVE_SCALE_FACTORS`), each with those collectives.
+
+    >>> _faster_native_scales(0.05, ("gather", "alltoall"))
+    [(0.25, ('gather',))]
+    """
+    scales: dict[float, tuple[str, ...]] = {}
+    for collective in collectives:
+        for factor in NATIVE_SCALE_FACTORS[collective]:
+            faster = round(min(1.0, scale * factor), 12)
+            if faster > scale:
+                scales[faster] = scales.get(faster, ()) + (collective,)
+    return sorted(scales.items())
+
+
 def measure_natives(fabric: emulate.EmulatedCluster, ranks: int, collectives: tuple[str, ...],
-                    note: Callable[[str], None], sizes: tuple[int, ...] = NATIVE_SIZES) -> list[dict[str, Any]]:
-    """Each library's own `collectives` at `sizes` bytes per pair on hosts 0..ranks-1 of the fabric
-    (gathers to rank 0): ``{library, collective, bytes, ranks, measured_s}`` per run."""
+                    note: Callable[[str], None], scale: float,
+                    sizes: tuple[int, ...] = NATIVE_SIZES) -> list[dict[str, Any]]:
+    """Each library's own `collectives` at `sizes` bytes per pair on hosts 0..ranks-1 of the fabric,
+    whose links run at `scale` (gathers to rank 0): ``{library, collective, bytes, ranks, scale,
+    measured_s}`` per run."""
     runs = []
     for library in NATIVE_LIBRARIES:
         for collective in collectives:
             for nbytes in sizes:
-                note(f"{library}'s own {collective}, {nbytes:,} B per pair on {ranks} ranks")
+                note(f"{library}'s own {collective}, {nbytes:,} B per pair on {ranks} ranks, links x {scale:g}")
                 seconds = run_native(fabric, library, collective, nbytes, ranks, list(range(ranks)))
                 runs.append({"library": library, "collective": collective, "bytes": nbytes, "ranks": ranks,
-                             "measured_s": seconds})
+                             "scale": scale, "measured_s": seconds})
     return runs
 
 
@@ -473,6 +499,15 @@ def _native_prediction(scaled_routes: RoutingTable, run: dict[str, Any], documen
                                   host_streams=streams or nct)["makespan_s"])
 
 
+def collective_costs(section: dict[str, Any], collective: str) -> dict[str, Any] | None:
+    """A library's fitted entry for `collective` in its ``native`` section (``parameters``,
+    ``fit_error``): the collective's own, else — for an all-gather, whose steps
+    send and receive at once as an all-to-all's do — the all-to-all's; None when the calibration
+    measured neither."""
+    costs = section.get("collectives", {})
+    return costs.get(collective) or (costs.get("alltoall") if collective == "allgather" else None)
+
+
 def native_streams(document: dict[str, Any], library: str, nct: int) -> int:
     """How many of `nct` posted sends `library`'s ranks stream at once under a checked calibration
     `document`: its ``native`` section's ``host_streams`` for the library, else every one. The
@@ -484,24 +519,23 @@ def native_streams(document: dict[str, Any], library: str, nct: int) -> int:
 
 
 def fit_native(points: list[dict[str, Any]], eager_limit: int) -> tuple[dict[str, float], float]:
-    """The library's cost parameters (:data:`NATIVE_COSTS`, each ≥ 0) that bring the model's
-    predictions of `points` closest to their measured times, in squared log ratio summed over
-    the points (the targets are ratios: twice too slow is as wrong as twice too fast); and that
-    error.
+    """The cost parameters (:data:`NATIVE_COSTS`, each ≥ 0) that bring the model's predictions of
+    one library's calls of one collective, `points`, closest to their measured times, in squared
+    log ratio summed over the points (the targets are ratios: twice too slow is as wrong as twice
+    too fast); and that error.
 
     Each point has ``bytes`` per pair, ``measured_s``, ``model_s`` (the model's time with no
     library cost) and ``per_cost`` (seconds the prediction grows per second of per-message cost:
     the messages on the call's critical path). A point's per-message cost is ``eager_s`` (blocks
-    up to `eager_limit` bytes) or ``rendezvous_s``, plus ``byte_s`` × its bytes where its
-    ``collective`` is one of :data:`EXCHANGES`, so its prediction
-    is ``model_s + per_cost × cost`` — linear in the parameters. Each round solves the weighted
-    least squares whose weight, 1 / √(measured × predicted), makes a point's error its log ratio
-    to first order (:func:`_nonnegative_least_squares`), with the previous round's predictions."""
+    up to `eager_limit` bytes) or ``rendezvous_s``, plus ``byte_s`` × its bytes, so its
+    prediction is ``model_s + per_cost × cost`` — linear in the parameters. Each round solves the
+    weighted least squares whose weight, 1 / √(measured × predicted), makes a point's error its
+    log ratio to first order (:func:`_nonnegative_least_squares`), with the previous round's
+    predictions."""
     rows, gaps = [], []
     for p in points:
         eager = p["bytes"] <= eager_limit
-        exchange = p["collective"] in EXCHANGES
-        rows.append([p["per_cost"] * eager, p["per_cost"] * (not eager), p["per_cost"] * p["bytes"] * exchange])
+        rows.append([p["per_cost"] * eager, p["per_cost"] * (not eager), p["per_cost"] * p["bytes"]])
         gaps.append(p["measured_s"] - p["model_s"])
     design = np.asarray(rows, dtype=float).reshape(len(points), len(NATIVE_COSTS))
     gap = np.asarray(gaps, dtype=float)
@@ -537,24 +571,29 @@ def _nonnegative_least_squares(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def per_message_cost(section: dict[str, Any], bytes_per_pair: int, collective: str) -> float:
     """What one message of `bytes_per_pair` in a `collective` costs its sender under a library's
-    ``native`` section, at the section's ranks (parameters it does not state cost nothing)."""
-    params = section.get("parameters", {})
-    regime = "eager_s" if bytes_per_pair <= section.get("eager_limit_bytes", 0) else "rendezvous_s"
-    per_byte = float(params.get("byte_s", 0.0)) if collective in EXCHANGES else 0.0
-    return float(params.get(regime, 0.0)) + per_byte * bytes_per_pair
+    ``native`` section, at the section's ranks (a collective or parameter it does not state
+    costs nothing)."""
+    entry = collective_costs(section, collective)
+    return _cost(entry["parameters"] if entry else {}, section.get("eager_limit_bytes", 0), bytes_per_pair)
+
+
+def _cost(params: dict[str, float], eager_limit: int, bytes_per_pair: int) -> float:
+    """One message's cost under cost `params` (:data:`NATIVE_COSTS`; absent ones cost nothing)."""
+    regime = "eager_s" if bytes_per_pair <= eager_limit else "rendezvous_s"
+    return float(params.get(regime, 0.0)) + float(params.get("byte_s", 0.0)) * bytes_per_pair
 
 
 def native_overhead(document: dict[str, Any], library: str, ranks: int, bytes_per_pair: int,
                     collective: str) -> float | None:
     """The per-message cost `library` adds for a job of `ranks` ranks at `bytes_per_pair` in a
-    `collective`, from a checked calibration `document`; None when it has no ``native`` section
-    for the library.
+    `collective`, from a checked calibration `document`; None when it measured nothing of the
+    library's that applies.
 
     The cost was measured with the calibration's ranks on this machine's cores; ranks that busy-poll
     take turns on the cores, so a rank waited for comes round after the others' time slices: the
     cost is charged ∝ the job's ranks over the calibration's."""
     section = (document.get("native") or {}).get(library)
-    if section is None:
+    if section is None or collective_costs(section, collective) is None:
         return None
     return per_message_cost(section, bytes_per_pair, collective) * ranks / section["ranks"]
 
@@ -562,38 +601,74 @@ def native_overhead(document: dict[str, Any], library: str, ranks: int, bytes_pe
 def fit_natives(topo: Topology, routes: RoutingTable, scale: float, buffer: int | None, document: dict[str, Any],
                 runs: list[dict[str, Any]]) -> dict[str, Any]:
     """The ``native`` section for `runs` (:func:`measure_natives`): per library its ``ranks``,
-    ``eager_limit_bytes``, fitted ``parameters`` (:func:`fit_native`), ``fit_error``, the
-    ``host_streams`` its ranks stream at once (the grid value of :data:`HOST_STREAMS` whose fit
-    has the least error, stated only where fewer than every send) and every measurement with
-    the model's time without (``model_s``) and with (``predicted_s``) the cost.
-    Predictions are made on the scaled fabric with `document`'s parameters (the rest of the
-    calibration), as ``plan --verify`` makes them."""
-    scaled = emulate.scaled_routes(routes, emulate.predicted_topology(topo, scale, buffer))
+    ``eager_limit_bytes``, the ``host_streams`` its ranks stream at once, per collective
+    (``collectives``) the fitted ``parameters`` (:func:`fit_native`) and ``fit_error``, and every
+    measurement with the model's time without (``model_s``) and with (``predicted_s``) the cost.
+
+    The streams are the library's transport's, one value for all its collectives: the grid value
+    of :data:`HOST_STREAMS` whose fit of the library's calls at the calibration's `scale`, every
+    collective sharing one set of costs, has the least error (stated only where fewer than every
+    send fit strictly better). Each collective's own costs, on three sizes of one scale, would fit
+    any number of streams exactly. Predictions are made on the fabric scaled as each run was (its
+    ``scale``, else `scale`) with `document`'s parameters (the rest of the calibration), as ``plan
+    --verify`` makes them."""
+    fabrics: dict[float, RoutingTable] = {}
+
+    def scaled(run: dict[str, Any]) -> RoutingTable:
+        at = run.get("scale", scale)
+        if at not in fabrics:
+            fabrics[at] = emulate.scaled_routes(routes, emulate.predicted_topology(topo, at, buffer))
+        return fabrics[at]
+
+    def fitted(chosen: list[dict[str, Any]], limit: int, streams: int | None
+               ) -> tuple[dict[str, float], float, list[dict[str, Any]]]:
+        """One set of costs for the `chosen` runs (:func:`fit_native`), their error, the points."""
+        points = [{**run, "model_s": _native_prediction(scaled(run), run, document, 0.0, streams)} for run in chosen]
+        probes = [NATIVE_PROBE_S] * len(points)
+        for _round in range(NATIVE_SECANT_ROUNDS + 1):
+            for point, probe in zip(points, probes):
+                at = _native_prediction(scaled(point), point, document, probe, streams)
+                point["per_cost"] = (at - point["model_s"]) / probe
+            params, error = fit_native(points, limit)
+            probes = [_cost(params, limit, p["bytes"]) or NATIVE_PROBE_S for p in points]
+        return params, error, points
+
     section: dict[str, Any] = {}
     for library in dict.fromkeys(r["library"] for r in runs):
         limit = NATIVE_EAGER_LIMITS[library]
-        fits = []
-        for streams in HOST_STREAMS:  # every send first: fewer streams must fit strictly better
-            points = [{**run, "model_s": _native_prediction(scaled, run, document, 0.0, streams)}
-                      for run in runs if run["library"] == library]
-            probes = [NATIVE_PROBE_S] * len(points)
-            for _round in range(NATIVE_SECANT_ROUNDS + 1):
-                for point, probe in zip(points, probes):
-                    at = _native_prediction(scaled, point, document, probe, streams)
-                    point["per_cost"] = (at - point["model_s"]) / probe
-                params, error = fit_native(points, limit)
-                section_so_far = {"eager_limit_bytes": limit, "parameters": params}
-                probes = [per_message_cost(section_so_far, p["bytes"], p["collective"]) or NATIVE_PROBE_S
-                          for p in points]
-            fits.append((error, streams, params, points))
-        error, streams, params, points = min(fits, key=lambda f: f[0])
-        entry = {"ranks": points[0]["ranks"], "eager_limit_bytes": limit, "parameters": params, "fit_error": error,
-                 **({"host_streams": streams} if streams else {})}
-        for point in points:
-            cost = per_message_cost(entry, point["bytes"], point["collective"])
-            point["predicted_s"] = _native_prediction(scaled, point, document, cost, streams)
-        section[library] = {**entry, "measurements": points}
+        mine = [r for r in runs if r["library"] == library]
+        at_scale = [r for r in mine if r.get("scale", scale) == scale]
+        streams, least = None, math.inf
+        for k in HOST_STREAMS:  # every send first: fewer streams must fit strictly better
+            error = fitted(at_scale, limit, k)[1]
+            if error < least - 1e-12:
+                streams, least = k, error
+        costs: dict[str, Any] = {}
+        measurements: list[dict[str, Any]] = []
+        for collective in dict.fromkeys(r["collective"] for r in mine):
+            params, error, points = fitted([r for r in mine if r["collective"] == collective], limit, streams)
+            costs[collective] = {"parameters": params, "fit_error": error}
+            for point in points:
+                point["predicted_s"] = _native_prediction(scaled(point), point, document,
+                                                          _cost(params, limit, point["bytes"]), streams)
+            measurements += points
+        section[library] = {"ranks": mine[0]["ranks"], "eager_limit_bytes": limit,
+                            **({"host_streams": streams} if streams else {}), "collectives": costs,
+                            "measurements": measurements}
     return section
+
+
+def _check_costs(entry: Any, where: str) -> None:
+    """Refuse, in one line naming `where`, a collective's entry of a ``native`` section that is not
+    ``{parameters: {cost: seconds ≥ 0}, fit_error?}``."""
+    if not isinstance(entry, dict) or set(entry) - {"parameters", "fit_error"}:
+        raise NetweaveError(f"{where} must be an object with parameters (and fit_error)")
+    params = entry.get("parameters", {})
+    if not isinstance(params, dict) or set(params) - set(NATIVE_COSTS):
+        raise NetweaveError(f"{where}.parameters may hold only {', '.join(NATIVE_COSTS)}")
+    for key, value in params.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0 or math.isinf(value):
+            raise NetweaveError(f"{where}.parameters.{key} must be a non-negative number of seconds, got {value!r}")
 
 
 def check_native(document: dict[str, Any], source: str = "calibration") -> dict[str, Any]:
@@ -606,20 +681,23 @@ def check_native(document: dict[str, Any], source: str = "calibration") -> dict[
         where = f"{source}: native.{library}"
         if library not in NATIVE_LIBRARIES:
             raise NetweaveError(f"{where}: unknown MPI library (known: {', '.join(NATIVE_LIBRARIES)})")
-        if not isinstance(section, dict):
-            raise NetweaveError(f"{where} must be an object with ranks, eager_limit_bytes and parameters")
+        keys = ("ranks", "eager_limit_bytes", "host_streams", "collectives", "measurements")
+        if not isinstance(section, dict) or set(section) - set(keys):
+            raise NetweaveError(f"{where} must be an object with only {', '.join(keys)}")
         ranks, limit = section.get("ranks"), section.get("eager_limit_bytes", 0)
         flowsim.check_host_streams(section.get("host_streams"), f"{where}.host_streams")
         if isinstance(ranks, bool) or not isinstance(ranks, int) or ranks < 1:
             raise NetweaveError(f"{where}.ranks must be a positive whole number of ranks, got {ranks!r}")
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
             raise NetweaveError(f"{where}.eager_limit_bytes must be a whole number of bytes >= 0, got {limit!r}")
-        params = section.get("parameters", {})
-        if not isinstance(params, dict) or set(params) - set(NATIVE_COSTS):
-            raise NetweaveError(f"{where}.parameters may hold only {', '.join(NATIVE_COSTS)}")
-        for key, value in params.items():
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0 or math.isinf(value):
-                raise NetweaveError(f"{where}.parameters.{key} must be a non-negative number of seconds, got {value!r}")
+        costs = section.get("collectives", {})
+        if not isinstance(costs, dict):
+            raise NetweaveError(f"{where}.collectives must map each collective to its costs")
+        for collective, entry in costs.items():
+            if collective not in NATIVE_COLLECTIVES:
+                raise NetweaveError(f"{where}.collectives.{collective}: not a collective the calibration times "
+                                    f"({', '.join(NATIVE_COLLECTIVES)})")
+            _check_costs(entry, f"{where}.collectives.{collective}")
     return document
 
 
