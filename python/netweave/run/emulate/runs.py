@@ -11,7 +11,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from netweave import _core
 from netweave._core import NetweaveError, RoutingTable, Topology
@@ -154,7 +154,7 @@ def mpi_command(fabric: EmulatedCluster, implementation: str, ranks: int, progra
                    *[a for k, v in env.items() for a in ("-genv", k, v)], *program]
 
 
-def _written(file) -> str:
+def _written(file: IO[str]) -> str:
     """What a running child has written to `file` so far. Read at an offset (pread): the child
     shares the file's offset, and a seek here would make its next write overwrite the start."""
     fd = file.fileno()
