@@ -533,6 +533,9 @@ impl Losses {
             self.burst_at(fair, r, start..end, left, victims);
             start = end;
         }
+        self.timeouts += (victims.len() - first_victim) as u64;
+        // Flows that joined and were not cut are the next instants' recent joiners, and may
+        // still be charged for a crowded steady share.
         for &f in joined {
             if !self.chosen[f as usize] {
                 for &r in fair.path_resources(f) {
@@ -540,11 +543,6 @@ impl Losses {
                         self.recent[r as usize].push((left.now, f));
                     }
                 }
-            }
-        }
-        self.timeouts += (victims.len() - first_victim) as u64;
-        for &f in joined {
-            if !self.chosen[f as usize] {
                 self.steady_overflow(fair, f, left, victims);
             }
         }
