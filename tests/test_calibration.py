@@ -254,12 +254,13 @@ EAGER_S, RENDEZVOUS_S, BYTE_S = 0.04, 0.06, 1e-7
 
 def test_the_native_fit_recovers_costs_from_measurements_computed_by_hand():
     # One collective's points, at two link scales: the model's time without the library's cost,
-    # and how many messages sit on the call's critical path (4 binomial steps for a gather of
-    # 16); measured = model + steps × (per-message cost + bytes × per-byte cost).
+    # how many messages sit on the call's critical path (the 4 a binomial gather's root of 16
+    # takes in) and how many bytes (their subtrees of 1, 2, 4 and 8 ranks: 15 blocks);
+    # measured = model + messages × per-message cost + bytes × per-byte cost.
     def point(nbytes, model_s):
         regime = EAGER_S if nbytes <= 65536 else RENDEZVOUS_S
         return {"collective": "gather", "bytes": nbytes, "model_s": model_s, "per_cost": 4.0,
-                "measured_s": model_s + 4 * (regime + nbytes * BYTE_S)}
+                "per_byte_cost": 15.0 * nbytes, "measured_s": model_s + 4 * regime + 15 * nbytes * BYTE_S}
 
     points = [point(16384, 0.0393), point(131072, 0.3146), point(1048576, 2.5166),
               point(16384, 0.0079), point(131072, 0.0629), point(1048576, 0.5033)]
@@ -288,10 +289,10 @@ def test_the_native_fit_recovers_costs_the_flow_model_charged(library, link_laye
         scaled = emulate.scaled_routes(routes, emulate.predicted_topology(topo, scale))
         for nbytes in (16384, 131072, 1048576):
             run = {"library": library, "collective": collective, "bytes": nbytes, "ranks": HOSTS, "scale": scale}
-            cost = calibration.per_message_cost(section, nbytes, collective)
+            charged = calibration.message_costs(section, nbytes, collective)
             # A gather's ranks post one send each: only the all-to-all has streams to limit.
             few = streams if collective == "alltoall" else None
-            runs.append({**run, "measured_s": calibration._native_prediction(scaled, run, None, cost, few)})
+            runs.append({**run, "measured_s": calibration._native_prediction(scaled, run, None, charged, few)})
     native = calibration.fit_natives(topo, routes, SCALE, None, None, runs)[library]
     # With fewer streams than sends a message's cost also delays the sends queued behind it: the
     # sensitivity moves with the cost, and the fit's secant rounds close in on it.
@@ -327,19 +328,21 @@ def test_a_calibration_with_native_costs_round_trips_and_plan_charges_them(tmp_p
                                                       calibration=path)}
     # MPICH: every message of a gather costs the gather's rendezvous cost (its entry states no
     # per-byte cost), measured on 8 ranks and charged for 16 (twice: ranks taking turns on the
-    # cores); an all-to-all's messages cost its entry's, bytes included, and an all-gather's the
-    # all-to-all's (the calibration does not time it).
+    # cores), to its receiver; an all-to-all's messages cost its entry's, per byte too, and an
+    # all-gather's the all-to-all's (the calibration does not time it).
     sched, info = plan.native_workload("mpich", "gather", placed, nbytes)
     cost = RENDEZVOUS_S * HOSTS / 8
-    assert calibration.native_overhead(back, "mpich", HOSTS, nbytes, "gather") == pytest.approx(cost)
+    assert calibration.native_overhead(back, "mpich", HOSTS, nbytes, "gather") == pytest.approx((cost, 0.0))
     assert calibration.native_overhead(back, "mpich", HOSTS, nbytes, "alltoall") == pytest.approx(
-        cost + BYTE_S * nbytes * HOSTS / 8)
+        (cost, BYTE_S * HOSTS / 8))
     assert calibration.native_overhead(back, "mpich", HOSTS, nbytes, "allgather") == pytest.approx(
-        cost + BYTE_S * nbytes * HOSTS / 8)
+        (cost, BYTE_S * HOSTS / 8))
     gather_only = {"mpich": {**MPICH_SECTION, "collectives": {"gather": MPICH_SECTION["collectives"]["gather"]}}}
     assert calibration.native_overhead(_native_document(topo, gather_only), "mpich", HOSTS, nbytes, "alltoall") is None
-    charged = flowsim.simulate(routes, sched, executor=info["executor"], nct=info["concurrent_sends"], overhead_s=cost)
+    charged = flowsim.simulate(routes, sched, executor=info["executor"], nct=info["concurrent_sends"], overhead_s=0.0,
+                               receive_s=cost)
     assert rows["mpich"].predicted_time_s == pytest.approx(charged["makespan_s"])
+    # The root takes in its 4 children's subtrees one after another: at least 4 costs more.
     plain = plan.native_candidates(routes, placed, nbytes, lambda _m: None, "gather")
     assert rows["mpich"].predicted_time_s > plain[1].predicted_time_s + 4 * cost * 0.99
     # Open MPI has no section: its row is predicted with the calibration's overhead, as before.

@@ -35,7 +35,7 @@ impl PyFlowProgress {
 #[pyfunction]
 #[pyo3(signature = (routes, workload, executor="sync", nct=1, barrier_s=0.0, overhead_s=0.0, mtu=None,
     header_bytes=0, injection_gbps=None, ejection_gbps=None, bytes=None, series=false, progress=None, tcp=None,
-    sync_s=None, host_streams=None))]
+    sync_s=None, host_streams=None, receive_s=0.0, receive_per_byte_s=0.0))]
 #[allow(clippy::too_many_arguments)]
 fn flow_simulate(
     py: Python<'_>,
@@ -55,6 +55,8 @@ fn flow_simulate(
     tcp: Option<std::collections::HashMap<String, f64>>,
     sync_s: Option<f64>,
     host_streams: Option<u32>,
+    receive_s: f64,
+    receive_per_byte_s: f64,
 ) -> PyResult<PyObject> {
     let executor: Executor = executor.parse().map_err(err)?;
     let config = FlowConfig {
@@ -63,6 +65,8 @@ fn flow_simulate(
         host_streams,
         barrier_s,
         overhead_s,
+        receive_s,
+        receive_per_byte_s,
         sync_s,
         mtu,
         header_bytes,

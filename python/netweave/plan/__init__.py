@@ -724,10 +724,11 @@ def predict_native(routes: _core.RoutingTable, sched: Schedule, library: str, in
     if calibration is None:
         return predict(routes, sched, executor, nct, tcp=tcp)
     document = calibration_mod.load(calibration, routes.topology)
-    cost = calibration_mod.native_overhead(document, library, ranks, bytes_per_pair, sched.collective)
+    costs = calibration_mod.native_overhead(document, library, ranks, bytes_per_pair, sched.collective)
     streams = calibration_mod.native_streams(document, library, nct)
-    return flowsim.simulate(routes, sched, executor=executor, nct=nct, calibration=document, overhead_s=cost, tcp=tcp,
-                            host_streams=streams)
+    charges = {} if costs is None else calibration_mod.native_charges(sched.collective, bytes_per_pair, costs)
+    return flowsim.simulate(routes, sched, executor=executor, nct=nct, calibration=document, tcp=tcp,
+                            host_streams=streams, **charges)
 
 
 def native_workload(library: str, collective: str, placed: list[int], bytes_per_pair: int,

@@ -38,8 +38,9 @@ what the flow model takes as parameters:
   hosts here, fitted per library and collective as a per-message cost on the critical path —
   one below the library's eager limit (``eager_s``), one above (``rendezvous_s``, its handshake
   waits for the receiver), plus ``byte_s`` per byte of the message (a polling rank moves data
-  only while the scheduler runs it) — for a job of the calibration's ranks; ``plan`` charges it
-  ∝ the job's ranks (:func:`native_overhead`). Each library's ``host_streams`` is fitted on its
+  only while the scheduler runs it) — for a job of the calibration's ranks, paid by a gather's
+  receivers and an all-to-all's senders (:func:`native_charges`); ``plan`` charges it ∝ the
+  job's ranks (:func:`native_overhead`). Each library's ``host_streams`` is fitted on its
   calls too: its transport, not netweave's executor, decides how many posted sends move at once
   (:func:`native_streams`).
 
@@ -62,6 +63,7 @@ layer, port buffer, scale, host link rate): ``simulate flow --calibration F`` an
 from __future__ import annotations
 
 import datetime
+import functools
 import itertools
 import json
 import math
@@ -486,17 +488,42 @@ def measure_natives(fabric: emulate.EmulatedCluster, ranks: int, collectives: tu
 
 
 def _native_prediction(scaled_routes: RoutingTable, run: dict[str, Any], document: dict[str, Any],
-                       per_message_s: float, streams: int | None) -> float:
+                       costs: tuple[float, float], streams: int | None) -> float:
     """The native model's time for `run`'s call on the scaled fabric, as ``plan`` predicts it, every
-    message costing its sender `per_message_s` before its data moves (the flow model's overhead),
-    `streams` of a rank's sends streaming at once (None: every one it posts)."""
+    message charged ``costs`` (seconds per message, per byte; :func:`native_charges`), `streams`
+    of a rank's sends streaming at once (None: every one it posts)."""
     # Imported here: netweave.plan reads calibrations through this module.
     from netweave import plan as plan_mod
     sched, info = plan_mod.native_workload(run["library"], run["collective"], list(range(run["ranks"])), run["bytes"])
     nct = info["concurrent_sends"]
     return float(flowsim.simulate(scaled_routes, sched, executor=info["executor"], nct=nct, calibration=document,
-                                  overhead_s=per_message_s, tcp=emulate.HOST_TCP,
-                                  host_streams=streams or nct)["makespan_s"])
+                                  tcp=emulate.HOST_TCP, host_streams=streams or nct,
+                                  **native_charges(run["collective"], run["bytes"], costs))["makespan_s"])
+
+
+#: Collectives whose native host cost their receivers pay: a gather's data converges on its root,
+#: which must be scheduled to take in and copy every block, one message after another (its tree
+#: forwards whole subtrees, so a message costs per byte of its own payload). An all-to-all's
+#: ranks send and receive alike, and its cost is charged to each message's sender.
+RECEIVER_PAYS = ("gather",)
+
+
+def native_charges(collective: str, bytes_per_pair: int, costs: tuple[float, float]) -> dict[str, Any]:
+    """The flow model's arguments (:func:`netweave.stages.flowsim.simulate`) that charge a native
+    `collective`'s messages `costs` (seconds per message, seconds per byte): paid by the receiver
+    on each message's own payload (:data:`RECEIVER_PAYS`), else by the sender, per message of
+    `bytes_per_pair`, before its data moves — in place of the calibration's per-message
+    overhead either way (the library's cost is what was measured).
+
+    >>> native_charges("alltoall", 1000, (0.5, 0.001))
+    {'overhead_s': 1.5}
+    >>> native_charges("gather", 1000, (0.5, 0.001))
+    {'overhead_s': 0.0, 'receive_s': 0.5, 'receive_per_byte_s': 0.001}
+    """
+    per_message_s, per_byte_s = costs
+    if collective in RECEIVER_PAYS:
+        return {"overhead_s": 0.0, "receive_s": per_message_s, "receive_per_byte_s": per_byte_s}
+    return {"overhead_s": per_message_s + per_byte_s * bytes_per_pair}
 
 
 def collective_costs(section: dict[str, Any], collective: str) -> dict[str, Any] | None:
@@ -525,17 +552,19 @@ def fit_native(points: list[dict[str, Any]], eager_limit: int) -> tuple[dict[str
     too fast); and that error.
 
     Each point has ``bytes`` per pair, ``measured_s``, ``model_s`` (the model's time with no
-    library cost) and ``per_cost`` (seconds the prediction grows per second of per-message cost:
-    the messages on the call's critical path). A point's per-message cost is ``eager_s`` (blocks
-    up to `eager_limit` bytes) or ``rendezvous_s``, plus ``byte_s`` × its bytes, so its
-    prediction is ``model_s + per_cost × cost`` — linear in the parameters. Each round solves the
-    weighted least squares whose weight, 1 / √(measured × predicted), makes a point's error its
-    log ratio to first order (:func:`_nonnegative_least_squares`), with the previous round's
-    predictions."""
+    library cost), ``per_cost`` (seconds the prediction grows per second of per-message cost: the
+    messages on the call's critical path) and ``per_byte_cost`` (seconds it grows per second of
+    cost per byte: the payload bytes on that path, more than the messages × ``bytes`` where a
+    gather's tree forwards whole subtrees). A point's per-message cost is ``eager_s`` (blocks up
+    to `eager_limit` bytes) or ``rendezvous_s``, and each message also costs ``byte_s`` per byte
+    of its payload, so its prediction is ``model_s + per_cost × message cost + per_byte_cost ×
+    byte_s`` — linear in the parameters. Each round solves the weighted least squares whose
+    weight, 1 / √(measured × predicted), makes a point's error its log ratio to first order
+    (:func:`_nonnegative_least_squares`), with the previous round's predictions."""
     rows, gaps = [], []
     for p in points:
         eager = p["bytes"] <= eager_limit
-        rows.append([p["per_cost"] * eager, p["per_cost"] * (not eager), p["per_cost"] * p["bytes"]])
+        rows.append([p["per_cost"] * eager, p["per_cost"] * (not eager), p["per_byte_cost"]])
         gaps.append(p["measured_s"] - p["model_s"])
     design = np.asarray(rows, dtype=float).reshape(len(points), len(NATIVE_COSTS))
     gap = np.asarray(gaps, dtype=float)
@@ -569,33 +598,36 @@ def _nonnegative_least_squares(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return best[1]
 
 
-def per_message_cost(section: dict[str, Any], bytes_per_pair: int, collective: str) -> float:
-    """What one message of `bytes_per_pair` in a `collective` costs its sender under a library's
-    ``native`` section, at the section's ranks (a collective or parameter it does not state
-    costs nothing)."""
+def message_costs(section: dict[str, Any], bytes_per_pair: int, collective: str) -> tuple[float, float]:
+    """What each message of a `collective` at `bytes_per_pair` costs its sender under a library's
+    ``native`` section, at the section's ranks: seconds per message, and seconds per byte of its
+    payload (a collective or parameter it does not state costs nothing)."""
     entry = collective_costs(section, collective)
-    return _cost(entry["parameters"] if entry else {}, section.get("eager_limit_bytes", 0), bytes_per_pair)
+    return _costs(entry["parameters"] if entry else {}, section.get("eager_limit_bytes", 0), bytes_per_pair)
 
 
-def _cost(params: dict[str, float], eager_limit: int, bytes_per_pair: int) -> float:
-    """One message's cost under cost `params` (:data:`NATIVE_COSTS`; absent ones cost nothing)."""
+def _costs(params: dict[str, float], eager_limit: int, bytes_per_pair: int) -> tuple[float, float]:
+    """Seconds per message and per byte under cost `params` (:data:`NATIVE_COSTS`; absent ones
+    cost nothing) for blocks of `bytes_per_pair`."""
     regime = "eager_s" if bytes_per_pair <= eager_limit else "rendezvous_s"
-    return float(params.get(regime, 0.0)) + float(params.get("byte_s", 0.0)) * bytes_per_pair
+    return float(params.get(regime, 0.0)), float(params.get("byte_s", 0.0))
 
 
 def native_overhead(document: dict[str, Any], library: str, ranks: int, bytes_per_pair: int,
-                    collective: str) -> float | None:
-    """The per-message cost `library` adds for a job of `ranks` ranks at `bytes_per_pair` in a
-    `collective`, from a checked calibration `document`; None when it measured nothing of the
-    library's that applies.
+                    collective: str) -> tuple[float, float] | None:
+    """The costs `library` adds to each message for a job of `ranks` ranks at `bytes_per_pair` in
+    a `collective` (seconds per message, seconds per byte of its payload), from a checked
+    calibration `document`; None when it measured nothing of the library's that applies.
 
-    The cost was measured with the calibration's ranks on this machine's cores; ranks that busy-poll
-    take turns on the cores, so a rank waited for comes round after the others' time slices: the
-    cost is charged ∝ the job's ranks over the calibration's."""
+    The costs were measured with the calibration's ranks on this machine's cores; ranks that
+    busy-poll take turns on the cores, so a rank waited for comes round after the others' time
+    slices: they are charged ∝ the job's ranks over the calibration's."""
     section = (document.get("native") or {}).get(library)
     if section is None or collective_costs(section, collective) is None:
         return None
-    return per_message_cost(section, bytes_per_pair, collective) * ranks / section["ranks"]
+    per_message_s, per_byte_s = message_costs(section, bytes_per_pair, collective)
+    share = ranks / section["ranks"]
+    return per_message_s * share, per_byte_s * share
 
 
 def fit_natives(topo: Topology, routes: RoutingTable, scale: float, buffer: int | None, document: dict[str, Any],
@@ -623,14 +655,15 @@ def fit_natives(topo: Topology, routes: RoutingTable, scale: float, buffer: int 
     def fitted(chosen: list[dict[str, Any]], limit: int, streams: int | None
                ) -> tuple[dict[str, float], float, list[dict[str, Any]]]:
         """One set of costs for the `chosen` runs (:func:`fit_native`), their error, the points."""
-        points = [{**run, "model_s": _native_prediction(scaled(run), run, document, 0.0, streams)} for run in chosen]
-        probes = [NATIVE_PROBE_S] * len(points)
+        points = [{**run, "model_s": _native_prediction(scaled(run), run, document, (0.0, 0.0), streams)}
+                  for run in chosen]
+        probes = [(NATIVE_PROBE_S, 0.0)] * len(points)
         for _round in range(NATIVE_SECANT_ROUNDS + 1):
             for point, probe in zip(points, probes):
-                at = _native_prediction(scaled(point), point, document, probe, streams)
-                point["per_cost"] = (at - point["model_s"]) / probe
+                _sensitivities(point, probe, functools.partial(_native_prediction, scaled(point), point, document,
+                                                               streams=streams))
             params, error = fit_native(points, limit)
-            probes = [_cost(params, limit, p["bytes"]) or NATIVE_PROBE_S for p in points]
+            probes = [_costs(params, limit, p["bytes"]) for p in points]
         return params, error, points
 
     section: dict[str, Any] = {}
@@ -650,12 +683,31 @@ def fit_natives(topo: Topology, routes: RoutingTable, scale: float, buffer: int 
             costs[collective] = {"parameters": params, "fit_error": error}
             for point in points:
                 point["predicted_s"] = _native_prediction(scaled(point), point, document,
-                                                          _cost(params, limit, point["bytes"]), streams)
+                                                          _costs(params, limit, point["bytes"]), streams)
             measurements += points
         section[library] = {"ranks": mine[0]["ranks"], "eager_limit_bytes": limit,
                             **({"host_streams": streams} if streams else {}), "collectives": costs,
                             "measurements": measurements}
     return section
+
+
+def _sensitivities(point: dict[str, Any], costs: tuple[float, float],
+                   predict: Callable[[tuple[float, float]], float]) -> None:
+    """Set `point`'s ``per_cost`` and ``per_byte_cost`` (:func:`fit_native`): the secants of its
+    prediction `predict((per message, per byte))` from no cost to `costs` (the last fit's, or a
+    probe where it charged nothing). A sender pays both as one cost per message of the point's
+    bytes, so its per-byte sensitivity is the per-message one × the bytes; a receiver pays per
+    byte of each message's own payload, probed on its own."""
+    per_message, per_byte = costs
+    if point["collective"] not in RECEIVER_PAYS:
+        whole = per_message + per_byte * point["bytes"] or NATIVE_PROBE_S
+        point["per_cost"] = (predict((whole, 0.0)) - point["model_s"]) / whole
+        point["per_byte_cost"] = point["per_cost"] * point["bytes"]
+        return
+    per_message = per_message or NATIVE_PROBE_S
+    per_byte = per_byte or NATIVE_PROBE_S / point["bytes"]
+    point["per_cost"] = (predict((per_message, 0.0)) - point["model_s"]) / per_message
+    point["per_byte_cost"] = (predict((0.0, per_byte)) - point["model_s"]) / per_byte
 
 
 def _check_costs(entry: Any, where: str) -> None:

@@ -52,7 +52,7 @@ TCP_DEFAULTS: dict[str, float] = dict(_core.flow_tcp_defaults())
 
 #: Calibration files: format tag and the one version this netweave reads.
 CALIBRATION_FORMAT = "netweave-calibration"
-CALIBRATION_VERSION = 3
+CALIBRATION_VERSION = 4
 #: What a calibration file's ``parameters`` may hold besides ``tcp`` and ``host_streams``.
 CALIBRATION_TIMES = ("overhead_s", "sync_s", "barrier_s")
 
@@ -128,12 +128,16 @@ def simulate(
     tcp: dict[str, float] | None = None,
     sync_s: float | None = None,
     host_streams: int | None = None,
+    receive_s: float = 0.0,
+    receive_per_byte_s: float = 0.0,
 ) -> dict[str, Any]:
     """Simulate `workload` (a Schedule, or a TaskGraph for the ``dag`` executor; a Schedule run
     with ``dag`` becomes its local-sync DAG) on the topology `routes` was computed for.
 
     `nct` is the number of concurrent sends per host, `barrier_s` the cost of each barrier
-    between phases (``sync``), `overhead_s` the software overhead per message, `mtu` and
+    between phases (``sync``), `overhead_s` the software overhead per message (its sender's),
+    `receive_s` and `receive_per_byte_s` what its receiver pays per message and per byte of it
+    once it has arrived, one message at a time (an MPI library's host cost), `mtu` and
     `header_bytes` packetise messages, `injection_gbps`/`ejection_gbps` override the hosts'
     link rates, `bytes` replaces every message's size, `series` records active flows and
     aggregate rate over time. `on_progress(delivered, total)` is called a few times a second.
@@ -171,6 +175,8 @@ def simulate(
         nct=nct,
         barrier_s=barrier_s,
         overhead_s=overhead_s,
+        receive_s=receive_s,
+        receive_per_byte_s=receive_per_byte_s,
         mtu=mtu,
         header_bytes=header_bytes,
         injection_gbps=injection_gbps,

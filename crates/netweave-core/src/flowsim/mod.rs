@@ -109,6 +109,14 @@ pub struct FlowConfig {
     pub barrier_s: f64,
     /// Software overhead per message, paid by the sender before the data moves, seconds.
     pub overhead_s: f64,
+    /// Software cost per message paid by its receiver once the message has arrived, seconds,
+    /// one message at a time per receiver: a rank that must be scheduled to match and copy
+    /// each message it receives (an MPI library's ranks taking turns on the cores) serialises
+    /// what arrives at once, as at a gather's root.
+    pub receive_s: f64,
+    /// The receiver's cost per byte of a message's payload, paid with `receive_s`, seconds: an
+    /// MPI gather's tree forwards whole subtrees, and its root copies them all.
+    pub receive_per_byte_s: f64,
     /// What one 1-byte sync message costs besides its path latency and serialisation (DAG
     /// executor), seconds; `None` charges it the per-message overhead like any message.
     pub sync_s: Option<f64>,
@@ -138,6 +146,8 @@ impl FlowConfig {
             host_streams: None,
             barrier_s: 0.0,
             overhead_s: 0.0,
+            receive_s: 0.0,
+            receive_per_byte_s: 0.0,
             sync_s: None,
             mtu: None,
             header_bytes: 0,
@@ -157,7 +167,13 @@ impl FlowConfig {
             return crate::invalid!("host_streams (sends a host streams at once) must be at least 1");
         }
         let sync = self.sync_s.unwrap_or(0.0);
-        for (name, v) in [("barrier cost", self.barrier_s), ("overhead", self.overhead_s), ("sync cost", sync)] {
+        for (name, v) in [
+            ("barrier cost", self.barrier_s),
+            ("overhead", self.overhead_s),
+            ("receive cost", self.receive_s),
+            ("receive cost per byte", self.receive_per_byte_s),
+            ("sync cost", sync),
+        ] {
             if !(v.is_finite() && v >= 0.0) {
                 return crate::invalid!("{name} must be a non-negative number of seconds, got {v}");
             }

@@ -24,6 +24,8 @@ enum EventKind {
     Drain,
     /// The message's tail reaches its receiver.
     Deliver,
+    /// The receiver has processed the message (its receive cost paid): it is delivered.
+    Received,
     /// One of the task's dependencies is met.
     Satisfy,
     /// A barrier releases this phase.
@@ -85,6 +87,8 @@ pub(super) struct Sim<'a> {
     pub(super) free: Vec<u32>,
     pub(super) queue: Vec<VecDeque<u32>>,
     pub(super) host_finish: Vec<f64>,
+    /// When each host has processed every message that reached it so far (receive costs).
+    receiver_free: Vec<f64>,
     // Per resource accounting.
     pub(super) res_last: Vec<f64>,
     pub(super) res_busy: Vec<f64>,
@@ -146,6 +150,7 @@ impl<'a> Sim<'a> {
             free: vec![config.nct.min(config.host_streams.unwrap_or(u32::MAX)); nh],
             queue: vec![VecDeque::new(); nh],
             host_finish: vec![0.0; nh],
+            receiver_free: vec![0.0; nh],
             res_last: vec![0.0; nres],
             res_busy: vec![0.0; nres],
             joining: Vec::new(),
@@ -248,7 +253,8 @@ impl<'a> Sim<'a> {
                     self.tail_streamed(e.id);
                 }
             }
-            EventKind::Deliver => self.deliver(e.id),
+            EventKind::Deliver => self.arrive(e.id),
+            EventKind::Received => self.deliver(e.id),
             EventKind::Resume => {
                 // The loss model sees it restart among this instant's joiners.
                 self.last[m] = self.now;
@@ -365,6 +371,20 @@ impl<'a> Sim<'a> {
             _ => {}
         }
         self.dispatch(src);
+    }
+
+    /// The message's tail has reached its receiver, which processes what arrives one message
+    /// at a time when receiving costs anything.
+    fn arrive(&mut self, m: u32) {
+        let mi = m as usize;
+        let cost = self.config.receive_s + self.config.receive_per_byte_s * self.work.payload[mi] as f64;
+        if cost == 0.0 {
+            return self.deliver(m);
+        }
+        let dst = self.work.dst[mi] as usize;
+        let done = self.now.max(self.receiver_free[dst]) + cost;
+        self.receiver_free[dst] = done;
+        self.push(done, EventKind::Received, m);
     }
 
     fn deliver(&mut self, m: u32) {

@@ -226,6 +226,29 @@ fn overhead_and_packet_headers_add_up() {
     assert!(close(rep.makespan_s, 2.0 * (2e-6 + wire as f64 / B)));
 }
 
+#[test]
+fn receive_costs_are_paid_one_message_at_a_time_at_the_receiver() {
+    // Hosts 0 and 1 send M and 3M bytes to host 2 at once: on a star whose links have no
+    // latency, M arrives at 2M/B (the two share host 2's link), 3M at 4M/B. Host 2 processes M
+    // until 2M/B + c + M·b, and 3M from 4M/B (later) until 4M/B + c + 3M·b.
+    let t = star(3, 0.0);
+    let mut cfg = FlowConfig::new(Executor::Async);
+    cfg.receive_s = 1e-3;
+    cfg.receive_per_byte_s = 1e-9;
+    let s = one_phase(3, &[(0, 2, M), (1, 2, 3 * M)]);
+    let rep = run(&t, &s, &cfg);
+    let expected = 4.0 * M as f64 / B + 1e-3 + 3.0 * M as f64 * 1e-9;
+    assert!(close(rep.makespan_s, expected), "{} vs {expected}", rep.makespan_s);
+    // Arriving together, the second waits for the first: 2·(M/B)… both at 2M/B, then c + M·b each.
+    let s = one_phase(3, &[(0, 2, M), (1, 2, M)]);
+    let rep = run(&t, &s, &cfg);
+    let expected = 2.0 * M as f64 / B + 2.0 * (1e-3 + M as f64 * 1e-9);
+    assert!(close(rep.makespan_s, expected), "{} vs {expected}", rep.makespan_s);
+    cfg.receive_per_byte_s = -1e-9;
+    let r = shortest_path(&t).unwrap();
+    assert!(simulate(&t, &r, &s, &cfg).unwrap_err().to_string().contains("receive cost per byte"));
+}
+
 fn dag_star() -> (Topology, RoutingTable) {
     let t = star(4, 1000.0);
     let r = shortest_path(&t).unwrap();
