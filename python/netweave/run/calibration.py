@@ -599,9 +599,10 @@ def _nonnegative_least_squares(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def message_costs(section: dict[str, Any], bytes_per_pair: int, collective: str) -> tuple[float, float]:
-    """What each message of a `collective` at `bytes_per_pair` costs its sender under a library's
-    ``native`` section, at the section's ranks: seconds per message, and seconds per byte of its
-    payload (a collective or parameter it does not state costs nothing)."""
+    """What each message of a `collective` at `bytes_per_pair` costs under a library's ``native``
+    section, at the section's ranks: seconds per message, and seconds per byte (who pays, and for
+    which bytes: :func:`native_charges`; a collective or parameter it does not state costs
+    nothing)."""
     entry = collective_costs(section, collective)
     return _costs(entry["parameters"] if entry else {}, section.get("eager_limit_bytes", 0), bytes_per_pair)
 
