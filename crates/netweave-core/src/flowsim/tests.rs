@@ -239,7 +239,7 @@ fn receive_costs_are_paid_one_message_at_a_time_at_the_receiver() {
     let rep = run(&t, &s, &cfg);
     let expected = 4.0 * M as f64 / B + 1e-3 + 3.0 * M as f64 * 1e-9;
     assert!(close(rep.makespan_s, expected), "{} vs {expected}", rep.makespan_s);
-    // Arriving together, the second waits for the first: 2·(M/B)… both at 2M/B, then c + M·b each.
+    // Arriving together (both at 2M/B), the second waits for the first: c + M·b each.
     let s = one_phase(3, &[(0, 2, M), (1, 2, M)]);
     let rep = run(&t, &s, &cfg);
     let expected = 2.0 * M as f64 / B + 2.0 * (1e-3 + M as f64 * 1e-9);
