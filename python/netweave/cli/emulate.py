@@ -190,7 +190,8 @@ def calibrate_cmd(
             c = entry["parameters"]
             print(f"{library}'s {collective} on {section['ranks']} ranks: {c['eager_s'] * 1e3:.2f} ms per message up to "
                   f"{section['eager_limit_bytes']:,} B, {c['rendezvous_s'] * 1e3:.2f} ms above, "
-                  f"{c['byte_s'] * 1e9:.1f} ns per byte")
+                  f"{c['byte_s'] * 1e9:.1f} ns per byte, paid by each message's "
+                  f"{'receiver' if collective in calibration.RECEIVER_PAYS else 'sender'}")
         for point in section["measurements"]:
             print(f"  {point['collective']:<8} {point['bytes']:>9,} B, links x {point['scale']:g}: measured "
                   f"{point['measured_s'] * 1e3:.1f} ms, model {point['model_s'] * 1e3:.1f} ms, "
