@@ -281,26 +281,36 @@ def test_the_native_fit_recovers_costs_the_flow_model_charged(library, link_laye
     routes = routing.route(topo, "updown")
     # The gather also measured on links five times faster; each collective gets its own costs
     # (here the same, so that the streams, chosen with one set of costs for both, are exact).
+    # MPICH's 16 ranks pair by XOR above 32 KiB, and cost twice as much per message as the 15
+    # ranks paired by shift (measured as calibrate does, ∝ ranks); its XOR points are all
+    # above the eager limit, so they say nothing of an eager cost.
     same = {"eager_s": EAGER_S, "rendezvous_s": RENDEZVOUS_S, "byte_s": BYTE_S}
     costs = {"gather": same, "alltoall": same}
+    if library == "mpich":
+        costs["alltoall_xor"] = {"eager_s": 0.0, "rendezvous_s": 2 * RENDEZVOUS_S, "byte_s": 2 * BYTE_S}
     section = {"eager_limit_bytes": 65536, "collectives": {c: {"parameters": p} for c, p in costs.items()}}
     runs = []
-    for collective, scale in (("gather", SCALE), ("gather", 5 * SCALE), ("alltoall", SCALE)):
+    for collective, scale, ranks in (("gather", SCALE, HOSTS), ("gather", 5 * SCALE, HOSTS),
+                                     ("alltoall", SCALE, HOSTS), ("alltoall", SCALE, HOSTS - 1)):
         scaled = emulate.scaled_routes(routes, emulate.predicted_topology(topo, scale))
         for nbytes in (16384, 131072, 1048576):
-            run = {"library": library, "collective": collective, "bytes": nbytes, "ranks": HOSTS, "scale": scale}
-            charged = calibration.message_costs(section, nbytes, collective)
+            if ranks < HOSTS and calibration.cost_key(library, collective, HOSTS, nbytes) == collective:
+                continue  # one rank fewer only where the pairing differs
+            run = {"library": library, "collective": collective, "bytes": nbytes, "ranks": ranks, "scale": scale}
+            charged = calibration.message_costs(section, nbytes,
+                                                calibration.cost_key(library, collective, ranks, nbytes))
             # A gather's ranks post one send each: only the all-to-all has streams to limit.
             few = streams if collective == "alltoall" else None
-            runs.append({**run, "measured_s": calibration._native_prediction(scaled, run, None, charged, few)})
+            runs.append({**run, "measured_s": calibration._native_prediction(scaled, run, None, charged, few, HOSTS)})
     native = calibration.fit_natives(topo, routes, SCALE, None, None, runs)[library]
     # With fewer streams than sends a message's cost also delays the sends queued behind it: the
     # sensitivity moves with the cost, and the fit's secant rounds close in on it.
-    for collective, params in costs.items():
-        entry = native["collectives"][collective]
-        assert entry["parameters"] == pytest.approx(params, rel=1e-3 if streams is None else 1e-2), collective
+    assert set(native["collectives"]) == set(costs)
+    for key, params in costs.items():
+        entry = native["collectives"][key]
+        assert entry["parameters"] == pytest.approx(params, rel=1e-3 if streams is None else 1e-2), key
     assert native.get("host_streams") == streams
-    assert native["ranks"] == HOSTS and len(native["measurements"]) == 9
+    assert native["ranks"] == HOSTS and len(native["measurements"]) == len(runs) == (11 if library == "mpich" else 9)
     for point in native["measurements"]:
         assert point["predicted_s"] == pytest.approx(point["measured_s"], rel=1e-3 if streams is None else 1e-2)
         assert point["model_s"] < point["measured_s"]
@@ -337,6 +347,14 @@ def test_a_calibration_with_native_costs_round_trips_and_plan_charges_them(tmp_p
         (cost, BYTE_S * HOSTS / 8))
     assert calibration.native_overhead(back, "mpich", HOSTS, nbytes, "allgather") == pytest.approx(
         (cost, BYTE_S * HOSTS / 8))
+    # 16 ranks at 128 KiB pair by XOR: a section with its own XOR costs charges those, one with
+    # none the shift's; 15 ranks pair by shift either way.
+    xor = {"parameters": {"rendezvous_s": 3 * RENDEZVOUS_S}}
+    with_xor = _native_document(topo, {"mpich": {**MPICH_SECTION, "collectives": {**MPICH_SECTION["collectives"],
+                                                                                  "alltoall_xor": xor}}})
+    assert calibration.native_overhead(with_xor, "mpich", HOSTS, nbytes, "alltoall") == pytest.approx((3 * cost, 0.0))
+    assert calibration.native_overhead(with_xor, "mpich", HOSTS - 1, nbytes, "alltoall") == pytest.approx(
+        (RENDEZVOUS_S * (HOSTS - 1) / 8, BYTE_S * (HOSTS - 1) / 8))
     gather_only = {"mpich": {**MPICH_SECTION, "collectives": {"gather": MPICH_SECTION["collectives"]["gather"]}}}
     assert calibration.native_overhead(_native_document(topo, gather_only), "mpich", HOSTS, nbytes, "alltoall") is None
     charged = flowsim.simulate(routes, sched, executor=info["executor"], nct=info["concurrent_sends"], overhead_s=0.0,
@@ -368,7 +386,7 @@ def test_a_calibration_with_native_costs_round_trips_and_plan_charges_them(tmp_p
      "native.mpich.collectives.gather.parameters.eager_s"),
     ({"mpich": {**MPICH_SECTION, "collectives": {"gather": {"parameters": {"latency_s": 1.0}}}}}, "may hold only"),
     ({"mpich": {**MPICH_SECTION, "host_streams": 0}}, "native.mpich.host_streams"),
-    ({"mpich": {**MPICH_SECTION, "collectives": {"bcast": {"parameters": {}}}}}, "not a collective the calibration"),
+    ({"mpich": {**MPICH_SECTION, "collectives": {"bcast": {"parameters": {}}}}}, "not a cost the calibration measures"),
     ({"mpich": {**MPICH_SECTION, "parameters": {"eager_s": 0.1}}}, "native.mpich must be an object with only"),
 ])
 def test_a_malformed_native_section_is_refused_in_one_line(tmp_path, native, needle):

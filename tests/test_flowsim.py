@@ -321,9 +321,10 @@ def test_a_calibration_of_another_fabric_or_version_is_refused(tmp_path):
     for doc, needle in ((_calibration(star(8)), "measured on a infiniband fabric"),
                         ({**_calibration(topo), "version": 99}, "version 99"),
                         ({**_calibration(topo, tcp={"survivor_fraction": 0.4}), "version": 1},
-                         "version 1; this netweave reads version 4 .*calibrate again"),
-                        ({**_calibration(topo), "version": 2}, "version 2; this netweave reads version 4"),
-                        ({**_calibration(topo), "version": 3}, "version 3; this netweave reads version 4"),
+                         "version 1; this netweave reads version 5 .*calibrate again"),
+                        ({**_calibration(topo), "version": 2}, "version 2; this netweave reads version 5"),
+                        ({**_calibration(topo), "version": 3}, "version 3; this netweave reads version 5"),
+                        ({**_calibration(topo), "version": 4}, "version 4; this netweave reads version 5"),
                         ({**_calibration(topo), "format": "x"}, "not a netweave calibration"),
                         (_calibration(topo, overhead_s=-1), "overhead_s"),
                         (_calibration(topo, tcp={"rto": 1}), "parameters.tcp")):

@@ -535,7 +535,7 @@ def multi_cluster(clusters: str, wan_latency_ns: float | None = ...) -> Topology
     """Several clusters joined by WAN links; `clusters` is "name:hosts[:gbps],…", "intrigger" (Table 6.1 of paper 004) or "intrigger-6.2[:K]" (the first K clusters of its Table 6.2)."""
     ...
 def native_mpi(library: str, collective: str, num_ranks: int, bytes: int, root: int = ...) -> tuple[Schedule, Any]:
-    """The algorithm an MPI library (`openmpi`, `mpich`) runs by default for `collective` on `num_ranks` ranks with `bytes` per block, as a schedule on ranks `0..num_ranks` (gather to `root`): `(schedule, {library, label, algorithm, executor, concurrent_sends})`."""
+    """The algorithm an MPI library (`openmpi`, `mpich`) runs by default for `collective` on `num_ranks` ranks with `bytes` per block, as a schedule on ranks `0..num_ranks` (gather to `root`): `(schedule, {library, label, algorithm, pairs_by_xor, executor, concurrent_sends})`."""
     ...
 def opensm_files(routes: RoutingTable, vcs: int, lfts_path: str, qos_policy_path: str, torus_config_path: str) -> Any:
     """What OpenSM needs to install `routes` with their lanes, on a fabric whose ports have `vcs` data VLs: `installable`, `lanes`, `pairs_per_sl`, and for a routing whose VC changes mid-path the `reason` and the equivalent OpenSM `engine`; `files` maps file names (`opensm.conf`, `opensm-lfts.dump`, `qos-policy.conf`, `torus-2QoS.conf`) to their text."""

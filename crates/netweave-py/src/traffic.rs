@@ -584,7 +584,7 @@ fn concurrent_dag(
 
 /// The algorithm an MPI library (`openmpi`, `mpich`) runs by default for `collective` on
 /// `num_ranks` ranks with `bytes` per block, as a schedule on ranks `0..num_ranks` (gather to
-/// `root`): `(schedule, {library, label, algorithm, executor, concurrent_sends})`.
+/// `root`): `(schedule, {library, label, algorithm, pairs_by_xor, executor, concurrent_sends})`.
 #[pyfunction]
 #[pyo3(signature = (library, collective, num_ranks, bytes, root=0))]
 fn native_mpi(
@@ -603,6 +603,7 @@ fn native_mpi(
     info.set_item("library", lib.name())?;
     info.set_item("label", lib.label())?;
     info.set_item("algorithm", algorithm)?;
+    info.set_item("pairs_by_xor", native::pairs_by_xor(lib, collective, num_ranks, bytes).map_err(err)?)?;
     let executor = io::ExecutorHint::ALL.iter().find(|(h, _)| *h == native::EXECUTOR).map(|(_, n)| *n);
     info.set_item("executor", executor)?;
     info.set_item("concurrent_sends", schedule.concurrent_sends())?;

@@ -186,13 +186,15 @@ def calibrate_cmd(
             print(f"  incast {point['senders']:>3} x {point['bytes']:,} B: measured median {point['median_s'] * 1e3:.1f} ms "
                   f"(runs {', '.join(f'{t * 1e3:.0f}' for t in point['measured_s'])}), predicted {point['predicted_s'] * 1e3:.1f} ms")
     for library, section in doc.get("native", {}).items():
-        for collective, entry in section["collectives"].items():
+        for key, entry in section["collectives"].items():
             c = entry["parameters"]
-            print(f"{library}'s {collective} on {section['ranks']} ranks: {c['eager_s'] * 1e3:.2f} ms per message up to "
+            collective = key.removesuffix("_xor")
+            pairing = " (ranks paired by XOR)" if key != collective else ""
+            print(f"{library}'s {collective}{pairing} on {section['ranks']} ranks: {c['eager_s'] * 1e3:.2f} ms per message up to "
                   f"{section['eager_limit_bytes']:,} B, {c['rendezvous_s'] * 1e3:.2f} ms above, "
                   f"{c['byte_s'] * 1e9:.1f} ns per byte, paid by each message's "
                   f"{'receiver' if collective in calibration.RECEIVER_PAYS else 'sender'}")
         for point in section["measurements"]:
-            print(f"  {point['collective']:<8} {point['bytes']:>9,} B, links x {point['scale']:g}: measured "
+            print(f"  {point['collective']:<8} {point['bytes']:>9,} B on {point['ranks']} ranks, links x {point['scale']:g}: measured "
                   f"{point['measured_s'] * 1e3:.1f} ms, model {point['model_s'] * 1e3:.1f} ms, "
                   f"with the cost {point['predicted_s'] * 1e3:.1f} ms")

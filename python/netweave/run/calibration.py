@@ -78,6 +78,7 @@ from typing import Any
 
 import numpy as np
 
+from netweave import _core
 from netweave._core import NetweaveError, RoutingTable, TaskGraph, Topology
 from netweave.run import emulate, mpi, processes
 from netweave.stages import flowsim, traffic
@@ -117,6 +118,9 @@ HOST_STREAMS = (None, 1, 2, 3, 4, 6, 8)
 #: is timed at (a size below both libraries' eager limits, two above), and nwbench's timed calls.
 NATIVE_LIBRARIES = mpi.IMPLEMENTATIONS
 NATIVE_COLLECTIVES = ("gather", "alltoall")
+#: The entries a library's ``collectives`` may hold: a collective's costs, and an all-to-all's
+#: whose ranks pair by XOR (:func:`cost_key`).
+NATIVE_COST_KEYS = NATIVE_COLLECTIVES + ("alltoall_xor",)
 NATIVE_SIZES = (16_384, 131_072, 1_048_576)
 #: Timed calls per measurement, after one warm-up call: every point (chains, incasts, the
 #: native MPIs) is timed as ``plan --verify`` times a candidate — warm connections, the slowest
@@ -475,30 +479,39 @@ def measure_natives(fabric: emulate.EmulatedCluster, ranks: int, collectives: tu
                     sizes: tuple[int, ...] = NATIVE_SIZES) -> list[dict[str, Any]]:
     """Each library's own `collectives` at `sizes` bytes per pair on hosts 0..ranks-1 of the fabric,
     whose links run at `scale` (gathers to rank 0): ``{library, collective, bytes, ranks, scale,
-    measured_s}`` per run."""
+    measured_s}`` per run.
+
+    A call whose ranks pair by XOR (:func:`cost_key`; MPICH's all-to-all on a power-of-two
+    `ranks`) is measured on one rank fewer too, where they pair by shift as on every other job
+    size: the two pairings cost the hosts differently."""
     runs = []
     for library in NATIVE_LIBRARIES:
         for collective in collectives:
             for nbytes in sizes:
-                note(f"{library}'s own {collective}, {nbytes:,} B per pair on {ranks} ranks, links x {scale:g}")
-                seconds = run_native(fabric, library, collective, nbytes, ranks, list(range(ranks)))
-                runs.append({"library": library, "collective": collective, "bytes": nbytes, "ranks": ranks,
-                             "scale": scale, "measured_s": seconds})
+                paired_by_xor = ranks > 2 and cost_key(library, collective, ranks, nbytes) != collective
+                for job in (ranks, ranks - 1) if paired_by_xor else (ranks,):
+                    note(f"{library}'s own {collective}, {nbytes:,} B per pair on {job} ranks, links x {scale:g}")
+                    seconds = run_native(fabric, library, collective, nbytes, job, list(range(job)))
+                    runs.append({"library": library, "collective": collective, "bytes": nbytes, "ranks": job,
+                                 "scale": scale, "measured_s": seconds})
     return runs
 
 
 def _native_prediction(scaled_routes: RoutingTable, run: dict[str, Any], document: dict[str, Any],
-                       costs: tuple[float, float], streams: int | None) -> float:
+                       costs: tuple[float, float], streams: int | None, ranks: int) -> float:
     """The native model's time for `run`'s call on the scaled fabric, as ``plan`` predicts it, every
-    message charged ``costs`` (seconds per message, per byte; :func:`native_charges`), `streams`
+    message charged ``costs`` (seconds per message, per byte; :func:`native_charges`) for a job
+    of `ranks` ranks — ∝ the run's ranks, as :func:`native_overhead` charges them — `streams`
     of a rank's sends streaming at once (None: every one it posts)."""
     # Imported here: netweave.plan reads calibrations through this module.
     from netweave import plan as plan_mod
     sched, info = plan_mod.native_workload(run["library"], run["collective"], list(range(run["ranks"])), run["bytes"])
     nct = info["concurrent_sends"]
+    share = run["ranks"] / ranks
+    charged = (costs[0] * share, costs[1] * share)
     return float(flowsim.simulate(scaled_routes, sched, executor=info["executor"], nct=nct, calibration=document,
                                   tcp=emulate.HOST_TCP, host_streams=streams or nct,
-                                  **native_charges(run["collective"], run["bytes"], costs))["makespan_s"])
+                                  **native_charges(run["collective"], run["bytes"], charged))["makespan_s"])
 
 
 #: Collectives whose native host cost their receivers pay: a gather's data converges on its root,
@@ -526,13 +539,27 @@ def native_charges(collective: str, bytes_per_pair: int, costs: tuple[float, flo
     return {"overhead_s": per_message_s + per_byte_s * bytes_per_pair}
 
 
-def collective_costs(section: dict[str, Any], collective: str) -> dict[str, Any] | None:
-    """A library's fitted entry for `collective` in its ``native`` section (``parameters``,
-    ``fit_error``): the collective's own, else — for an all-gather, whose steps
-    send and receive at once as an all-to-all's do — the all-to-all's; None when the calibration
-    measured neither."""
+def cost_key(library: str, collective: str, ranks: int, bytes_per_pair: int) -> str:
+    """The entry of `library`'s ``native`` section that says what its `collective` costs a job of
+    `ranks` ranks at `bytes_per_pair`: ``<collective>_xor`` where the library pairs the ranks by
+    XOR (MPICH's pairwise all-to-all on a power-of-two job: both partners of a step wait on each
+    other, and on shared cores the pair measured 2–3× the cost per step of a shift's; docs/flowsim.md),
+    else the collective.
+
+    >>> cost_key("mpich", "alltoall", 16, 1 << 20), cost_key("mpich", "alltoall", 28, 1 << 20)
+    ('alltoall_xor', 'alltoall')
+    """
+    info = _core.native_mpi(library, collective, ranks, bytes_per_pair, 0)[1]
+    return f"{collective}_xor" if info["pairs_by_xor"] else collective
+
+
+def collective_costs(section: dict[str, Any], key: str) -> dict[str, Any] | None:
+    """A library's fitted entry `key` (:func:`cost_key`) in its ``native`` section
+    (``parameters``, ``fit_error``): its own, else the plain all-to-all's — for XOR pairs the
+    calibration did not measure, and for an all-gather, whose steps send and receive at once as
+    an all-to-all's do; None when the calibration measured neither."""
     costs = section.get("collectives", {})
-    return costs.get(collective) or (costs.get("alltoall") if collective == "allgather" else None)
+    return costs.get(key) or (costs.get("alltoall") if key in ("alltoall_xor", "allgather") else None)
 
 
 def native_streams(document: dict[str, Any], library: str, nct: int) -> int:
@@ -598,12 +625,12 @@ def _nonnegative_least_squares(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return best[1]
 
 
-def message_costs(section: dict[str, Any], bytes_per_pair: int, collective: str) -> tuple[float, float]:
-    """What each message of a `collective` at `bytes_per_pair` costs under a library's ``native``
-    section, at the section's ranks: seconds per message, and seconds per byte (who pays, and for
-    which bytes: :func:`native_charges`; a collective or parameter it does not state costs
-    nothing)."""
-    entry = collective_costs(section, collective)
+def message_costs(section: dict[str, Any], bytes_per_pair: int, key: str) -> tuple[float, float]:
+    """What each message of a collective at `bytes_per_pair` costs under a library's ``native``
+    section's entry `key` (:func:`cost_key`), at the section's ranks: seconds per message, and
+    seconds per byte (who pays, and for which bytes: :func:`native_charges`; an entry or
+    parameter it does not state costs nothing)."""
+    entry = collective_costs(section, key)
     return _costs(entry["parameters"] if entry else {}, section.get("eager_limit_bytes", 0), bytes_per_pair)
 
 
@@ -624,9 +651,10 @@ def native_overhead(document: dict[str, Any], library: str, ranks: int, bytes_pe
     busy-poll take turns on the cores, so a rank waited for comes round after the others' time
     slices: they are charged ∝ the job's ranks over the calibration's."""
     section = (document.get("native") or {}).get(library)
-    if section is None or collective_costs(section, collective) is None:
+    key = cost_key(library, collective, ranks, bytes_per_pair)
+    if section is None or collective_costs(section, key) is None:
         return None
-    per_message_s, per_byte_s = message_costs(section, bytes_per_pair, collective)
+    per_message_s, per_byte_s = message_costs(section, bytes_per_pair, key)
     share = ranks / section["ranks"]
     return per_message_s * share, per_byte_s * share
 
@@ -637,6 +665,8 @@ def fit_natives(topo: Topology, routes: RoutingTable, scale: float, buffer: int 
     ``eager_limit_bytes``, the ``host_streams`` its ranks stream at once, per collective
     (``collectives``) the fitted ``parameters`` (:func:`fit_native`) and ``fit_error``, and every
     measurement with the model's time without (``model_s``) and with (``predicted_s``) the cost.
+    Runs are fitted per :func:`cost_key` — an all-to-all whose ranks pair by XOR apart from one
+    whose ranks pair by shift — each charged ∝ its ranks over the library's most.
 
     The streams are the library's transport's, one value for all its collectives: the grid value
     of :data:`HOST_STREAMS` whose fit of the library's calls at the calibration's `scale`, every
@@ -656,13 +686,13 @@ def fit_natives(topo: Topology, routes: RoutingTable, scale: float, buffer: int 
     def fitted(chosen: list[dict[str, Any]], limit: int, streams: int | None
                ) -> tuple[dict[str, float], float, list[dict[str, Any]]]:
         """One set of costs for the `chosen` runs (:func:`fit_native`), their error, the points."""
-        points = [{**run, "model_s": _native_prediction(scaled(run), run, document, (0.0, 0.0), streams)}
+        points = [{**run, "model_s": _native_prediction(scaled(run), run, document, (0.0, 0.0), streams, ranks)}
                   for run in chosen]
         probes = [(NATIVE_PROBE_S, 0.0)] * len(points)
         for _round in range(NATIVE_SECANT_ROUNDS + 1):
             for point, probe in zip(points, probes):
                 _sensitivities(point, probe, functools.partial(_native_prediction, scaled(point), point, document,
-                                                               streams=streams))
+                                                               streams=streams, ranks=ranks))
             params, error = fit_native(points, limit)
             probes = [_costs(params, limit, p["bytes"]) for p in points]
         return params, error, points
@@ -671,6 +701,7 @@ def fit_natives(topo: Topology, routes: RoutingTable, scale: float, buffer: int 
     for library in dict.fromkeys(r["library"] for r in runs):
         limit = NATIVE_EAGER_LIMITS[library]
         mine = [r for r in runs if r["library"] == library]
+        ranks = max(r["ranks"] for r in mine)
         at_scale = [r for r in mine if r.get("scale", scale) == scale]
         streams, least = None, math.inf
         for k in HOST_STREAMS:  # every send first: fewer streams must fit strictly better
@@ -679,14 +710,15 @@ def fit_natives(topo: Topology, routes: RoutingTable, scale: float, buffer: int 
                 streams, least = k, error
         costs: dict[str, Any] = {}
         measurements: list[dict[str, Any]] = []
-        for collective in dict.fromkeys(r["collective"] for r in mine):
-            params, error, points = fitted([r for r in mine if r["collective"] == collective], limit, streams)
-            costs[collective] = {"parameters": params, "fit_error": error}
+        keys = [cost_key(library, r["collective"], r["ranks"], r["bytes"]) for r in mine]
+        for key in dict.fromkeys(keys):
+            params, error, points = fitted([r for r, k in zip(mine, keys) if k == key], limit, streams)
+            costs[key] = {"parameters": params, "fit_error": error}
             for point in points:
                 point["predicted_s"] = _native_prediction(scaled(point), point, document,
-                                                          _costs(params, limit, point["bytes"]), streams)
+                                                          _costs(params, limit, point["bytes"]), streams, ranks)
             measurements += points
-        section[library] = {"ranks": mine[0]["ranks"], "eager_limit_bytes": limit,
+        section[library] = {"ranks": ranks, "eager_limit_bytes": limit,
                             **({"host_streams": streams} if streams else {}), "collectives": costs,
                             "measurements": measurements}
     return section
@@ -746,11 +778,11 @@ def check_native(document: dict[str, Any], source: str = "calibration") -> dict[
         costs = section.get("collectives", {})
         if not isinstance(costs, dict):
             raise NetweaveError(f"{where}.collectives must map each collective to its costs")
-        for collective, entry in costs.items():
-            if collective not in NATIVE_COLLECTIVES:
-                raise NetweaveError(f"{where}.collectives.{collective}: not a collective the calibration times "
-                                    f"({', '.join(NATIVE_COLLECTIVES)})")
-            _check_costs(entry, f"{where}.collectives.{collective}")
+        for key, entry in costs.items():
+            if key not in NATIVE_COST_KEYS:
+                raise NetweaveError(f"{where}.collectives.{key}: not a cost the calibration measures "
+                                    f"({', '.join(NATIVE_COST_KEYS)})")
+            _check_costs(entry, f"{where}.collectives.{key}")
     return document
 
 

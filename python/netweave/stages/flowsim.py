@@ -52,7 +52,7 @@ TCP_DEFAULTS: dict[str, float] = dict(_core.flow_tcp_defaults())
 
 #: Calibration files: format tag and the one version this netweave reads.
 CALIBRATION_FORMAT = "netweave-calibration"
-CALIBRATION_VERSION = 4
+CALIBRATION_VERSION = 5
 #: What a calibration file's ``parameters`` may hold besides ``tcp`` and ``host_streams``.
 CALIBRATION_TIMES = ("overhead_s", "sync_s", "barrier_s")
 

@@ -242,6 +242,22 @@ pub fn decide(library: Library, collective: &str, num_ranks: u32, bytes: u64) ->
     })
 }
 
+/// Whether `library`'s default `collective` on `num_ranks` ranks at `bytes` per block pairs its
+/// ranks by XOR (MPICH's pairwise all-to-all on a power-of-two `N`: partners swap blocks with
+/// each other in one step) rather than by shift (rank `r` sends to `r + i`, receives from `r − i`).
+/// The two cost the hosts differently, so a calibration keeps a cost for each.
+///
+/// ```
+/// use netweave_core::traffic::native_mpi::{pairs_by_xor, Library};
+/// assert!(pairs_by_xor(Library::Mpich, "alltoall", 16, 1 << 20).unwrap());
+/// assert!(!pairs_by_xor(Library::Mpich, "alltoall", 15, 1 << 20).unwrap());
+/// assert!(!pairs_by_xor(Library::OpenMpi, "alltoall", 16, 1 << 20).unwrap());
+/// ```
+pub fn pairs_by_xor(library: Library, collective: &str, num_ranks: u32, bytes: u64) -> Result<bool> {
+    let algorithm = decide(library, collective, num_ranks, bytes)?;
+    Ok(library == Library::Mpich && collective == "alltoall" && algorithm == "pairwise" && num_ranks.is_power_of_two())
+}
+
 /// The algorithm [`decide`] names, as a schedule of `num_ranks` ranks on hosts `0..num_ranks`
 /// with `bytes` per block; `root` is the gather's root. Named `<collective>-<library>-<algorithm>`;
 /// its [`concurrent_sends`](Schedule::concurrent_sends) is what the [`EXECUTOR`] needs.
@@ -253,7 +269,7 @@ pub fn schedule(library: Library, collective: &str, num_ranks: u32, bytes: u64, 
             all_at_once_alltoall_in_unrelated_orders(n, bytes, RENDEZVOUS_ORDER_SEED)?
         }
         ("alltoall", "basic_linear" | "linear_sync") => all_at_once_alltoall(n, bytes)?,
-        ("alltoall", "pairwise") if library == Library::Mpich && n.is_power_of_two() => alltoall::xor(n, bytes)?,
+        ("alltoall", "pairwise") if pairs_by_xor(library, collective, n, bytes)? => alltoall::xor(n, bytes)?,
         ("alltoall", "pairwise" | "two_proc") => alltoall::shift(n, bytes)?,
         ("alltoall", "modified_bruck" | "brucks") => alltoall::bruck(n, bytes)?,
         ("alltoall", "scattered") => scattered_alltoall(n, bytes)?,
