@@ -542,9 +542,8 @@ def native_charges(collective: str, bytes_per_pair: int, costs: tuple[float, flo
 def cost_key(library: str, collective: str, ranks: int, bytes_per_pair: int) -> str:
     """The entry of `library`'s ``native`` section that says what its `collective` costs a job of
     `ranks` ranks at `bytes_per_pair`: ``<collective>_xor`` where the library pairs the ranks by
-    XOR (MPICH's pairwise all-to-all on a power-of-two job: both partners of a step wait on each
-    other, and on shared cores the pair measured 2–3× the cost per step of a shift's; docs/flowsim.md),
-    else the collective.
+    XOR (MPICH's pairwise all-to-all on a power-of-two job, whose steps measured 1.4–2.7× a
+    shift's cost per step on the emulation's shared cores; docs/flowsim.md), else the collective.
 
     >>> cost_key("mpich", "alltoall", 16, 1 << 20), cost_key("mpich", "alltoall", 28, 1 << 20)
     ('alltoall_xor', 'alltoall')
