@@ -397,3 +397,18 @@ def test_a_malformed_native_section_is_refused_in_one_line(tmp_path, native, nee
     proc = run_cli("plan", str(topo_file), "--bytes", "16384", "--calibration", str(path), check=False)
     assert proc.returncode == 2, proc.stderr
     assert needle in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+
+
+def test_xor_paired_calls_are_measured_on_one_rank_fewer_too(monkeypatch):
+    # MPICH pairs 16 ranks by XOR above its scattered all-to-all's 32 KiB, 15 by shift: the
+    # calibration times those sizes on both, and every other call (Open MPI's, the gathers,
+    # MPICH's scattered 16 KiB) on the calibration's ranks alone.
+    timed = []
+    monkeypatch.setattr(calibration, "run_native", lambda _fabric, library, collective, nbytes, ranks, placed:
+                        timed.append((library, collective, nbytes, ranks, placed == list(range(ranks)))) or 1.0)
+    runs = calibration.measure_natives(None, HOSTS, ("gather", "alltoall"), lambda _m: None, SCALE)
+    fewer = {(lib, c, b) for lib, c, b, ranks, _ in timed if ranks == HOSTS - 1}
+    assert fewer == {("mpich", "alltoall", 131072), ("mpich", "alltoall", 1048576)}
+    assert len(timed) == len(runs) == 2 * 2 * len(calibration.NATIVE_SIZES) + 2
+    assert all(on_first_hosts for *_, on_first_hosts in timed)
+    assert [r["ranks"] for r in runs] == [ranks for *_, ranks, _ in timed]
