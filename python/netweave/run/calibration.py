@@ -668,7 +668,7 @@ def fit_natives(topo: Topology, routes: RoutingTable, scale: float, buffer: int 
     whose ranks pair by shift — each charged ∝ its ranks over the library's most.
 
     The streams are the library's transport's, one value for all its collectives: the grid value
-    of :data:`HOST_STREAMS` whose fit of the library's calls at the calibration's `scale`, every
+    of :data:`HOST_STREAMS` whose fit of the library's calls at the calibration's `scale` and ranks, every
     collective sharing one set of costs, has the least error (stated only where fewer than every
     send fit strictly better). Each collective's own costs, on three sizes of one scale, would fit
     any number of streams exactly. Predictions are made on the fabric scaled as each run was (its
@@ -701,7 +701,9 @@ def fit_natives(topo: Topology, routes: RoutingTable, scale: float, buffer: int 
         limit = NATIVE_EAGER_LIMITS[library]
         mine = [r for r in runs if r["library"] == library]
         ranks = max(r["ranks"] for r in mine)
-        at_scale = [r for r in mine if r.get("scale", scale) == scale]
+        # The streams are chosen on the calls at the calibration's ranks: those on one rank fewer
+        # pair by shift where these pair by XOR, and one set of costs cannot fit both.
+        at_scale = [r for r in mine if r.get("scale", scale) == scale and r["ranks"] == ranks]
         streams, least = None, math.inf
         for k in HOST_STREAMS:  # every send first: fewer streams must fit strictly better
             error = fitted(at_scale, limit, k)[1]
