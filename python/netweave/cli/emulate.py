@@ -188,7 +188,7 @@ def calibrate_cmd(
     for library, section in doc.get("native", {}).items():
         for key, entry in section["collectives"].items():
             c = entry["parameters"]
-            collective = key.removesuffix("_xor")
+            collective = key.removesuffix(calibration.XOR_PAIRED)
             pairing = " (ranks paired by XOR)" if key != collective else ""
             print(f"{library}'s {collective}{pairing} on {section['ranks']} ranks: {c['eager_s'] * 1e3:.2f} ms per message up to "
                   f"{section['eager_limit_bytes']:,} B, {c['rendezvous_s'] * 1e3:.2f} ms above, "

@@ -119,8 +119,9 @@ HOST_STREAMS = (None, 1, 2, 3, 4, 6, 8)
 NATIVE_LIBRARIES = mpi.IMPLEMENTATIONS
 NATIVE_COLLECTIVES = ("gather", "alltoall")
 #: The entries a library's ``collectives`` may hold: a collective's costs, and an all-to-all's
-#: whose ranks pair by XOR (:func:`cost_key`).
-NATIVE_COST_KEYS = NATIVE_COLLECTIVES + ("alltoall_xor",)
+#: whose ranks pair by XOR, named with :data:`XOR_PAIRED` (:func:`cost_key`).
+XOR_PAIRED = "_xor"
+NATIVE_COST_KEYS = NATIVE_COLLECTIVES + ("alltoall" + XOR_PAIRED,)
 NATIVE_SIZES = (16_384, 131_072, 1_048_576)
 #: Timed calls per measurement, after one warm-up call: every point (chains, incasts, the
 #: native MPIs) is timed as ``plan --verify`` times a candidate — warm connections, the slowest
@@ -549,7 +550,7 @@ def cost_key(library: str, collective: str, ranks: int, bytes_per_pair: int) -> 
     ('alltoall_xor', 'alltoall')
     """
     info = _core.native_mpi(library, collective, ranks, bytes_per_pair, 0)[1]
-    return f"{collective}_xor" if info["pairs_by_xor"] else collective
+    return collective + XOR_PAIRED if info["pairs_by_xor"] else collective
 
 
 def collective_costs(section: dict[str, Any], key: str) -> dict[str, Any] | None:
@@ -558,7 +559,8 @@ def collective_costs(section: dict[str, Any], key: str) -> dict[str, Any] | None
     calibration did not measure, and for an all-gather, whose steps send and receive at once as
     an all-to-all's do; None when the calibration measured neither."""
     costs = section.get("collectives", {})
-    return costs.get(key) or (costs.get("alltoall") if key in ("alltoall_xor", "allgather") else None)
+    collective = key.removesuffix(XOR_PAIRED)
+    return costs.get(key) or costs.get(collective) or (costs.get("alltoall") if collective == "allgather" else None)
 
 
 def native_streams(document: dict[str, Any], library: str, nct: int) -> int:
@@ -650,8 +652,10 @@ def native_overhead(document: dict[str, Any], library: str, ranks: int, bytes_pe
     busy-poll take turns on the cores, so a rank waited for comes round after the others' time
     slices: they are charged ∝ the job's ranks over the calibration's."""
     section = (document.get("native") or {}).get(library)
+    if section is None:
+        return None
     key = cost_key(library, collective, ranks, bytes_per_pair)
-    if section is None or collective_costs(section, key) is None:
+    if collective_costs(section, key) is None:
         return None
     per_message_s, per_byte_s = message_costs(section, bytes_per_pair, key)
     share = ranks / section["ranks"]
