@@ -150,14 +150,16 @@ pub const RECOVERY_WINDOW_SEGMENTS: f64 = 14.0;
 /// 16 of 31 × 1 MB (8–20) at 1 Gbit/s, and 12 of 31 × 1 MB's 15 victims in the next round
 /// (10–13); 0.9989 and
 /// above predict no timeout for 15 × 64 KiB, which paid one in 7 of 8 runs, and 0.9987 and below
-/// a third timeout for the last flows of 31 × 1 MB (0.61 s), which paid one in 2 of 8.
+/// a third timeout for the last flows of 31 × 1 MB (0.61 s), which paid one in 2 of 8. (Fitted
+/// with `q` in the exponent; these incasts' `q` of 0.93–0.97 becomes 0.97–0.98 as `√q`.)
 pub const INCAST_SURVIVAL_PER_SEGMENT: f64 = 0.9988;
 /// How the queued share `q` of a burst's segments enters its survival exponent, `σ^(q^e·ℓ·S̄)`
 /// (module doc, rule 4). An incast queues nearly all it sends (`q ≈ 1`), so the exponent barely
 /// moves its fit; a trunk fed by a few more host links than it drains queues little (2 × 14 hosts:
 /// `q = 2/7`) yet measured 5–8 timeouts per shift all-to-all of 128 KiB, which `e = 1` predicted
-/// none of. Fitted on three `benches/advice_fidelity.py` runs (165 candidates, every fabric;
-/// docs/flowsim.md): 0.25–0.75 all put 147–148 candidates within ±25 %, 1 put 145–146.
+/// none of. Fitted on the stored measurements of one whole `benches/advice_fidelity.py` run
+/// (165 candidates, every fabric; docs/flowsim.md): with the carried fractions, 0.25–0.75 all
+/// put 147–148 candidates within ±25 %, 1 put 145; a fresh run with ½ measured 152.
 pub const QUEUED_SHARE_EXPONENT: f64 = 0.5;
 /// Fixed part of the wait before a tail-loss probe, seconds: Linux waits two smoothed round
 /// trips plus 2 ms (`TCP_TIMEOUT_MIN_US`). Warm connections, as an application's repeated

@@ -67,7 +67,7 @@ fn incast_rounds(senders: u32, bytes: f64, rate: f64, buffer: f64, tcp: &TcpMode
         let kept = keep_at_least.max(tcp.survival_per_segment.powf(at_risk) * n as f64);
         let expected = owed + (n as f64 - kept).max(0.0);
         let cut = (expected + 0.5).floor().min(n as f64);
-        owed = expected - cut;
+        owed = (expected - cut).min(0.5);
         if cut < 1.0 {
             return cuts;
         }
@@ -182,8 +182,8 @@ fn long_flows_leave_fewer_survivors_than_short_ones() {
     // (ℓ = 0.85), and 31 · 0.99^(√(30/31) · 0.85 · 44.9) = 21.25 flows survive; 10 time
     // out (owing −0.25). They resume with 1, 2, 4, 8 segments (80 overflow the port: ℓ =
     // 0.44) with 30 each left (2.4 ms): 8.53 of them survive (10 · 0.99^15.8), 1 times out
-    // and resumes alone: two rounds. 31 × 1 MB keep only K = 3 (above): a segment sent into a full
-    // queue is one more chance to lose what cannot be repaired.
+    // and resumes alone: two rounds. 31 × 1 MB keep only K = 3 (above): a segment sent into
+    // a full queue is one more chance to lose what cannot be repaired.
     let ethernet = Switching::new(LinkLayer::Ethernet, Some(64 * 1024)).unwrap();
     let tcp = worked();
     assert_eq!(incast_rounds(31, 65536.0, 1.25e8, 65536.0, &tcp), [10, 1]);
