@@ -65,9 +65,7 @@ fn incast_rounds(senders: u32, bytes: f64, rate: f64, buffer: f64, tcp: &TcpMode
         }
         let at_risk = q.sqrt() * (queued - held) / queued * left / mss;
         let kept = keep_at_least.max(tcp.survival_per_segment.powf(at_risk) * n as f64);
-        let expected = owed + (n as f64 - kept).max(0.0);
-        let cut = (expected + 0.5).floor().min(n as f64);
-        owed = (expected - cut).min(0.5);
+        let cut = whole_victims(&mut owed, (n as f64 - kept).max(0.0), n as f64);
         if cut < 1.0 {
             return cuts;
         }
@@ -75,6 +73,15 @@ fn incast_rounds(senders: u32, bytes: f64, rate: f64, buffer: f64, tcp: &TcpMode
         (n, first) = (cut as u32, 1.0);
     }
     cuts
+}
+
+/// The whole victims a burst expecting `victims` (of `n` flows) cuts at a port that owes
+/// `owed` from its earlier bursts, rounded half up; the remainder is owed to its next.
+fn whole_victims(owed: &mut f64, victims: f64, n: f64) -> f64 {
+    let expected = *owed + victims;
+    let cut = (expected + 0.5).floor().min(n);
+    *owed = (expected - cut).min(0.5);
+    cut
 }
 
 /// Every sender 1..=senders sends `bytes` to host 0 at once, with [`worked`]'s parameters.
@@ -555,10 +562,10 @@ mod sync_burst_tests {
         };
         let (mut owed, mut cut, mut alone) = (0.0f64, 0u64, 0u64);
         for k in 11..=17 {
-            let victims = expected_victims(f64::min(k as f64, 28.0 - k as f64));
+            let n = f64::min(k as f64, 28.0 - k as f64);
+            let victims = expected_victims(n);
             alone += victims.round() as u64;
-            let due = (owed + victims + 0.5).floor();
-            (owed, cut) = (owed + victims - due, cut + due as u64);
+            cut += super::whole_victims(&mut owed, victims, n) as u64;
         }
         assert_eq!((alone, cut), (1, 3));
         let mut config = FlowConfig::new(Executor::Sync);
