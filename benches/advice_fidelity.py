@@ -103,23 +103,25 @@ def case(fabric: str, collective: str, nbytes: int,
         rows, summary = verification.verify(topo, routes, result, built, scale=verification.MIN_LINK_BPS / slowest_bps)
     best = result.best
     assert best is not None, f"{fabric}: the plan proved no schedule"
-    calibrated: dict[str, float] = {}
+    calibrated: dict[str, dict[str, Any]] = {}
     before: dict[str, float] = {}
     calibration, why_not = None, []
     for path, without_native in calibrations or []:
         try:
-            calibrated = verification.predict_at_scale(topo, routes, result, built, summary.scale, path)
+            calibrated = verification.reports_at_scale(topo, routes, result, built, summary.scale, path)
             if without_native is not None:
                 before = verification.predict_at_scale(topo, routes, result, built, summary.scale, without_native)
             calibration = path
             break
         except NetweaveError as e:
             why_not.append(str(e).splitlines()[0])
-    out_rows = [{**r.to_dict(), "predicted_calibrated_s": calibrated.get(r.name),
+    out_rows = [{**r.to_dict(), "predicted_calibrated_s": calibrated.get(r.name, {}).get("makespan_s"),
+                 "predicted_calibrated_timeouts": calibrated.get(r.name, {}).get("timeouts"),
                  "predicted_calibrated_no_native_s": before.get(r.name)} for r in rows]
     # The calibrated model's pick for the scaled fabric, by the plan's rules, among what was measured.
     measured = {r.name for r in rows if r.measured_s}
-    calibrated_pick = verification.pick_at_scale(result, {n: t for n, t in calibrated.items() if n in measured})
+    calibrated_pick = verification.pick_at_scale(result, {n: t["makespan_s"] for n, t in calibrated.items()
+                                                          if n in measured})
     return {"fabric": fabric, "collective": collective, "bytes": nbytes, "routing": result.routing.engine,
             "pick": best.name, "reason": best.reason, "calibrated_pick_at_scale": calibrated_pick, "rows": out_rows,
             "calibration": str(calibration) if calibration is not None else ("; ".join(why_not) or None),
@@ -134,15 +136,22 @@ def _ratio(row: dict[str, Any], key: str) -> float | None:
 
 def tables(cases: list[dict[str, Any]]) -> str:
     lines = ["| fabric | collective | bytes | scale | candidate | predicted ms | measured ms | measured ÷ predicted | "
-             "calibrated ms | measured ÷ calibrated | measured ÷ calibrated without native costs |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "calibrated ms | measured ÷ calibrated | measured ÷ calibrated without native costs | "
+             "timeouts per call, measured / calibrated model |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    bound = False
     for c in cases:
         if "error" in c:
-            lines.append(f"| {c['fabric']} | {c['collective']} | {c['bytes']} | - | error: {c['error']} | | | | | |")
+            lines.append(f"| {c['fabric']} | {c['collective']} | {c['bytes']} | - | error: {c['error']} | | | | | | |")
             continue
         for r in c["rows"]:
             mark = " ★" if r["name"] == c["pick"] else ""
             measured = "-" if r["measured_s"] is None else f"{r['measured_s'] * 1e3:.1f}"
+            if r["measured_s"] is not None and verification.MACHINE_BOUND in (r.get("problem") or ""):
+                measured, bound = measured + " †", True
+            timeouts = (f"{r['timeouts_per_call']:.3g} / {r['predicted_calibrated_timeouts']}"
+                        if r.get("timeouts_per_call") is not None and r.get("predicted_calibrated_timeouts") is not None
+                        else "-")
             ratio = "-" if r["ratio"] is None else f"{r['ratio']:.2f}"
             cal = r.get("predicted_calibrated_s")
             cal_ms = "-" if cal is None else f"{cal * 1e3:.1f}"
@@ -152,7 +161,10 @@ def tables(cases: list[dict[str, Any]]) -> str:
             before_text = "-" if before is None else f"{before:.2f}"
             lines.append(f"| {c['fabric']} | {c['collective']} | {c['bytes']} | {c['summary']['scale']:.3g} | "
                          f"{r['name']}{mark} | {r['predicted_s'] * 1e3:.1f} | {measured} | {ratio} | {cal_ms} | {cal_text} | "
-                         f"{before_text} |")
+                         f"{before_text} | {timeouts} |")
+    if bound:
+        lines += ["", "† The run forwards more at its predicted pace than this machine carries (the row's "
+                  "`problem` in fidelity.json): its time is the machine's, not the fabric's."]
     lines += ["", "| fabric | collective | bytes | pick | measured best | pick ÷ best | pick within 10 % | "
               "model's pick at scale ÷ best | candidates within ±25 % | calibrated pick at scale ÷ best | "
               "calibrated within ±25 % |", "|---|---|---|---|---|---|---|---|---|---|---|"]

@@ -110,6 +110,9 @@ def test_verify_measures_every_candidate_on_the_emulated_fabric_and_tears_it_dow
     assert data["ours"]["name"] in rows and len(rows) - 3 in (min(3, len(ours)), min(3, len(ours)) + 1)
     for r in rows.values():
         assert r["predicted_s"] > 0 and r["measured_s"] > 0 and r["ratio"] == pytest.approx(r["measured_s"] / r["predicted_s"])
+        # The hosts' timeouts beside the model's: counted per call, and named in the problem when any.
+        assert r["timeouts_per_call"] >= 0 and r["predicted_timeouts"] >= 0
+        assert (r["timeouts_per_call"] > 0) == ("timeouts in" in (r["problem"] or ""))
     # A phased candidate is measured the way the plan deploys it: in its executor's order.
     deployed = {r["name"]: r["executor"] for r in data["schedules"]}
     expected = {"sync": "a barrier after every phase", "async": "each rank's sends in order", "local-sync": "local-sync order"}

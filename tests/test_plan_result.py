@@ -34,7 +34,8 @@ TODAY = {"libraries", "ours", "ours_s"}
 TODAY_LIBRARY = {"algorithm", "label", "library", "ours_speedup", "predicted_time_s"}
 PLACEMENT = {"cost", "engine", "evaluations", "identity", "identity_over_placed", "pattern", "placed", "ranks",
              "seconds", "seed", "source", "structure"}
-VERIFY_ROW = {"kind", "measured_by", "measured_s", "name", "predicted_s", "problem", "ratio"}
+VERIFY_ROW = {"kind", "measured_by", "measured_s", "name", "predicted_s", "predicted_timeouts", "problem", "ratio",
+              "timeouts_per_call"}
 VERIFY_SUMMARY = {"buffer", "latency", "measured_best", "pick", "pick_at_scale", "pick_at_scale_over_best",
                   "pick_is_best", "pick_over_best", "scale", "worst_ratio"}
 
@@ -55,7 +56,8 @@ def _verified() -> PlanResult:
     # --verify's rows need the emulated fabric; their records are checked as the CLI fills them in.
     result = plan.plan(topology.latin_square_fat_tree(2), bytes_per_pair=4096)
     result.verify = [VerifyRow(name="lsft", kind="phased", predicted_s=1e-3, measured_s=1.2e-3, ratio=1.2,
-                               measured_by="netweave's TCP executor", problem=None),
+                               measured_by="netweave's TCP executor", problem="2 timeouts in 4 calls",
+                               timeouts_per_call=0.5, predicted_timeouts=1),
                      VerifyRow(name="openmpi", kind="native", predicted_s=2e-3, measured_s=None, ratio=None,
                                measured_by="nwbench, 3 calls", problem="the run failed")]
     result.verify_summary = VerifySummary(pick_at_scale="lsft", pick_at_scale_over_best=1.0, scale=0.01, buffer=None,

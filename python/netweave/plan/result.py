@@ -352,8 +352,13 @@ class VerifyRow(Record):
     ratio: float | None
     #: What ran it (netweave's TCP executor, nwbench).
     measured_by: str | None
-    #: Why it has no time, or what went wrong (retransmissions).
+    #: Why it has no time, or what went wrong (retransmissions, timeouts, a run this machine
+    #: could not forward at its predicted pace).
     problem: str | None
+    #: TCP retransmission timeouts the hosts counted per call (the warm-up included), and the
+    #: flow model's for one call: where a ratio is far from 1, whether the model saw the losses.
+    timeouts_per_call: float | None = None
+    predicted_timeouts: int | None = None
 
 
 @dataclass(kw_only=True)

@@ -64,6 +64,11 @@ MIN_LINK_BPS = 20e6
 #: Timed calls per candidate (after one warm-up call); nwbench reports the slowest rank's mean.
 #: The calibration times its points the same way, so its parameters fit what this measures.
 REPS = calibration_mod.TIMED_CALLS
+#: Calls each candidate makes on the fabric, the warm-up included: what its loss counters span.
+CALLS = REPS + 1
+#: What a row's ``problem`` says when the run forwards more at its predicted pace than
+#: ``emulate.FORWARDING_BUDGET_BPS``: the time is the veth forwarding's, not the fabric's.
+MACHINE_BOUND = "it measures the machine, not the fabric"
 #: How much slower than the measured best the pick may be and still count as the best (the
 #: issue's target: within 10 %).
 PICK_MARGIN = 0.10
@@ -130,10 +135,12 @@ def verify(topo: Topology, routes: RoutingTable, result: PlanResult, built: list
         raise NetweaveError(f"--verify-scale {scale} must be positive")
 
     note("predicting on the scaled fabric")
-    predicted = _predict(routes, scale, graphs, natives, native_work, ranks, nbytes, calibration)
+    reports = _predict(routes, scale, graphs, natives, native_work, ranks, nbytes, calibration)
+    predicted = {name: r["makespan_s"] for name, r in reports.items()}
 
     measured: dict[str, float | None] = {}
-    problems: dict[str, str] = {}
+    problems: dict[str, str | None] = {}
+    timeouts: dict[str, float] = {}
     how: dict[str, str] = {}
     fabric_name = "v" + uuid.uuid4().hex[:11]
     note(f"bringing up the emulated fabric (links x {scale:.3g})")
@@ -144,11 +151,11 @@ def verify(topo: Topology, routes: RoutingTable, result: PlanResult, built: list
             run = emulate.run(fabric, graph, warmup=1, reps=REPS)  # timed as nwbench times the MPIs
             how[name] = f"netweave's TCP executor, {_order(next(r for r in chosen if r.name == name))}"
             measured[name] = run["makespan_s"] if run["ok"] else None
-            lost = run["losses"]
+            timeouts[name] = run["losses"]["tcp_timeouts"] / CALLS
             if not run["ok"]:
                 problems[name] = f"the run failed: {_failure(run)}"
-            elif lost["retransmitted_segments"]:
-                problems[name] = f"{lost['retransmitted_segments']} segments retransmitted"
+            else:
+                problems[name] = _losses(run["losses"])
         for implementation in natives:
             note(f"measuring {implementation}'s own {collective} on the fabric")
             how[implementation] = f"nwbench, {REPS} calls"
@@ -160,19 +167,36 @@ def verify(topo: Topology, routes: RoutingTable, result: PlanResult, built: list
                 # One MPI failing to run here leaves the other rows standing; the row says why.
                 measured[implementation], problems[implementation] = None, str(e)
                 continue
-            # The library's retransmissions, counted on the hosts as the executor's runs count theirs.
-            retransmitted = fabric.losses()["retransmitted_segments"] - before["retransmitted_segments"]
-            if retransmitted:
-                problems[implementation] = f"{retransmitted} segments retransmitted"
+            # The library's losses, counted on the hosts as the executor's runs count theirs.
+            after = fabric.losses()
+            lost = {k: after[k] - before[k] for k in after}
+            timeouts[implementation] = lost["tcp_timeouts"] / CALLS
+            problems[implementation] = _losses(lost)
     finally:
         emulate.down(fabric_name)
+    workloads = {**graphs, **{name: executor.as_task_graph(w) for name, w in native_work.items()}}
     out = []
     for r in [*chosen, *natives.values()]:
         name = r.name
         m, p = measured.get(name), predicted[name]
+        # A run this machine cannot forward at its predicted pace measures the machine, not the fabric.
+        load = emulate.forwarding_load(routes, workloads[name], p)
+        if load > emulate.FORWARDING_BUDGET_BPS:
+            problems[name] = "; ".join(filter(None, [problems.get(name), (
+                f"forwards {load / 1e9:.1f} Gbit/s at its predicted pace, more than the "
+                f"{emulate.FORWARDING_BUDGET_BPS / 1e9:.0f} Gbit/s this machine carries: {MACHINE_BOUND}")]))
         out.append(VerifyRow(name=name, kind=r.kind, predicted_s=p, measured_s=m, ratio=m / p if m and p else None,
-                             measured_by=how.get(name), problem=problems.get(name)))
+                             measured_by=how.get(name), problem=problems.get(name) or None,
+                             timeouts_per_call=timeouts.get(name), predicted_timeouts=reports[name]["timeouts"]))
     return out, _summary(out, result, scale, buffer)
+
+
+def _losses(lost: dict[str, int]) -> str | None:
+    """What a run lost on the fabric (:meth:`netweave.run.emulate.EmulatedCluster.losses`,
+    over every call), in words; None if nothing."""
+    parts = [f"{lost['retransmitted_segments']} segments retransmitted" if lost["retransmitted_segments"] else "",
+             f"{lost['tcp_timeouts']} timeouts in {CALLS} calls" if lost["tcp_timeouts"] else ""]
+    return ", ".join(filter(None, parts)) or None
 
 
 def _candidates(topo: Topology, result: PlanResult, built: list[plan_mod.Candidate], placed: list[int]
@@ -227,6 +251,14 @@ def predict_at_scale(topo: Topology, routes: RoutingTable, result: PlanResult, b
                      seed: int | None = None) -> dict[str, float]:
     """What :func:`verify` predicts for each candidate it measures, on the fabric scaled by
     `scale`, with `calibration` (or the defaults): to compare parameter sets on one measurement."""
+    reports = reports_at_scale(topo, routes, result, built, scale, calibration, hosts, order, seed)
+    return {name: r["makespan_s"] for name, r in reports.items()}
+
+
+def reports_at_scale(topo: Topology, routes: RoutingTable, result: PlanResult, built: list[plan_mod.Candidate],
+                     scale: float, calibration: Path | None = None, hosts: str | None = None, order: str = "listed",
+                     seed: int | None = None) -> dict[str, dict[str, Any]]:
+    """:func:`predict_at_scale`'s flow-model reports whole (``makespan_s``, ``timeouts``, …)."""
     _chosen, graphs, natives, native_work = _candidates(topo, result, built,
                                                         plan_mod.job_hosts(topo, hosts, order, seed))
     return _predict(routes, scale, graphs, natives, native_work, result.job.ranks, result.job.bytes_per_pair,
@@ -235,22 +267,22 @@ def predict_at_scale(topo: Topology, routes: RoutingTable, result: PlanResult, b
 
 def _predict(routes: RoutingTable, scale: float, graphs: dict[str, TaskGraph], natives: dict[str, Any],
              native_work: dict[str, Any], ranks: int, bytes_per_pair: int,
-             calibration: Path | None = None) -> dict[str, float]:
-    """Each candidate's predicted time on the fabric scaled as the emulation runs it: netweave's
-    `graphs` and the `natives` (plan rows) with their schedules `native_work`, charged their
+             calibration: Path | None = None) -> dict[str, dict[str, Any]]:
+    """Each candidate's flow-model report (its ``makespan_s``, ``timeouts``, …) on the fabric
+    scaled as the emulation runs it: netweave's `graphs` and the `natives` (plan rows) with their schedules `native_work`, charged their
     library's host cost when `calibration` measured it (:func:`netweave.plan.predict_native`), with
     the emulated hosts' TCP (:data:`netweave.run.emulate.HOST_TCP`)."""
     scaled_routes = emulate.scaled_routes(routes, emulate.scaled_topology(routes.topology, scale))
     # Concurrent as the plan predicts it (every send of a host at once); the others one send
     # in flight per host, as netweave's executor runs them.
-    predicted = {name: plan_mod.predict(scaled_routes, graph, "dag", max(ranks - 1, 1) if name == plan_mod.CONCURRENT
-                                        else 1, calibration, emulate.HOST_TCP)["makespan_s"]
-                 for name, graph in graphs.items()}
+    reports = {name: plan_mod.predict(scaled_routes, graph, "dag", max(ranks - 1, 1) if name == plan_mod.CONCURRENT
+                                      else 1, calibration, emulate.HOST_TCP)
+               for name, graph in graphs.items()}
     for name, r in natives.items():
         info = {"executor": r.executor, "concurrent_sends": r.concurrent_sends}
-        predicted[name] = plan_mod.predict_native(scaled_routes, native_work[name], r.library, info, ranks,
-                                                  bytes_per_pair, calibration, emulate.HOST_TCP)["makespan_s"]
-    return predicted
+        reports[name] = plan_mod.predict_native(scaled_routes, native_work[name], r.library, info, ranks,
+                                                bytes_per_pair, calibration, emulate.HOST_TCP)
+    return reports
 
 
 def adopt_measured(result: PlanResult, rows: list[VerifyRow], summary: VerifySummary) -> None:
