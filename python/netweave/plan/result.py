@@ -356,7 +356,8 @@ class VerifyRow(Record):
     #: could not forward at its predicted pace).
     problem: str | None
     #: TCP retransmission timeouts the hosts counted per call (the warm-up included), and the
-    #: flow model's for one call: where a ratio is far from 1, whether the model saw the losses.
+    #: flow model's for one call: where a ratio is far from 1, whether the model saw the losses
+    #: (its steady-sharing charge counts expected timeouts, far more than TCP takes).
     timeouts_per_call: float | None = None
     predicted_timeouts: int | None = None
 
