@@ -133,6 +133,23 @@ def test_verify_measures_every_candidate_on_the_emulated_fabric_and_tears_it_dow
     assert json.loads((out / "report.json").read_text())["verify"] == data["verify"]
 
 
+@needs_emulation
+def test_verify_marks_a_run_this_machine_cannot_forward_at_its_predicted_pace(tmp_path):
+    from netweave.plan.verification import MACHINE_BOUND
+    path = tmp_path / "star.json"
+    run_cli("topo", "tree", "--fanouts", "1", "--hosts-per-switch", "4", "-o", str(path))
+    nbytes = 65536
+    data = json.loads(run_cli("plan", str(path), "--bytes", str(nbytes), "--verify", "--verify-scale", "1", "--json",
+                              "--out", str(tmp_path / "plan")).stdout)
+    # Whatever the schedule, an all-to-all of 4 hosts moves each pair's bytes over both links of
+    # the star: at full link rate and its predicted time, that alone is more than two cores forward.
+    least_bits = 4 * 3 * nbytes * 2 * 8
+    bound = [r for r in data["verify"] if least_bits / r["predicted_s"] > emulate.FORWARDING_BUDGET_BPS]
+    assert bound
+    for r in bound:
+        assert MACHINE_BOUND in (r["problem"] or ""), r
+
+
 def _verified(result, measured):
     """--verify's rows and summary for `result` with these measured times (by name)."""
     from netweave.plan.result import VerifyRow
