@@ -186,7 +186,7 @@ def verify(topo: Topology, routes: RoutingTable, result: PlanResult, built: list
                 f"forwards {load / 1e9:.1f} Gbit/s at its predicted pace, more than the "
                 f"{emulate.FORWARDING_BUDGET_BPS / 1e9:.0f} Gbit/s this machine carries: {MACHINE_BOUND}")]))
         out.append(VerifyRow(name=name, kind=r.kind, predicted_s=p, measured_s=m, ratio=m / p if m and p else None,
-                             measured_by=how.get(name), problem=problems.get(name) or None,
+                             measured_by=how.get(name), problem=problems.get(name),
                              timeouts_per_call=timeouts.get(name), predicted_timeouts=reports[name]["timeouts"]))
     return out, _summary(out, result, scale, buffer)
 
@@ -269,9 +269,10 @@ def _predict(routes: RoutingTable, scale: float, graphs: dict[str, TaskGraph], n
              native_work: dict[str, Any], ranks: int, bytes_per_pair: int,
              calibration: Path | None = None) -> dict[str, dict[str, Any]]:
     """Each candidate's flow-model report (its ``makespan_s``, ``timeouts``, …) on the fabric
-    scaled as the emulation runs it: netweave's `graphs` and the `natives` (plan rows) with their schedules `native_work`, charged their
-    library's host cost when `calibration` measured it (:func:`netweave.plan.predict_native`), with
-    the emulated hosts' TCP (:data:`netweave.run.emulate.HOST_TCP`)."""
+    scaled as the emulation runs it: netweave's `graphs` and the `natives` (plan rows) with their
+    schedules `native_work`, charged their library's host cost when `calibration` measured it
+    (:func:`netweave.plan.predict_native`), with the emulated hosts' TCP
+    (:data:`netweave.run.emulate.HOST_TCP`)."""
     scaled_routes = emulate.scaled_routes(routes, emulate.scaled_topology(routes.topology, scale))
     # Concurrent as the plan predicts it (every send of a host at once); the others one send
     # in flight per host, as netweave's executor runs them.
