@@ -111,6 +111,7 @@ fn tcp_model(overrides: std::collections::HashMap<String, f64>) -> PyResult<TcpM
             "survival_per_segment" => tcp.survival_per_segment = value,
             "initial_window_segments" => tcp.initial_window_segments = value,
             "probe_s" => tcp.probe_s = value,
+            "timer_tick_s" => tcp.timer_tick_s = value,
             "min_window_segments" => tcp.min_window_segments = value,
             "steady_free_segments" => tcp.steady_free_segments = value,
             "steady_segments_per_timeout" => tcp.steady_segments_per_timeout = value,
@@ -121,7 +122,7 @@ fn tcp_model(overrides: std::collections::HashMap<String, f64>) -> PyResult<TcpM
             other => {
                 return Err(NetweaveErrorPy::new_err(format!(
                     "unknown TCP model parameter '{other}' (known: segment_bytes, timeout_s, window_segments, \
-                     survival_per_segment, initial_window_segments, probe_s, min_window_segments, \
+                     survival_per_segment, initial_window_segments, probe_s, timer_tick_s, min_window_segments, \
                      steady_free_segments, steady_segments_per_timeout, timestamps)"
                 )))
             }

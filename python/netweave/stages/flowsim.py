@@ -46,7 +46,7 @@ Workload = _core.Schedule | _core.TaskGraph
 
 #: The lossy model's parameters and their defaults, as the engine holds them (one place:
 #: ``flowsim/loss.rs``): ``segment_bytes``, ``timeout_s``, ``window_segments``, ``survival_per_segment``,
-#: ``initial_window_segments``, ``probe_s``, ``min_window_segments``, ``steady_free_segments``,
+#: ``initial_window_segments``, ``probe_s``, ``timer_tick_s``, ``min_window_segments``, ``steady_free_segments``,
 #: ``steady_segments_per_timeout``, ``timestamps``.
 TCP_DEFAULTS: dict[str, float] = dict(_core.flow_tcp_defaults())
 

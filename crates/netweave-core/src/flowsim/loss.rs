@@ -37,12 +37,20 @@
 //!    are ACK clocked, released as the queue drains, and sit in it whole. The burst overflows
 //!    in the first round trip whose queued windows exceed `P`; flows that finish before then
 //!    lose nothing.
-//! 3. **Outlasting the probe.** The queue stays full while the bytes the burst still has to
-//!    send from that round trip drain, `D = ΣS / C`. Linux probes a tail loss after about two
-//!    round trips, `2·(B/C + RTT)` with a full queue, plus a fixed part
-//!    ([`TcpModel::probe_s`]); if `D` is shorter, the probes meet a draining queue and repair
-//!    every loss without a timeout. (Measured warm, short bursts pay a timeout in some calls
-//!    and not others; this rule says all or none — docs/flowsim.md.)
+//! 3. **Outlasting the probe.** The burst sends its last byte `B / C` before the bytes it
+//!    still has to send from that round trip have drained (`D = ΣS / C` from then). A lost
+//!    tail has nothing after it to be acknowledged, so only Linux's tail-loss probe finds it:
+//!    a flow's last ACK returns `r` round trips through the full queue after the burst starts
+//!    (`r` the round trip of its last window) and half a queue more on average; the probe fires
+//!    `2·(B/C + RTT)` plus a fixed part ([`TcpModel::probe_s`]) later, in whole timer ticks
+//!    ([`TcpModel::timer_tick_s`]) and on a tick, half a tick early on average; the resent
+//!    tail crosses the drained port in a round trip. If the burst has sent its last byte by
+//!    then, the probes find room and every loss is repaired without a timeout — but not for
+//!    free: `⌈lost⌉` flows that send their last window within a round trip of the overflow
+//!    lose their tails and finish no earlier than their probes resend them (flows with more to
+//!    send after that send it into a queue with room again, and its ACKs repair their losses by
+//!    fast retransmit). (Measured warm, short bursts pay a timeout in some calls and not
+//!    others; this rule says all or none — docs/flowsim.md.)
 //! 4. **Timeouts.** Otherwise `p` keeps `K = max(1, ⌊P / w⌋)` flows whose window `w`
 //!    ([`TcpModel::window_segments`]) lets them ride out the overshoot, or the share
 //!    `σ^(√q·ℓ·S̄)` of all its flows if more, `σ` [`TcpModel::survival_per_segment`]: every
@@ -67,7 +75,9 @@
 //!    bursts (the phases of an all-to-all) pays their sum, not none.
 //!
 //! A victim stops streaming for [`TcpModel::timeout_s`] and restarts where it was (its bytes
-//! already delivered stay delivered), meeting the rule again from a one-segment window.
+//! already delivered stay delivered), meeting the rule again from a one-segment window. The
+//! burst's survivors lose the rest of the overflow, and their lost tails wait for their
+//! probes as in rule 3.
 //!
 //! 5. **Backoff.** Linux doubles a flow's RTO at each timeout and restores it only when an ACK
 //!    times a round trip. With TCP timestamps ([`TcpModel::timestamps`]) every ACK does, so
@@ -162,7 +172,7 @@ pub const INCAST_SURVIVAL_PER_SEGMENT: f64 = 0.9988;
 /// put 147–148 candidates within ±25 %, 1 put 145; a fresh run with ½ measured 152.
 pub const QUEUED_SHARE_EXPONENT: f64 = 0.5;
 /// Fixed part of the wait before a tail-loss probe, seconds: Linux waits two smoothed round
-/// trips plus 2 ms (`TCP_TIMEOUT_MIN_US`). Warm connections, as an application's repeated
+/// trips plus 2 ms (`TCP_TIMEOUT_MIN_US`), counted in timer ticks ([`LINUX_TIMER_TICK_S`]). Warm connections, as an application's repeated
 /// collective and `plan --verify` run them, bear it out on the emulated cluster: gathers of
 /// 16 KiB per sender into a 64 KiB port whose burst drains in 5.6 ms (probe 2·1.5 ms plus
 /// this) paid a timeout in 4 of 6 warm calls and in none of 2 cold ones, so the fixed part is
@@ -170,6 +180,11 @@ pub const QUEUED_SHARE_EXPONENT: f64 = 0.5;
 /// senders start scattered by the processes' own start-up, which is not what a program's
 /// collectives see.
 pub const LINUX_PROBE_MIN_S: f64 = 0.002;
+/// Linux's timer tick on Debian's kernels (`CONFIG_HZ=250`), seconds. TCP's timers count in
+/// ticks: a tail-loss probe's wait is rounded up to whole ticks and fires on a tick, on average
+/// half a tick before the rounded time. Kernels built with `HZ=1000` (RHEL's, Ubuntu's) tick
+/// every millisecond.
+pub const LINUX_TIMER_TICK_S: f64 = 0.004;
 /// Fewest segments a flow must have in flight for one loss to be repaired by fast retransmit:
 /// the lost segment and three behind it, whose duplicate ACKs trigger the repair.
 pub const FAST_RETRANSMIT_MIN_WINDOW: f64 = 4.0;
@@ -202,6 +217,9 @@ pub struct TcpModel {
     /// Fixed part of the wait before a tail-loss probe, seconds (the probe also waits two
     /// round trips through the full queue).
     pub probe_s: f64,
+    /// The senders' kernel timer tick, seconds: a tail-loss probe's wait rounds up to whole
+    /// ticks (0 for an exact wait).
+    pub timer_tick_s: f64,
     /// Segments of window each flow needs at a port to repair a loss by fast retransmit; a port
     /// whose flows cannot all hold it overflows steadily (see the module doc).
     pub min_window_segments: f64,
@@ -226,6 +244,7 @@ impl Default for TcpModel {
             survival_per_segment: INCAST_SURVIVAL_PER_SEGMENT,
             initial_window_segments: LINUX_INITIAL_WINDOW_SEGMENTS,
             probe_s: LINUX_PROBE_MIN_S,
+            timer_tick_s: LINUX_TIMER_TICK_S,
             min_window_segments: FAST_RETRANSMIT_MIN_WINDOW,
             steady_free_segments: EMULATED_STEADY_FREE_SEGMENTS,
             steady_segments_per_timeout: EMULATED_STEADY_SEGMENTS_PER_TIMEOUT,
@@ -261,6 +280,9 @@ impl TcpModel {
         if !(self.probe_s.is_finite() && self.probe_s >= 0.0) {
             return crate::invalid!("loss probe time must be a non-negative number of seconds, got {}", self.probe_s);
         }
+        if !(self.timer_tick_s.is_finite() && self.timer_tick_s >= 0.0) {
+            return crate::invalid!("timer tick must be a non-negative number of seconds, got {}", self.timer_tick_s);
+        }
         if !(self.steady_free_segments.is_finite() && self.steady_free_segments >= 0.0) {
             return crate::invalid!(
                 "segments before steady timeouts must be a non-negative number, got {}",
@@ -284,8 +306,17 @@ pub(super) struct Losses {
     held_segments: Vec<f64>,
     /// Flows port `r` keeps through an overflow, `max(1, ⌊held / window⌋)`.
     clear_flows: Vec<u32>,
-    /// How long a burst must keep port `r` full to outlast the tail-loss probes, seconds.
-    probe_s: Vec<f64>,
+    /// Per buffered port: a round trip through its full queue, `B / C + RTT`, seconds.
+    full_round_trip_s: Vec<f64>,
+    /// Per buffered port: from a flow's last ACK to its probed tail's delivery, on average,
+    /// seconds: the probe fires `probe_s` later rounded up to the timer's ticks, less half a
+    /// tick, and the resent tail crosses the drained port in a round trip.
+    tail_repair_s: Vec<f64>,
+    /// Per flow: the time its tail, lost in a burst the probes repair, is delivered again (0
+    /// if none was lost): the flow does not finish before.
+    pub(super) repaired_at: Vec<f64>,
+    /// Flows whose lost tail a probe repaired.
+    pub(super) probe_repairs: u64,
     survival_per_segment: f64,
     segment_bytes: f64,
     initial_window: f64,
@@ -419,13 +450,26 @@ impl Losses {
                 }
             })
             .collect();
-        let probe_s = (0..nres)
-            .map(|r| if buffered(r) { 2.0 * (buffer / work.capacity[r] + rtt[r]) + tcp.probe_s } else { f64::INFINITY })
+        let full_round_trip_s: Vec<f64> =
+            (0..nres).map(|r| if buffered(r) { buffer / work.capacity[r] + rtt[r] } else { 0.0 }).collect();
+        // Linux probes a tail loss two smoothed round trips (the full queue's) and `probe_s`
+        // after the last ACK, counted in whole timer ticks: it fires on the tick that ends the
+        // rounded wait, on average half a tick early.
+        let tick = tcp.timer_tick_s;
+        let tail_repair_s = (0..nres)
+            .map(|r| {
+                let wait = 2.0 * full_round_trip_s[r] + tcp.probe_s;
+                let fires = if tick > 0.0 { ((wait / tick).ceil() - 0.5) * tick } else { wait };
+                fires + rtt.get(r).copied().unwrap_or(0.0)
+            })
             .collect();
         Some(Losses {
             held_segments,
             clear_flows,
-            probe_s,
+            full_round_trip_s,
+            tail_repair_s,
+            repaired_at: vec![0.0; work.len()],
+            probe_repairs: 0,
             survival_per_segment: tcp.survival_per_segment,
             segment_bytes: mss,
             initial_window: tcp.initial_window_segments,
@@ -736,6 +780,52 @@ impl Losses {
         }
     }
 
+    /// The round trip of its burst in which flow `f`, with `bytes` left, sends its last segment.
+    fn last_round(&self, f: u32, bytes: f64) -> u32 {
+        let windows = self.segments(bytes) / self.first_window(f);
+        ((windows + 1.0).log2().ceil().max(1.0) - 1.0) as u32
+    }
+
+    /// Seconds from a burst's start at port `r` until a flow that sent its last window in round
+    /// trip `last_round` has its lost tail delivered again. Nothing follows a lost tail to be
+    /// acknowledged, so only the tail-loss probe finds it: the flow's last ACK returns after
+    /// `last_round` round trips through the full queue and, on average, half of one more (its
+    /// last segment to get in waited behind half the queue); the probe fires `tail_repair_s`
+    /// later and the resent tail crosses the drained port.
+    fn tail_repaired_s(&self, r: u32, last_round: u32) -> f64 {
+        let (full, queue) = (self.full_round_trip_s[r as usize], self.together_s[r as usize]);
+        f64::from(last_round) * full + (full - queue / 2.0) + self.tail_repair_s[r as usize]
+    }
+
+    /// The burst's survivors `self.burst[survivors_from..]` at port `r`, which overflowed in
+    /// round trip `round` by `lost` segments: `⌈lost⌉` of those still sending then lose their
+    /// tails (highest message indices first; drop-tail spreads the losses over the flows
+    /// arriving while the queue is full, and slow start keeps it full to the burst's last round
+    /// trip) and finish no earlier than their probes repair them. A flow with more to send
+    /// after the next round trip sends it into a queue with room again, and the ACKs of those
+    /// segments repair its losses by fast retransmit.
+    fn repair_tails(&mut self, r: u32, round: u32, lost: f64, left: BytesLeft, survivors_from: usize) {
+        let mut losers = lost.ceil() as usize;
+        let mut order = std::mem::take(&mut self.burst);
+        order[survivors_from..].sort_unstable_by(|a, b| b.cmp(a));
+        for &f in &order[survivors_from..] {
+            if losers == 0 {
+                break;
+            }
+            let bytes = left.of(f);
+            let last_round = self.last_round(f, bytes);
+            if self.window(f, bytes, round) == 0.0 || last_round > round + 1 {
+                continue;
+            }
+            let repaired = left.now + self.tail_repaired_s(r, last_round);
+            let at = &mut self.repaired_at[f as usize];
+            *at = at.max(repaired);
+            self.probe_repairs += 1;
+            losers -= 1;
+        }
+        self.burst = order;
+    }
+
     /// Apply the rule (module doc) to the flows `self.pairs[joiners]` starting at port `r`.
     fn burst_at(
         &mut self,
@@ -795,9 +885,15 @@ impl Losses {
         let Some((round, lost, bytes)) = self.overflow(r, left, queued) else {
             return;
         };
-        // 3. A burst draining before the probes fire loses nothing to a timeout.
+        // 3. A burst draining before the probes fire loses nothing to a timeout, but its flows'
+        // lost tails wait for their probes.
         let n = self.burst.len();
-        let cut = if bytes / capacity <= self.probe_s[r as usize] {
+        // The burst has sent its last byte `B / C` before its bytes from the overflowing round
+        // trip on have drained; its probes find room if they fire after that.
+        let last_round = self.burst.iter().map(|&f| self.last_round(f, left.of(f))).max().unwrap_or(0);
+        let sent_by =
+            f64::from(round) * self.full_round_trip_s[r as usize] + bytes / capacity - self.together_s[r as usize];
+        let cut = if sent_by <= self.tail_repaired_s(r, last_round) {
             0
         } else {
             // 4. The port keeps K flows, or the share σ^(√q·ℓ·S̄) of all its flows if more (S̄:
@@ -841,6 +937,7 @@ impl Losses {
             for &f in &self.burst[cut..] {
                 self.retransmitted[f as usize] += share.min(left.of(f));
             }
+            self.repair_tails(r, round, unassigned, left, cut);
         }
     }
 }

@@ -40,7 +40,7 @@ fn incast_rounds(senders: u32, bytes: f64, rate: f64, buffer: f64, tcp: &TcpMode
     let mss = tcp.segment_bytes as f64;
     let (held, segments) = (buffer / mss, (bytes / mss).ceil());
     let keep_at_least = ((held / tcp.window_segments).floor()).max(1.0);
-    let probe_s = 2.0 * buffer / rate + tcp.probe_s;
+    let full = buffer / rate;
     let (mut n, mut first, mut cuts) = (senders, tcp.initial_window_segments.min(segments), Vec::new());
     let mut owed = 0.0;
     while n >= 2 {
@@ -60,7 +60,10 @@ fn incast_rounds(senders: u32, bytes: f64, rate: f64, buffer: f64, tcp: &TcpMode
             round += 1;
         };
         let left = bytes - sent * mss;
-        if n as f64 * left / rate <= probe_s {
+        // The burst has sent its last byte a queue's drain before the rest has drained; the
+        // probes, after the last window's ACKs, find room if they fire after that.
+        let last_round = ((segments / first + 1.0).log2().ceil() - 1.0).max(0.0);
+        if round as f64 * full + n as f64 * left / rate - full <= tail_repaired_s(last_round, full, 0.0, tcp) {
             return cuts;
         }
         let at_risk = q.sqrt() * (queued - held) / queued * left / mss;
@@ -73,6 +76,18 @@ fn incast_rounds(senders: u32, bytes: f64, rate: f64, buffer: f64, tcp: &TcpMode
         (n, first) = (cut as u32, 1.0);
     }
     cuts
+}
+
+/// Seconds from a burst's start until a flow that sent its last window in round trip
+/// `last_round` has its lost tail again, through a port whose full queue takes `full` seconds
+/// to cross, with `rtt` of links besides: its last ACK after `last_round` full round trips
+/// and half a queue, the probe two full round trips and `probe_s` later rounded up to timer
+/// ticks (fired half a tick early on average), the resent tail one empty round trip after.
+fn tail_repaired_s(last_round: f64, full: f64, rtt: f64, tcp: &TcpModel) -> f64 {
+    let wait = 2.0 * (full + rtt) + tcp.probe_s;
+    let tick = tcp.timer_tick_s;
+    let fires = if tick > 0.0 { ((wait / tick).ceil() - 0.5) * tick } else { wait };
+    last_round * (full + rtt) + (full / 2.0 + rtt) + fires + rtt
 }
 
 /// The whole victims a burst expecting `victims` (of `n` flows) cuts at a port that owes
@@ -253,9 +268,38 @@ fn a_short_burst_is_repaired_by_probes_not_timeouts() {
     let phase: Vec<Message> = (1..=31).map(|s| Message { src: s, dst: 0, bytes: 16 * 1024 }).collect();
     let sched = Schedule::from_phases("incast", 32, vec![phase]).unwrap();
     let mut config = FlowConfig::new(Executor::Async);
-    config.tcp = TcpModel { probe_s: 0.0, ..worked() };
+    config.tcp = TcpModel { probe_s: 0.0, timer_tick_s: 0.0, ..worked() };
     let r = simulate(&topo, &routes, &sched, &config).unwrap();
     assert!(r.timeouts > 0, "{}", r.timeouts);
+}
+
+#[test]
+fn a_lost_tail_waits_for_its_probe_counted_in_timer_ticks() {
+    // 15 senders × 16 KiB (12 segments: the initial window, then 2) into one 1 Gbit/s port:
+    // the first windows overflow it (140 queued against 44.9) and the probes repair the lost
+    // tails. Each flow sent its last window in the second round trip; its last ACK returns
+    // 1.5 queues (0.52 ms each) after the start, and the probe fires 2 · 0.52 ms + 2 ms later,
+    // rounded up to a 4 ms tick and fired half a tick early (2 ms), or exactly with no tick.
+    let ethernet = Switching::new(LinkLayer::Ethernet, Some(64 * 1024)).unwrap();
+    let topo = star_at(16, 1.0, ethernet);
+    let routes = shortest_path(&topo).unwrap();
+    let phase: Vec<Message> = (1..=15).map(|s| Message { src: s, dst: 0, bytes: 16 * 1024 }).collect();
+    let sched = Schedule::from_phases("incast", 16, vec![phase]).unwrap();
+    let drain = 15.0 * 16384.0 / 1.25e8;
+    let full = 65536.0 / 1.25e8;
+    for tick in [0.004, 0.0] {
+        let mut config = FlowConfig::new(Executor::Async);
+        config.tcp = TcpModel { timer_tick_s: tick, ..TcpModel::default() };
+        let r = simulate(&topo, &routes, &sched, &config).unwrap();
+        let repaired = tail_repaired_s(1.0, full, 0.0, &config.tcp);
+        assert_eq!((r.timeouts, r.probe_repairs), (0, 15));
+        assert!(repaired > drain);
+        assert!((r.makespan_s - repaired).abs() < 1e-9, "tick {tick}: {} against {repaired}", r.makespan_s);
+    }
+    // On a lossless fabric the same incast takes its drain.
+    let lossless = star_at(16, 1.0, Switching::new(LinkLayer::Infiniband, None).unwrap());
+    let r = simulate(&lossless, &shortest_path(&lossless).unwrap(), &sched, &FlowConfig::new(Executor::Async)).unwrap();
+    assert!((r.makespan_s - drain).abs() < 1e-9, "{} against {drain}", r.makespan_s);
 }
 
 /// Concurrent all-to-all on a 16-host star: every port receives 15 flows at once.
@@ -556,7 +600,11 @@ mod sync_burst_tests {
             let windows = n * 2.0 * tcp.initial_window_segments; // the second round trip overflows
             let overshoot = (windows - held) / windows;
             let left = bytes - tcp.initial_window_segments * mss;
-            assert!(n * left / rate > 2.0 * held * mss / rate + tcp.probe_s, "outlasting the probes");
+            // Overflowing in the second round trip, the burst sends its last byte a queue's
+            // drain before the rest has drained, after its probes fire (9 windows: the fourth).
+            let full = held * mss / rate;
+            let sent_by = full + n * left / rate - full;
+            assert!(sent_by > super::tail_repaired_s(3.0, full, 0.0, &tcp), "outlasting the probes");
             let survive = tcp.survival_per_segment.powf(queued_share.sqrt() * overshoot * left / mss);
             n - (n * survive).max((held / tcp.window_segments).floor())
         };

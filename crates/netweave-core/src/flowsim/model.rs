@@ -32,6 +32,8 @@ enum EventKind {
     Release,
     /// A flow stalled by a retransmission timeout streams again.
     Resume,
+    /// A tail-loss probe has repaired the flow's lost tail: it has now streamed its bytes.
+    Repaired,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -250,10 +252,17 @@ impl<'a> Sim<'a> {
                     self.aggregate_rate -= self.rate[m];
                     self.rate[m] = 0.0;
                     self.remaining[m] = 0.0;
-                    self.tail_streamed(e.id);
+                    // A tail lost in a burst leaves when its probe has resent it.
+                    let repaired = self.losses.as_ref().map_or(0.0, |l| l.repaired_at[m]);
+                    if repaired > self.now {
+                        self.push(repaired, EventKind::Repaired, e.id);
+                    } else {
+                        self.tail_streamed(e.id);
+                    }
                 }
             }
             EventKind::Deliver => self.arrive(e.id),
+            EventKind::Repaired => self.tail_streamed(e.id),
             EventKind::Received => self.deliver(e.id),
             EventKind::Resume => {
                 // The loss model sees it restart among this instant's joiners.

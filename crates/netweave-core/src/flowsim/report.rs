@@ -53,6 +53,8 @@ pub struct FlowReport {
     /// Bytes sent again after losses (the lossy model's overflowed segments), counted in
     /// `channel_bytes` on every channel of their flow's path.
     pub retransmitted_bytes: u64,
+    /// Flows whose lost tail waited for a tail-loss probe (a burst the probes repair).
+    pub probe_repairs: u64,
     /// Bandwidth reallocations and flows recomputed in them (how much work incrementality saved).
     pub reallocations: u64,
     pub flows_recomputed: u64,
@@ -119,6 +121,7 @@ impl Sim<'_> {
             sync_messages: self.sync_messages,
             lossy: self.losses.is_some(),
             timeouts: self.losses.as_ref().map_or(0, |l| l.timeouts),
+            probe_repairs: self.losses.as_ref().map_or(0, |l| l.probe_repairs),
             retransmitted_bytes: (0..self.work.len()).map(retransmitted).sum(),
             reallocations: self.fair.updates,
             flows_recomputed: self.fair.flows_recomputed,

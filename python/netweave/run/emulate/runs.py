@@ -4,7 +4,9 @@ topology the flow model predicts these runs on."""
 
 from __future__ import annotations
 
+import gzip
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -22,11 +24,28 @@ from netweave.run.emulate.proof import FORWARDING_BUDGET_BPS, forwarding_load, r
 from netweave.run.emulate.traffic_control import port_buffer
 from netweave.stages import flowsim
 
+
+def kernel_timer_tick_s() -> float | None:
+    """This machine's kernel timer tick (``1 / CONFIG_HZ``), seconds, from the kernel's build
+    configuration (``/proc/config.gz`` or ``/boot/config-<release>``); None where neither says."""
+    for read in (lambda: gzip.decompress(Path("/proc/config.gz").read_bytes()).decode(),
+                 lambda: Path(f"/boot/config-{os.uname().release}").read_text()):
+        try:
+            found = re.search(r"^CONFIG_HZ=(\d+)$", read(), re.MULTILINE)
+        except (OSError, EOFError, gzip.BadGzipFile, UnicodeDecodeError):
+            continue
+        if found and int(found.group(1)) > 0:
+            return 1.0 / int(found.group(1))
+    return None
+
+
 #: The emulated hosts' TCP, as the flow model's parameters: they send no timestamps (see
 #: ``cluster.py``), so only a segment sent once times a round trip (Karn's rule) and a flow that
-#: times out again before any new data arrived waits twice as long. Every prediction of a run
-#: on the emulated fabric uses it.
-HOST_TCP: dict[str, float] = {"timestamps": False}
+#: times out again before any new data arrived waits twice as long; and their timers tick as
+#: this machine's kernel does (a tail-loss probe's wait rounds up to whole ticks), where its
+#: configuration says. Every prediction of a run on the emulated fabric uses it.
+HOST_TCP: dict[str, float] = {"timestamps": False,
+                              **({"timer_tick_s": tick} if (tick := kernel_timer_tick_s()) else {})}
 
 
 def predicted_topology(topo: Topology, scale: float, buffer: int | None = None) -> Topology:
