@@ -87,7 +87,7 @@ def test_the_fit_recovers_steady_sharing_and_probe_parameters():
     # The probe points (11 and 16 segments from 15 senders at 50 Mbit/s, the queue 10.5 ms):
     # the first sends its last byte 28 ms in, before its probes fire (after 15.75 ms, and
     # 21 ms + the fixed part rounded up to 4 ms ticks), so its lost tails are resent then; the
-    # second sends until 45.6 ms and times out unless the fixed part is 15 ms or more. No
+    # second sends until 45.6 ms and times out unless the fixed part is 10 ms or more. No
     # fixed part and 2 ms round to the same ticks, and the fit keeps the default of the two.
     truth = {"survival_per_segment": 0.99, "probe_s": calibration.PROBE_SECONDS[1],
              "steady_free_segments": calibration.STEADY_FREE_SEGMENTS[2],

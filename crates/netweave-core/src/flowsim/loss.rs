@@ -172,13 +172,13 @@ pub const INCAST_SURVIVAL_PER_SEGMENT: f64 = 0.9988;
 /// put 147–148 candidates within ±25 %, 1 put 145; a fresh run with ½ measured 152.
 pub const QUEUED_SHARE_EXPONENT: f64 = 0.5;
 /// Fixed part of the wait before a tail-loss probe, seconds: Linux waits two smoothed round
-/// trips plus 2 ms (`TCP_TIMEOUT_MIN_US`), counted in timer ticks ([`LINUX_TIMER_TICK_S`]). Warm connections, as an application's repeated
-/// collective and `plan --verify` run them, bear it out on the emulated cluster: gathers of
-/// 16 KiB per sender into a 64 KiB port whose burst drains in 5.6 ms (probe 2·1.5 ms plus
-/// this) paid a timeout in 4 of 6 warm calls and in none of 2 cold ones, so the fixed part is
-/// below 2.6 ms. A first, cold call waits longer (4.5–9.6 ms fitted on cold gathers): its
-/// senders start scattered by the processes' own start-up, which is not what a program's
-/// collectives see.
+/// trips plus 2 ms (`TCP_TIMEOUT_MIN_US`), counted in timer ticks ([`LINUX_TIMER_TICK_S`]).
+/// Warm connections, as an application's repeated collective and `plan --verify` run them,
+/// bear it out on the emulated cluster: gathers of 16 KiB per sender into a 64 KiB port whose
+/// burst drains in 5.6 ms (probe 2·1.5 ms plus this) paid a timeout in 4 of 6 warm calls and
+/// in none of 2 cold ones, so the fixed part is below 2.6 ms. A first, cold call waits longer
+/// (4.5–9.6 ms fitted on cold gathers): its senders start scattered by the processes' own
+/// start-up, which is not what a program's collectives see.
 pub const LINUX_PROBE_MIN_S: f64 = 0.002;
 /// Linux's timer tick on Debian's kernels (`CONFIG_HZ=250`), seconds. TCP's timers count in
 /// ticks: a tail-loss probe's wait is rounded up to whole ticks and fires on a tick, on average
