@@ -1,7 +1,8 @@
 """Do short bursts pay a retransmission timeout? Warm incasts from 15 senders into one host of a
 16-host star (1 Gbit/s links × scale, 64 KiB port buffers), a few segments per sender: each timed
-call's makespan (over 200 ms means a timeout round), against the burst's drain time and the flow
-model's prediction.
+call's makespan (over 200 ms means a stall of the minimum RTO), against the burst's drain time
+and the flow model's prediction, with the hosts' TCP timeouts and single-loss probe recoveries
+(a probe armed with one segment outstanding also waits the minimum RTO).
 
     python benches/short_bursts.py [--scales 0.353,0.05] [--segments 7,8,10,11,12,16] [--repeats 2]
 
@@ -46,7 +47,9 @@ def main() -> None:
                     print(json.dumps({"scale": scale, "segments": segments, "drain_ms": round(drain * 1e3, 1),
                                       "predicted_ms": round(predicted * 1e3, 1), "calls_ms": calls,
                                       "timed_out": sum(t > 200 for t in calls),
-                                      "retransmitted": run["losses"]["retransmitted_segments"]}), flush=True)
+                                      "retransmitted": run["losses"]["retransmitted_segments"],
+                                      "tcp_timeouts": run["losses"]["tcp_timeouts"],
+                                      "probe_recoveries": run["losses"]["probe_recoveries"]}), flush=True)
         finally:
             emulate.down(name)
 

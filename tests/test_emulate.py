@@ -364,6 +364,8 @@ def test_a_lossless_fabric_queues_an_incast_without_dropping(name):
     run = emulate.run(fabric, calibration.incast(8, 512 * 1024, 9), warmup=0, reps=1)
     assert run["ok"], run
     assert run["losses"]["dropped_packets"] == 0, run["losses"]
+    # Each single-loss probe recovery resent a segment: the hosts count it among their retransmits.
+    assert 0 <= run["losses"]["probe_recoveries"] <= run["losses"]["retransmitted_segments"], run["losses"]
     # Every byte crossed host 0's port at its scaled rate (1 Gbit/s × 0.01): the bound, less
     # the few frames a token bucket lets through at once.
     assert run["makespan_s"] >= 0.95 * 8 * 512 * 1024 * 8 / (1e9 * 0.01)

@@ -181,8 +181,11 @@ class EmulatedCluster:
 
     def losses(self) -> dict[str, int]:
         """Packets dropped by the fabric's queues so far (every port), TCP segments the hosts
-        retransmitted (what makes a run's bytes exceed its payload beyond the headers) and the
-        retransmission timeouts that fired (``tcp_timeouts``: each a stall of at least 200 ms)."""
+        retransmitted (what makes a run's bytes exceed its payload beyond the headers), the
+        retransmission timeouts that fired (``tcp_timeouts``: each a stall of at least 200 ms) and
+        the tail-loss probes that resent a single lost segment (``probe_recoveries``: a probe armed
+        with one segment outstanding waits the minimum RTO too, so each may stall 200 ms without
+        a timeout)."""
         drops = 0
         for ns in self.state["namespaces"]:
             if ns == self.state["mgmt_ns"]:
@@ -190,14 +193,16 @@ class EmulatedCluster:
             # A root qdisc counts its bands' drops too.
             for q in json.loads(sh(["tc", "-n", ns, "-s", "-j", "qdisc", "show"]) or "[]"):
                 drops += int(q.get("drops", 0)) if q.get("root") else 0
-        retrans = timeouts = 0
+        retrans = timeouts = probed = 0
         for h in self.state["hosts"]:
             text = sh(["ip", "netns", "exec", h["ns"], "cat", "/proc/net/snmp", "/proc/net/netstat"])
             tcp = [line.split() for line in text.splitlines() if line.startswith("Tcp:")]
             ext = [line.split() for line in text.splitlines() if line.startswith("TcpExt:")]
             retrans += int(tcp[1][tcp[0].index("RetransSegs")])
             timeouts += int(ext[1][ext[0].index("TCPTimeouts")])
-        return {"dropped_packets": drops, "retransmitted_segments": retrans, "tcp_timeouts": timeouts}
+            probed += int(ext[1][ext[0].index("TCPLossProbeRecovery")])
+        return {"dropped_packets": drops, "retransmitted_segments": retrans, "tcp_timeouts": timeouts,
+                "probe_recoveries": probed}
 
     def channel_bytes(self) -> list[int]:
         """Bytes each directed channel (``2·link`` a→b, ``2·link + 1`` b→a) has carried so far:
