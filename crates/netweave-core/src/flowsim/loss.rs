@@ -315,7 +315,7 @@ pub(super) struct Losses {
     /// Per flow: the time its tail, lost in a burst the probes repair, is delivered again (0
     /// if none was lost): the flow does not finish before.
     pub(super) repaired_at: Vec<f64>,
-    /// Flows whose lost tail a probe repaired.
+    /// Tails lost in a burst and resent by their probes, counted once per flow and burst.
     pub(super) probe_repairs: u64,
     survival_per_segment: f64,
     segment_bytes: f64,

@@ -53,7 +53,7 @@ pub struct FlowReport {
     /// Bytes sent again after losses (the lossy model's overflowed segments), counted in
     /// `channel_bytes` on every channel of their flow's path.
     pub retransmitted_bytes: u64,
-    /// Flows whose lost tail waited for a tail-loss probe (a burst the probes repair).
+    /// Tails lost in a burst and resent by their tail-loss probes (a flow counts once per burst).
     pub probe_repairs: u64,
     /// Bandwidth reallocations and flows recomputed in them (how much work incrementality saved).
     pub reallocations: u64,
