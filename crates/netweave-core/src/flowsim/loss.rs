@@ -806,12 +806,14 @@ impl Losses {
     /// segments repair its losses by fast retransmit.
     fn repair_tails(&mut self, r: u32, round: u32, lost: f64, left: BytesLeft, survivors_from: usize) {
         let mut losers = lost.ceil() as usize;
-        let mut order = std::mem::take(&mut self.burst);
-        order[survivors_from..].sort_unstable_by(|a, b| b.cmp(a));
-        for &f in &order[survivors_from..] {
+        if losers < self.burst.len() - survivors_from {
+            self.burst[survivors_from..].sort_unstable_by(|a, b| b.cmp(a)); // only some lose
+        }
+        for i in survivors_from..self.burst.len() {
             if losers == 0 {
                 break;
             }
+            let f = self.burst[i];
             let bytes = left.of(f);
             let last_round = self.last_round(f, bytes);
             if self.window(f, bytes, round) == 0.0 || last_round > round + 1 {
@@ -823,7 +825,6 @@ impl Losses {
             self.probe_repairs += 1;
             losers -= 1;
         }
-        self.burst = order;
     }
 
     /// Apply the rule (module doc) to the flows `self.pairs[joiners]` starting at port `r`.
