@@ -303,12 +303,17 @@ def test_errors_go_through_the_communicators_error_handler(tmp_path, impl):
     assert proc.stderr.count("netweave: MPI_Allgather: ") >= 1
     # MPI_ERRORS_ARE_FATAL (the default): the job aborts, and the MPI library's own message
     # carries the reason too.
-    # Open MPI's launcher merges the ranks' simultaneous abort messages and sometimes fails to
-    # ("Data unpack would read past end of buffer" in show_help.c), losing them: each rank's own.
+    # Open MPI's launcher sometimes cannot unpack the ranks' simultaneous abort messages
+    # ("Data unpack ..." in its show_help.c) and drops them, even unaggregated: a run whose
+    # launcher says so is tried again, up to three times.
     separate = ("--mca", "orte_base_help_aggregate", "0") if impl == "openmpi" else ()
-    proc = _check(impl, 4, "allgather", d, "--types", "int", timeout=120, launcher_args=separate)
-    assert proc.returncode != 0 and "mismatches" not in proc.stdout
-    assert "allgather-4.nws" in proc.stderr and ("MPI_Comm_call_errhandler" in proc.stderr), proc.stderr[-2000:]
+    for _attempt in range(3):
+        proc = _check(impl, 4, "allgather", d, "--types", "int", timeout=120, launcher_args=separate)
+        assert proc.returncode != 0 and "mismatches" not in proc.stdout
+        assert "allgather-4.nws" in proc.stderr, proc.stderr[-2000:]
+        if "MPI_Comm_call_errhandler" in proc.stderr or "show_help.c" not in proc.stderr:
+            break
+    assert "MPI_Comm_call_errhandler" in proc.stderr, proc.stderr[-2000:]
 
 
 def test_bench_marks_a_schedule_that_fell_back(tmp_path, cli):
