@@ -318,7 +318,7 @@ def test_a_calibration_of_another_fabric_or_version_is_refused(tmp_path):
     topo = ethernet_star(8)
     routes = routing.route(topo, "minhop")
     sched = _incast(7)
-    for doc, needle in ((_calibration(star(8)), "measured on a infiniband fabric"),
+    for doc, needle in ((_calibration(star(8)), "measured on a fabric of link layer infiniband .*this topology's link layer is ethernet"),
                         ({**_calibration(topo), "version": 99}, "version 99"),
                         ({**_calibration(topo, tcp={"survivor_fraction": 0.4}), "version": 1},
                          "version 1; this netweave reads version 5 .*calibrate again"),

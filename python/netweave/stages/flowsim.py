@@ -71,8 +71,8 @@ def check_calibration(calibration: dict[str, Any], topology: _core.Topology, sou
     got = (fabric.get("link_layer"), fabric.get("port_buffer_bytes"))
     if got != want:
         raise _core.NetweaveError(
-            f"{source}: measured on a {got[0]} fabric with port buffer {_buffer_text(got[1])}; this topology is "
-            f"{want[0]} with port buffer {_buffer_text(want[1])} (calibrate on this fabric)")
+            f"{source}: measured on a fabric of link layer {got[0]} with port buffer {_buffer_text(got[1])}; this "
+            f"topology's link layer is {want[0]} with port buffer {_buffer_text(want[1])} (calibrate on this fabric)")
     params = calibration.get("parameters")
     if not isinstance(params, dict):
         raise _core.NetweaveError(f"{source}: no \"parameters\" object")
