@@ -130,6 +130,12 @@ def test_verify_measures_every_candidate_on_the_emulated_fabric_and_tears_it_dow
     assert (summary.get("adopted") is None) == (data["best"]["name"] == summary["pick"])
     page = (out / "index.html").read_text()
     assert "id='verify-chart'" in page and "Measured on the emulated fabric" in page
+    # Verified on the defaults: the report says how to measure this machine's parameters.
+    assert data["prediction"]["calibration"] is None
+    assert "<code>netweave emulate calibrate TOPO ROUTES" in page
+    assert "predicted with the flow model's defaults: `netweave emulate calibrate" in (out / "report.md").read_text()
+    calibrated = plan.PlanResult.from_dict({**data, "prediction": {**data["prediction"], "calibration": "cal.json"}})
+    assert report.verify_lines(calibrated) and not any("defaults" in line for line in report.verify_lines(calibrated))
     assert json.loads((out / "report.json").read_text())["verify"] == data["verify"]
 
 

@@ -104,6 +104,12 @@ def summary_lines(plan: PlanResult) -> list[str]:
     return lines + verify_lines(plan)
 
 
+#: What a verified plan without ``--calibration`` says about its predictions: the defaults know
+#: neither this machine's host costs nor its losses nor the MPIs' own collectives.
+UNCALIBRATED = ("predicted with the flow model's defaults: `netweave emulate calibrate TOPO ROUTES --name N -o cal.json` "
+                "measures this machine's host costs, TCP losses and MPIs, and `--calibration cal.json` predicts with them")
+
+
 def verify_lines(plan: PlanResult) -> list[str]:
     """The --verify measurements: each candidate's prediction, measured time and ratio, then
     the verdict on the pick; nothing when the plan was not verified."""
@@ -112,6 +118,8 @@ def verify_lines(plan: PlanResult) -> list[str]:
         return []
     lines = [f"verify    on the emulated fabric (links x {summary.scale:.3g}, no link latency), slowest rank's mean "
              "of warm calls: predicted, measured, measured / predicted"]
+    if plan.prediction.calibration is None:
+        lines.append(f"          {UNCALIBRATED}")
     width = max(len(r.name) for r in rows)
     for r in rows:
         measured = "-" if r.measured_s is None else format_seconds(r.measured_s)

@@ -32,7 +32,16 @@ from typing import Any
 from netweave._core import RoutingTable, Topology
 from netweave.plan import Candidate, Placement
 from netweave.plan.result import PlanResult, VerifyRow, VerifySummary
-from netweave.report import candidate_rows, drawing, format_bytes, format_seconds, pick_text, summary_lines, today_line
+from netweave.report import (
+    UNCALIBRATED,
+    candidate_rows,
+    drawing,
+    format_bytes,
+    format_seconds,
+    pick_text,
+    summary_lines,
+    today_line,
+)
 from netweave.stages import analysis
 
 _STYLE = """
@@ -116,7 +125,7 @@ def plan_page(result: PlanResult, topo: Topology, routes: RoutingTable, built: S
         _routing_section(result, routes),
     ]
     if result.verify and result.verify_summary is not None:
-        sections.insert(3, _verify_section(result.verify, result.verify_summary, command))
+        sections.insert(3, _verify_section(result.verify, result.verify_summary, command, result.prediction.calibration))
     if placement is not None:
         sections.append(_placement_section(placement, fabric, topo))
     if files:
@@ -232,9 +241,10 @@ def _candidates_section(result: PlanResult, command: str) -> str:
             + _cmd(command, "netweave plan … --json   # every figure of this table as JSON") + "</section>")
 
 
-def _verify_section(rows: Sequence[VerifyRow], summary: VerifySummary, command: str) -> str:
+def _verify_section(rows: Sequence[VerifyRow], summary: VerifySummary, command: str,
+                    calibration: str | None) -> str:
     """``--verify``: predicted against measured per candidate, as paired bars and a table, with
-    the verdict on the pick."""
+    the verdict on the pick (and, without `calibration`, how to get one)."""
     top = max([r.predicted_s for r in rows] + [r.measured_s or 0 for r in rows]) or 1.0
     label_w, bar_w, row_h = 150, 520, 30
     parts = []
@@ -275,7 +285,10 @@ def _verify_section(rows: Sequence[VerifyRow], summary: VerifySummary, command: 
     return ("<section id='verify-section'><h2>Measured on the emulated fabric</h2>"
             f"<p>{verdict} Links at {summary.scale:.3g}× their bandwidth, no link latency (predictions made the "
             "same way); each time is the slowest rank's mean over warm calls, netweave's schedules on netweave's TCP "
-            "executor, the native MPIs through nwbench.</p>" + chart
+            "executor, the native MPIs through nwbench."
+            + ("" if calibration else " " + re.sub(r"`([^`]*)`", r"<code>\1</code>",
+                                                   html.escape(UNCALIBRATED[0].upper() + UNCALIBRATED[1:])) + ".")
+            + "</p>" + chart
             + "<table id='verify-table'><tr><th>candidate</th><th>kind</th><th>predicted</th><th>measured</th>"
             f"<th>measured ÷ predicted</th><th></th></tr>{body}</table>"
             + _cmd(command if "--verify" in command else command + " --verify") + "</section>")
