@@ -68,10 +68,12 @@
 //!    timeout most (10–13 of 15), short flows most in either (11–15 of 15 × 64 KiB). But a
 //!    port cannot keep more flows than it holds minimum windows for: `⌊P / (q·w_min)⌋`
 //!    ([`TcpModel::min_window_segments`]; `q·w_min` of each flow's window sits in its queue),
-//!    besides the burst's flows that send their last window within a round trip of the
-//!    overflow (they need no window after it). The rest lose every window they send, no
-//!    duplicate ACK comes back, and they time out: 27 flows of 128 KiB into a port holding 45
-//!    segments keep 11 (measured: 16 timeouts per call, where `σ` alone kept 25). Flows
+//!    besides the burst's flows that send their last window within two round trips of the
+//!    overflow (the one after it halves their windows; they are done before they need one
+//!    again). The rest lose every window they send, no duplicate ACK comes back, and they
+//!    time out: 27 flows of 128 KiB into a port holding 45 segments keep 11 (measured: 14–16
+//!    timeouts per call, where `σ` alone kept 25), while 31 of 64 KiB, done two round trips
+//!    after their first windows overflow, keep what `σ` says (measured: 24–29). Flows
 //!    already streaming keep their places (ACK clocked, they recover by fast retransmit); the
 //!    burst loses the rest, the higher message indices first (every member started at the
 //!    same instant). A flow resuming into a port still busy with the survivors of its round
@@ -906,8 +908,8 @@ impl Losses {
             // 4. The port keeps K flows, or the share σ^(√q·ℓ·S̄) of all its flows if more (S̄:
             // the segments each burst flow has left from the overflow on; ℓ: the share of the
             // overflowing round trip's queued segments lost), but no more than it holds minimum
-            // windows for besides the burst's finishing flows; the flows already streaming hold
-            // their places, the burst loses the rest.
+            // windows for besides the burst's flows done within two round trips; the flows
+            // already streaming hold their places, the burst loses the rest.
             // Flows another port already cut at this instant are leaving: counting them would
             // let two ports of one burst cut every flow between them, again at every resume.
             let chosen = &self.chosen;
@@ -915,7 +917,7 @@ impl Losses {
             let overshoot = lost / (lost + self.held_segments[r as usize]);
             let at_risk = queued.powf(QUEUED_SHARE_EXPONENT) * overshoot * bytes / n as f64 / self.segment_bytes;
             let share = self.survival_per_segment.powf(at_risk);
-            let finishing = self.burst.iter().filter(|&&f| self.last_round(f, left.of(f)) <= round + 1).count();
+            let finishing = self.burst.iter().filter(|&&f| self.last_round(f, left.of(f)) <= round + 2).count();
             let holds = self.held_segments[r as usize] / (queued * self.min_window);
             let kept =
                 (self.clear_flows[r as usize] as f64).max((share * flows as f64).min(holds.floor() + finishing as f64));

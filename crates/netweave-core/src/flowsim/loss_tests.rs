@@ -68,8 +68,8 @@ fn incast_rounds(senders: u32, bytes: f64, rate: f64, buffer: f64, tcp: &TcpMode
         }
         let at_risk = q.sqrt() * (queued - held) / queued * left / mss;
         // No more than the port holds minimum windows for, unless they all send their last
-        // window within a round trip of the overflow.
-        let holds = if last_round <= f64::from(round + 1) {
+        // window within two round trips of the overflow.
+        let holds = if last_round <= f64::from(round + 2) {
             f64::INFINITY
         } else {
             (held / (q * tcp.min_window_segments)).floor()
@@ -209,24 +209,21 @@ fn without_timestamps_a_flow_cut_before_new_data_arrives_backs_off() {
 fn long_flows_leave_fewer_survivors_than_short_ones() {
     // 31 × 64 KiB (45 segments each) at 1 Gbit/s drain in 16.3 ms, past the probes
     // (2 × 0.52 ms + 2 ms); their first windows overshoot the port as 31 × 1 MB's do
-    // (ℓ = 0.85), and 31 · 0.99^(√(30/31) · 0.85 · 44.9) = 21.25 flows would survive, but
-    // the port holds minimum windows for ⌊44.9 / (30/31 · 4)⌋ = 11 (each flow sends into
-    // its third round trip): 20 time out. They resume with 1, 2, 4 segments (80 overflow
-    // the port: ℓ = 0.44) with 42 each left: 16.7 would survive (20 · 0.99^18), the port
-    // holds 11, 9 time out; 7.85 of those 9 survive theirs (the port holds 12), 1 times out
-    // and resumes alone: three rounds. 31 × 1 MB keep only K = 3 (above): a segment sent
+    // (ℓ = 0.85), and 31 · 0.99^(√(30/31) · 0.85 · 44.9) = 21.25 flows survive (they send
+    // their last window two round trips after the overflow: no minimum window caps them);
+    // 10 time out (owing −0.25). They resume with 1, 2, 4, 8 segments (80 overflow the port:
+    // ℓ = 0.44) with 30 each left (2.4 ms): 8.53 of them survive (10 · 0.99^15.8), 1 times
+    // out and resumes alone: two rounds. 31 × 1 MB keep only K = 3 (above): a segment sent
     // into a full queue is one more chance to lose what cannot be repaired.
     let ethernet = Switching::new(LinkLayer::Ethernet, Some(64 * 1024)).unwrap();
     let tcp = worked();
-    assert_eq!(incast_rounds(31, 65536.0, 1.25e8, 65536.0, &tcp), [20, 9, 1]);
+    assert_eq!(incast_rounds(31, 65536.0, 1.25e8, 65536.0, &tcp), [10, 1]);
     let r = incast(&star_at(32, 1.0, ethernet), 31, 65536);
-    assert_eq!(r.timeouts, 20 + 9 + 1);
-    assert!(r.makespan_s > 3.0 * tcp.timeout_s && r.makespan_s < 4.0 * tcp.timeout_s, "{}", r.makespan_s);
-    // Every flow surviving whatever its length (σ = 1): only the minimum windows decide.
-    let lossless_segments = TcpModel { survival_per_segment: 1.0, ..tcp };
-    assert_eq!(incast_rounds(31, 65536.0, 1.25e8, 65536.0, &lossless_segments), [20, 9]);
-    let r = incast_with(&star_at(32, 1.0, ethernet), 31, 65536, lossless_segments);
-    assert_eq!(r.timeouts, 20 + 9);
+    assert_eq!(r.timeouts, 10 + 1);
+    assert!(r.makespan_s > 2.0 * tcp.timeout_s && r.makespan_s < 3.0 * tcp.timeout_s, "{}", r.makespan_s);
+    // Every flow surviving whatever its length (σ = 1): the port keeps all, nothing times out.
+    let r = incast_with(&star_at(32, 1.0, ethernet), 31, 65536, TcpModel { survival_per_segment: 1.0, ..tcp });
+    assert_eq!(r.timeouts, 0);
 }
 
 #[test]
@@ -252,21 +249,29 @@ fn a_long_incast_keeps_the_flows_its_port_holds_minimum_windows_for() {
 }
 
 #[test]
-fn flows_that_finish_within_a_round_trip_of_the_overflow_need_no_window_after_it() {
-    // 31 × 20 segments at 1 Gbit/s: the first windows (10 each) overflow the port and the
-    // last 10 follow in the next round trip, after which a flow needs no window in the queue;
-    // the 7.2 ms drain outlasts the probes, so σ alone decides: 31 · 0.99^(√(30/31) · 0.85 ·
-    // 20) = 26.2 survive, 5 time out — not the 20 a port holding 11 minimum windows would cut.
+fn flows_that_finish_within_two_round_trips_of_the_overflow_need_no_window_after_it() {
+    // 31 flows at 1 Gbit/s into a port holding 44.9 segments, which holds minimum windows
+    // (30/31 of 4 segments queued each) for ⌊44.9 / 3.87⌋ = 11. Of 64 KiB each (10, 20 and
+    // 15 segments in three round trips) they send their last window two round trips after the
+    // first windows overflow the port, and σ alone decides: 21 survive (emulated: 24–29 of
+    // 31). Of 128 KiB (10, 20, 40, 20) they need windows past that, and the port keeps 11
+    // where σ would keep 20.
     let ethernet = Switching::new(LinkLayer::Ethernet, Some(64 * 1024)).unwrap();
     let tcp = worked();
-    let bytes = 20.0 * 1460.0;
-    let survive =
-        31.0 * tcp.survival_per_segment.powf((30.0f64 / 31.0).sqrt() * (1.0 - 65536.0 / 1460.0 / 300.0) * 20.0);
-    let rounds = incast_rounds(31, bytes, 1.25e8, 65536.0, &tcp);
-    assert_eq!(rounds[0], 31 - survive.round() as u32);
-    assert_eq!(rounds[0], 5);
-    let r = incast(&star_at(32, 1.0, ethernet), 31, bytes as u64);
-    assert_eq!(r.timeouts, rounds.iter().map(|&n| u64::from(n)).sum::<u64>());
+    let holds = (65536.0 / 1460.0 / (30.0 / 31.0 * tcp.min_window_segments)).floor() as u32;
+    assert_eq!(holds, 11);
+    let overshoot = (30.0f64 / 31.0).sqrt() * (1.0 - 65536.0 / 1460.0 / 300.0);
+    let short = incast_rounds(31, 65536.0, 1.25e8, 65536.0, &tcp);
+    let survive = 31.0 * tcp.survival_per_segment.powf(overshoot * (65536.0f64 / 1460.0).ceil());
+    assert_eq!((short[0], 31 - short[0]), (31 - survive.round() as u32, 21));
+    let long = incast_rounds(31, 131072.0, 1.25e8, 65536.0, &tcp);
+    let would = 31.0 * tcp.survival_per_segment.powf(overshoot * (131072.0f64 / 1460.0).ceil());
+    assert!(would.round() as u32 > holds, "{would}");
+    assert_eq!(long[0], 31 - holds);
+    for (bytes, rounds) in [(65536, short), (131072, long)] {
+        let r = incast(&star_at(32, 1.0, ethernet), 31, bytes);
+        assert_eq!(r.timeouts, rounds.iter().map(|&n| u64::from(n)).sum::<u64>(), "{bytes} B: {rounds:?}");
+    }
 }
 
 #[test]
