@@ -229,7 +229,8 @@ pub struct TcpModel {
     /// ticks (0 for an exact wait).
     pub timer_tick_s: f64,
     /// Segments of window each flow needs at a port to repair a loss by fast retransmit; a port
-    /// whose flows cannot all hold it overflows steadily (see the module doc).
+    /// whose flows cannot all hold it overflows steadily, and a burst keeps no more long flows
+    /// than it holds (see the module doc).
     pub min_window_segments: f64,
     /// Segments a flow streams at a steadily overflowing port before timeouts set in.
     pub steady_free_segments: f64,
