@@ -413,12 +413,32 @@ def test_a_malformed_native_section_is_refused_in_one_line(tmp_path, native, nee
     assert needle in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
 
 
+def test_short_calls_are_timed_more_and_averaged_over_every_call():
+    # A 1 s call is timed three times; a 40 ms one first three times, then as many more as two
+    # seconds hold at that pace; a 1 ms one up to the cap. The mean weighs every timed call.
+    asked = []
+
+    def measure(means):
+        def run(reps):
+            asked.append(reps)
+            return means[len(asked) - 1]
+        return run
+    assert calibration.timed(measure([1.0])) == (1.0, 3) and asked == [3]
+    asked.clear()
+    mean, calls = calibration.timed(measure([0.04, 0.05]))
+    assert (calls, asked) == (50, [3, 47])
+    assert mean == pytest.approx((3 * 0.04 + 47 * 0.05) / 50)
+    asked.clear()
+    assert calibration.timed(measure([0.001, 0.001]))[1] == calibration.MAX_TIMED_CALLS
+    assert asked == [3, calibration.MAX_TIMED_CALLS - 3]
+
+
 def test_xor_paired_calls_are_measured_on_one_rank_fewer_too(monkeypatch):
     # MPICH pairs 16 ranks by XOR above its scattered all-to-all's 32 KiB, 15 by shift: the
     # calibration times those sizes on both, and every other call (Open MPI's, the gathers,
     # MPICH's scattered 16 KiB) on the calibration's ranks alone.
     timed = []
-    monkeypatch.setattr(calibration, "run_native", lambda _fabric, library, collective, nbytes, ranks, placed:
+    monkeypatch.setattr(calibration, "run_native", lambda _fabric, library, collective, nbytes, ranks, placed, _reps:
                         timed.append((library, collective, nbytes, ranks, placed == list(range(ranks)))) or 1.0)
     runs = calibration.measure_natives(None, HOSTS, ("gather", "alltoall"), lambda _m: None, SCALE)
     fewer = {(lib, c, b) for lib, c, b, ranks, _ in timed if ranks == HOSTS - 1}

@@ -377,13 +377,14 @@ def test_calibrate_measures_the_model_parameters_and_refuses_bad_input(name, tmp
     topology.save(star, topo_file)
     routing.save(routing.route(star, "updown"), routes_file)
     # Bad input: one line, exit 2, nothing written and no fabric left.
-    for args, needle in ((["--buffer=0"], "--buffer"), (["--senders", "9"], "--senders"), (["--senders", "2", "--native", "bcast"], "--native")):
+    for args, needle in ((["--buffer=0"], "--buffer"), (["--senders", "9"], "--senders"), (["--senders", "2", "--native", "bcast"], "--native"),
+                         (["--senders", "2", "--timed-seconds", "-1"], "--timed-seconds")):
         proc = run_cli("emulate", "calibrate", str(topo_file), str(routes_file), "--name", name, "-o", str(out),
                        *args, check=False)
         assert proc.returncode == 2 and needle in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
         assert not out.exists() and not emulate.namespaces(name)
     run_cli("emulate", "calibrate", str(topo_file), str(routes_file), "--name", name, "-o", str(out), "--scale", "0.1",
-            "--senders", "2,5", "--bytes", "100000", "--repeats", "1", "--native", "gather")
+            "--senders", "2,5", "--bytes", "100000", "--repeats", "1", "--native", "gather", "--timed-seconds", "0")
     doc = json.loads(out.read_text())
     assert not emulate.namespaces(name)
     assert (doc["format"], doc["version"]) == ("netweave-calibration", flowsim.CALIBRATION_VERSION)
@@ -391,6 +392,7 @@ def test_calibrate_measures_the_model_parameters_and_refuses_bad_input(name, tmp
     p = doc["parameters"]
     assert p["overhead_s"] > 0 and p["sync_s"] >= 0 and set(p["tcp"]) >= {"timeout_s", "window_segments", "survival_per_segment"}
     assert [pt["senders"] for pt in doc["measurements"]["incast"]] == [2, 5]
+    assert doc["measurements"]["timed_seconds"] == 0
     # The native MPIs' own gathers on every host, each library's cost fitted to them.
     for library in ("openmpi", "mpich"):
         native = doc["native"][library]

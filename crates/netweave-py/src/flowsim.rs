@@ -112,6 +112,7 @@ fn tcp_model(overrides: std::collections::HashMap<String, f64>) -> PyResult<TcpM
             "initial_window_segments" => tcp.initial_window_segments = value,
             "probe_s" => tcp.probe_s = value,
             "timer_tick_s" => tcp.timer_tick_s = value,
+            "lone_tail_probability" => tcp.lone_tail_probability = value,
             "min_window_segments" => tcp.min_window_segments = value,
             "steady_free_segments" => tcp.steady_free_segments = value,
             "steady_segments_per_timeout" => tcp.steady_segments_per_timeout = value,
@@ -122,8 +123,8 @@ fn tcp_model(overrides: std::collections::HashMap<String, f64>) -> PyResult<TcpM
             other => {
                 return Err(NetweaveErrorPy::new_err(format!(
                     "unknown TCP model parameter '{other}' (known: segment_bytes, timeout_s, window_segments, \
-                     survival_per_segment, initial_window_segments, probe_s, timer_tick_s, min_window_segments, \
-                     steady_free_segments, steady_segments_per_timeout, timestamps)"
+                     survival_per_segment, initial_window_segments, probe_s, timer_tick_s, lone_tail_probability, \
+                     min_window_segments, steady_free_segments, steady_segments_per_timeout, timestamps)"
                 )))
             }
         }

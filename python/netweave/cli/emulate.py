@@ -148,6 +148,9 @@ def calibrate_cmd(
                                 help="Incast sweep: senders per point (hosts 1..k send to host 0)."),
     nbytes: int = typer.Option(calibration.DEFAULT_INCAST_BYTES, "--bytes", help="Bytes each incast sender sends."),
     repeats: int = typer.Option(calibration.DEFAULT_REPEATS, "--repeats", help="Runs per sweep point (the median counts)."),
+    timed_seconds: float = typer.Option(calibration.TIMED_SECONDS, "--timed-seconds",
+                                        help="Time each short point for about this long (at most "
+                                             f"{calibration.MAX_TIMED_CALLS} calls; 0: {calibration.TIMED_CALLS} calls)."),
     native: str = typer.Option(",".join(calibration.NATIVE_COLLECTIVES), "--native",
                                help="Collectives Open MPI's and MPICH's host cost is measured on (nwbench), "
                                     "comma-separated; 'none' to skip."),
@@ -170,7 +173,7 @@ def calibrate_cmd(
     emulate.require_root()
     with working(f"calibrating on {name}", as_json) as steps:
         doc = calibration.calibrate(topo, routes, name, scale=scale, buffer=buffer, senders=counts, nbytes=nbytes,
-                                    repeats=repeats, natives=natives,
+                                    repeats=repeats, natives=natives, timed_seconds=timed_seconds,
                                     progress=lambda what: steps.update(description=f"calibrating on {name}: {what}"))
     calibration.write(doc, output)
     if as_json:

@@ -9,14 +9,15 @@ prediction for the same scaled fabric:
   took it from below them) and paper 004's Concurrent on
   netweave's TCP executor (:func:`netweave.run.emulate.run`; one send in flight per host, every
   receive open), timed as ``nwbench`` times the MPIs (one warm-up call, then :data:`REPS` calls
-  on the same warm connections, each behind a barrier; the slowest rank's mean), predicted as
+  on the same warm connections, each behind a barrier, and more where they were short:
+  :func:`netweave.run.calibration.timed`; the slowest rank's mean), predicted as
   that executor runs them (the flow model's DAG executor) — as ``reproduce ethernet --emulate``
   runs paper 004's schedules. A DAG runs as it is; a phased schedule in the order of the
   executor the plan deploys it with (:func:`netweave.run.executor.phase_groups_for`: ``sync`` a
   barrier after every phase, ``async`` each rank's sends in order with no wait, ``local-sync``
   its local-sync order);
 - Open MPI's and MPICH's own collective (``nwbench``'s native timing, the slowest rank's mean
-  over :data:`REPS` calls, :func:`netweave.run.calibration.run_native`), predicted as the plan
+  over as many calls, :func:`netweave.run.calibration.run_native`), predicted as the plan
   models them (``traffic::native_mpi``) and, with a calibration that measured the library, with
   what the library costs this machine's hosts per message (:func:`netweave.plan.predict_native`).
 
@@ -40,6 +41,7 @@ not the scale's.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -61,11 +63,10 @@ FORWARDING_SHARE = 0.5
 #: The slowest link of a verified fabric, after scaling (bit/s): below it connection set-up and
 #: control messages wait behind seconds of queued data, and runs time out instead of measuring.
 MIN_LINK_BPS = 20e6
-#: Timed calls per candidate (after one warm-up call); nwbench reports the slowest rank's mean.
-#: The calibration times its points the same way, so its parameters fit what this measures.
+#: Timed calls per candidate (after one warm-up call), the fewest: short ones are timed more
+#: (:func:`netweave.run.calibration.timed`). nwbench reports the slowest rank's mean. The
+#: calibration times its points the same way, so its parameters fit what this measures.
 REPS = calibration_mod.TIMED_CALLS
-#: Calls each candidate makes on the fabric, the warm-up included: what its loss counters span.
-CALLS = REPS + 1
 #: What a row's ``problem`` says when the run forwards more at its predicted pace than
 #: ``emulate.FORWARDING_BUDGET_BPS``: the time is the veth forwarding's, not the fabric's.
 MACHINE_BOUND = "it measures the machine, not the fabric"
@@ -142,36 +143,40 @@ def verify(topo: Topology, routes: RoutingTable, result: PlanResult, built: list
     problems: dict[str, str | None] = {}
     timeouts: dict[str, float] = {}
     how: dict[str, str] = {}
+
+    def measure(name: str, measured_by: str, run: Callable[[int], float]) -> None:
+        """Time `name` with `run(reps)` (:func:`netweave.run.calibration.timed`), its losses counted
+        on the hosts around it (every call, the warm-ups included)."""
+        before = fabric.losses()
+        calls = []
+
+        def counted(reps: int) -> float:
+            calls.append(reps + 1)
+            return run(reps)
+        try:
+            measured[name], timed = calibration_mod.timed(counted)
+        except NetweaveError as e:
+            # One candidate failing to run here leaves the other rows standing; the row says why.
+            measured[name], problems[name], how[name] = None, str(e), measured_by
+            return
+        after = fabric.losses()
+        lost = {k: after[k] - before[k] for k in after}
+        timeouts[name] = lost["tcp_timeouts"] / sum(calls)
+        problems[name] = _losses(lost, sum(calls))
+        how[name] = f"{measured_by}, {timed} calls"
     fabric_name = "v" + uuid.uuid4().hex[:11]
     note(f"bringing up the emulated fabric (links x {scale:.3g})")
     fabric = emulate.up(topo, routes, fabric_name, scale=scale, buffer=buffer)
     try:
         for name, graph in graphs.items():
             note(f"measuring {name} on the fabric")
-            run = emulate.run(fabric, graph, warmup=1, reps=REPS)  # timed as nwbench times the MPIs
-            how[name] = f"netweave's TCP executor, {_order(next(r for r in chosen if r.name == name))}"
-            measured[name] = run["makespan_s"] if run["ok"] else None
-            timeouts[name] = run["losses"]["tcp_timeouts"] / CALLS
-            if not run["ok"]:
-                problems[name] = f"the run failed: {_failure(run)}"
-            else:
-                problems[name] = _losses(run["losses"])
+            # Timed as nwbench times the MPIs.
+            measure(name, f"netweave's TCP executor, {_order(next(r for r in chosen if r.name == name))}",
+                    functools.partial(_executor_run, fabric, graph))
         for implementation in natives:
             note(f"measuring {implementation}'s own {collective} on the fabric")
-            how[implementation] = f"nwbench, {REPS} calls"
-            before = fabric.losses()
-            try:
-                measured[implementation] = calibration_mod.run_native(fabric, implementation, collective, nbytes,
-                                                                      ranks, placed, REPS)
-            except NetweaveError as e:
-                # One MPI failing to run here leaves the other rows standing; the row says why.
-                measured[implementation], problems[implementation] = None, str(e)
-                continue
-            # The library's losses, counted on the hosts as the executor's runs count theirs.
-            after = fabric.losses()
-            lost = {k: after[k] - before[k] for k in after}
-            timeouts[implementation] = lost["tcp_timeouts"] / CALLS
-            problems[implementation] = _losses(lost)
+            measure(implementation, "nwbench", functools.partial(calibration_mod.run_native, fabric, implementation,
+                                                                 collective, nbytes, ranks, placed))
     finally:
         emulate.down(fabric_name)
     workloads = {**graphs, **{name: executor.as_task_graph(w) for name, w in native_work.items()}}
@@ -191,11 +196,20 @@ def verify(topo: Topology, routes: RoutingTable, result: PlanResult, built: list
     return out, _summary(out, result, scale, buffer)
 
 
-def _losses(lost: dict[str, int]) -> str | None:
-    """What a run lost on the fabric (:meth:`netweave.run.emulate.EmulatedCluster.losses`,
-    over every call), in words; None if nothing."""
+def _executor_run(fabric: emulate.EmulatedCluster, graph: TaskGraph, reps: int) -> float:
+    """`graph` on netweave's TCP executor: the slowest rank's mean over `reps` calls after a
+    warm-up, seconds; a failed run raises with its cause."""
+    run = emulate.run(fabric, graph, warmup=1, reps=reps)
+    if not run["ok"] or run["makespan_s"] is None:
+        raise NetweaveError(f"the run failed: {_failure(run)}")
+    return float(run["makespan_s"])
+
+
+def _losses(lost: dict[str, int], calls: int) -> str | None:
+    """What a candidate lost on the fabric (:meth:`netweave.run.emulate.EmulatedCluster.losses`)
+    over its `calls` calls, in words; None if nothing."""
     parts = [f"{lost['retransmitted_segments']} segments retransmitted" if lost["retransmitted_segments"] else "",
-             f"{lost['tcp_timeouts']} timeouts in {CALLS} calls" if lost["tcp_timeouts"] else ""]
+             f"{lost['tcp_timeouts']} timeouts in {calls} calls" if lost["tcp_timeouts"] else ""]
     return ", ".join(filter(None, parts)) or None
 
 

@@ -14,9 +14,10 @@ what the flow model takes as parameters:
   the TCP model's parameters (timeout, window per flow, survival per segment; see
   docs/flowsim.md) that the flow model needs to predict the sweep's median times, found by a
   grid search over what the literature and Linux make plausible.
-- **the tail-loss probe** (``tcp.probe_s``, Ethernet only): incasts of short messages
-  (``PROBE_SEGMENTS`` per sender, from the most senders of the sweep), whose bursts overflow the
-  port but drain within milliseconds — whether they pay a timeout is what the probe decides.
+- **the tail-loss probe** (``tcp.probe_s``, ``tcp.lone_tail_probability``, Ethernet only):
+  incasts of short messages (``PROBE_SEGMENTS`` per sender, from the most senders of the sweep),
+  whose bursts overflow the port but drain within milliseconds — whether they pay a timeout is
+  what the probe decides, and how often a call stalls an RTO on a lone lost tail its chance.
   Where the points cannot tell grid values apart — their errors differ by less than the spread
   of the points' own repeats — the fit keeps the one nearest Linux's default.
 - **host streams and steady many-flow sharing** (``host_streams``; ``tcp.steady_free_segments``,
@@ -44,8 +45,9 @@ what the flow model takes as parameters:
   calls too: its transport, not netweave's executor, decides how many posted sends move at once
   (:func:`native_streams`).
 
-Every point is timed as ``plan --verify`` times a candidate: one warm-up call over the same
-connections, then the slowest rank's mean over :data:`TIMED_CALLS` calls.
+Every point is timed as ``plan --verify`` times a candidate (:func:`timed`): one warm-up call
+over the same connections, then the slowest rank's mean over :data:`TIMED_CALLS` calls, and
+over more where those were short.
 
 Each group is fitted with the ones before it fixed (incast, then probe, then steady sharing):
 the 1 MB incasts outlast any probe and carry no steady charge (their port is overloaded by a
@@ -103,6 +105,10 @@ SURVIVAL_PER_SEGMENT = (0.95, 0.97, 0.98, 0.985, 0.99, 0.993, 0.995, 0.997, 0.99
 #: (docs/flowsim.md, the probe across link rates).
 PROBE_SEGMENTS = (11, 16)
 PROBE_SECONDS = (0.0, 0.002, 0.004, 0.007, 0.01, 0.015, 0.02, 0.03)
+#: The grid of the chance that a flow whose tail a short burst loses is left with that one segment
+#: outstanding (its probe waits an RTO more), fitted with the probe on the same points: their
+#: calls are timed until two seconds' worth (:func:`timed`), so the mean holds the stalls.
+LONE_TAIL_PROBABILITIES = (0.0, 0.002, 0.004, 0.006, 0.01, 0.015, 0.02, 0.03)
 #: Steady sharing: Concurrent all-to-all among this many hosts (at most), bytes per pair; and the
 #: grid of segments streamed before timeouts and segments per timeout.
 STEADY_HOSTS = 16
@@ -129,6 +135,13 @@ NATIVE_SIZES = (16_384, 131_072, 1_048_576)
 #: first call's: its senders start scattered, so its short bursts escape timeouts that warm ones
 #: pay (docs/flowsim.md, the probe).
 TIMED_CALLS = 3
+#: Short calls are timed more, as IMB and the OSU benchmarks repeat short messages more: as many
+#: calls as fit in :data:`TIMED_SECONDS` at the first calls' pace, up to :data:`MAX_TIMED_CALLS`.
+#: A short burst stalls about an RTO (200 ms) in some calls and not in others (a lone lost tail,
+#: docs/flowsim.md), so the mean of three calls of a 10 ms gather is 10 ms or 75 ms by chance;
+#: a hundred calls measure the mean a program's repeated collective pays.
+TIMED_SECONDS = 2.0
+MAX_TIMED_CALLS = 100
 #: Blocks above this many bytes run each library's rendezvous protocol: Open MPI's TCP eager limit
 #: (``btl_tcp_eager_limit``, 64 KiB); MPICH's UCX chooses its threshold itself (``UCX_RNDV_THRESH``
 #: ``auto``) — its 128 KiB messages on the emulated fabric wait for the receiver (docs/plan.md), its
@@ -301,8 +314,8 @@ def fit_tcp(topo: Topology, routes: RoutingTable, points: list[dict[str, Any]], 
     grids: dict[str, list[dict[str, Any]]] = {
         "incast": [{"timeout_s": rto * factor, "window_segments": float(window), "survival_per_segment": survival}
                    for factor in TIMEOUT_FACTORS for window in WINDOW_SEGMENTS for survival in SURVIVAL_PER_SEGMENT],
-        "probe": [{"survival_per_segment": survival, "probe_s": probe}
-                  for survival in SURVIVAL_PER_SEGMENT for probe in PROBE_SECONDS],
+        "probe": [{"survival_per_segment": survival, "probe_s": probe, "lone_tail_probability": lone}
+                  for survival in SURVIVAL_PER_SEGMENT for probe in PROBE_SECONDS for lone in LONE_TAIL_PROBABILITIES],
         "concurrent": [{"host_streams": streams, "steady_free_segments": free, "steady_segments_per_timeout": per}
                        for streams in HOST_STREAMS for free in STEADY_FREE_SEGMENTS
                        for per in STEADY_SEGMENTS_PER_TIMEOUT]
@@ -319,14 +332,18 @@ def fit_tcp(topo: Topology, routes: RoutingTable, points: list[dict[str, Any]], 
 def calibrate(topo: Topology, routes: RoutingTable, name: str, scale: float = 1.0, buffer: int | None = None,
               senders: tuple[int, ...] = DEFAULT_SENDERS, nbytes: int = DEFAULT_INCAST_BYTES,
               repeats: int = DEFAULT_REPEATS, progress: Callable[[str], None] | None = None,
-              steady: bool = True, natives: tuple[str, ...] = NATIVE_COLLECTIVES) -> dict[str, Any]:
+              steady: bool = True, natives: tuple[str, ...] = NATIVE_COLLECTIVES,
+              timed_seconds: float = TIMED_SECONDS) -> dict[str, Any]:
     """Measure the flow model's parameters on the emulated `topo` (see the module doc) and return
     the calibration document. Root only; the fabric is torn down however this ends. `steady`
     False leaves out the short-incast and Concurrent all-to-all points (probe, host streams and
     steady sharing keep their defaults); `natives` are the collectives the native MPIs' host
-    cost is measured on (none: the file has no ``native`` section)."""
+    cost is measured on (none: the file has no ``native`` section); `timed_seconds` how long a
+    short point is timed (:func:`timed`; 0: :data:`TIMED_CALLS` calls each)."""
     note = progress or (lambda _msg: None)
     queue = _checked(topo, scale, buffer, senders, nbytes, repeats, natives)
+    if not (math.isfinite(timed_seconds) and timed_seconds >= 0):
+        raise NetweaveError(f"--timed-seconds {timed_seconds} must be a non-negative number of seconds")
     lossy = topo.link_layer == "ethernet"
     n = topo.num_hosts
     measured: dict[str, Any] = {}
@@ -336,13 +353,13 @@ def calibrate(topo: Topology, routes: RoutingTable, name: str, scale: float = 1.
         try:
             for label, graph in (("plain", chain([0, 1], CHAIN_TASKS, n)), ("sync", chain([0, 1, 2, 3], CHAIN_TASKS, n))):
                 note(f"chain of {CHAIN_TASKS} 1-byte tasks ({label})")
-                measured[f"chain_{label}_s"] = _run(fabric, graph)
+                measured[f"chain_{label}_s"] = _run(fabric, graph, timed_seconds)
             sweep: list[dict[str, Any]] = []
             for k in (senders if lossy else ()):
                 times = []
                 for r in range(repeats):
                     note(f"incast: {k} senders x {nbytes:,} B ({r + 1}/{repeats})")
-                    times.append(_run(fabric, incast(k, nbytes, n)))
+                    times.append(_run(fabric, incast(k, nbytes, n), timed_seconds))
                 sweep.append({"kind": "incast", "senders": k, "bytes": nbytes, "measured_s": times,
                               "median_s": statistics.median(times)})
             # The probe's and steady sharing's points (module doc), measured like the sweep's.
@@ -359,15 +376,15 @@ def calibrate(topo: Topology, routes: RoutingTable, name: str, scale: float = 1.
                     times = []
                     for r in range(repeats):
                         note(f"{graph.name}: {point['bytes']:,} B ({r + 1}/{repeats})")
-                        times.append(_run(fabric, graph))
+                        times.append(_run(fabric, graph, timed_seconds))
                     point.update(measured_s=times, median_s=statistics.median(times))
-            native_runs = measure_natives(fabric, n, natives, note, scale) if natives else []
+            native_runs = measure_natives(fabric, n, natives, note, scale, seconds=timed_seconds) if natives else []
         finally:
             emulate.down(name)
         for faster, collectives in _faster_native_scales(scale, natives):
             fabric = emulate.up(topo, routes, name, scale=faster, buffer=buffer)
             try:
-                native_runs += measure_natives(fabric, n, collectives, note, faster)
+                native_runs += measure_natives(fabric, n, collectives, note, faster, seconds=timed_seconds)
             finally:
                 emulate.down(name)
     # Overhead and sync cost: what the chains took beyond the model's own time for them.
@@ -395,16 +412,38 @@ def calibrate(topo: Topology, routes: RoutingTable, name: str, scale: float = 1.
     if native_runs:
         note("fitting the native MPIs' host cost")
         native = fit_natives(topo, routes, scale, buffer, _document(topo, scale, queue, params, {}, None), native_runs)
-    return _document(topo, scale, queue, params, {"chains": measured, "chain_tasks": CHAIN_TASKS,
+    return _document(topo, scale, queue, params, {"chains": measured, "chain_tasks": CHAIN_TASKS, "timed_seconds": timed_seconds,
                                                   "incast": sweep if lossy else [], **extra}, fit_error, native)
 
 
-def _run(fabric: emulate.EmulatedCluster, graph: TaskGraph) -> float:
-    """`graph`'s time on the fabric: the slowest rank's mean over :data:`TIMED_CALLS` warm calls."""
-    result = emulate.run(fabric, graph, warmup=1, reps=TIMED_CALLS)
-    if not result["ok"] or result["makespan_s"] is None:
-        raise NetweaveError(f"calibration run {graph.name} failed: {result['cause']}")
-    return float(result["makespan_s"])
+def timed(measure: Callable[[int], float], seconds: float = TIMED_SECONDS) -> tuple[float, int]:
+    """Time a call with `measure(reps)` (a run of one warm-up and `reps` timed calls that returns
+    their mean, seconds): :data:`TIMED_CALLS` calls, then, if they were short, a second run of
+    as many more as `seconds` hold at their pace (at most :data:`MAX_TIMED_CALLS` in all). The
+    mean over every timed call, and how many there were.
+
+    >>> timed(lambda reps: 0.8)
+    (0.8, 3)
+    >>> timed(lambda reps: 0.1)
+    (0.1, 20)
+    """
+    first = measure(TIMED_CALLS)
+    calls = min(MAX_TIMED_CALLS, int(seconds / first)) if first > 0 else MAX_TIMED_CALLS
+    more = calls - TIMED_CALLS
+    if more <= 0:
+        return first, TIMED_CALLS
+    return (first * TIMED_CALLS + measure(more) * more) / calls, calls
+
+
+def _run(fabric: emulate.EmulatedCluster, graph: TaskGraph, seconds: float) -> float:
+    """`graph`'s time on the fabric: the slowest rank's mean over warm calls, as many as
+    `seconds` hold (:func:`timed`)."""
+    def measure(reps: int) -> float:
+        result = emulate.run(fabric, graph, warmup=1, reps=reps)
+        if not result["ok"] or result["makespan_s"] is None:
+            raise NetweaveError(f"calibration run {graph.name} failed: {result['cause']}")
+        return float(result["makespan_s"])
+    return timed(measure, seconds)[0]
 
 
 def _document(topo: Topology, scale: float, queue: int | None, params: dict[str, Any],
@@ -477,7 +516,7 @@ def _faster_native_scales(scale: float, collectives: tuple[str, ...]) -> list[tu
 
 def measure_natives(fabric: emulate.EmulatedCluster, ranks: int, collectives: tuple[str, ...],
                     note: Callable[[str], None], scale: float,
-                    sizes: tuple[int, ...] = NATIVE_SIZES) -> list[dict[str, Any]]:
+                    sizes: tuple[int, ...] = NATIVE_SIZES, seconds: float = TIMED_SECONDS) -> list[dict[str, Any]]:
     """Each library's own `collectives` at `sizes` bytes per pair on hosts 0..ranks-1 of the fabric,
     whose links run at `scale` (gathers to rank 0): ``{library, collective, bytes, ranks, scale,
     measured_s}`` per run.
@@ -492,9 +531,10 @@ def measure_natives(fabric: emulate.EmulatedCluster, ranks: int, collectives: tu
                 paired_by_xor = ranks > 2 and cost_key(library, collective, ranks, nbytes) != collective
                 for job in (ranks, ranks - 1) if paired_by_xor else (ranks,):
                     note(f"{library}'s own {collective}, {nbytes:,} B per pair on {job} ranks, links x {scale:g}")
-                    seconds = run_native(fabric, library, collective, nbytes, job, list(range(job)))
+                    mean, _calls = timed(functools.partial(run_native, fabric, library, collective, nbytes, job,
+                                                           list(range(job))), seconds)
                     runs.append({"library": library, "collective": collective, "bytes": nbytes, "ranks": job,
-                                 "scale": scale, "measured_s": seconds})
+                                 "scale": scale, "measured_s": mean})
     return runs
 
 

@@ -46,13 +46,13 @@ Workload = _core.Schedule | _core.TaskGraph
 
 #: The lossy model's parameters and their defaults, as the engine holds them (one place:
 #: ``flowsim/loss.rs``): ``segment_bytes``, ``timeout_s``, ``window_segments``, ``survival_per_segment``,
-#: ``initial_window_segments``, ``probe_s``, ``timer_tick_s``, ``min_window_segments``, ``steady_free_segments``,
-#: ``steady_segments_per_timeout``, ``timestamps``.
+#: ``initial_window_segments``, ``probe_s``, ``timer_tick_s``, ``lone_tail_probability``, ``min_window_segments``,
+#: ``steady_free_segments``, ``steady_segments_per_timeout``, ``timestamps``.
 TCP_DEFAULTS: dict[str, float] = dict(_core.flow_tcp_defaults())
 
 #: Calibration files: format tag and the one version this netweave reads.
 CALIBRATION_FORMAT = "netweave-calibration"
-CALIBRATION_VERSION = 5
+CALIBRATION_VERSION = 6
 #: What a calibration file's ``parameters`` may hold besides ``tcp`` and ``host_streams``.
 CALIBRATION_TIMES = ("overhead_s", "sync_s", "barrier_s")
 

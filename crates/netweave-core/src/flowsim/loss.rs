@@ -49,8 +49,14 @@
 //!    free: `⌈lost⌉` flows that send their last window within a round trip of the overflow
 //!    lose their tails and finish no earlier than their probes resend them (flows with more to
 //!    send after that send it into a queue with room again, and its ACKs repair their losses by
-//!    fast retransmit). (Measured warm, short bursts pay a timeout in some calls and not
-//!    others; this rule says all or none — docs/flowsim.md.)
+//!    fast retransmit). A probe is armed at each ACK, and Linux makes it wait the minimum RTO
+//!    on top (for the receiver's delayed ACK) while a single segment is outstanding: a flow
+//!    whose lost tail is that one segment stalls about an RTO whoever else repairs fast. Which
+//!    flow ends so is chance (measured warm, short bursts stall so in some calls and not in
+//!    others: docs/flowsim.md), so the model charges its mean: each of the burst's `k` tail
+//!    losers ends alone with probability `p` ([`TcpModel::lone_tail_probability`]), the burst
+//!    stalls with `1 − (1 − p)^k`, and each of its tail losers is delivered that share of
+//!    [`TcpModel::timeout_s`] later.
 //! 4. **Timeouts.** Otherwise `p` keeps `K = max(1, ⌊P / w⌋)` flows whose window `w`
 //!    ([`TcpModel::window_segments`]) lets them ride out the overshoot, or the share
 //!    `σ^(√q·ℓ·S̄)` of all its flows if more, `σ` [`TcpModel::survival_per_segment`]: every
@@ -193,6 +199,14 @@ pub const LINUX_PROBE_MIN_S: f64 = 0.002;
 /// half a tick before the rounded time. Kernels built with `HZ=1000` (RHEL's, Ubuntu's) tick
 /// every millisecond.
 pub const LINUX_TIMER_TICK_S: f64 = 0.004;
+/// Chance that a flow whose tail a burst loses (rule 3) is left with a single lost segment
+/// outstanding, whose probe Linux arms with the minimum RTO on top (`tcp_schedule_loss_probe`:
+/// `2·SRTT + TCP_RTO_MIN` with one packet out, `2·SRTT + 2 ms` with more). Fitted on the
+/// emulated cluster's 16 KiB gathers (15 and 27 senders into a 64 KiB port, five whole
+/// `benches/advice_fidelity.py` runs, 3 warm calls each): about 1 call in 10 of 15 senders and
+/// 1 in 6 of 27 stalled some 200 ms with no timeout counted, `1 − (1 − p)^k` for `k` of 15 and
+/// 27 tail losers at `p` ≈ 0.006.
+pub const LONE_TAIL_PROBABILITY: f64 = 0.006;
 /// Fewest segments a flow must have in flight for one loss to be repaired by fast retransmit:
 /// the lost segment and three behind it, whose duplicate ACKs trigger the repair.
 pub const FAST_RETRANSMIT_MIN_WINDOW: f64 = 4.0;
@@ -228,6 +242,9 @@ pub struct TcpModel {
     /// The senders' kernel timer tick, seconds: a tail-loss probe's wait rounds up to whole
     /// ticks (0 for an exact wait).
     pub timer_tick_s: f64,
+    /// Chance that a flow whose tail a burst loses is left with that single segment outstanding,
+    /// and its probe waits [`TcpModel::timeout_s`] more (module doc, rule 3).
+    pub lone_tail_probability: f64,
     /// Segments of window each flow needs at a port to repair a loss by fast retransmit; a port
     /// whose flows cannot all hold it overflows steadily, and a burst keeps no more long flows
     /// than it holds (see the module doc).
@@ -254,6 +271,7 @@ impl Default for TcpModel {
             initial_window_segments: LINUX_INITIAL_WINDOW_SEGMENTS,
             probe_s: LINUX_PROBE_MIN_S,
             timer_tick_s: LINUX_TIMER_TICK_S,
+            lone_tail_probability: LONE_TAIL_PROBABILITY,
             min_window_segments: FAST_RETRANSMIT_MIN_WINDOW,
             steady_free_segments: EMULATED_STEADY_FREE_SEGMENTS,
             steady_segments_per_timeout: EMULATED_STEADY_SEGMENTS_PER_TIMEOUT,
@@ -292,6 +310,12 @@ impl TcpModel {
         if !(self.timer_tick_s.is_finite() && self.timer_tick_s >= 0.0) {
             return crate::invalid!("timer tick must be a non-negative number of seconds, got {}", self.timer_tick_s);
         }
+        if !(0.0..=1.0).contains(&self.lone_tail_probability) {
+            return crate::invalid!(
+                "lone tail probability must be a probability (0 to 1), got {}",
+                self.lone_tail_probability
+            );
+        }
         if !(self.steady_free_segments.is_finite() && self.steady_free_segments >= 0.0) {
             return crate::invalid!(
                 "segments before steady timeouts must be a non-negative number, got {}",
@@ -326,6 +350,11 @@ pub(super) struct Losses {
     pub(super) repaired_at: Vec<f64>,
     /// Tails lost in a burst and resent by their probes, counted once per flow and burst.
     pub(super) probe_repairs: u64,
+    /// Bursts whose tails stall on a lone lost segment, expected (the sum of their chances).
+    pub(super) lone_tail_stalls: f64,
+    lone_tail_probability: f64,
+    /// Scratch: the flows of one burst that lose their tails.
+    tail_losers: Vec<u32>,
     survival_per_segment: f64,
     segment_bytes: f64,
     initial_window: f64,
@@ -479,6 +508,9 @@ impl Losses {
             tail_repair_s,
             repaired_at: vec![0.0; work.len()],
             probe_repairs: 0,
+            lone_tail_stalls: 0.0,
+            lone_tail_probability: tcp.lone_tail_probability,
+            tail_losers: Vec::new(),
             survival_per_segment: tcp.survival_per_segment,
             segment_bytes: mss,
             initial_window: tcp.initial_window_segments,
@@ -810,30 +842,37 @@ impl Losses {
     /// round trip `round` by `lost` segments: `⌈lost⌉` of those still sending then lose their
     /// tails (highest message indices first; drop-tail spreads the losses over the flows
     /// arriving while the queue is full, and slow start keeps it full to the burst's last round
-    /// trip) and finish no earlier than their probes repair them. A flow with more to send
-    /// after the next round trip sends it into a queue with room again, and the ACKs of those
-    /// segments repair its losses by fast retransmit.
+    /// trip) and finish no earlier than their probes repair them, later by the burst's chance
+    /// of a lone lost tail times the RTO. A flow with more to send after the next round trip
+    /// sends it into a queue with room again, and the ACKs of those segments repair its losses
+    /// by fast retransmit.
     fn repair_tails(&mut self, r: u32, round: u32, lost: f64, left: BytesLeft, survivors_from: usize) {
         let mut losers = lost.ceil() as usize;
         if losers < self.burst.len() - survivors_from {
             self.burst[survivors_from..].sort_unstable_by(|a, b| b.cmp(a)); // only some lose
         }
+        self.tail_losers.clear();
         for i in survivors_from..self.burst.len() {
             if losers == 0 {
                 break;
             }
             let f = self.burst[i];
             let bytes = left.of(f);
-            let last_round = self.last_round(f, bytes);
-            if self.window(f, bytes, round) == 0.0 || last_round > round + 1 {
+            if self.window(f, bytes, round) == 0.0 || self.last_round(f, bytes) > round + 1 {
                 continue;
             }
-            let repaired = left.now + self.tail_repaired_s(r, last_round);
-            let at = &mut self.repaired_at[f as usize];
-            *at = at.max(repaired);
-            self.probe_repairs += 1;
+            self.tail_losers.push(f);
             losers -= 1;
         }
+        // Any one of them left with a single segment out stalls the burst: its mean cost.
+        let alone = 1.0 - (1.0 - self.lone_tail_probability).powi(self.tail_losers.len() as i32);
+        self.lone_tail_stalls += alone;
+        for &f in &self.tail_losers {
+            let repaired = left.now + self.tail_repaired_s(r, self.last_round(f, left.of(f))) + alone * self.timeout_s;
+            let at = &mut self.repaired_at[f as usize];
+            *at = at.max(repaired);
+        }
+        self.probe_repairs += self.tail_losers.len() as u64;
     }
 
     /// Apply the rule (module doc) to the flows `self.pairs[joiners]` starting at port `r`.

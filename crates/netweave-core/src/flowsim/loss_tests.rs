@@ -97,6 +97,12 @@ fn tail_repaired_s(last_round: f64, full: f64, rtt: f64, tcp: &TcpModel) -> f64 
     last_round * (full + rtt) + (full / 2.0 + rtt) + fires + rtt
 }
 
+/// The mean stall a burst's `losers` tail losers pay for a lone lost segment (module doc, rule
+/// 3): the chance that any one of them ends with one segment out, times the RTO.
+fn lone_tail_stall_s(losers: i32, tcp: &TcpModel) -> f64 {
+    (1.0 - (1.0 - tcp.lone_tail_probability).powi(losers)) * tcp.timeout_s
+}
+
 /// The whole victims a burst expecting `victims` (of `n` flows) cuts at a port that owes
 /// `owed` from its earlier bursts, rounded half up; the remainder is owed to its next.
 fn whole_victims(owed: &mut f64, victims: f64, n: f64) -> f64 {
@@ -330,7 +336,7 @@ fn a_lost_tail_waits_for_its_probe_counted_in_timer_ticks() {
         let mut config = FlowConfig::new(Executor::Async);
         config.tcp = TcpModel { timer_tick_s: tick, ..TcpModel::default() };
         let r = simulate(&topo, &routes, &sched, &config).unwrap();
-        let repaired = tail_repaired_s(1.0, full, 0.0, &config.tcp);
+        let repaired = tail_repaired_s(1.0, full, 0.0, &config.tcp) + lone_tail_stall_s(15, &config.tcp);
         assert_eq!((r.timeouts, r.probe_repairs), (0, 15));
         assert!(repaired > drain);
         assert!((r.makespan_s - repaired).abs() < 1e-9, "tick {tick}: {} against {repaired}", r.makespan_s);
@@ -339,6 +345,38 @@ fn a_lost_tail_waits_for_its_probe_counted_in_timer_ticks() {
     let lossless = star_at(16, 1.0, Switching::new(LinkLayer::Infiniband, None).unwrap());
     let r = simulate(&lossless, &shortest_path(&lossless).unwrap(), &sched, &FlowConfig::new(Executor::Async)).unwrap();
     assert!((r.makespan_s - drain).abs() < 1e-9, "{} against {drain}", r.makespan_s);
+}
+
+#[test]
+fn a_burst_pays_the_mean_of_a_lone_lost_tail_probed_an_rto_late() {
+    // The 15 × 16 KiB incast above: its 15 tail losers each end with one lost segment out with
+    // probability p, so the burst stalls an RTO with 1 − (1 − p)^15: never at p = 0, always at 1.
+    let ethernet = Switching::new(LinkLayer::Ethernet, Some(64 * 1024)).unwrap();
+    let topo = star_at(16, 1.0, ethernet);
+    let routes = shortest_path(&topo).unwrap();
+    let phase: Vec<Message> = (1..=15).map(|s| Message { src: s, dst: 0, bytes: 16 * 1024 }).collect();
+    let sched = Schedule::from_phases("incast", 16, vec![phase]).unwrap();
+    let full = 65536.0 / 1.25e8;
+    let mut times = Vec::new();
+    for p in [0.0, 0.01, 1.0] {
+        let mut config = FlowConfig::new(Executor::Async);
+        config.tcp = TcpModel { lone_tail_probability: p, ..TcpModel::default() };
+        let r = simulate(&topo, &routes, &sched, &config).unwrap();
+        let chance = 1.0 - (1.0f64 - p).powi(15);
+        let expected = tail_repaired_s(1.0, full, 0.0, &config.tcp) + chance * 0.2;
+        assert_eq!(r.timeouts, 0, "a lone tail is probed, not timed out");
+        assert!((r.lone_tail_stalls - chance).abs() < 1e-12, "p {p}: {} stalls", r.lone_tail_stalls);
+        assert!((r.makespan_s - expected).abs() < 1e-9, "p {p}: {} against {expected}", r.makespan_s);
+        times.push(r.makespan_s);
+    }
+    assert!(times[0] < times[1] && times[1] < times[2], "{times:?}");
+    // A burst the port holds loses no tail and pays nothing.
+    let phase: Vec<Message> = (1..=3).map(|s| Message { src: s, dst: 0, bytes: 8 * 1024 }).collect();
+    let sched = Schedule::from_phases("small", 16, vec![phase]).unwrap();
+    let mut config = FlowConfig::new(Executor::Async);
+    config.tcp = TcpModel { lone_tail_probability: 1.0, ..TcpModel::default() };
+    let r = simulate(&topo, &routes, &sched, &config).unwrap();
+    assert_eq!((r.probe_repairs, r.lone_tail_stalls), (0, 0.0));
 }
 
 /// Concurrent all-to-all on a 16-host star: every port receives 15 flows at once.
@@ -540,6 +578,8 @@ fn parameters_are_checked() {
         TcpModel { segment_bytes: 0, ..TcpModel::default() },
         TcpModel { initial_window_segments: 0.5, ..TcpModel::default() },
         TcpModel { probe_s: -1.0, ..TcpModel::default() },
+        TcpModel { lone_tail_probability: 1.01, ..TcpModel::default() },
+        TcpModel { lone_tail_probability: f64::NAN, ..TcpModel::default() },
         TcpModel { min_window_segments: 0.0, ..TcpModel::default() },
         TcpModel { steady_free_segments: -1.0, ..TcpModel::default() },
         TcpModel { steady_segments_per_timeout: 0.0, ..TcpModel::default() },

@@ -55,6 +55,9 @@ pub struct FlowReport {
     pub retransmitted_bytes: u64,
     /// Tails lost in a burst and resent by their tail-loss probes (a flow counts once per burst).
     pub probe_repairs: u64,
+    /// Bursts expected to stall on a lone lost tail (the sum of each burst's chance; each such
+    /// stall costs about an RTO, charged as its mean).
+    pub lone_tail_stalls: f64,
     /// Bandwidth reallocations and flows recomputed in them (how much work incrementality saved).
     pub reallocations: u64,
     pub flows_recomputed: u64,
@@ -122,6 +125,7 @@ impl Sim<'_> {
             lossy: self.losses.is_some(),
             timeouts: self.losses.as_ref().map_or(0, |l| l.timeouts),
             probe_repairs: self.losses.as_ref().map_or(0, |l| l.probe_repairs),
+            lone_tail_stalls: self.losses.as_ref().map_or(0.0, |l| l.lone_tail_stalls),
             retransmitted_bytes: (0..self.work.len()).map(retransmitted).sum(),
             reallocations: self.fair.updates,
             flows_recomputed: self.fair.flows_recomputed,
