@@ -268,6 +268,14 @@ def test_small_messages_lose_segments_but_no_timeouts():
     assert small["timeouts"] == 0 and small["retransmitted_bytes"] > 0
     into_root = max(small["channel_bytes"])
     assert into_root == 31 * 16 * 1024 + small["retransmitted_bytes"]
+    # Each flow whose tail the burst lost may be left with that one segment out, whose probe
+    # waits an RTO more: the burst is charged its chance of that, 1 − (1 − p)^k, in RTOs.
+    p, rto = flowsim.TCP_DEFAULTS["lone_tail_probability"], flowsim.TCP_DEFAULTS["timeout_s"]
+    chance = 1 - (1 - p) ** small["probe_repairs"]
+    assert small["probe_repairs"] > 0 and small["lone_tail_stalls"] == pytest.approx(chance, rel=1e-12)
+    never = flowsim.simulate(routes, _incast(31, 16 * 1024), executor="async", tcp={"lone_tail_probability": 0.0})
+    assert never["lone_tail_stalls"] == 0
+    assert small["makespan_s"] - never["makespan_s"] == pytest.approx(chance * rto, rel=1e-9)
     # The same senders with 1 MB each keep the port full past the probes: timeouts.
     large = flowsim.simulate(routes, _incast(31), executor="async")
     assert large["timeouts"] > 0

@@ -3,6 +3,7 @@ paper 004's DAGs beside the phased schedules, against the bottleneck bound; one-
 --verify on the emulated fabric."""
 
 import json
+import re
 import shutil
 
 import pytest
@@ -10,7 +11,7 @@ import pytest
 import netweave
 from conftest import run_cli
 from netweave import _core, plan, report, topology
-from netweave.run import emulate
+from netweave.run import calibration, emulate
 
 
 def test_the_native_model_names_each_librarys_default_and_builds_it():
@@ -113,6 +114,9 @@ def test_verify_measures_every_candidate_on_the_emulated_fabric_and_tears_it_dow
         # The hosts' timeouts beside the model's: counted per call, and named in the problem when any.
         assert r["timeouts_per_call"] >= 0 and r["predicted_timeouts"] >= 0
         assert (r["timeouts_per_call"] > 0) == ("timeouts in" in (r["problem"] or ""))
+        # Timed 3 calls, and more where they were short: 3 alone only if they took over 2/4 s each.
+        calls = int(re.search(r", (\d+) calls$", r["measured_by"]).group(1))
+        assert 3 <= calls <= calibration.MAX_TIMED_CALLS and (calls > 3 or r["measured_s"] > 0.5), r
     # A phased candidate is measured the way the plan deploys it: in its executor's order.
     deployed = {r["name"]: r["executor"] for r in data["schedules"]}
     expected = {"sync": "a barrier after every phase", "async": "each rank's sends in order", "local-sync": "local-sync order"}

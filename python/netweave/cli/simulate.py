@@ -100,7 +100,8 @@ def flow(
         f"makespan {summary['makespan_s'] * 1e3:.6g} ms, "
         f"per-server throughput {summary['throughput_per_server_mib_s']:.6g} MiB/s"
         + (f"; {topo.link_layer}, {summary['timeouts']} TCP timeouts and {summary['probe_repairs']} tails resent by "
-           f"loss probes at {topo.port_buffer_bytes:,}-byte port buffers"
+           f"loss probes ({summary['lone_tail_stalls']:.2g} RTO-long stalls expected from lone lost tails) at "
+           f"{topo.port_buffer_bytes:,}-byte port buffers"
            if summary["lossy"] else "")
     )
     print(

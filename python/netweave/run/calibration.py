@@ -14,10 +14,11 @@ what the flow model takes as parameters:
   the TCP model's parameters (timeout, window per flow, survival per segment; see
   docs/flowsim.md) that the flow model needs to predict the sweep's median times, found by a
   grid search over what the literature and Linux make plausible.
-- **the tail-loss probe** (``tcp.probe_s``, ``tcp.lone_tail_probability``, Ethernet only):
-  incasts of short messages (``PROBE_SEGMENTS`` per sender, from the most senders of the sweep),
-  whose bursts overflow the port but drain within milliseconds — whether they pay a timeout is
-  what the probe decides, and how often a call stalls an RTO on a lone lost tail its chance.
+- **the tail-loss probe** (``tcp.probe_s``, Ethernet only): incasts of short messages
+  (``PROBE_SEGMENTS`` per sender, from the most senders of the sweep), whose bursts overflow the
+  port but drain within milliseconds — whether they pay a timeout is what the probe decides.
+  ``tcp.lone_tail_probability`` keeps its default: at the calibration's slow links these points
+  cannot measure it (docs/flowsim.md, "A lone lost tail, charged as its mean").
   Where the points cannot tell grid values apart — their errors differ by less than the spread
   of the points' own repeats — the fit keeps the one nearest Linux's default.
 - **host streams and steady many-flow sharing** (``host_streams``; ``tcp.steady_free_segments``,
@@ -105,10 +106,6 @@ SURVIVAL_PER_SEGMENT = (0.95, 0.97, 0.98, 0.985, 0.99, 0.993, 0.995, 0.997, 0.99
 #: (docs/flowsim.md, the probe across link rates).
 PROBE_SEGMENTS = (11, 16)
 PROBE_SECONDS = (0.0, 0.002, 0.004, 0.007, 0.01, 0.015, 0.02, 0.03)
-#: The grid of the chance that a flow whose tail a short burst loses is left with that one segment
-#: outstanding (its probe waits an RTO more), fitted with the probe on the same points: their
-#: calls are timed until two seconds' worth (:func:`timed`), so the mean holds the stalls.
-LONE_TAIL_PROBABILITIES = (0.0, 0.002, 0.004, 0.006, 0.01, 0.015, 0.02, 0.03)
 #: Steady sharing: Concurrent all-to-all among this many hosts (at most), bytes per pair; and the
 #: grid of segments streamed before timeouts and segments per timeout.
 STEADY_HOSTS = 16
@@ -314,8 +311,8 @@ def fit_tcp(topo: Topology, routes: RoutingTable, points: list[dict[str, Any]], 
     grids: dict[str, list[dict[str, Any]]] = {
         "incast": [{"timeout_s": rto * factor, "window_segments": float(window), "survival_per_segment": survival}
                    for factor in TIMEOUT_FACTORS for window in WINDOW_SEGMENTS for survival in SURVIVAL_PER_SEGMENT],
-        "probe": [{"survival_per_segment": survival, "probe_s": probe, "lone_tail_probability": lone}
-                  for survival in SURVIVAL_PER_SEGMENT for probe in PROBE_SECONDS for lone in LONE_TAIL_PROBABILITIES],
+        "probe": [{"survival_per_segment": survival, "probe_s": probe}
+                  for survival in SURVIVAL_PER_SEGMENT for probe in PROBE_SECONDS],
         "concurrent": [{"host_streams": streams, "steady_free_segments": free, "steady_segments_per_timeout": per}
                        for streams in HOST_STREAMS for free in STEADY_FREE_SEGMENTS
                        for per in STEADY_SEGMENTS_PER_TIMEOUT]
