@@ -202,7 +202,7 @@ pub const LINUX_TIMER_TICK_S: f64 = 0.004;
 /// Chance that a flow whose tail a burst loses (rule 3) is left with a single lost segment
 /// outstanding, whose probe Linux arms with the minimum RTO on top (`tcp_schedule_loss_probe`:
 /// `2·SRTT + TCP_RTO_MIN` with one packet out, `2·SRTT + 2 ms` with more). Fitted on the
-/// emulated cluster's 16 KiB gathers (15 and 27 senders into a 64 KiB port, five whole
+/// emulated cluster's 16 KiB gathers (15 and 27 senders into a 64 KiB port, five
 /// `benches/advice_fidelity.py` runs, 3 warm calls each): about 1 call in 10 of 15 senders and
 /// 1 in 6 of 27 stalled some 200 ms with no timeout counted, `1 − (1 − p)^k` for `k` of 15 and
 /// 27 tail losers at `p` ≈ 0.006. A later run timing 100 calls of each measured those gathers at
