@@ -355,8 +355,9 @@ pub(super) struct Losses {
     /// Bursts whose tails stall on a lone lost segment, expected (the sum of their chances).
     pub(super) lone_tail_stalls: f64,
     lone_tail_probability: f64,
-    /// Scratch: the flows of one burst that lose their tails.
-    tail_losers: Vec<u32>,
+    /// Scratch: the flows of one burst that lose their tails, each with the round trip of its
+    /// last window.
+    tail_losers: Vec<(u32, u32)>,
     survival_per_segment: f64,
     segment_bytes: f64,
     initial_window: f64,
@@ -860,17 +861,18 @@ impl Losses {
             }
             let f = self.burst[i];
             let bytes = left.of(f);
-            if self.window(f, bytes, round) == 0.0 || self.last_round(f, bytes) > round + 1 {
+            let last_round = self.last_round(f, bytes);
+            if self.window(f, bytes, round) == 0.0 || last_round > round + 1 {
                 continue;
             }
-            self.tail_losers.push(f);
+            self.tail_losers.push((f, last_round));
             losers -= 1;
         }
         // Any one of them left with a single segment out stalls the burst: its mean cost.
         let alone = 1.0 - (1.0 - self.lone_tail_probability).powi(self.tail_losers.len() as i32);
         self.lone_tail_stalls += alone;
-        for &f in &self.tail_losers {
-            let repaired = left.now + self.tail_repaired_s(r, self.last_round(f, left.of(f))) + alone * self.timeout_s;
+        for &(f, last_round) in &self.tail_losers {
+            let repaired = left.now + self.tail_repaired_s(r, last_round) + alone * self.timeout_s;
             let at = &mut self.repaired_at[f as usize];
             *at = at.max(repaired);
         }
